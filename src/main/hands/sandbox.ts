@@ -1,0 +1,67 @@
+/**
+ * The hands: where the model's code runs and its files live. A brain reaches a sandbox only
+ * through `execute(name, input) → string` (see ToolRouter); a Sandbox is one backend's handle
+ * on one session's hands. Hands are cattle: provisioned lazily on the first tool call that
+ * needs one, replaced when they die, and never holding anything secret.
+ */
+
+/** One tool call as a sandbox runs it. */
+export interface SandboxCall {
+  /** The `agent.tool_use` event id: the runner keeps results by it so a restarted brain can collect them. */
+  toolUseId: string
+  /** Toolset tool name: bash | read | write | edit | glob | grep. */
+  name: string
+  input: Record<string, unknown>
+  /** Aborts the call (user.interrupt): the sandbox kills the call's process group. */
+  signal?: AbortSignal
+  /** Streams output as it is produced (for the renderer's live terminal). */
+  onOutput?: (chunk: string) => void
+}
+
+/** What a tool call produced: the text the model sees, and whether it is an error. */
+export interface SandboxResult {
+  content: string
+  isError: boolean
+  /** Exit code of a bash call, when there is one. */
+  exitCode?: number | null
+  durationMs?: number
+}
+
+/** The outcome of a call a previous process started, as far as the hand knows it. */
+export type CallRecovery =
+  | { state: 'finished'; result: SandboxResult }
+  | { state: 'running' }
+  | { state: 'unknown' }
+
+export interface SandboxProvisionParams {
+  sessionId: string
+  environmentId: string
+  /** Environment config as stored (the API's `config`), plus Corral's optional additions. */
+  config: Record<string, unknown>
+  /** Session resources (repositories, files) to place in the workspace at provision. */
+  resources?: readonly Record<string, unknown>[]
+}
+
+/** One session's sandbox on one backend. */
+export interface Sandbox {
+  readonly backend: string
+  /** Makes the sandbox ready (idempotent). Throws CorralError sandbox_error with the reason. */
+  provision(): Promise<void>
+  /** Runs one tool call. Never throws for a failed command: that is an `isError` result. */
+  execute(call: SandboxCall): Promise<SandboxResult>
+  /** What happened to a call started by an earlier process (crash recovery). */
+  recover?(toolUseId: string): Promise<CallRecovery>
+  /** Stops the sandbox; the workspace survives unless `removeWorkspace`. */
+  dispose(options?: { removeWorkspace?: boolean }): Promise<void>
+}
+
+/** Makes sandboxes for sessions; one per backend (docker, bubblewrap, worker). */
+export interface SandboxProvider {
+  readonly backend: string
+  /** Whether this backend works on this machine, and why not. */
+  available(): Promise<{ ok: boolean; reason?: string }>
+  create(params: SandboxProvisionParams): Sandbox
+  /** Removes what earlier runs left behind (containers labelled with session ids, ...). */
+  sweep?(keepSessionIds: ReadonlySet<string>): Promise<number>
+  dispose(): Promise<void>
+}

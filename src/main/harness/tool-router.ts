@@ -1,0 +1,32 @@
+/**
+ * `execute(name, input) → string`: the only way a brain touches the world. The harness hands
+ * every tool call to a ToolRouter and records what comes back; it never knows where the call ran.
+ */
+export interface ToolCall {
+  sessionId: string
+  /** The `agent.tool_use` (or `agent.mcp_tool_use` / `agent.custom_tool_use`) event id. */
+  toolUseId: string
+  name: string
+  input: Record<string, unknown>
+  signal?: AbortSignal
+  onOutput?: (chunk: string) => void
+}
+
+export interface ToolOutcome {
+  content: string
+  isError: boolean
+  exitCode?: number | null
+  durationMs?: number
+}
+
+export interface ToolRouter {
+  /** Runs one call wherever its tool lives; a failure the model should see is `isError`, not a throw. */
+  execute(call: ToolCall): Promise<ToolOutcome>
+  /**
+   * For a call that a previous process started and never recorded a result for: what really
+   * happened, if the hand can tell; `unknown` otherwise (the harness then tells the model so).
+   */
+  recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<{ state: 'finished'; outcome: ToolOutcome } | { state: 'running' } | { state: 'unknown' }>
+  /** Releases a session's hands (archive, delete, shutdown). */
+  release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void>
+}

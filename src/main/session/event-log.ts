@@ -1,0 +1,63 @@
+import type { SessionEvent } from '../../shared/api/types'
+
+/** An event as the API shows it: `id`, `type`, `processed_at`, optional `session_thread_id`, and its own fields. */
+export type LoggedEvent = SessionEvent & { id: string; type: string; processed_at: string; session_thread_id?: string | null }
+
+/** An event on its way into the log: everything but `id` and `processed_at`, which the log assigns. */
+export type EventInput = { type: string; session_thread_id?: string | null; [field: string]: unknown }
+
+/** An event with its position in its session's log. `seq` starts at 1 and has no gaps. */
+export interface StoredEvent {
+  seq: number
+  sessionId: string
+  event: LoggedEvent
+}
+
+export interface EventReadParams {
+  /** Only events with seq > after (read forward from where a reader left off). */
+  after?: number
+  /** Only events with seq < before (e.g. the N events before a point, with order 'desc'). */
+  before?: number
+  /** At most this many (default 100, max 1000). */
+  limit?: number
+  order?: 'asc' | 'desc'
+  /** Only events of these types. */
+  types?: readonly string[]
+  /** A thread id: only that thread's events; null: only the primary thread's; undefined: all. */
+  threadId?: string | null
+}
+
+export type EventListener = (stored: StoredEvent) => void
+export type Disposer = () => void
+
+/**
+ * The session log: append-only, gapless per session, durable once a promise resolves.
+ * Implementations: SqliteEventLog.
+ */
+export interface EventLog {
+  /**
+   * Appends events to one session atomically (all or none) and resolves with them stored,
+   * once they are durable. Subscribers are told only after that.
+   * Throws CorralError not_found_error for an unknown session.
+   */
+  append(sessionId: string, events: readonly EventInput[]): Promise<StoredEvent[]>
+  /** Reads events by position; see EventReadParams. */
+  read(sessionId: string, params?: EventReadParams): StoredEvent[]
+  /** One event by its `sevt_` id, or undefined. */
+  get(eventId: string): StoredEvent | undefined
+  /** The seq of the last event of a session (0 when it has none). */
+  lastSeq(sessionId: string): number
+  /**
+   * Live subscription: delivers every event with seq > fromSeq, history first then live,
+   * each exactly once and in order. Returns a disposer.
+   */
+  tail(sessionId: string, fromSeq: number, listener: EventListener): Disposer
+  /** Every event appended to any session from now on. Returns a disposer. */
+  subscribeAll(listener: EventListener): Disposer
+}
+
+/** Convenience: append one event and return it. */
+export async function emitEvent(log: EventLog, sessionId: string, event: EventInput): Promise<StoredEvent> {
+  const [stored] = await log.append(sessionId, [event])
+  return stored
+}

@@ -1,0 +1,99 @@
+/**
+ * Versioned schema migrations. Each entry runs once, in order, inside a transaction; the
+ * applied version is recorded in `schema_migrations`. Never edit a shipped migration: add one.
+ */
+export interface Migration {
+  version: number
+  name: string
+  sql: string
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'resources and the append-only event log',
+    sql: `
+      CREATE TABLE agents (
+        id TEXT PRIMARY KEY,
+        version INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        archived_at TEXT,
+        data TEXT NOT NULL
+      );
+      CREATE TABLE agent_versions (
+        agent_id TEXT NOT NULL REFERENCES agents(id),
+        version INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (agent_id, version)
+      ) WITHOUT ROWID;
+
+      CREATE TABLE environments (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        archived_at TEXT,
+        data TEXT NOT NULL
+      );
+
+      CREATE TABLE sessions (
+        rid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        agent_id TEXT NOT NULL,
+        agent_version INTEGER NOT NULL,
+        environment_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        archived_at TEXT,
+        deleting INTEGER NOT NULL DEFAULT 0,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX sessions_created ON sessions(created_at, id);
+
+      CREATE TABLE events (
+        session_rid INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        thread_id TEXT,
+        type TEXT NOT NULL,
+        processed_at TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (session_rid, seq)
+      ) WITHOUT ROWID;
+      CREATE UNIQUE INDEX events_id ON events(id);
+      CREATE INDEX events_thread ON events(session_rid, thread_id, seq) WHERE thread_id IS NOT NULL;
+
+      -- The log is the truth: nothing edits an event, and nothing deletes one unless the whole
+      -- session is being deleted at its owner's request.
+      CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+      BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END;
+      CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+      WHEN NOT EXISTS (SELECT 1 FROM sessions WHERE rid = OLD.session_rid AND deleting = 1)
+      BEGIN SELECT RAISE(ABORT, 'events are append-only: DELETE refused'); END;
+
+      CREATE TABLE vaults (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        archived_at TEXT,
+        data TEXT NOT NULL
+      );
+      CREATE TABLE credentials (
+        id TEXT PRIMARY KEY,
+        vault_id TEXT NOT NULL REFERENCES vaults(id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        archived_at TEXT,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX credentials_vault ON credentials(vault_id, created_at);
+
+      CREATE TABLE kv (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+    `,
+  },
+]

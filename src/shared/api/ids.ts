@@ -1,0 +1,47 @@
+/** Id prefixes of the Managed Agents API. Every resource id Corral makes carries one. */
+export const ID_PREFIX = {
+  agent: 'agent_',
+  environment: 'env_',
+  session: 'sesn_',
+  event: 'sevt_',
+  thread: 'sthr_',
+  vault: 'vlt_',
+  credential: 'vcrd_',
+  memoryStore: 'memstore_',
+  work: 'work_',
+  workflowRun: 'wrun_',
+  resource: 'sres_',
+} as const
+
+export type IdKind = keyof typeof ID_PREFIX
+
+const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ' // Crockford base32: sortable, no I L O U
+
+/**
+ * A new id: prefix + 10 chars of millisecond time + 16 random chars (Crockford base32),
+ * so ids sort by creation time like the API's. `random` is injectable for tests.
+ */
+export function newId(kind: IdKind, now = Date.now(), random: (n: number) => Uint8Array = randomBytes): string {
+  let time = ''
+  let t = now
+  for (let i = 0; i < 10; i++) {
+    time = ALPHABET[t % 32] + time
+    t = Math.floor(t / 32)
+  }
+  const bytes = random(16)
+  let rand = ''
+  for (let i = 0; i < 16; i++) rand += ALPHABET[bytes[i] % 32]
+  return ID_PREFIX[kind] + time + rand
+}
+
+function randomBytes(n: number): Uint8Array {
+  const out = new Uint8Array(n)
+  globalThis.crypto.getRandomValues(out)
+  return out
+}
+
+/** True when `id` has the prefix of `kind` and nothing else suspicious (length, alphabet). */
+export function hasIdShape(kind: IdKind, id: string): boolean {
+  const p = ID_PREFIX[kind]
+  return id.length > p.length && id.length <= 64 && id.startsWith(p) && /^[A-Za-z0-9_]+$/.test(id)
+}

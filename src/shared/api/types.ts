@@ -1,0 +1,40 @@
+/**
+ * The contract's types, taken from the official SDK's definitions (@anthropic-ai/sdk 1.14.0,
+ * resources/beta). Import from here, never retype a shape the SDK defines.
+ */
+export type {
+  BetaManagedAgentsAgent as Agent,
+  AgentCreateParams,
+  AgentUpdateParams,
+  AgentListParams,
+} from '@anthropic-ai/sdk/resources/beta/agents/agents'
+export type {
+  BetaEnvironment as Environment,
+  EnvironmentCreateParams,
+  EnvironmentUpdateParams,
+  EnvironmentListParams,
+} from '@anthropic-ai/sdk/resources/beta/environments/environments'
+export type {
+  BetaManagedAgentsSession as Session,
+  SessionCreateParams,
+  SessionUpdateParams,
+  SessionListParams,
+  BetaManagedAgentsSessionUsage as SessionUsage,
+} from '@anthropic-ai/sdk/resources/beta/sessions/sessions'
+export type {
+  BetaManagedAgentsSessionEvent as SessionEvent,
+  BetaManagedAgentsSessionEventType as SessionEventType,
+  BetaManagedAgentsEventParams as EventParams,
+  EventListParams,
+  EventSendParams,
+} from '@anthropic-ai/sdk/resources/beta/sessions/events'
+export type {
+  BetaManagedAgentsVault as Vault,
+  VaultCreateParams,
+  VaultUpdateParams,
+} from '@anthropic-ai/sdk/resources/beta/vaults/vaults'
+export type {
+  BetaManagedAgentsCredential as Credential,
+  CredentialCreateParams,
+  CredentialUpdateParams,
+} from '@anthropic-ai/sdk/resources/beta/vaults/credentials'

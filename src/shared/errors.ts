@@ -1,0 +1,60 @@
+/**
+ * The one error type Corral throws. `code` is stable and mirrors the Managed Agents API's
+ * error `type`, so the HTTP boundary can map it to the API's envelope and status, and the
+ * official SDK raises its own classes (BadRequestError, NotFoundError, ...).
+ */
+export type CorralErrorCode =
+  | 'invalid_request_error' // 400: a field is missing, mistyped or breaks a rule
+  | 'authentication_error' // 401: no token or a wrong one
+  | 'permission_error' // 403: the request is not allowed (foreign Host/Origin, ...)
+  | 'not_found_error' // 404: no such resource or path
+  | 'conflict_error' // 409: stale version, resource in a state that forbids the operation
+  | 'request_too_large' // 413: body over the limit
+  | 'rate_limit_error' // 429
+  | 'api_error' // 500: a bug or an unexpected failure inside Corral
+  | 'overloaded_error' // 529
+  | 'sandbox_error' // a sandbox could not be provisioned or died
+  | 'keychain_error' // the OS keychain refused or is unavailable
+
+const STATUS: Record<CorralErrorCode, number> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  permission_error: 403,
+  not_found_error: 404,
+  conflict_error: 409,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  overloaded_error: 529,
+  sandbox_error: 500,
+  keychain_error: 500,
+}
+
+export class CorralError extends Error {
+  readonly code: CorralErrorCode
+
+  constructor(code: CorralErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'CorralError'
+    this.code = code
+  }
+
+  /** The HTTP status the API answers with for this error. */
+  get status(): number {
+    return STATUS[this.code]
+  }
+
+  /** The API's error envelope: `{type:'error', error:{type, message}}`. */
+  toEnvelope(): { type: 'error'; error: { type: string; message: string } } {
+    const type = this.code === 'sandbox_error' || this.code === 'keychain_error' ? 'api_error' : this.code
+    return { type: 'error', error: { type, message: this.message } }
+  }
+}
+
+export function isCorralError(err: unknown): err is CorralError {
+  return err instanceof CorralError
+}
+
+export const invalid = (message: string, cause?: unknown) => new CorralError('invalid_request_error', message, { cause })
+export const notFound = (what: string, id: string) => new CorralError('not_found_error', `${what} ${JSON.stringify(id)} was not found`)
+export const conflict = (message: string) => new CorralError('conflict_error', message)

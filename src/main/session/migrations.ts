@@ -48,6 +48,7 @@ export const MIGRATIONS: Migration[] = [
         updated_at TEXT NOT NULL,
         archived_at TEXT,
         deleting INTEGER NOT NULL DEFAULT 0,
+        usage TEXT NOT NULL DEFAULT '{}',
         data TEXT NOT NULL
       );
       CREATE INDEX sessions_created ON sessions(created_at, id);

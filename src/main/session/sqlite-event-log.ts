@@ -147,7 +147,9 @@ export class SqliteEventLog implements EventLog {
     const now = Date.now()
     const out: StoredEvent[] = []
     for (const input of events) {
-      const id = newId('event', now)
+      // The harness may pre-assign an id so stream previews (event_start/event_delta) can name
+      // the event they become; client input never carries one (the boundary schemas refuse it).
+      const id = typeof input.id === 'string' && input.id.startsWith('sevt_') ? input.id : newId('event', now)
       const event = { ...input, id, processed_at: processedAt } as LoggedEvent
       const threadId = typeof input.session_thread_id === 'string' ? input.session_thread_id : null
       this.insert.run(rid, seq, id, threadId, input.type, processedAt, JSON.stringify(event))

@@ -1,0 +1,129 @@
+import type { Hono } from 'hono'
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
+import type { ServerResponse } from 'node:http'
+import { z } from 'zod'
+import { eventListQuerySchema, eventSendSchema, sessionCreateSchema, sessionListQuerySchema, sessionUpdateSchema } from '../../../shared/api/schemas'
+import { invalid } from '../../../shared/errors'
+import type { ApiServices, PreviewEvent } from '../services'
+import type { StoredEvent } from '../../session/event-log'
+import { validate } from '../validate'
+import { readJson, query } from './common'
+
+const streamQuerySchema = z.object({
+  event_deltas: z.array(z.enum(['agent.message', 'agent.thinking'])).optional(),
+  /** Corral addition: resume after this seq (the SSE `id`); also taken from Last-Event-ID. */
+  after: z.coerce.number().int().min(0).optional(),
+})
+
+/** Event-list cursors carry the seq of the last event returned and the direction. */
+function encodeSeqCursor(seq: number): string {
+  return Buffer.from(`s${seq}`).toString('base64url')
+}
+function decodeSeqCursor(page: string): number {
+  const raw = Buffer.from(page, 'base64url').toString()
+  const n = Number(raw.slice(1))
+  if (raw[0] !== 's' || !Number.isInteger(n) || n < 0) throw invalid('page: not a cursor this server issued')
+  return n
+}
+
+export function sessionRoutes(app: Hono, s: ApiServices): void {
+  app.post('/v1/sessions', async (c) => c.json(await s.sessions.create(validate(sessionCreateSchema, await readJson(c)))))
+  app.get('/v1/sessions', (c) => c.json(s.sessions.list(validate(sessionListQuerySchema, query(c, ['statuses']), 'query'))))
+  app.get('/v1/sessions/:id', (c) => c.json(s.sessions.retrieve(c.req.param('id'))))
+  app.post('/v1/sessions/:id', async (c) => c.json(s.sessions.update(c.req.param('id'), validate(sessionUpdateSchema, await readJson(c)))))
+  app.delete('/v1/sessions/:id', (c) => c.json(s.sessions.delete(c.req.param('id'))))
+  app.post('/v1/sessions/:id/archive', (c) => c.json(s.sessions.archive(c.req.param('id'))))
+
+  app.get('/v1/sessions/:id/events', (c) => c.json(listEvents(s, c.req.param('id'), query(c, ['types']), undefined)))
+  app.post('/v1/sessions/:id/events', async (c) => {
+    const body = validate(eventSendSchema, await readJson(c))
+    const stored = await s.sessions.sendEvents(c.req.param('id'), body.events)
+    return c.json({ data: stored.map((e) => e.event) })
+  })
+  app.get('/v1/sessions/:id/events/stream', (c) => openStream(c, s, c.req.param('id'), undefined))
+
+  app.get('/v1/sessions/:id/threads/:threadId/events', (c) =>
+    c.json(listEvents(s, c.req.param('id'), query(c, ['types']), c.req.param('threadId'))),
+  )
+  app.get('/v1/sessions/:id/threads/:threadId/stream', (c) => openStream(c, s, c.req.param('id'), c.req.param('threadId')))
+}
+
+function listEvents(s: ApiServices, sessionId: string, q: Record<string, unknown>, threadId: string | undefined) {
+  const params = validate(eventListQuerySchema, q, 'query')
+  s.sessions.retrieve(sessionId)
+  const order = params.order ?? 'asc'
+  const limit = params.limit ?? 100
+  const cursor = params.page !== undefined ? decodeSeqCursor(params.page) : undefined
+  const filterTimes = ['created_at[gt]', 'created_at[gte]', 'created_at[lt]', 'created_at[lte]'].some((k) => params[k as keyof typeof params])
+  let rows: StoredEvent[] = s.log.read(sessionId, {
+    limit: limit + 1,
+    order,
+    types: params.types,
+    threadId,
+    ...(order === 'asc' ? { after: cursor } : { before: cursor }),
+  })
+  if (filterTimes) {
+    const t = (k: string) => (params[k as keyof typeof params] ? Date.parse(params[k as keyof typeof params] as string) : undefined)
+    const [gt, gte, lt, lte] = [t('created_at[gt]'), t('created_at[gte]'), t('created_at[lt]'), t('created_at[lte]')]
+    rows = rows.filter((r) => {
+      const at = Date.parse(r.event.processed_at)
+      return (gt === undefined || at > gt) && (gte === undefined || at >= gte) && (lt === undefined || at < lt) && (lte === undefined || at <= lte)
+    })
+  }
+  const more = rows.length > limit
+  if (more) rows = rows.slice(0, limit)
+  const last = rows[rows.length - 1]
+  return { data: rows.map((r) => r.event), next_page: more && last ? encodeSeqCursor(last.seq) : null }
+}
+
+/**
+ * SSE: headers flushed at once; each event as `event: <type>`, `id: <seq>`, `data: <json>`.
+ * Starts with events appended after the stream opened (the API's behaviour), or after a seq
+ * given by `after` / Last-Event-ID (Corral's resume). Previews only when opted in.
+ */
+function openStream(c: import('hono').Context, s: ApiServices, sessionId: string, threadId: string | undefined) {
+  const q = validate(streamQuerySchema, query(c, ['event_deltas']), 'query')
+  s.sessions.retrieve(sessionId)
+  const lastEventId = c.req.header('last-event-id')
+  const after = q.after ?? (lastEventId && /^\d+$/.test(lastEventId) ? Number(lastEventId) : s.log.lastSeq(sessionId))
+  const res = (c.env as { outgoing: ServerResponse }).outgoing
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  })
+  res.flushHeaders()
+  res.socket?.setNoDelay(true)
+  const write = (type: string, data: unknown, id?: number) => {
+    res.write(`event: ${type}\n${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(data)}\n\n`)
+  }
+  const disposers: (() => void)[] = []
+  disposers.push(
+    s.log.tail(sessionId, after, (stored) => {
+      if (threadId !== undefined && stored.event.session_thread_id !== threadId) return
+      write(stored.event.type, stored.event, stored.seq)
+    }),
+  )
+  if (q.event_deltas?.length) {
+    const wanted = new Set(q.event_deltas)
+    const open = new Set<string>()
+    disposers.push(
+      s.previews.subscribe(sessionId, (p: PreviewEvent) => {
+        if (p.type === 'event_start') {
+          const ev = p.event as { id: string; type: 'agent.message' | 'agent.thinking' }
+          if (!wanted.has(ev.type)) return
+          open.add(ev.id)
+        } else if (!open.has(p.event_id as string)) return
+        write(p.type, p)
+      }),
+    )
+  }
+  const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000)
+  keepAlive.unref()
+  res.on('close', () => {
+    clearInterval(keepAlive)
+    for (const d of disposers) d()
+  })
+  return RESPONSE_ALREADY_SENT
+}

@@ -1,0 +1,86 @@
+import { Hono } from 'hono'
+import { createAdaptorServer } from '@hono/node-server'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { CorralError, isCorralError } from '../../shared/errors'
+import { isAllowedOrigin, isLoopbackHost, requestToken, tokenMatches } from './auth'
+import type { ApiServices } from './services'
+import { agentRoutes } from './routes/agents'
+import { environmentRoutes } from './routes/environments'
+import { sessionRoutes } from './routes/sessions'
+
+export const SESSION_COOKIE = 'corral_token'
+
+export interface ApiAppParams {
+  services: ApiServices
+  token: string
+  /** Extra routes (renderer files, browser sign-in) mounted before the API's 404. */
+  extend?: (app: Hono) => void
+  /** Called with each unexpected (500) error; never with a token or a body. */
+  onInternalError?: (err: unknown) => void
+}
+
+/**
+ * The local Managed Agents API as a Hono app: loopback Host/Origin guard (403), bearer token
+ * (401), the API's error envelope for every failure, the resource routes.
+ */
+export function createApiApp(params: ApiAppParams): Hono {
+  const { services, token } = params
+  const app = new Hono()
+
+  app.use('*', async (c, next) => {
+    if (!isLoopbackHost(c.req.header('host'))) throw new CorralError('permission_error', 'Host header is not a loopback name; Corral only answers on 127.0.0.1/localhost')
+    if (!isAllowedOrigin(c.req.header('origin'))) throw new CorralError('permission_error', 'cross-origin requests are not allowed')
+    await next()
+  })
+  params.extend?.(app)
+  app.use('/v1/*', async (c, next) => {
+    const given = requestToken(c.req.raw.headers, SESSION_COOKIE)
+    if (!given) throw new CorralError('authentication_error', 'missing API token: send Authorization: Bearer <token>')
+    if (!tokenMatches(given, token)) throw new CorralError('authentication_error', 'invalid API token')
+    await next()
+  })
+
+  agentRoutes(app, services)
+  environmentRoutes(app, services)
+  sessionRoutes(app, services)
+
+  app.notFound((c) => c.json(new CorralError('not_found_error', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404))
+  app.onError((err, c) => {
+    if (isCorralError(err)) return c.json(err.toEnvelope(), err.status as 400)
+    if (err instanceof SyntaxError) return c.json(new CorralError('invalid_request_error', 'body: not valid JSON').toEnvelope(), 400)
+    params.onInternalError?.(err)
+    return c.json(new CorralError('api_error', 'internal error; see the Corral log').toEnvelope(), 500)
+  })
+  return app
+}
+
+export interface ListeningServer {
+  url: string
+  port: number
+  server: Server
+  close(): Promise<void>
+}
+
+/** Listens on 127.0.0.1 only. Port 0 picks a free one. */
+export async function listen(app: Hono, port: number): Promise<ListeningServer> {
+  const server = createAdaptorServer({ fetch: app.fetch }) as Server
+  server.keepAliveTimeout = 65_000
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new CorralError('api_error', `port ${port} on 127.0.0.1 is in use; pass --port N or stop the other process`, { cause: err }) : err),
+    )
+    server.listen(port, '127.0.0.1', () => resolve())
+  })
+  const actual = (server.address() as AddressInfo).port
+  return {
+    url: `http://127.0.0.1:${actual}`,
+    port: actual,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}

@@ -1,0 +1,45 @@
+import type { AgentStore } from '../session/agent-store'
+import type { EnvironmentStore } from '../session/environment-store'
+import type { SessionStore } from '../session/session-store'
+import type { SqliteEventLog } from '../session/sqlite-event-log'
+import type { Db } from '../session/database'
+
+/**
+ * What the transports (HTTP, IPC, CLI) reach: the same service methods for all of them.
+ * Built by the composition root (src/main/engine.ts).
+ */
+export interface ApiServices {
+  db: Db
+  log: SqliteEventLog
+  agents: AgentStore
+  environments: EnvironmentStore
+  sessions: SessionStore
+  /** Preview (`event_start` / `event_delta`) events: streamed to subscribers, never stored. */
+  previews: PreviewBus
+}
+
+/** A stream-only preview of an event being generated (never stored). */
+export interface PreviewEvent {
+  type: 'event_start' | 'event_delta'
+  [field: string]: unknown
+}
+
+/** Fan-out of preview events per session, for SSE subscribers that opted in. */
+export class PreviewBus {
+  private readonly listeners = new Map<string, Set<(e: PreviewEvent) => void>>()
+
+  publish(sessionId: string, event: PreviewEvent): void {
+    const set = this.listeners.get(sessionId)
+    if (set) for (const l of [...set]) l(event)
+  }
+
+  subscribe(sessionId: string, listener: (e: PreviewEvent) => void): () => void {
+    let set = this.listeners.get(sessionId)
+    if (!set) this.listeners.set(sessionId, (set = new Set()))
+    set.add(listener)
+    return () => {
+      set.delete(listener)
+      if (set.size === 0) this.listeners.delete(sessionId)
+    }
+  }
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError } from 'commander'
+import { DEFAULT_PORT, resolveDataDir } from '../config'
+import { Engine } from '../engine'
+import { serveRenderer } from './serve-renderer'
+
+function parsePort(v: string): number {
+  const n = Number(v)
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`--port must be an integer 0..65535, got ${JSON.stringify(v)}`)
+  return n
+}
+
+const program = new Command()
+program.name('corral').description('Claude Managed Agents on your own machine')
+
+program
+  .command('serve')
+  .description('run the engine, the local Managed Agents API and the renderer (browser mode) on 127.0.0.1')
+  .option('-p, --port <port>', 'port on 127.0.0.1', parsePort, DEFAULT_PORT)
+  .option('--data-dir <dir>', 'data directory (default: $CORRAL_DATA_DIR or the XDG data home)')
+  .action(async (opts: { port: number; dataDir?: string }) => {
+    const dataDir = opts.dataDir ?? resolveDataDir()
+    const engine = Engine.open({ dataDir, extendApp: (app) => serveRenderer(app) })
+    const server = await engine.listen(opts.port)
+    console.log(`Corral is serving on ${server.url}  (data: ${dataDir})`)
+    console.log(`Open ${server.url}/?token=<your token> in a browser; the token is in ${dataDir}/token unless CORRAL_TOKEN is set.`)
+    let stopping = false
+    const stop = async (signal: string) => {
+      if (stopping) return
+      stopping = true
+      console.log(`Corral: ${signal} received, shutting down`)
+      await engine.close()
+      process.exit(0)
+    }
+    process.on('SIGTERM', () => void stop('SIGTERM'))
+    process.on('SIGINT', () => void stop('SIGINT'))
+  })
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  console.error(`corral: ${(err as Error).message}`)
+  process.exit(1)
+})

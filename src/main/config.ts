@@ -1,0 +1,66 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+
+export const DEFAULT_PORT = 4610
+
+/**
+ * Where the database and settings live: CORRAL_DATA_DIR, else (in the app) Electron's
+ * userData, else $XDG_DATA_HOME/corral, else ~/.local/share/corral.
+ */
+export function resolveDataDir(env: NodeJS.ProcessEnv = process.env, electronUserData?: string): string {
+  if (env.CORRAL_DATA_DIR) return env.CORRAL_DATA_DIR
+  if (electronUserData) return electronUserData
+  const xdg = env.XDG_DATA_HOME || join(homedir(), '.local', 'share')
+  return join(xdg, 'corral')
+}
+
+/**
+ * The local API token: CORRAL_TOKEN, else the one kept in `<dataDir>/token` (mode 0600),
+ * generated at first start.
+ */
+export function resolveApiToken(dataDir: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (env.CORRAL_TOKEN) return env.CORRAL_TOKEN
+  const file = join(dataDir, 'token')
+  if (existsSync(file)) {
+    const t = readFileSync(file, 'utf8').trim()
+    if (t) return t
+  }
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const token = `corral_${randomBytes(32).toString('base64url')}`
+  writeFileSync(file, token + '\n', { mode: 0o600 })
+  chmodSync(file, 0o600)
+  return token
+}
+
+export interface ModelEndpointSettings {
+  /** Anthropic (or compatible) base URL; ANTHROPIC_BASE_URL overrides. */
+  baseUrl?: string
+  /** Strip what a local Anthropic-compatible server does not support (cache_control, betas, ...). */
+  compatibilityMode?: boolean
+  /** Model used when an agent names none the endpoint knows. */
+  defaultModel?: string
+}
+
+export interface Settings {
+  model?: ModelEndpointSettings
+  /** Default sandbox backend: docker | bubblewrap | auto. */
+  sandboxBackend?: 'docker' | 'bubblewrap' | 'auto'
+  [key: string]: unknown
+}
+
+export function readSettings(dataDir: string): Settings {
+  const file = join(dataDir, 'settings.json')
+  if (!existsSync(file)) return {}
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as Settings
+  } catch (err) {
+    throw new Error(`settings file ${file} is not valid JSON: ${(err as Error).message}`)
+  }
+}
+
+export function writeSettings(dataDir: string, settings: Settings): void {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  writeFileSync(join(dataDir, 'settings.json'), JSON.stringify(settings, null, 2) + '\n', { mode: 0o600 })
+}

@@ -1,0 +1,74 @@
+import { join } from 'node:path'
+import type { Hono } from 'hono'
+import { openDatabase, type Db } from './session/database'
+import { SqliteEventLog } from './session/sqlite-event-log'
+import { AgentStore } from './session/agent-store'
+import { EnvironmentStore } from './session/environment-store'
+import { SessionStore } from './session/session-store'
+import { PreviewBus, type ApiServices } from './api/services'
+import { createApiApp, listen, type ListeningServer } from './api/server'
+import { readSettings, resolveApiToken, type Settings } from './config'
+
+export interface EngineConfig {
+  dataDir: string
+  /** API token; resolved from CORRAL_TOKEN or the data dir when absent. */
+  token?: string
+  /** Environment for ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL (process.env by default). */
+  env?: NodeJS.ProcessEnv
+  /** Routes mounted before the API's 404 (the renderer in serve mode). */
+  extendApp?: (app: Hono) => void
+  log?: (msg: string) => void
+}
+
+/**
+ * The composition root: builds every service from config. Used by the Electron main process,
+ * `corral serve` and the CLI alike. The caller owns the engine and must `close()` it.
+ */
+export class Engine {
+  readonly services: ApiServices
+  readonly app: Hono
+  readonly token: string
+  readonly settings: Settings
+  private server?: ListeningServer
+  private closed = false
+
+  private constructor(
+    readonly config: EngineConfig,
+    readonly db: Db,
+  ) {
+    const env = config.env ?? process.env
+    this.token = config.token ?? resolveApiToken(config.dataDir, env)
+    this.settings = readSettings(config.dataDir)
+    const log = new SqliteEventLog(db)
+    const agents = new AgentStore(db)
+    const environments = new EnvironmentStore(db)
+    const sessions = new SessionStore(db, log, agents, environments)
+    this.services = { db, log, agents, environments, sessions, previews: new PreviewBus() }
+    this.app = createApiApp({
+      services: this.services,
+      token: this.token,
+      extend: config.extendApp,
+      onInternalError: (err) => (config.log ?? console.error)(`[corral] internal error: ${(err as Error).stack ?? String(err)}`),
+    })
+  }
+
+  static open(config: EngineConfig): Engine {
+    const db = openDatabase({ path: join(config.dataDir, 'corral.db') })
+    return new Engine(config, db)
+  }
+
+  /** Starts the HTTP API on 127.0.0.1:port (0 = any free port). */
+  async listen(port: number): Promise<ListeningServer> {
+    this.server = await listen(this.app, port)
+    return this.server
+  }
+
+  /** Stops accepting requests, lets queued appends commit, closes the database. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.server?.close()
+    await this.services.log.drain()
+    this.db.close()
+  }
+}

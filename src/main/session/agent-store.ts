@@ -1,0 +1,194 @@
+import type { z } from 'zod'
+import type { Agent } from '../../shared/api/types'
+import type { agentCreateSchema, agentUpdateSchema, listQuerySchema } from '../../shared/api/schemas'
+import { newId } from '../../shared/api/ids'
+import { conflict, notFound } from '../../shared/errors'
+import type { Db } from './database'
+import { createdAtFilters, keysetList, type Page } from './pagination'
+
+export type AgentCreateInput = z.infer<typeof agentCreateSchema>
+export type AgentUpdateInput = z.infer<typeof agentUpdateSchema>
+export type ListQuery = z.infer<typeof listQuerySchema>
+
+/**
+ * Agents, versioned: every update that changes something makes a new version; an update that
+ * names a stale `version` is refused (409). Every version is kept, so a session can pin one.
+ */
+export class AgentStore {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  create(input: AgentCreateInput): Agent {
+    const now = this.clock().toISOString()
+    const agent = normalizeAgent({
+      ...input,
+      id: newId('agent'),
+      version: 1,
+      created_at: now,
+      updated_at: now,
+      archived_at: null,
+    })
+    this.db.transaction(() => {
+      this.db
+        .prepare('INSERT INTO agents (id, version, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, NULL, ?)')
+        .run(agent.id, 1, now, now, JSON.stringify(agent))
+      this.db.prepare('INSERT INTO agent_versions (agent_id, version, data) VALUES (?, ?, ?)').run(agent.id, 1, JSON.stringify(agent))
+    })()
+    return agent
+  }
+
+  /** The latest version, or the given one. Throws not_found_error. */
+  retrieve(id: string, version?: number): Agent {
+    if (version !== undefined) {
+      const row = this.db.prepare('SELECT data FROM agent_versions WHERE agent_id = ? AND version = ?').get(id, version) as { data: string } | undefined
+      if (!row) {
+        this.retrieve(id) // not_found for the agent itself first
+        throw notFound(`agent ${id} version`, String(version))
+      }
+      return JSON.parse(row.data) as Agent
+    }
+    const row = this.db.prepare('SELECT data FROM agents WHERE id = ?').get(id) as { data: string } | undefined
+    if (!row) throw notFound('agent', id)
+    return JSON.parse(row.data) as Agent
+  }
+
+  update(id: string, input: AgentUpdateInput): Agent {
+    return this.db.transaction(() => {
+      const current = this.retrieve(id)
+      if (input.version !== undefined && input.version !== current.version) {
+        throw conflict(`version: agent ${id} is at version ${current.version}, not ${input.version}; retrieve it and apply your change again`)
+      }
+      if (current.archived_at) throw conflict(`agent ${id} is archived and cannot be updated`)
+      const { version: _v, metadata, ...changes } = input
+      const next: Record<string, unknown> = { ...current }
+      for (const [k, v] of Object.entries(changes)) {
+        if (v === undefined) continue
+        next[k] = v === null ? nullValue(k) : v
+      }
+      if (metadata !== undefined) next.metadata = mergeMetadata(current.metadata, metadata)
+      const candidate = normalizeAgent(next as AgentDraft)
+      if (sameContent(candidate, current)) return current
+      const now = this.clock().toISOString()
+      const updated: Agent = { ...candidate, version: current.version + 1, updated_at: now }
+      this.db.prepare('UPDATE agents SET version = ?, updated_at = ?, data = ? WHERE id = ?').run(updated.version, now, JSON.stringify(updated), id)
+      this.db.prepare('INSERT INTO agent_versions (agent_id, version, data) VALUES (?, ?, ?)').run(id, updated.version, JSON.stringify(updated))
+      return updated
+    })()
+  }
+
+  archive(id: string): Agent {
+    const current = this.retrieve(id)
+    if (current.archived_at) return current
+    const now = this.clock().toISOString()
+    const archived: Agent = { ...current, archived_at: now, updated_at: now }
+    this.db.prepare('UPDATE agents SET archived_at = ?, updated_at = ?, data = ? WHERE id = ?').run(now, now, JSON.stringify(archived), id)
+    return archived
+  }
+
+  list(q: ListQuery): Page<Agent> {
+    const where: string[] = []
+    const args: unknown[] = []
+    if (!q.include_archived) where.push('archived_at IS NULL')
+    createdAtFilters(q, where, args)
+    return keysetList<Agent>(this.db, { table: 'agents', where, args, order: q.order ?? 'desc', limit: q.limit ?? 20, page: q.page })
+  }
+
+  versions(id: string, q: { limit?: number; page?: string }): Page<Agent> {
+    this.retrieve(id)
+    const limit = q.limit ?? 20
+    let before = Number.MAX_SAFE_INTEGER
+    if (q.page) {
+      const n = Number(Buffer.from(q.page, 'base64url').toString())
+      if (!Number.isInteger(n) || n < 1) throw notFound('page', q.page)
+      before = n
+    }
+    const rows = this.db
+      .prepare('SELECT version, data FROM agent_versions WHERE agent_id = ? AND version < ? ORDER BY version DESC LIMIT ?')
+      .all(id, before, limit + 1) as { version: number; data: string }[]
+    const more = rows.length > limit
+    if (more) rows.pop()
+    const last = rows[rows.length - 1]
+    return {
+      data: rows.map((r) => JSON.parse(r.data) as Agent),
+      next_page: more && last ? Buffer.from(String(last.version)).toString('base64url') : null,
+    }
+  }
+}
+
+type AgentDraft = Omit<AgentCreateInput, 'model'> & {
+  id: string
+  version: number
+  created_at: string
+  updated_at: string
+  archived_at: string | null
+  model: AgentCreateInput['model'] | Agent['model']
+}
+
+function nullValue(key: string): unknown {
+  return ['tools', 'mcp_servers', 'skills'].includes(key) ? [] : null
+}
+
+export function mergeMetadata(current: Record<string, string>, patch: Record<string, string | null> | null): Record<string, string> {
+  if (patch === null) return {}
+  const out = { ...current }
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k]
+    else out[k] = v
+  }
+  return out
+}
+
+/** Fills the defaults the API shows on an agent (model object, toolset configs, empty lists). */
+export function normalizeAgent(d: AgentDraft): Agent {
+  const model = typeof d.model === 'string' ? { id: d.model } : { ...d.model }
+  for (const k of Object.keys(model) as (keyof typeof model)[]) if (model[k] === null || model[k] === undefined) delete model[k]
+  const tools = (d.tools ?? []).map((t) => {
+    if (t.type === 'agent_toolset_20260401') {
+      const dc = t.default_config ?? {}
+      return {
+        type: t.type,
+        default_config: { enabled: dc.enabled ?? true, permission_policy: dc.permission_policy ?? { type: 'always_allow' } },
+        configs: (t.configs ?? []).map((c) => ({
+          name: c.name,
+          ...(c.enabled != null ? { enabled: c.enabled } : {}),
+          ...(c.permission_policy ? { permission_policy: c.permission_policy } : {}),
+        })),
+      }
+    }
+    if (t.type === 'mcp_toolset') {
+      const dc = t.default_config ?? {}
+      return {
+        type: t.type,
+        mcp_server_name: t.mcp_server_name,
+        default_config: { enabled: dc.enabled ?? true, permission_policy: dc.permission_policy ?? { type: 'always_ask' } },
+        configs: t.configs ?? [],
+      }
+    }
+    return t
+  })
+  return {
+    type: 'agent',
+    id: d.id,
+    version: d.version,
+    name: d.name,
+    description: d.description ?? null,
+    model,
+    system: d.system ?? null,
+    tools,
+    mcp_servers: d.mcp_servers ?? [],
+    skills: d.skills ?? [],
+    multiagent: d.multiagent ?? null,
+    execution_identity: d.execution_identity ?? null,
+    metadata: d.metadata ?? {},
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+    archived_at: d.archived_at,
+  } as unknown as Agent
+}
+
+function sameContent(a: Agent, b: Agent): boolean {
+  const strip = (x: Agent) => JSON.stringify({ ...x, version: 0, updated_at: '' })
+  return strip(a) === strip(b)
+}

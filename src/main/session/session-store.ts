@@ -1,0 +1,249 @@
+import type { z } from 'zod'
+import type { Agent, Session, SessionUsage } from '../../shared/api/types'
+import type { eventParamsSchema, sessionCreateSchema, sessionListQuerySchema, sessionUpdateSchema } from '../../shared/api/schemas'
+import { newId } from '../../shared/api/ids'
+import { conflict, invalid, notFound } from '../../shared/errors'
+import type { Db } from './database'
+import type { AgentStore } from './agent-store'
+import { mergeMetadata, normalizeAgent } from './agent-store'
+import type { EnvironmentStore } from './environment-store'
+import type { EventInput, StoredEvent } from './event-log'
+import type { SqliteEventLog } from './sqlite-event-log'
+import { createdAtFilters, keysetList, type Page } from './pagination'
+
+export type SessionCreateInput = z.infer<typeof sessionCreateSchema>
+export type SessionUpdateInput = z.infer<typeof sessionUpdateSchema>
+export type SessionListQuery = z.infer<typeof sessionListQuerySchema>
+export type EventParamsInput = z.infer<typeof eventParamsSchema>
+
+interface SessionRow {
+  rid: number
+  id: string
+  status: Session['status']
+  created_at: string
+  updated_at: string
+  archived_at: string | null
+  usage: string
+  data: string
+}
+
+const STATUS_BY_EVENT: Record<string, Session['status']> = {
+  'session.status_running': 'running',
+  'session.status_idle': 'idle',
+  'session.status_rescheduled': 'rescheduling',
+  'session.status_terminated': 'terminated',
+}
+
+/**
+ * Sessions: the resource rows, and the send path that validates client events against the log
+ * before appending them. Status, usage and updated_at are projections of the log, updated in
+ * the same transaction as the event they come from.
+ */
+export class SessionStore {
+  constructor(
+    private readonly db: Db,
+    private readonly log: SqliteEventLog,
+    private readonly agents: AgentStore,
+    private readonly environments: EnvironmentStore,
+    private readonly clock: () => Date = () => new Date(),
+  ) {
+    const setStatus = db.prepare('UPDATE sessions SET status = ?, updated_at = ? WHERE rid = ?')
+    const touch = db.prepare('UPDATE sessions SET updated_at = ? WHERE rid = ?')
+    const getUsage = db.prepare('SELECT usage FROM sessions WHERE rid = ?').pluck()
+    const setUsage = db.prepare('UPDATE sessions SET usage = ?, updated_at = ? WHERE rid = ?')
+    log.addProjector((rid, { event }) => {
+      const status = STATUS_BY_EVENT[event.type]
+      if (status && !event.session_thread_id) setStatus.run(status, event.processed_at, rid)
+      else if (event.type === 'span.model_request_end') {
+        const usage = JSON.parse(getUsage.get(rid) as string) as SessionUsage
+        setUsage.run(JSON.stringify(addUsage(usage, (event as unknown as { model_usage?: Record<string, number> }).model_usage)), event.processed_at, rid)
+      } else touch.run(event.processed_at, rid)
+    })
+  }
+
+  /** Creates the session, pinning a snapshot of its agent, then appends `initial_events`. */
+  async create(input: SessionCreateInput): Promise<Session> {
+    const agent = this.resolveAgent(input.agent)
+    const env = this.environments.retrieve(input.environment_id)
+    if (env.archived_at) throw conflict(`environment_id: environment ${env.id} is archived`)
+    for (const [i, vaultId] of (input.vault_ids ?? []).entries()) {
+      const row = this.db.prepare('SELECT archived_at FROM vaults WHERE id = ?').get(vaultId) as { archived_at: string | null } | undefined
+      if (!row) throw invalid(`vault_ids[${i}]: vault ${JSON.stringify(vaultId)} was not found`)
+    }
+    const now = this.clock().toISOString()
+    const { archived_at: _a, created_at: _c, updated_at: _u, metadata: _m, ...snapshot } = agent
+    const session: Session = {
+      type: 'session',
+      id: newId('session'),
+      agent: snapshot as unknown as Session['agent'],
+      environment_id: env.id,
+      status: 'idle',
+      title: input.title ?? null,
+      metadata: input.metadata ?? {},
+      budget: input.budget ?? null,
+      resources: (input.resources ?? []).map((r) => publicResource(r, now)),
+      vault_ids: input.vault_ids ?? [],
+      outcome_evaluations: [],
+      stats: {},
+      usage: {},
+      created_at: now,
+      updated_at: now,
+      archived_at: null,
+    }
+    this.db
+      .prepare(
+        'INSERT INTO sessions (id, agent_id, agent_version, environment_id, status, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)',
+      )
+      .run(session.id, agent.id, agent.version, env.id, 'idle', now, now, JSON.stringify(session))
+    if (input.initial_events?.length) await this.log.append(session.id, input.initial_events as EventInput[])
+    return this.retrieve(session.id)
+  }
+
+  private resolveAgent(ref: SessionCreateInput['agent']): Agent {
+    try {
+      if (typeof ref === 'string') return this.agents.retrieve(ref)
+      const base = this.agents.retrieve(ref.id, ref.version)
+      if (ref.type === 'agent') return base
+      const { type: _t, id: _i, version: _v, ...overrides } = ref
+      const merged: Record<string, unknown> = { ...base }
+      for (const [k, v] of Object.entries(overrides)) if (v !== undefined) merged[k] = v
+      return normalizeAgent(merged as Parameters<typeof normalizeAgent>[0])
+    } catch (err) {
+      if ((err as { code?: string }).code === 'not_found_error') throw invalid(`agent: ${(err as Error).message}`)
+      throw err
+    }
+  }
+
+  retrieve(id: string): Session {
+    const row = this.db.prepare('SELECT * FROM sessions WHERE id = ? AND deleting = 0').get(id) as SessionRow | undefined
+    if (!row) throw notFound('session', id)
+    return rowToSession(row)
+  }
+
+  update(id: string, input: SessionUpdateInput): Session {
+    return this.db.transaction(() => {
+      const cur = this.retrieve(id)
+      if (cur.archived_at) throw conflict(`session ${id} is archived and cannot be updated`)
+      const next: Session = {
+        ...cur,
+        title: input.title === undefined ? cur.title : input.title,
+        metadata: input.metadata === undefined ? cur.metadata : mergeMetadata(cur.metadata, input.metadata),
+        budget: input.budget === undefined ? cur.budget : input.budget,
+        vault_ids: input.vault_ids ?? cur.vault_ids,
+        updated_at: this.clock().toISOString(),
+      }
+      this.db.prepare('UPDATE sessions SET updated_at = ?, data = ? WHERE id = ?').run(next.updated_at, JSON.stringify(next), id)
+      return this.retrieve(id)
+    })()
+  }
+
+  archive(id: string): Session {
+    const cur = this.retrieve(id)
+    if (cur.archived_at) return cur
+    const now = this.clock().toISOString()
+    this.db.prepare('UPDATE sessions SET archived_at = ?, updated_at = ? WHERE id = ?').run(now, now, id)
+    return this.retrieve(id)
+  }
+
+  /**
+   * Deletes a session and its log, at its owner's request. The append-only trigger lets the
+   * events go only once the session is marked as being deleted, in the same transaction.
+   */
+  delete(id: string): { id: string; type: 'session_deleted' } {
+    const cur = this.retrieve(id)
+    if (cur.status === 'running') throw conflict(`session ${id} is running; interrupt or archive it before deleting`)
+    this.db.transaction(() => {
+      const rid = (this.db.prepare('SELECT rid FROM sessions WHERE id = ?').get(id) as { rid: number }).rid
+      this.db.prepare('UPDATE sessions SET deleting = 1 WHERE rid = ?').run(rid)
+      this.db.prepare('DELETE FROM events WHERE session_rid = ?').run(rid)
+      this.db.prepare('DELETE FROM sessions WHERE rid = ?').run(rid)
+    })()
+    return { id, type: 'session_deleted' }
+  }
+
+  list(q: SessionListQuery): Page<Session> {
+    const where: string[] = ['deleting = 0']
+    const args: unknown[] = []
+    if (!q.include_archived) where.push('archived_at IS NULL')
+    if (q.agent_id) {
+      where.push('agent_id = ?')
+      args.push(q.agent_id)
+    }
+    if (q.agent_version) {
+      where.push('agent_version = ?')
+      args.push(q.agent_version)
+    }
+    if (q.statuses?.length) {
+      where.push(`status IN (${q.statuses.map(() => '?').join(',')})`)
+      args.push(...q.statuses)
+    }
+    createdAtFilters(q, where, args)
+    return keysetList<Session, SessionRow>(this.db, { table: 'sessions', where, args, order: q.order ?? 'desc', limit: q.limit ?? 20, page: q.page }, rowToSession)
+  }
+
+  /**
+   * Validates client events against the log and appends them, all or nothing: a tool
+   * confirmation or custom tool result must answer a pending request of this session.
+   */
+  async sendEvents(sessionId: string, events: EventParamsInput[]): Promise<StoredEvent[]> {
+    const session = this.retrieve(sessionId)
+    if (session.archived_at) throw conflict(`session ${sessionId} is archived; it accepts no events`)
+    if (session.status === 'terminated') throw conflict(`session ${sessionId} is terminated; it accepts no events`)
+    const answered = new Set<string>()
+    events.forEach((e, i) => {
+      if (e.type === 'user.tool_confirmation') this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use', 'agent.mcp_tool_use'], 'user.tool_confirmation', 'tool_use_id', answered)
+      else if (e.type === 'user.custom_tool_result')
+        this.checkPending(sessionId, i, e.custom_tool_use_id, ['agent.custom_tool_use'], 'user.custom_tool_result', 'custom_tool_use_id', answered)
+      else if (e.type === 'user.tool_result') this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use'], 'user.tool_result', 'tool_use_id', answered)
+    })
+    return this.log.append(sessionId, events as EventInput[])
+  }
+
+  private checkPending(sessionId: string, index: number, useId: string, requestTypes: string[], answerType: string, field: string, answered: Set<string>): void {
+    const where = `events[${index}].${field}`
+    const req = this.log.get(useId)
+    if (!req || req.sessionId !== sessionId || !requestTypes.includes(req.event.type)) {
+      throw invalid(`${where}: ${JSON.stringify(useId)} is not a ${requestTypes.join(' or ')} event of session ${sessionId}`)
+    }
+    if (answerType === 'user.tool_confirmation' && (req.event as { evaluated_permission?: string }).evaluated_permission !== 'ask') {
+      throw invalid(`${where}: tool use ${useId} did not ask for confirmation`)
+    }
+    const prior = this.db
+      .prepare(
+        `SELECT 1 FROM events e JOIN sessions s ON s.rid = e.session_rid WHERE s.id = ? AND e.seq > ? AND e.type = ? AND json_extract(e.data, '$.${field}') = ? LIMIT 1`,
+      )
+      .get(sessionId, req.seq, answerType, useId)
+    if (prior || answered.has(useId)) throw invalid(`${where}: ${useId} has already been answered`)
+    answered.add(useId)
+  }
+}
+
+function rowToSession(row: SessionRow): Session {
+  const s = JSON.parse(row.data) as Session
+  s.status = row.status
+  s.updated_at = row.updated_at
+  s.archived_at = row.archived_at
+  s.usage = JSON.parse(row.usage) as SessionUsage
+  return s
+}
+
+function publicResource(r: Record<string, unknown>, now: string): Session['resources'][number] {
+  // The authorization token is a secret: it never goes into this database (the vault issue
+  // routes it to the keychain). Everything else is kept as given.
+  const { authorization_token: _secret, ...rest } = r
+  return { ...rest, id: newId('resource'), created_at: now, updated_at: now } as unknown as Session['resources'][number]
+}
+
+function addUsage(usage: SessionUsage, delta: Record<string, number> | undefined): SessionUsage {
+  if (!delta) return usage
+  const out: Record<string, unknown> = { ...usage }
+  for (const k of ['input_tokens', 'output_tokens', 'cache_read_input_tokens'] as const) {
+    if (typeof delta[k] === 'number') out[k] = ((out[k] as number | undefined) ?? 0) + delta[k]
+  }
+  if (typeof delta.cache_creation_input_tokens === 'number') {
+    const cc = { ...((out.cache_creation as Record<string, number>) ?? {}) }
+    cc.ephemeral_5m_input_tokens = (cc.ephemeral_5m_input_tokens ?? 0) + delta.cache_creation_input_tokens
+    out.cache_creation = cc
+  }
+  return out as SessionUsage
+}

@@ -1,0 +1,307 @@
+/**
+ * Boundary validation: zod schemas for every request body and query the API accepts. The HTTP
+ * routes, the IPC adapter and the CLI all validate with these, once, at the boundary
+ * (DESIGN invariant 6). Shapes follow the SDK's *Params types; unknown keys are refused so a
+ * typo is an error, not a silently ignored field.
+ */
+import { z } from 'zod'
+
+const MAX_TEXT = 1_000_000
+export const metadataSchema = z
+  .record(z.string().max(64), z.string().max(512))
+  .refine((m) => Object.keys(m).length <= 16, 'at most 16 metadata keys')
+const metadataPatchSchema = z
+  .record(z.string().max(64), z.string().max(512).nullable())
+  .refine((m) => Object.keys(m).length <= 16, 'at most 16 metadata keys')
+
+// ---------- agents ----------
+const policySchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('always_allow') }),
+  z.strictObject({ type: z.literal('always_ask') }),
+  z.strictObject({ type: z.literal('auto') }),
+])
+export const TOOLSET_TOOLS = ['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const
+const toolConfigSchema = z.strictObject({
+  name: z.enum(TOOLSET_TOOLS),
+  type: z.enum(TOOLSET_TOOLS).optional(),
+  enabled: z.boolean().nullable().optional(),
+  permission_policy: policySchema.nullable().optional(),
+})
+const toolsetSchema = z.strictObject({
+  type: z.literal('agent_toolset_20260401'),
+  configs: z.array(toolConfigSchema).max(TOOLSET_TOOLS.length).optional(),
+  default_config: z
+    .strictObject({ enabled: z.boolean().nullable().optional(), permission_policy: policySchema.nullable().optional() })
+    .nullable()
+    .optional(),
+})
+const mcpToolsetSchema = z.strictObject({
+  type: z.literal('mcp_toolset'),
+  mcp_server_name: z.string().min(1).max(128),
+  configs: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1).max(256),
+        enabled: z.boolean().nullable().optional(),
+        permission_policy: policySchema.nullable().optional(),
+      }),
+    )
+    .optional(),
+  default_config: z
+    .strictObject({ enabled: z.boolean().nullable().optional(), permission_policy: policySchema.nullable().optional() })
+    .nullable()
+    .optional(),
+})
+const customToolSchema = z.strictObject({
+  type: z.literal('custom'),
+  name: z.string().regex(/^[a-zA-Z0-9_-]{1,128}$/, 'letters, digits, _ and -, 1 to 128 characters'),
+  description: z.string().max(10_000),
+  input_schema: z.looseObject({ type: z.literal('object') }),
+})
+export const agentToolSchema = z.discriminatedUnion('type', [toolsetSchema, mcpToolsetSchema, customToolSchema])
+const modelSchema = z.union([
+  z.string().min(1).max(256),
+  z.strictObject({
+    id: z.string().min(1).max(256),
+    effort: z.unknown().optional(),
+    inference_geo: z.string().nullable().optional(),
+    speed: z.enum(['standard', 'fast']).nullable().optional(),
+  }),
+])
+const mcpServerSchema = z.strictObject({
+  type: z.literal('url'),
+  name: z.string().min(1).max(128),
+  url: z.url({ protocol: /^https?$/ }),
+})
+const multiagentSchema = z.looseObject({ type: z.string().min(1) })
+const skillSchema = z.looseObject({ type: z.string().min(1) })
+
+export const agentCreateSchema = z.strictObject({
+  name: z.string().min(1).max(256),
+  model: modelSchema,
+  description: z.string().max(2048).nullable().optional(),
+  system: z.string().max(MAX_TEXT).nullable().optional(),
+  tools: z.array(agentToolSchema).max(128).optional(),
+  mcp_servers: z.array(mcpServerSchema).max(32).optional(),
+  metadata: metadataSchema.optional(),
+  multiagent: multiagentSchema.nullable().optional(),
+  skills: z.array(skillSchema).max(64).optional(),
+  execution_identity: z.looseObject({ type: z.string() }).nullable().optional(),
+})
+export const agentUpdateSchema = z.strictObject({
+  version: z.number().int().positive().optional(),
+  name: z.string().min(1).max(256).optional(),
+  model: modelSchema.optional(),
+  description: z.string().max(2048).nullable().optional(),
+  system: z.string().max(MAX_TEXT).nullable().optional(),
+  tools: z.array(agentToolSchema).max(128).nullable().optional(),
+  mcp_servers: z.array(mcpServerSchema).max(32).nullable().optional(),
+  metadata: metadataPatchSchema.nullable().optional(),
+  multiagent: multiagentSchema.nullable().optional(),
+  skills: z.array(skillSchema).max(64).nullable().optional(),
+  execution_identity: z.looseObject({ type: z.string() }).nullable().optional(),
+})
+
+// ---------- environments ----------
+const hostSchema = z.string().min(1).max(253).regex(/^[A-Za-z0-9.*:-]+$/, 'a host name, optionally with *. and :port')
+const networkingSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('unrestricted') }),
+  z.strictObject({
+    type: z.literal('limited'),
+    allowed_hosts: z.array(hostSchema).max(256).nullable().optional(),
+    allow_mcp_servers: z.boolean().nullable().optional(),
+    allow_package_managers: z.boolean().nullable().optional(),
+  }),
+])
+const pkgList = z.array(z.string().min(1).max(256).regex(/^[^\s;&|`$]+$/, 'a package spec without spaces or shell characters')).max(256).nullable().optional()
+const packagesSchema = z.strictObject({
+  type: z.literal('packages').optional(),
+  apt: pkgList,
+  cargo: pkgList,
+  gem: pkgList,
+  go: pkgList,
+  npm: pkgList,
+  pip: pkgList,
+})
+/** Corral's own, optional additions to a `cloud` config: never change a shared field's meaning. */
+export const corralSandboxSchema = z.strictObject({
+  backend: z.enum(['docker', 'bubblewrap', 'auto']).optional(),
+  image: z.string().min(1).max(256).optional(),
+  runtime: z.enum(['runc', 'runsc']).optional(),
+  memory_mb: z.number().int().min(64).max(1_048_576).optional(),
+  cpus: z.number().positive().max(256).optional(),
+  pids: z.number().int().min(16).max(1_000_000).optional(),
+  warm_pool: z.number().int().min(0).max(16).optional(),
+})
+export const environmentConfigSchema = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('cloud'),
+    networking: networkingSchema.nullable().optional(),
+    packages: packagesSchema.nullable().optional(),
+    corral: corralSandboxSchema.optional(),
+  }),
+  z.strictObject({ type: z.literal('self_hosted') }),
+])
+export const environmentCreateSchema = z.strictObject({
+  name: z.string().min(1).max(256),
+  config: environmentConfigSchema.nullable().optional(),
+  description: z.string().max(2048).nullable().optional(),
+  metadata: metadataSchema.optional(),
+  scope: z.enum(['organization', 'account']).nullable().optional(),
+})
+export const environmentUpdateSchema = z.strictObject({
+  name: z.string().min(1).max(256).nullable().optional(),
+  config: environmentConfigSchema.nullable().optional(),
+  description: z.string().max(2048).nullable().optional(),
+  metadata: metadataPatchSchema.optional(),
+  scope: z.enum(['organization', 'account']).nullable().optional(),
+})
+
+// ---------- content blocks and events ----------
+const textBlock = z.strictObject({ type: z.literal('text'), text: z.string().max(MAX_TEXT) })
+const imageBlock = z.strictObject({
+  type: z.literal('image'),
+  source: z.discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('base64'), media_type: z.string().max(64), data: z.string().max(20_000_000) }),
+    z.strictObject({ type: z.literal('url'), url: z.url() }),
+    z.strictObject({ type: z.literal('file'), file_id: z.string().max(256) }),
+  ]),
+})
+const documentBlock = z.looseObject({ type: z.literal('document'), source: z.looseObject({ type: z.string() }) })
+const searchResultBlock = z.looseObject({ type: z.literal('search_result') })
+const userContent = z.array(z.discriminatedUnion('type', [textBlock, imageBlock, documentBlock])).min(1).max(100)
+const resultContent = z.array(z.discriminatedUnion('type', [textBlock, imageBlock, documentBlock, searchResultBlock])).max(100)
+const eventIdSchema = z.string().min(1).max(128)
+const threadIdSchema = z.string().min(1).max(128).nullable().optional()
+
+export const userMessageSchema = z.strictObject({ type: z.literal('user.message'), content: userContent })
+export const userDefineOutcomeSchema = z.strictObject({
+  type: z.literal('user.define_outcome'),
+  description: z.string().min(1).max(MAX_TEXT),
+  rubric: z.discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('text'), content: z.string().min(1).max(MAX_TEXT) }),
+    z.strictObject({ type: z.literal('file'), file_id: z.string().min(1).max(256) }),
+  ]),
+  max_iterations: z.number().int().min(1).max(100).nullable().optional(),
+})
+export const eventParamsSchema = z.discriminatedUnion('type', [
+  userMessageSchema,
+  z.strictObject({ type: z.literal('user.interrupt'), session_thread_id: threadIdSchema }),
+  z.strictObject({
+    type: z.literal('user.tool_confirmation'),
+    tool_use_id: eventIdSchema,
+    result: z.enum(['allow', 'deny']),
+    deny_message: z.string().max(10_000).nullable().optional(),
+    session_thread_id: threadIdSchema,
+  }),
+  z.strictObject({
+    type: z.literal('user.custom_tool_result'),
+    custom_tool_use_id: eventIdSchema,
+    content: resultContent.optional(),
+    is_error: z.boolean().nullable().optional(),
+    session_thread_id: threadIdSchema,
+  }),
+  userDefineOutcomeSchema,
+  z.strictObject({
+    type: z.literal('user.tool_result'),
+    tool_use_id: eventIdSchema,
+    content: resultContent.optional(),
+    is_error: z.boolean().nullable().optional(),
+    session_thread_id: threadIdSchema,
+  }),
+  z.strictObject({ type: z.literal('system.message'), content: z.array(textBlock).min(1).max(100) }),
+])
+export const eventSendSchema = z.strictObject({ events: z.array(eventParamsSchema).min(1).max(100) })
+
+// ---------- sessions ----------
+const budgetSchema = z.strictObject({
+  type: z.literal('limit'),
+  max_list_cost: z.strictObject({ amount: z.string().regex(/^\d+(\.\d+)?$/, 'a decimal amount'), currency: z.literal('USD') }),
+})
+const agentRefSchema = z.union([
+  z.string().min(1).max(128),
+  z.strictObject({ type: z.literal('agent'), id: z.string().min(1).max(128), version: z.number().int().positive().optional() }),
+  z.strictObject({
+    type: z.literal('agent_with_overrides'),
+    id: z.string().min(1).max(128),
+    version: z.number().int().positive().optional(),
+    model: modelSchema.optional(),
+    system: z.string().max(MAX_TEXT).nullable().optional(),
+    tools: z.array(agentToolSchema).max(128).optional(),
+    mcp_servers: z.array(mcpServerSchema).max(32).optional(),
+    skills: z.array(skillSchema).max(64).optional(),
+  }),
+])
+export const sessionResourceSchema = z.discriminatedUnion('type', [
+  z.looseObject({
+    type: z.literal('github_repository'),
+    url: z.string().min(1).max(2048),
+    authorization_token: z.string().max(4096).optional(),
+    mount_path: z.string().max(1024).nullable().optional(),
+    checkout: z.looseObject({ type: z.enum(['branch', 'commit']) }).nullable().optional(),
+  }),
+  z.looseObject({ type: z.literal('file'), file_id: z.string().min(1).max(256), mount_path: z.string().max(1024).nullable().optional() }),
+  z.looseObject({ type: z.literal('memory_store'), memory_store_id: z.string().min(1).max(128) }),
+])
+export const sessionCreateSchema = z.strictObject({
+  agent: agentRefSchema,
+  environment_id: z.string().min(1).max(128),
+  budget: budgetSchema.optional(),
+  initial_events: z.array(z.discriminatedUnion('type', [userMessageSchema, userDefineOutcomeSchema])).max(100).optional(),
+  metadata: metadataSchema.optional(),
+  resources: z.array(sessionResourceSchema).max(32).optional(),
+  title: z.string().max(512).nullable().optional(),
+  vault_ids: z.array(z.string().min(1).max(128)).max(16).optional(),
+})
+export const sessionUpdateSchema = z.strictObject({
+  agent: z.looseObject({}).optional(),
+  budget: budgetSchema.nullable().optional(),
+  metadata: metadataPatchSchema.nullable().optional(),
+  title: z.string().max(512).nullable().optional(),
+  vault_ids: z.array(z.string().min(1).max(128)).max(16).optional(),
+})
+
+// ---------- list queries ----------
+const boolString = z.enum(['true', 'false']).transform((v) => v === 'true')
+const limitSchema = z.coerce.number().int().min(1).max(1000)
+const isoDate = z.iso.datetime({ offset: true })
+export const pageQuerySchema = z.object({
+  limit: limitSchema.optional(),
+  page: z.string().max(512).optional(),
+})
+export const listQuerySchema = pageQuerySchema.extend({
+  include_archived: boolString.optional(),
+  'created_at[gt]': isoDate.optional(),
+  'created_at[gte]': isoDate.optional(),
+  'created_at[lt]': isoDate.optional(),
+  'created_at[lte]': isoDate.optional(),
+  order: z.enum(['asc', 'desc']).optional(),
+})
+export const SESSION_STATUSES = ['rescheduling', 'running', 'idle', 'terminated'] as const
+export const sessionListQuerySchema = listQuerySchema.extend({
+  agent_id: z.string().max(128).optional(),
+  agent_version: z.coerce.number().int().positive().optional(),
+  statuses: z.array(z.enum(SESSION_STATUSES)).optional(),
+  deployment_id: z.string().max(128).optional(),
+  memory_store_id: z.string().max(128).optional(),
+})
+export const eventListQuerySchema = pageQuerySchema.extend({
+  order: z.enum(['asc', 'desc']).optional(),
+  types: z.array(z.string().min(1).max(64)).max(64).optional(),
+  'created_at[gt]': isoDate.optional(),
+  'created_at[gte]': isoDate.optional(),
+  'created_at[lt]': isoDate.optional(),
+  'created_at[lte]': isoDate.optional(),
+})
+export const agentRetrieveQuerySchema = z.object({ version: z.coerce.number().int().positive().optional() })
+
+/** Turns a zod error into one message naming each field and the rule it broke. */
+export function describeZodError(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => {
+      const path = i.path.length ? i.path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[') : '(body)'
+      return `${path}: ${i.message}`
+    })
+    .join('; ')
+}

@@ -1,0 +1,889 @@
+#!/usr/bin/env node
+/*
+ * Corral's sandbox runner: ONE long-lived process inside each sandbox (Docker container or
+ * bubblewrap) that runs the agent toolset (bash, read, write, edit, glob, grep) for the host.
+ *
+ * Transport: newline-delimited JSON on stdin (requests) and stdout (replies). In Docker the
+ * host reaches it over the container's attached stdio, so a tool call costs a write and a read
+ * on an open stream instead of a `docker exec`.
+ *
+ * Requests  {rid, op, ...}:
+ *   hello {nonce}                 -> {rid, type:'hello', nonce, pid, version, workspace, roots}
+ *   call {id, name, input, cap?}  -> {rid:id, type:'output', data}* then {rid:id, type:'result', result}
+ *   cancel {id}                   -> (the call's result arrives with isError, "interrupted")
+ *   recover {id}                  -> {rid, type:'recovery', state:'finished'|'running'|'unknown', result?}
+ *   place {path, tar_base64 | content_base64} -> {rid, type:'placed', existed}
+ *   reset                         -> kills every process the shell started; {rid, type:'reset'}
+ * Every reply to a bad request is {rid, type:'error', message}.
+ *
+ * Results are kept by tool_use_id in $CORRAL_STATE_DIR/calls/<id>.json (inside the workspace
+ * volume) before they are sent, so a brain restarted mid-call can collect them with `recover`.
+ *
+ * Plain Node (>= 18, Debian's nodejs), no dependencies: it is copied into the image as is.
+ */
+'use strict'
+const fs = require('fs')
+const path = require('path')
+const cp = require('child_process')
+const crypto = require('crypto')
+const { StringDecoder } = require('string_decoder')
+
+const VERSION = 1
+const WORKSPACE = path.resolve(process.env.CORRAL_WORKSPACE || '/workspace')
+const EXTRA_ROOTS = (process.env.CORRAL_ROOTS || '').split(':').filter(Boolean).map((r) => path.resolve(r))
+const ROOTS = [WORKSPACE, ...EXTRA_ROOTS]
+const STATE_DIR = path.resolve(process.env.CORRAL_STATE_DIR || path.join(WORKSPACE, '.corral'))
+const OUTPUT_CAP = posInt(process.env.CORRAL_OUTPUT_CAP, 256 * 1024)
+const MAX_SAVED_OUTPUT = posInt(process.env.CORRAL_MAX_SAVED_OUTPUT, 32 * 1024 * 1024)
+const BASH_TIMEOUT_MS = posInt(process.env.CORRAL_BASH_TIMEOUT_MS, 120000)
+const MAX_TIMEOUT_MS = 60 * 60 * 1000
+const READ_MAX_BYTES = 16 * 1024 * 1024
+const GLOB_MAX_RESULTS = 1000
+const GLOB_MAX_VISITS = 200000
+const TMP_DIR = path.join(process.env.CORRAL_TMP || '/tmp', `.corral-runner-${process.pid}`)
+const CLK_TCK = 100
+
+function posInt(v, d) {
+  const n = Number(v)
+  return Number.isFinite(n) && n > 0 ? Math.floor(n) : d
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transport
+
+function send(msg) {
+  process.stdout.write(JSON.stringify(msg) + '\n')
+}
+
+let inbuf = []
+process.stdin.on('data', (chunk) => {
+  let start = 0
+  let nl
+  while ((nl = chunk.indexOf(10, start)) !== -1) {
+    inbuf.push(chunk.subarray(start, nl))
+    const line = Buffer.concat(inbuf).toString('utf8')
+    inbuf = []
+    start = nl + 1
+    if (line.trim()) handleLine(line)
+  }
+  if (start < chunk.length) inbuf.push(chunk.subarray(start))
+})
+process.stdin.on('end', () => shutdown(0))
+process.on('SIGTERM', () => shutdown(0))
+process.stdout.on('error', () => {}) // the host went away; results are on disk
+
+function shutdown(code) {
+  try {
+    shell.kill()
+  } catch {}
+  try {
+    fs.rmSync(TMP_DIR, { recursive: true, force: true })
+  } catch {}
+  process.exit(code)
+}
+
+function handleLine(line) {
+  let req
+  try {
+    req = JSON.parse(line)
+  } catch {
+    return send({ rid: null, type: 'error', message: 'runner: a request line is not JSON' })
+  }
+  const rid = req && req.rid
+  Promise.resolve()
+    .then(() => dispatch(req))
+    .catch((err) => send({ rid, type: 'error', message: String((err && err.message) || err) }))
+}
+
+const running = new Map() // tool_use_id -> { cancel(reason), done: Promise<result> }
+
+async function dispatch(req) {
+  switch (req.op) {
+    case 'hello':
+      return send({ rid: req.rid, type: 'hello', nonce: req.nonce, pid: process.pid, version: VERSION, workspace: WORKSPACE, roots: ROOTS })
+    case 'call':
+      return startCall(req)
+    case 'cancel': {
+      const c = running.get(String(req.id))
+      if (c) c.cancel('interrupted')
+      return
+    }
+    case 'recover':
+      return send({ rid: req.rid, type: 'recovery', ...recover(String(req.id)) })
+    case 'place':
+      return send({ rid: req.rid, type: 'placed', ...(await place(req)) })
+    case 'reset':
+      shell.kill()
+      return send({ rid: req.rid, type: 'reset' })
+    default:
+      throw new Error(`runner: unknown op ${JSON.stringify(req.op)}`)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calls and their results, kept by tool_use_id
+
+function safeId(id) {
+  return /^[A-Za-z0-9_.-]{1,128}$/.test(id) && !id.startsWith('.') ? id : 'h-' + crypto.createHash('sha256').update(id).digest('hex').slice(0, 40)
+}
+const resultPath = (id) => path.join(STATE_DIR, 'calls', safeId(id) + '.json')
+const outputPath = (id) => path.join(STATE_DIR, 'outputs', safeId(id) + '.log')
+
+function storedResult(id) {
+  try {
+    return JSON.parse(fs.readFileSync(resultPath(id), 'utf8'))
+  } catch {
+    return undefined
+  }
+}
+
+function storeResult(id, result) {
+  try {
+    fs.mkdirSync(path.dirname(resultPath(id)), { recursive: true })
+    const tmp = resultPath(id) + '.tmp'
+    fs.writeFileSync(tmp, JSON.stringify(result))
+    fs.renameSync(tmp, resultPath(id))
+  } catch (err) {
+    process.stderr.write(`runner: could not keep the result of ${id}: ${err.message}\n`)
+  }
+}
+
+function recover(id) {
+  if (running.has(id)) return { state: 'running' }
+  const result = storedResult(id)
+  return result ? { state: 'finished', result } : { state: 'unknown' }
+}
+
+function startCall(req) {
+  const id = String(req.id || '')
+  if (!id) throw new Error('runner: a call needs an id (the tool_use_id)')
+  const existing = running.get(id)
+  if (existing) {
+    // The same call asked for again (a reconnected host): answer from the running one, never run twice.
+    existing.done.then((result) => send({ rid: id, type: 'result', result }))
+    return
+  }
+  const stored = storedResult(id)
+  if (stored) return send({ rid: id, type: 'result', result: stored })
+
+  const started = Date.now()
+  const ctl = { cancelled: undefined, onCancel: () => {} }
+  const cap = posInt(req.cap, OUTPUT_CAP)
+  const entry = {
+    cancel(reason) {
+      if (ctl.cancelled) return
+      ctl.cancelled = reason
+      ctl.onCancel(reason)
+    },
+  }
+  entry.done = (async () => {
+    let result
+    try {
+      result = await runTool(id, String(req.name), req.input && typeof req.input === 'object' ? req.input : {}, { cap, ctl, stream: req.stream !== false })
+    } catch (err) {
+      result = { content: `${req.name}: ${(err && err.message) || err}`, isError: true }
+    }
+    result.durationMs = Date.now() - started
+    storeResult(id, result)
+    running.delete(id)
+    return result
+  })()
+  running.set(id, entry)
+  entry.done.then((result) => send({ rid: id, type: 'result', result }))
+}
+
+class ToolError extends Error {}
+
+async function runTool(id, name, input, opts) {
+  switch (name) {
+    case 'bash':
+      return shell.run(id, input, opts)
+    case 'read':
+      return capped(id, await readTool(input), opts.cap)
+    case 'write':
+      return writeTool(input)
+    case 'edit':
+      return editTool(input)
+    case 'glob':
+      return capped(id, await globTool(input), opts.cap)
+    case 'grep':
+      return grepTool(id, input, opts)
+    default:
+      throw new ToolError(`unknown tool "${name}" (the sandbox runs bash, read, write, edit, glob, grep)`)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output: sanitised for the model, capped, the full output saved inside the sandbox
+
+// ANSI CSI / OSC / two-byte escapes, then any control character but tab and newline.
+const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]/g
+function sanitize(text) {
+  return text.replace(ANSI, '').replace(/\r\n/g, '\n').replace(/\r/g, '\n').replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '')
+}
+
+function truncationNote(total, shownHead, shownTail, savedPath, savedBytes) {
+  const saved = savedPath
+    ? savedBytes < total
+      ? `the first ${savedBytes} bytes are saved in the sandbox at ${savedPath}`
+      : `the full output is saved in the sandbox at ${savedPath}`
+    : 'the full output could not be saved'
+  return `\n\n[... output truncated: ${total} bytes in total, showing the first ${shownHead} and the last ${shownTail} bytes; ${saved} (read it with view_range, or grep it) ...]\n\n`
+}
+
+/** A finished text result: capped at `cap` bytes, the whole text saved when it is longer. */
+function capped(id, text, cap) {
+  const buf = Buffer.from(text, 'utf8')
+  if (buf.length <= cap) return { content: text, isError: false }
+  let saved
+  try {
+    fs.mkdirSync(path.dirname(outputPath(id)), { recursive: true })
+    fs.writeFileSync(outputPath(id), buf.subarray(0, MAX_SAVED_OUTPUT))
+    saved = outputPath(id)
+  } catch {}
+  const half = Math.floor(cap / 2)
+  const content =
+    buf.subarray(0, half).toString('utf8') + truncationNote(buf.length, half, cap - half, saved, Math.min(buf.length, MAX_SAVED_OUTPUT)) + buf.subarray(buf.length - (cap - half)).toString('utf8')
+  return { content, isError: false }
+}
+
+/** Collects a command's output as it streams: all of it up to `cap`, then head + tail + a file. */
+class OutputSink {
+  constructor(id, cap, onChunk, onOverflow) {
+    this.id = id
+    this.cap = cap
+    this.half = Math.floor(cap / 2)
+    this.onChunk = onChunk
+    this.onOverflow = onOverflow
+    this.chunks = []
+    this.total = 0
+    this.streamed = 0
+    this.head = undefined
+    this.tail = []
+    this.tailBytes = 0
+    this.fd = undefined
+    this.saved = 0
+    this.overflowed = false
+    this.decoder = new StringDecoder('utf8')
+  }
+  push(buf) {
+    if (buf.length === 0) return
+    this.total += buf.length
+    if (this.onChunk && this.streamed < this.cap) {
+      const part = buf.subarray(0, this.cap - this.streamed)
+      this.streamed += part.length
+      const text = this.decoder.write(part)
+      if (text) this.onChunk(text)
+    }
+    if (this.head === undefined) {
+      this.chunks.push(buf)
+      if (this.total <= this.cap) return
+      const all = Buffer.concat(this.chunks)
+      this.chunks = []
+      this.head = all.subarray(0, this.half)
+      this.openFile()
+      this.save(all)
+      this.tail = [all.subarray(this.half)]
+      this.tailBytes = all.length - this.half
+    } else {
+      this.save(buf)
+      this.tail.push(buf)
+      this.tailBytes += buf.length
+    }
+    const keep = this.cap - this.half
+    while (this.tailBytes - this.tail[0].length >= keep) this.tailBytes -= this.tail.shift().length
+  }
+  openFile() {
+    try {
+      fs.mkdirSync(path.dirname(outputPath(this.id)), { recursive: true })
+      this.fd = fs.openSync(outputPath(this.id), 'w')
+    } catch {}
+  }
+  save(buf) {
+    if (this.fd === undefined) return
+    const room = MAX_SAVED_OUTPUT - this.saved
+    if (room > 0) {
+      try {
+        fs.writeSync(this.fd, buf, 0, Math.min(room, buf.length))
+        this.saved += Math.min(room, buf.length)
+      } catch {}
+    }
+    if (this.saved >= MAX_SAVED_OUTPUT && !this.overflowed) {
+      this.overflowed = true
+      this.onOverflow()
+    }
+  }
+  text() {
+    if (this.fd !== undefined) {
+      try {
+        fs.closeSync(this.fd)
+      } catch {}
+      this.fd = undefined
+    }
+    if (this.head === undefined) return sanitize(Buffer.concat(this.chunks).toString('utf8'))
+    const tail = Buffer.concat(this.tail)
+    const keep = this.cap - this.half
+    const tailPart = tail.subarray(Math.max(0, tail.length - keep))
+    return (
+      sanitize(this.head.toString('utf8')) +
+      truncationNote(this.total, this.head.length, tailPart.length, this.saved ? outputPath(this.id) : undefined, this.saved) +
+      sanitize(tailPart.toString('utf8'))
+    )
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// bash: one persistent shell; each call's jobs get their own process groups (set -m)
+
+function procStat(pid) {
+  const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ')
+  // f[0] = state (field 3), so field N is f[N - 3]
+  return { pid, pgrp: Number(f[2]), session: Number(f[3]), start: Number(f[19]) }
+}
+
+function nowTicks() {
+  try {
+    return Math.floor(Number(fs.readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * CLK_TCK)
+  } catch {
+    return 0
+  }
+}
+
+/** Every process in `session` (but `except`) started at or after `sinceTicks`. */
+function sessionProcesses(session, except, sinceTicks) {
+  const out = []
+  let names = []
+  try {
+    names = fs.readdirSync('/proc')
+  } catch {}
+  for (const name of names) {
+    if (!/^\d+$/.test(name) || Number(name) === except || Number(name) === process.pid) continue
+    try {
+      const st = procStat(Number(name))
+      if (st.session === session && st.start >= sinceTicks) out.push(st)
+    } catch {}
+  }
+  return out
+}
+
+/** Kills the process groups (and stray processes) of `session` started since `sinceTicks`, until none is left. */
+function killSince(session, shellPid, sinceTicks) {
+  for (let round = 0; round < 50; round++) {
+    const victims = sessionProcesses(session, shellPid, sinceTicks)
+    if (victims.length === 0) return
+    const groups = new Set(victims.map((v) => v.pgrp))
+    for (const g of groups) {
+      if (g !== shellPid && g > 1) {
+        try {
+          process.kill(-g, 'SIGKILL')
+        } catch {}
+      }
+    }
+    for (const v of victims) {
+      if (v.pgrp === shellPid) {
+        try {
+          process.kill(v.pid, 'SIGKILL')
+        } catch {}
+      }
+    }
+  }
+}
+
+function oomKills() {
+  for (const [file, re] of [
+    ['/sys/fs/cgroup/memory.events', /^oom_kill (\d+)/m],
+    ['/sys/fs/cgroup/memory/memory.oom_control', /^oom_kill (\d+)/m],
+  ]) {
+    try {
+      const m = re.exec(fs.readFileSync(file, 'utf8'))
+      if (m) return Number(m[1])
+    } catch {}
+  }
+  return undefined
+}
+
+function shellEnv() {
+  const env = {}
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('CORRAL_') && !k.startsWith('NODE_')) env[k] = v
+  env.HOME = env.HOME || WORKSPACE
+  env.TERM = 'dumb'
+  env.PAGER = 'cat'
+  env.GIT_PAGER = 'cat'
+  return env
+}
+
+class Shell {
+  constructor() {
+    this.proc = undefined
+    this.queue = Promise.resolve()
+    this.current = undefined
+    this.seq = 0
+  }
+  ensure() {
+    if (this.proc) return
+    fs.mkdirSync(TMP_DIR, { recursive: true, mode: 0o700 })
+    const proc = cp.spawn('bash', ['--noprofile', '--norc'], { cwd: WORKSPACE, env: shellEnv(), detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
+    this.proc = proc
+    proc.stdin.on('error', () => {})
+    proc.stdout.on('data', (d) => this.current && this.current.data(d))
+    proc.stderr.on('data', () => {}) // the shell's own notices; commands' stderr goes to stdout
+    proc.on('exit', (code, signal) => {
+      if (this.proc === proc) this.proc = undefined
+      if (this.current) this.current.exited(code, signal)
+    })
+    proc.on('error', (err) => {
+      if (this.proc === proc) this.proc = undefined
+      if (this.current) this.current.exited(null, null, err)
+    })
+    proc.stdin.write('set -m 2>/dev/null; unset HISTFILE; PS1=; PS2=\n')
+  }
+  kill() {
+    const proc = this.proc
+    if (!proc) return
+    this.proc = undefined
+    killSince(proc.pid, proc.pid, 0)
+    try {
+      process.kill(-proc.pid, 'SIGKILL')
+    } catch {}
+  }
+  run(id, input, opts) {
+    const job = this.queue.then(() => this.runNow(id, input, opts))
+    this.queue = job.catch(() => {})
+    return job
+  }
+  async runNow(id, input, { cap, ctl, stream }) {
+    if (input.restart) {
+      this.kill()
+      this.ensure()
+      return { content: 'bash session restarted: a fresh shell in ' + WORKSPACE + ' (cwd and environment reset)', isError: false }
+    }
+    if (typeof input.command !== 'string' || input.command === '') throw new ToolError('command is required (or restart: true)')
+    if (input.command.includes('\0')) throw new ToolError('the command contains a NUL byte')
+    const timeoutMs = Math.min(input.timeout_ms > 0 ? Math.floor(input.timeout_ms) : BASH_TIMEOUT_MS, MAX_TIMEOUT_MS)
+    if (ctl.cancelled) return { content: 'interrupted before it started', isError: true }
+    this.ensure()
+    const proc = this.proc
+    const seq = ++this.seq
+    const file = path.join(TMP_DIR, `cmd-${seq}.sh`)
+    fs.writeFileSync(file, input.command + '\n', { mode: 0o600 })
+    const nonce = crypto.randomBytes(9).toString('hex')
+    const marker = Buffer.from(`\x1eCORRAL_${nonce}_`)
+    const since = nowTicks()
+    const oomBefore = oomKills()
+
+    return await new Promise((resolve) => {
+      let carry = Buffer.alloc(0)
+      let killedFor // 'timeout' | 'interrupted' | 'output'
+      let settled = false
+      let graceTimer
+      const sink = new OutputSink(id, cap, stream ? (text) => send({ rid: id, type: 'output', data: text }) : undefined, () => stop('output'))
+      const finish = (result) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        clearTimeout(graceTimer)
+        this.current = undefined
+        fs.rm(file, { force: true }, () => {})
+        resolve(result)
+      }
+      const describe = (rc) => {
+        let text = sink.text().replace(/\n$/, '')
+        const notes = []
+        if (killedFor === 'timeout') notes.push(`timed out after ${timeoutMs} ms: the command's processes were killed`)
+        else if (killedFor === 'interrupted') notes.push('interrupted: the command\'s processes were killed')
+        else if (killedFor === 'output') notes.push(`stopped: the command wrote more than ${MAX_SAVED_OUTPUT} bytes of output`)
+        else if (rc === 137 || rc === 128 + 9) {
+          const oomAfter = oomKills()
+          if (oomBefore !== undefined && oomAfter !== undefined && oomAfter > oomBefore) notes.push('killed by the out-of-memory killer (OOM): the sandbox memory limit was reached (exit 137)')
+          else notes.push('killed by SIGKILL (exit 137; out of memory or killed)')
+        }
+        if (rc !== 0 && rc !== null) notes.push(`exit code ${rc}`)
+        if (notes.length) text += (text ? '\n' : '') + `[${notes.join('; ')}]`
+        return { content: text, isError: rc !== 0 || killedFor !== undefined, exitCode: rc }
+      }
+      const stop = (why) => {
+        if (killedFor || settled) return
+        killedFor = why
+        killSince(proc.pid, proc.pid, since)
+        // A shell stuck in a builtin loop never returns: restart it.
+        graceTimer = setTimeout(() => {
+          if (settled) return
+          this.kill()
+          const r = describe(null)
+          r.content += '\n[the shell did not return and was restarted: cwd and environment were reset]'
+          r.isError = true
+          finish(r)
+        }, 1000)
+      }
+      ctl.onCancel = (reason) => stop(reason === 'interrupted' ? 'interrupted' : 'timeout')
+      const timer = setTimeout(() => stop('timeout'), timeoutMs)
+      this.current = {
+        data: (d) => {
+          if (settled) return
+          let buf = carry.length ? Buffer.concat([carry, d]) : d
+          const at = buf.indexOf(marker)
+          if (at !== -1) {
+            const nl = buf.indexOf(10, at + marker.length)
+            if (nl === -1) {
+              sink.push(buf.subarray(0, at))
+              carry = buf.subarray(at)
+              return
+            }
+            sink.push(buf.subarray(0, at))
+            const rc = Number(buf.subarray(at + marker.length, nl).toString())
+            return finish(describe(Number.isFinite(rc) ? rc : null))
+          }
+          // Keep back as many bytes as could be the start of a marker split across reads.
+          const keep = Math.min(buf.length, marker.length - 1)
+          sink.push(buf.subarray(0, buf.length - keep))
+          carry = Buffer.from(buf.subarray(buf.length - keep))
+        },
+        exited: (code, signal, err) => {
+          if (settled) return
+          if (carry.length) sink.push(carry)
+          const r = describe(code === null ? null : code)
+          r.content += `\n[the shell exited (${err ? err.message : signal ? 'signal ' + signal : 'code ' + code}); the next call starts a fresh shell in ${WORKSPACE}]`
+          r.isError = true
+          r.exitCode = code
+          finish(r)
+        },
+      }
+      // Sourced, so cd and exports persist; stdin is /dev/null so a command cannot read our pipe.
+      const q = file.replace(/'/g, `'\\''`)
+      proc.stdin.write(`. '${q}' </dev/null 2>&1; printf '\\036CORRAL_${nonce}_%d\\n' "$?"\n`)
+    })
+  }
+}
+const shell = new Shell()
+
+// ---------------------------------------------------------------------------------------------
+// Paths: inside the workspace (and the extra roots) as the sandbox sees them, symlinks included
+
+function within(p, root) {
+  return p === root || p.startsWith(root.endsWith('/') ? root : root + '/')
+}
+
+const realRoots = () =>
+  ROOTS.map((r) => {
+    try {
+      return fs.realpathSync(r)
+    } catch {
+      return r
+    }
+  })
+
+function resolvePath(p, what = 'file_path') {
+  if (typeof p !== 'string' || p === '') throw new ToolError(`${what} is required`)
+  if (p.includes('\0')) throw new ToolError(`${what} contains a NUL byte`)
+  const abs = path.resolve(WORKSPACE, p)
+  if (!ROOTS.some((r) => within(abs, r))) throw new ToolError(`${p} is outside the workspace (${ROOTS.join(', ')})`)
+  // The deepest part that exists must really (symlinks resolved) be inside a root too.
+  let probe = abs
+  let real
+  for (;;) {
+    try {
+      real = fs.realpathSync(probe)
+      break
+    } catch (err) {
+      if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR') throw new ToolError(`${p}: ${err.code || err.message}`)
+      const parent = path.dirname(probe)
+      if (parent === probe) break
+      probe = parent
+    }
+  }
+  if (real !== undefined && !realRoots().some((r) => within(real, r))) throw new ToolError(`${p} leads outside the workspace through a symlink`)
+  return abs
+}
+
+function fsError(err, p) {
+  const why = { ENOENT: 'no such file or directory', EACCES: 'permission denied', EISDIR: 'is a directory', ENOTDIR: 'a part of the path is not a directory', ELOOP: 'is a symlink (file tools do not follow a symlink at the last step)', ENOSPC: 'no space left on the device', EROFS: 'read-only file system', EFBIG: 'file too large' }[err.code]
+  return new ToolError(`${p}: ${why || err.message}`)
+}
+
+function looksBinary(buf) {
+  if (buf.includes(0)) return true
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(buf.subarray(0, 64 * 1024), { stream: true })
+    return false
+  } catch {
+    return true
+  }
+}
+
+async function readTool(input) {
+  const p = input.file_path
+  const abs = resolvePath(p)
+  let fd
+  try {
+    fd = fs.openSync(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK)
+  } catch (err) {
+    throw fsError(err, p)
+  }
+  try {
+    const st = fs.fstatSync(fd)
+    if (st.isDirectory()) throw new ToolError(`${p} is a directory (list it with glob or bash ls)`)
+    if (!st.isFile()) throw new ToolError(`${p} is not a regular file`)
+    const range = input.view_range
+    if (range !== undefined && (!Array.isArray(range) || range.length !== 2 || !range.every(Number.isInteger))) throw new ToolError('view_range must be [start_line, end_line] (1-based, end_line -1 or 0 for the end of the file)')
+    if (st.size > READ_MAX_BYTES && !range) throw new ToolError(`${p} is ${st.size} bytes; read it in parts with view_range, or search it with grep`)
+    const sample = Buffer.alloc(Math.min(st.size, 64 * 1024))
+    fs.readSync(fd, sample, 0, sample.length, 0)
+    if (looksBinary(sample)) throw new ToolError(`${p} is a binary file (${st.size} bytes); the read tool shows text only. Inspect it with bash (xxd, od, file)`)
+    if (st.size === 0) return '(the file is empty)'
+    const [startLine, endLine] = range || [1, -1]
+    const start = Math.max(1, startLine)
+    const end = endLine > 0 ? endLine : Infinity
+    if (end < start) throw new ToolError(`view_range [${startLine}, ${endLine}] is empty`)
+    const out = []
+    let lineNo = 1
+    let partial = ''
+    const decoder = new StringDecoder('utf8')
+    const chunk = Buffer.alloc(256 * 1024)
+    let pos = 0
+    let bytes = 0
+    outer: for (;;) {
+      const n = fs.readSync(fd, chunk, 0, chunk.length, pos)
+      if (n === 0) break
+      pos += n
+      const lines = (partial + decoder.write(chunk.subarray(0, n))).split('\n')
+      partial = lines.pop()
+      for (const line of lines) {
+        if (lineNo >= start) {
+          out.push(`${String(lineNo).padStart(6)}\t${line}`)
+          bytes += line.length + 8
+        }
+        lineNo++
+        if (lineNo > end || bytes > READ_MAX_BYTES) break outer
+      }
+    }
+    partial += decoder.end()
+    if (partial && lineNo >= start && lineNo <= end) out.push(`${String(lineNo).padStart(6)}\t${partial}`)
+    if (out.length === 0) throw new ToolError(`${p} has ${lineNo - (partial ? 0 : 1)} lines; view_range starts at line ${start}`)
+    return sanitizeLines(out.join('\n'))
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+function sanitizeLines(text) {
+  return text.replace(ANSI, '').replace(/[\x00-\x08\x0b-\x1f\x7f]/g, (c) => (c === '\r' ? '' : '\ufffd'))
+}
+
+function writeFileNoFollow(abs, p, data, mode) {
+  try {
+    fs.mkdirSync(path.dirname(abs), { recursive: true })
+  } catch (err) {
+    throw fsError(err, p)
+  }
+  // The parent, now made, must still be inside a root (a symlinked directory made meanwhile).
+  resolvePath(path.dirname(abs), 'file_path')
+  let fd
+  try {
+    fd = fs.openSync(abs, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, mode || 0o644)
+    if (!fs.fstatSync(fd).isFile()) throw Object.assign(new Error('not a regular file'), { code: 'EISDIR' })
+    fs.writeSync(fd, data)
+  } catch (err) {
+    throw fsError(err, p)
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd)
+  }
+}
+
+function writeTool(input) {
+  const p = input.file_path
+  if (typeof input.content !== 'string') throw new ToolError('content is required (a string)')
+  const abs = resolvePath(p)
+  const data = Buffer.from(input.content, 'utf8')
+  writeFileNoFollow(abs, p, data)
+  return { content: `wrote ${data.length} bytes to ${abs}`, isError: false }
+}
+
+function editTool(input) {
+  const p = input.file_path
+  const { old_string: oldS, new_string: newS } = input
+  if (typeof oldS !== 'string' || oldS === '') throw new ToolError('old_string is required (a non-empty string)')
+  if (typeof newS !== 'string') throw new ToolError('new_string is required (a string)')
+  const abs = resolvePath(p)
+  let buf
+  let mode
+  try {
+    const fd = fs.openSync(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK)
+    try {
+      const st = fs.fstatSync(fd)
+      if (!st.isFile()) throw new ToolError(`${p} is not a regular file`)
+      if (st.size > READ_MAX_BYTES) throw new ToolError(`${p} is ${st.size} bytes, too large to edit; use bash (sed, python)`)
+      mode = st.mode & 0o7777
+      buf = fs.readFileSync(fd)
+    } finally {
+      fs.closeSync(fd)
+    }
+  } catch (err) {
+    if (err instanceof ToolError) throw err
+    throw fsError(err, p)
+  }
+  if (looksBinary(buf)) throw new ToolError(`${p} is a binary file; the edit tool changes text files only`)
+  const text = buf.toString('utf8')
+  const count = text.split(oldS).length - 1
+  if (count === 0) throw new ToolError(`old_string was not found in ${p} (0 matches); it must match the file exactly, whitespace included`)
+  if (count > 1 && !input.replace_all) throw new ToolError(`old_string matches ${count} times in ${p}; it must match exactly once. Add surrounding context to make it unique, or pass replace_all: true`)
+  const next = input.replace_all ? text.split(oldS).join(newS) : text.replace(oldS, () => newS)
+  writeFileNoFollow(abs, p, Buffer.from(next, 'utf8'), mode)
+  return { content: `edited ${abs}: ${input.replace_all ? count : 1} replacement${(input.replace_all ? count : 1) === 1 ? '' : 's'}`, isError: false }
+}
+
+function globToRegExp(glob) {
+  let re = ''
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]
+    if (c === '*') {
+      if (glob[i + 1] === '*') {
+        const slash = glob[i + 2] === '/'
+        re += slash ? '(?:.*/)?' : '.*'
+        i += slash ? 2 : 1
+      } else re += '[^/]*'
+    } else if (c === '?') re += '[^/]'
+    else if (c === '{') {
+      const close = glob.indexOf('}', i)
+      if (close === -1) re += '\\{'
+      else {
+        re += '(?:' + glob.slice(i + 1, close).split(',').map((s) => s.replace(/[.+^$()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')).join('|') + ')'
+        i = close
+      }
+    } else if (c === '[') {
+      const close = glob.indexOf(']', i + 1)
+      if (close === -1) re += '\\['
+      else {
+        re += '[' + glob.slice(i + 1, close).replace(/^!/, '^').replace(/\\/g, '\\\\') + ']'
+        i = close
+      }
+    } else re += c.replace(/[.+^$()|\\]/g, '\\$&')
+  }
+  return new RegExp('^' + re + '$')
+}
+
+async function globTool(input) {
+  const pattern = input.pattern
+  if (typeof pattern !== 'string' || pattern === '') throw new ToolError('pattern is required')
+  if (pattern.includes('\0')) throw new ToolError('pattern contains a NUL byte')
+  if (path.isAbsolute(pattern)) throw new ToolError('pattern must be relative; pass the directory to search as path')
+  if (pattern.split('/').includes('..')) throw new ToolError('".." is not allowed in a glob pattern')
+  const base = input.path ? resolvePath(input.path, 'path') : WORKSPACE
+  const re = globToRegExp(pattern)
+  const matches = []
+  let visits = 0
+  let truncated = false
+  const walk = (dir, rel) => {
+    let entries
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true })
+    } catch {
+      return
+    }
+    for (const e of entries) {
+      if (++visits > GLOB_MAX_VISITS) {
+        truncated = true
+        return
+      }
+      const r = rel ? rel + '/' + e.name : e.name
+      const full = path.join(dir, e.name)
+      if (re.test(r)) {
+        let mtime = 0
+        try {
+          mtime = fs.lstatSync(full).mtimeMs
+        } catch {}
+        matches.push({ full, mtime })
+      }
+      // Never descend through a symlink; skip VCS internals and Corral's own state.
+      if (e.isDirectory() && !(rel === '' && e.name === '.corral' && dir === WORKSPACE) && e.name !== '.git' && e.name !== 'node_modules') walk(full, r)
+    }
+  }
+  walk(base, '')
+  if (matches.length === 0) return `no files match ${pattern} under ${base}`
+  matches.sort((a, b) => b.mtime - a.mtime)
+  const shown = matches.slice(0, GLOB_MAX_RESULTS).map((m) => m.full)
+  let text = shown.join('\n')
+  if (matches.length > GLOB_MAX_RESULTS) text += `\n[... ${matches.length - GLOB_MAX_RESULTS} more matches not shown; narrow the pattern or path]`
+  if (truncated) text += `\n[the search stopped after ${GLOB_MAX_VISITS} entries; narrow the path]`
+  return text
+}
+
+function grepTool(id, input, { cap, ctl }) {
+  const pattern = input.pattern
+  if (typeof pattern !== 'string' || pattern === '') throw new ToolError('pattern is required')
+  if (pattern.includes('\0')) throw new ToolError('pattern contains a NUL byte')
+  const target = input.path ? resolvePath(input.path, 'path') : WORKSPACE
+  const args = ['--no-config', '--line-number', '--no-heading', '--color', 'never', '--max-columns', '500', '--max-columns-preview', '--glob', '!.corral/', '--regexp', pattern]
+  if (typeof input.glob === 'string' && input.glob) args.push('--glob', input.glob)
+  if (input.case_insensitive === true || input['-i'] === true) args.push('--ignore-case')
+  args.push('--', target)
+  return new Promise((resolve) => {
+    const child = cp.spawn('rg', args, { cwd: WORKSPACE, env: shellEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    let killed
+    const sink = new OutputSink(id, cap, undefined, () => {
+      killed = 'output'
+      kill()
+    })
+    const kill = () => {
+      try {
+        process.kill(-child.pid, 'SIGKILL')
+      } catch {}
+    }
+    const timer = setTimeout(() => {
+      killed = 'timeout'
+      kill()
+    }, 60000)
+    ctl.onCancel = () => {
+      killed = 'interrupted'
+      kill()
+    }
+    let err = ''
+    child.stdout.on('data', (d) => sink.push(d))
+    child.stderr.on('data', (d) => (err.length < 4096 ? (err += d) : undefined))
+    child.on('error', (e) => {
+      clearTimeout(timer)
+      resolve({ content: `grep: ripgrep (rg) could not start: ${e.message}`, isError: true })
+    })
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      const text = sink.text().replace(/\n$/, '')
+      if (killed === 'timeout') return resolve({ content: text + '\n[grep timed out after 60 s]', isError: true })
+      if (killed === 'interrupted') return resolve({ content: text + '\n[interrupted]', isError: true })
+      if (code === 0 || killed === 'output') return resolve({ content: text, isError: false })
+      if (code === 1) return resolve({ content: `no matches for ${pattern} under ${target}`, isError: false })
+      resolve({ content: `grep: ${sanitize(err).trim() || 'ripgrep exited with code ' + code}`, isError: true })
+    })
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session resources, placed by the host at provision (never over something already there)
+
+async function place(req) {
+  const abs = resolvePath(req.path, 'path')
+  if (fs.existsSync(abs)) return { existed: true }
+  if (typeof req.content_base64 === 'string') {
+    writeFileNoFollow(abs, req.path, Buffer.from(req.content_base64, 'base64'), 0o644)
+    return { existed: false }
+  }
+  if (typeof req.tar_base64 !== 'string') throw new Error('place needs content_base64 or tar_base64')
+  const partial = abs + '.corral-partial'
+  fs.rmSync(partial, { recursive: true, force: true })
+  fs.mkdirSync(partial, { recursive: true })
+  await new Promise((resolve, reject) => {
+    const tar = cp.spawn('tar', ['-x', '--no-same-owner', '--no-same-permissions', '-C', partial], { stdio: ['pipe', 'ignore', 'pipe'] })
+    let err = ''
+    tar.stderr.on('data', (d) => (err += d))
+    tar.on('error', reject)
+    tar.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`tar failed (${code}): ${err.trim()}`))))
+    tar.stdin.end(Buffer.from(req.tar_base64, 'base64'))
+  })
+  fs.renameSync(partial, abs)
+  return { existed: false }
+}
+
+try {
+  fs.mkdirSync(STATE_DIR, { recursive: true })
+} catch (err) {
+  process.stderr.write(`runner: cannot make ${STATE_DIR}: ${err.message}\n`)
+}

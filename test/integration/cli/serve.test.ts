@@ -1,0 +1,92 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, statSync, readFileSync, existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Anthropic from '@anthropic-ai/sdk'
+
+const children: ChildProcess[] = []
+const dirs: string[] = []
+
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL')
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
+})
+
+/** Starts `corral serve --port 0` and resolves with its printed URL. */
+function startServe(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main/cli/main.ts', 'serve', '--port', '0'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  children.push(child)
+  let out = ''
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not print its URL in time; output:\n${out}`)), 30_000)
+    const onData = (b: Buffer) => {
+      out += b.toString()
+      const m = out.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/)
+      if (m) {
+        clearTimeout(timer)
+        resolve({ child, url: m[1], output: () => out })
+      }
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', onData)
+    child.on('exit', (code) => reject(new Error(`serve exited with ${code}:\n${out}`)))
+  })
+}
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'corral-serve-'))
+  dirs.push(d)
+  return d
+}
+
+describe('corral serve', () => {
+  it('generates a token at first start, keeps it with mode 0600, and accepts it', async () => {
+    const dataDir = tempDir()
+    const { url } = await startServe({ CORRAL_DATA_DIR: dataDir, CORRAL_TOKEN: '' })
+    const tokenFile = join(dataDir, 'token')
+    expect(existsSync(tokenFile)).toBe(true)
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600)
+    const token = readFileSync(tokenFile, 'utf8').trim()
+    const client = new Anthropic({ baseURL: url, apiKey: token })
+    const env = await client.beta.environments.create({ name: 'first' })
+    expect(env.id).toMatch(/^env_/)
+    expect(existsSync(join(dataDir, 'corral.db'))).toBe(true)
+  })
+
+  it('honours CORRAL_TOKEN and refuses any other token', async () => {
+    const dataDir = tempDir()
+    const { url } = await startServe({ CORRAL_DATA_DIR: dataDir, CORRAL_TOKEN: 'serve-test-token' })
+    await expect(new Anthropic({ baseURL: url, apiKey: 'nope' }).beta.agents.list()).rejects.toBeInstanceOf(Anthropic.AuthenticationError)
+    const page = await new Anthropic({ baseURL: url, apiKey: 'serve-test-token' }).beta.agents.list()
+    expect(page.data).toEqual([])
+  })
+
+  it('shuts down cleanly on SIGTERM and keeps what it acknowledged', async () => {
+    const dataDir = tempDir()
+    const first = await startServe({ CORRAL_DATA_DIR: dataDir, CORRAL_TOKEN: 't' })
+    const client = new Anthropic({ baseURL: first.url, apiKey: 't' })
+    const agent = await client.beta.agents.create({ name: 'kept', model: 'claude-sonnet-4-6' })
+    const exit = new Promise<number | null>((r) => first.child.on('exit', (code) => r(code)))
+    first.child.kill('SIGTERM')
+    expect(await exit).toBe(0)
+    expect(first.output()).toContain('shutting down')
+
+    const second = await startServe({ CORRAL_DATA_DIR: dataDir, CORRAL_TOKEN: 't' })
+    const again = await new Anthropic({ baseURL: second.url, apiKey: 't' }).beta.agents.retrieve(agent.id)
+    expect(again.name).toBe('kept')
+  })
+
+  it('refuses a port that is not a number with a message naming the option', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main/cli/main.ts', 'serve', '--port', 'abc'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    children.push(child)
+    let err = ''
+    child.stderr!.on('data', (b: Buffer) => (err += b.toString()))
+    const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)))
+    expect(code).not.toBe(0)
+    expect(err).toContain('--port')
+  })
+})

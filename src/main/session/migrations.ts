@@ -97,4 +97,25 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'harness: session leases and the tool-call start journal',
+    sql: `
+      -- One brain per session: a lease names its owner (host:pid:nonce) and expires unless renewed.
+      CREATE TABLE session_leases (
+        session_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+
+      -- Written (durably) just before a tool call is handed to the hands, so a restarted brain
+      -- knows whether a call without a result may have run.
+      CREATE TABLE harness_tool_calls (
+        tool_use_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        started_at TEXT NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX harness_tool_calls_session ON harness_tool_calls(session_id);
+    `,
+  },
 ]

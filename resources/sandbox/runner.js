@@ -13,6 +13,7 @@
  *   cancel {id}                   -> (the call's result arrives with isError, "interrupted")
  *   recover {id}                  -> {rid, type:'recovery', state:'finished'|'running'|'unknown', result?}
  *   place {path, tar_base64 | content_base64} -> {rid, type:'placed', existed}
+ *   exists {path}                 -> {rid, type:'exists', exists}
  *   reset                         -> kills every process the shell started; {rid, type:'reset'}
  * Every reply to a bad request is {rid, type:'error', message}.
  *
@@ -112,6 +113,8 @@ async function dispatch(req) {
       return send({ rid: req.rid, type: 'recovery', ...recover(String(req.id)) })
     case 'place':
       return send({ rid: req.rid, type: 'placed', ...(await place(req)) })
+    case 'exists':
+      return send({ rid: req.rid, type: 'exists', exists: fs.existsSync(resolvePath(req.path, 'path')) })
     case 'reset':
       shell.kill()
       return send({ rid: req.rid, type: 'reset' })

@@ -1,0 +1,90 @@
+import { execFile } from 'node:child_process'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { basename, join, posix } from 'node:path'
+import { promisify } from 'node:util'
+import { CorralError } from '../../shared/errors'
+import { SESSION_MOUNT, WORKSPACE } from './settings'
+
+const run = promisify(execFile)
+
+/**
+ * Session resources placed in the workspace when a sandbox is provisioned:
+ * - `github_repository` {url, mount_path?, checkout?}: cloned on the host (a public URL or a
+ *   local path; credentialed clones go through the vault proxy later), sent in as a tar and
+ *   unpacked by the runner as the sandbox user;
+ * - `file` {file_id, mount_path?, content? | content_base64? | source_path?}: Corral's additions
+ *   carry the bytes (or a host path in Corral's own file store, never a sandbox path).
+ * Something already at the mount path is left alone, so a replacement sandbox does not re-clone.
+ */
+export interface ResourcePlacer {
+  exists(path: string): Promise<boolean>
+  place(params: { path: string; contentBase64?: string; tarBase64?: string }): Promise<{ existed: boolean }>
+}
+
+const MAX_REPO_TAR_BYTES = 512 * 1024 * 1024
+
+export async function placeResources(runner: ResourcePlacer, resources: readonly Record<string, unknown>[] | undefined): Promise<void> {
+  for (const res of resources ?? []) {
+    if (res.type === 'github_repository') await placeRepository(runner, res)
+    else if (res.type === 'file') await placeFile(runner, res)
+    // memory_store and unknown kinds are not the hands' business
+  }
+}
+
+/** The in-sandbox path a resource goes to; relative paths are under /workspace. */
+export function mountPath(res: Record<string, unknown>, fallback: string): string {
+  const p = typeof res.mount_path === 'string' && res.mount_path ? res.mount_path : fallback
+  const abs = posix.resolve(WORKSPACE, p)
+  const inside = [WORKSPACE, SESSION_MOUNT].some((root) => abs === root || abs.startsWith(root + '/'))
+  if (!inside || abs === WORKSPACE || abs === SESSION_MOUNT) {
+    throw new CorralError('invalid_request_error', `resource mount_path ${JSON.stringify(p)} must be a path inside ${WORKSPACE} or ${SESSION_MOUNT}`)
+  }
+  return abs
+}
+
+/** Accepts https/http/git/file URLs and absolute local paths; refuses option-like and `ext::` URLs. */
+export function checkRepositoryUrl(url: unknown): string {
+  if (typeof url !== 'string' || url === '') throw new CorralError('invalid_request_error', 'github_repository resource: url is required')
+  if (/^(https?|git|file):\/\//.test(url) || (url.startsWith('/') && !url.includes('\0'))) return url
+  throw new CorralError('invalid_request_error', `github_repository resource: url ${JSON.stringify(url)} must be an https://, http://, git://, file:// URL or an absolute local path`)
+}
+
+async function placeRepository(runner: ResourcePlacer, res: Record<string, unknown>): Promise<void> {
+  const url = checkRepositoryUrl(res.url)
+  const name = basename(url.replace(/\/+$/, '')).replace(/\.git$/, '') || 'repository'
+  const target = mountPath(res, `${WORKSPACE}/${name}`)
+  if (await runner.exists(target)) return
+  const checkout = res.checkout as { type?: string; name?: string; sha?: string } | null | undefined
+  const dir = await mkdtemp(join(tmpdir(), 'corral-clone-'))
+  const git = (args: string[], cwd?: string) =>
+    run('git', ['-c', 'protocol.ext.allow=never', '-c', 'core.hooksPath=/dev/null', ...args], {
+      cwd,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1' },
+      timeout: 300_000,
+      maxBuffer: 16 * 1024 * 1024,
+    })
+  try {
+    const branch = checkout?.type === 'branch' && checkout.name ? ['--branch', checkout.name] : []
+    await git(['clone', '--quiet', '--no-hardlinks', ...branch, '--', url, join(dir, 'repo')])
+    if (checkout?.type === 'commit' && checkout.sha) await git(['checkout', '--quiet', '--detach', checkout.sha], join(dir, 'repo'))
+    const { stdout } = await run('tar', ['-C', join(dir, 'repo'), '-c', '.'], { encoding: 'buffer', maxBuffer: MAX_REPO_TAR_BYTES })
+    await runner.place({ path: target, tarBase64: stdout.toString('base64') })
+  } catch (err) {
+    if (err instanceof CorralError) throw err
+    const detail = (err as { stderr?: Buffer | string }).stderr?.toString().trim() || (err as Error).message
+    throw new CorralError('sandbox_error', `could not clone ${url} into ${target}: ${detail}`, { cause: err })
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+async function placeFile(runner: ResourcePlacer, res: Record<string, unknown>): Promise<void> {
+  const target = mountPath(res, `${SESSION_MOUNT}/uploads/${String(res.file_id ?? 'file')}`)
+  let bytes: Buffer
+  if (typeof res.content_base64 === 'string') bytes = Buffer.from(res.content_base64, 'base64')
+  else if (typeof res.content === 'string') bytes = Buffer.from(res.content, 'utf8')
+  else if (typeof res.source_path === 'string') bytes = await readFile(res.source_path)
+  else throw new CorralError('invalid_request_error', `file resource ${String(res.file_id)}: no content to place (content, content_base64 or source_path)`)
+  await runner.place({ path: target, contentBase64: bytes.toString('base64') })
+}

@@ -1,0 +1,112 @@
+import { CorralError, isCorralError } from '../../shared/errors'
+import { placeResources } from './resources'
+import { RunnerClosedError, type RunnerConnection } from './runner-connection'
+import type { CallRecovery, Sandbox, SandboxCall, SandboxProvisionParams, SandboxResult } from './sandbox'
+import { type SandboxSettings, WORKSPACE } from './settings'
+
+/** A started runner: the backend's handle (container, process) and the connection to it. */
+export interface LiveRunner {
+  connection: RunnerConnection
+  /** Whether session resources still need placing (false for a reused, already provisioned runner). */
+  fresh: boolean
+}
+
+/** What a backend found out about a runner whose connection closed. */
+export interface RunnerDeath {
+  /** Human sentence: "the sandbox container exited (exit 137, killed: out of memory (OOM))". */
+  message: string
+  exitCode?: number | null
+}
+
+/**
+ * The part every runner-based backend shares: lazy single-flight provisioning, placing session
+ * resources, turning a dead runner into an `isError` result that says what happened, and a
+ * fresh runner (same workspace) for the next call. Backends supply start/diagnose/stop.
+ */
+export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
+  abstract readonly backend: string
+  protected live: L | undefined
+  private provisioning: Promise<L> | undefined
+  protected disposed = false
+
+  protected constructor(
+    readonly params: SandboxProvisionParams,
+    readonly settings: SandboxSettings,
+  ) {}
+
+  /** Starts (or re-attaches to) the session's runner. Throws CorralError sandbox_error. */
+  protected abstract start(): Promise<L>
+  /** Explains why `live`'s connection closed (waits briefly for the backend to know). */
+  protected abstract diagnose(live: L): Promise<RunnerDeath>
+  /** Stops the runner; removes the workspace when asked. */
+  protected abstract stop(live: L | undefined, removeWorkspace: boolean): Promise<void>
+
+  async provision(): Promise<void> {
+    await this.ensureLive()
+  }
+
+  protected ensureLive(): Promise<L> {
+    if (this.disposed) return Promise.reject(new CorralError('sandbox_error', `the sandbox of session ${this.params.sessionId} was released`))
+    if (this.live?.connection.open) return Promise.resolve(this.live)
+    if (!this.provisioning) {
+      this.provisioning = (async () => {
+        const live = await this.start()
+        try {
+          if (live.fresh) await placeResources(live.connection, this.params.resources)
+        } catch (err) {
+          // A workspace without its resources is not ready; the next call tries again.
+          live.connection.close('resources could not be placed')
+          throw err
+        }
+        this.live = live
+        return live
+      })().finally(() => {
+        this.provisioning = undefined
+      })
+    }
+    return this.provisioning
+  }
+
+  async execute(call: SandboxCall): Promise<SandboxResult> {
+    const started = Date.now()
+    let live: L
+    try {
+      live = await this.ensureLive()
+    } catch (err) {
+      return { content: `${call.name}: the sandbox is not available: ${(err as Error).message}`, isError: true, durationMs: Date.now() - started }
+    }
+    try {
+      return await live.connection.call({ ...call, cap: this.settings.outputCapBytes })
+    } catch (err) {
+      if (!(err instanceof RunnerClosedError)) {
+        return { content: `${call.name}: ${isCorralError(err) ? err.message : String(err)}`, isError: true, durationMs: Date.now() - started }
+      }
+      if (this.live === live) this.live = undefined
+      const death = this.disposed ? { message: 'the sandbox was released during the call' } : await this.diagnose(live)
+      return {
+        content: `${call.name}: ${death.message} during the call; its outcome is lost. The next call gets a fresh sandbox with the same ${WORKSPACE}.`,
+        isError: true,
+        exitCode: death.exitCode,
+        durationMs: Date.now() - started,
+      }
+    }
+  }
+
+  async recover(toolUseId: string): Promise<CallRecovery> {
+    try {
+      const live = await this.ensureLive()
+      return await live.connection.recover(toolUseId)
+    } catch {
+      return { state: 'unknown' }
+    }
+  }
+
+  async dispose(options?: { removeWorkspace?: boolean }): Promise<void> {
+    this.disposed = true
+    await this.provisioning?.catch(() => undefined)
+    const live = this.live
+    this.live = undefined
+    live?.connection.close('the sandbox was released')
+    await this.stop(live, options?.removeWorkspace === true)
+  }
+}

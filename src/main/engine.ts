@@ -5,6 +5,8 @@ import { SqliteEventLog } from './session/sqlite-event-log'
 import { AgentStore } from './session/agent-store'
 import { EnvironmentStore } from './session/environment-store'
 import { SessionStore } from './session/session-store'
+import { VaultStore, type SecretSink } from './session/vault-store'
+import { ThreadStore } from './session/thread-store'
 import { PreviewBus, type ApiServices } from './api/services'
 import { createApiApp, listen, type ListeningServer } from './api/server'
 import { readSettings, resolveApiToken, type Settings } from './config'
@@ -18,6 +20,11 @@ export interface EngineConfig {
   /** Routes mounted before the API's 404 (the renderer in serve mode). */
   extendApp?: (app: Hono) => void
   log?: (msg: string) => void
+  /**
+   * Where credential secrets go. Default: a sink that keeps nothing (credentials are then marked
+   * `corral.secret_stored: false`) until the keychain-backed sink is wired in.
+   */
+  secrets?: SecretSink
 }
 
 /**
@@ -43,7 +50,9 @@ export class Engine {
     const agents = new AgentStore(db)
     const environments = new EnvironmentStore(db)
     const sessions = new SessionStore(db, log, agents, environments)
-    this.services = { db, log, agents, environments, sessions, previews: new PreviewBus() }
+    const threads = new ThreadStore(log, sessions)
+    const vaults = new VaultStore(db, config.secrets)
+    this.services = { db, log, agents, environments, sessions, threads, vaults, previews: new PreviewBus() }
     this.app = createApiApp({
       services: this.services,
       token: this.token,

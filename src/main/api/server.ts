@@ -8,6 +8,8 @@ import type { ApiServices } from './services'
 import { agentRoutes } from './routes/agents'
 import { environmentRoutes } from './routes/environments'
 import { sessionRoutes } from './routes/sessions'
+import { threadRoutes } from './routes/threads'
+import { vaultRoutes } from './routes/vaults'
 
 export const SESSION_COOKIE = 'corral_token'
 
@@ -44,6 +46,8 @@ export function createApiApp(params: ApiAppParams): Hono {
   agentRoutes(app, services)
   environmentRoutes(app, services)
   sessionRoutes(app, services)
+  threadRoutes(app, services)
+  vaultRoutes(app, services)
 
   app.notFound((c) => c.json(new CorralError('not_found_error', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404))
   app.onError((err, c) => {

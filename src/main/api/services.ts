@@ -3,6 +3,8 @@ import type { EnvironmentStore } from '../session/environment-store'
 import type { SessionStore } from '../session/session-store'
 import type { SqliteEventLog } from '../session/sqlite-event-log'
 import type { Db } from '../session/database'
+import type { VaultStore } from '../session/vault-store'
+import type { ThreadStore } from '../session/thread-store'
 
 /**
  * What the transports (HTTP, IPC, CLI) reach: the same service methods for all of them.
@@ -14,6 +16,10 @@ export interface ApiServices {
   agents: AgentStore
   environments: EnvironmentStore
   sessions: SessionStore
+  /** Session threads, derived from the log. */
+  threads: ThreadStore
+  /** Vaults and credentials (metadata; secrets go to its SecretSink). */
+  vaults: VaultStore
   /** Preview (`event_start` / `event_delta`) events: streamed to subscribers, never stored. */
   previews: PreviewBus
 }

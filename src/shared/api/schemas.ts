@@ -305,3 +305,107 @@ export function describeZodError(error: z.ZodError): string {
     })
     .join('; ')
 }
+
+// ---------- vaults and credentials ----------
+// Secret fields (token, access_token, refresh_token, client_secret, secret_value) are validated
+// here and then handed to a SecretSink; they never reach the database or a response.
+const SECRET_MAX = 16_384
+const secretSchema = z.string().min(1, 'must not be empty').max(SECRET_MAX, `at most ${SECRET_MAX} characters`)
+const httpsUrl = z.url({ protocol: /^https?$/ }).max(2048)
+const futureDate = z.iso
+  .datetime({ offset: true })
+  .refine((v) => Date.parse(v) > Date.now(), 'must be in the future')
+const credentialHostSchema = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(
+    /^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/,
+    'a bare host name, an IPv4 address or a *. wildcard (no URL, port, path or IPv6)',
+  )
+const credentialNetworkingSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('unrestricted') }),
+  z.strictObject({ type: z.literal('limited'), allowed_hosts: z.array(credentialHostSchema).min(1).max(16) }),
+])
+const tokenEndpointAuthSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('none') }),
+  z.strictObject({ type: z.literal('client_secret_basic'), client_secret: secretSchema }),
+  z.strictObject({ type: z.literal('client_secret_post'), client_secret: secretSchema }),
+])
+const envVarName = z.string().min(1).max(256).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name: letters, digits and _, not starting with a digit')
+const injectionLocationSchema = z.strictObject({ body: z.boolean().optional(), header: z.boolean().optional() })
+
+export const credentialAuthCreateSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('static_bearer'), token: secretSchema, mcp_server_url: httpsUrl }),
+  z.strictObject({
+    type: z.literal('mcp_oauth'),
+    access_token: secretSchema,
+    mcp_server_url: httpsUrl,
+    expires_at: futureDate.nullable().optional(),
+    refresh: z
+      .strictObject({
+        client_id: z.string().min(1).max(1024),
+        refresh_token: secretSchema,
+        token_endpoint: httpsUrl,
+        token_endpoint_auth: tokenEndpointAuthSchema,
+        resource: z.string().max(2048).nullable().optional(),
+        scope: z.string().max(4096).nullable().optional(),
+      })
+      .nullable()
+      .optional(),
+  }),
+  z.strictObject({
+    type: z.literal('environment_variable'),
+    secret_name: envVarName,
+    secret_value: secretSchema,
+    networking: credentialNetworkingSchema,
+    injection_location: injectionLocationSchema
+      .refine((l) => l.body !== false || l.header !== false, 'at least one of body and header must be enabled')
+      .optional(),
+  }),
+])
+export const credentialAuthUpdateSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('static_bearer'), token: secretSchema.nullable().optional() }),
+  z.strictObject({
+    type: z.literal('mcp_oauth'),
+    access_token: secretSchema.nullable().optional(),
+    expires_at: futureDate.nullable().optional(),
+    refresh: z
+      .strictObject({
+        refresh_token: secretSchema.nullable().optional(),
+        scope: z.string().max(4096).nullable().optional(),
+        token_endpoint_auth: z
+          .discriminatedUnion('type', [
+            z.strictObject({ type: z.literal('client_secret_basic'), client_secret: secretSchema.nullable().optional() }),
+            z.strictObject({ type: z.literal('client_secret_post'), client_secret: secretSchema.nullable().optional() }),
+          ])
+          .optional(),
+      })
+      .nullable()
+      .optional(),
+  }),
+  z.strictObject({
+    type: z.literal('environment_variable'),
+    secret_value: secretSchema.nullable().optional(),
+    networking: credentialNetworkingSchema.nullable().optional(),
+    injection_location: injectionLocationSchema.optional(),
+  }),
+])
+const displayName = z.string().min(1, 'must not be empty').max(255, 'at most 255 characters')
+export const vaultCreateSchema = z.strictObject({ display_name: displayName, metadata: metadataSchema.optional() })
+export const vaultUpdateSchema = z.strictObject({ display_name: displayName.nullable().optional(), metadata: metadataPatchSchema.nullable().optional() })
+export const credentialCreateSchema = z.strictObject({
+  auth: credentialAuthCreateSchema,
+  display_name: z.string().max(255, 'at most 255 characters').nullable().optional(),
+  metadata: metadataSchema.optional(),
+})
+export const credentialUpdateSchema = z.strictObject({
+  auth: credentialAuthUpdateSchema.optional(),
+  display_name: z.string().max(255, 'at most 255 characters').nullable().optional(),
+  metadata: metadataPatchSchema.nullable().optional(),
+})
+export const includeArchivedQuerySchema = pageQuerySchema.extend({ include_archived: boolString.optional() })
+
+// ---------- threads ----------
+export const THREAD_STATUSES = ['running', 'idle', 'rescheduling', 'terminated'] as const
+export const threadListQuerySchema = pageQuerySchema.extend({ statuses: z.array(z.enum(THREAD_STATUSES)).optional() })

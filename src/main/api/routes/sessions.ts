@@ -42,13 +42,15 @@ export function sessionRoutes(app: Hono, s: ApiServices): void {
   })
   app.get('/v1/sessions/:id/events/stream', (c) => openStream(c, s, c.req.param('id'), undefined))
 
-  app.get('/v1/sessions/:id/threads/:threadId/events', (c) =>
-    c.json(listEvents(s, c.req.param('id'), query(c, ['types']), c.req.param('threadId'))),
-  )
-  app.get('/v1/sessions/:id/threads/:threadId/stream', (c) => openStream(c, s, c.req.param('id'), c.req.param('threadId')))
+  // A thread's events: the primary thread's are the ones logged without a thread id.
+  app.get('/v1/sessions/:id/threads/:threadId/events', (c) => {
+    const q = query(c, ['types'])
+    return c.json(listEvents(s, c.req.param('id'), q, s.threads.logKey(c.req.param('id'), c.req.param('threadId'))))
+  })
+  app.get('/v1/sessions/:id/threads/:threadId/stream', (c) => openStream(c, s, c.req.param('id'), s.threads.logKey(c.req.param('id'), c.req.param('threadId'))))
 }
 
-function listEvents(s: ApiServices, sessionId: string, q: Record<string, unknown>, threadId: string | undefined) {
+function listEvents(s: ApiServices, sessionId: string, q: Record<string, unknown>, threadId: string | null | undefined) {
   const params = validate(eventListQuerySchema, q, 'query')
   s.sessions.retrieve(sessionId)
   const order = params.order ?? 'asc'
@@ -81,7 +83,7 @@ function listEvents(s: ApiServices, sessionId: string, q: Record<string, unknown
  * Starts with events appended after the stream opened (the API's behaviour), or after a seq
  * given by `after` / Last-Event-ID (Corral's resume). Previews only when opted in.
  */
-function openStream(c: import('hono').Context, s: ApiServices, sessionId: string, threadId: string | undefined) {
+function openStream(c: import('hono').Context, s: ApiServices, sessionId: string, threadId: string | null | undefined) {
   const q = validate(streamQuerySchema, query(c, ['event_deltas']), 'query')
   s.sessions.retrieve(sessionId)
   const lastEventId = c.req.header('last-event-id')
@@ -101,7 +103,7 @@ function openStream(c: import('hono').Context, s: ApiServices, sessionId: string
   const disposers: (() => void)[] = []
   disposers.push(
     s.log.tail(sessionId, after, (stored) => {
-      if (threadId !== undefined && stored.event.session_thread_id !== threadId) return
+      if (threadId !== undefined && (stored.event.session_thread_id ?? null) !== threadId) return
       write(stored.event.type, stored.event, stored.seq)
     }),
   )

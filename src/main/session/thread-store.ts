@@ -1,0 +1,247 @@
+import type { BetaManagedAgentsSessionThread as SessionThread } from '@anthropic-ai/sdk/resources/beta/sessions/threads/threads'
+import { ID_PREFIX } from '../../shared/api/ids'
+import { invalid, notFound } from '../../shared/errors'
+import type { Session } from '../../shared/api/types'
+import type { SessionStore } from './session-store'
+import type { SqliteEventLog } from './sqlite-event-log'
+import type { LoggedEvent } from './event-log'
+import type { Page } from './pagination'
+
+export type { SessionThread }
+type ThreadStatus = SessionThread['status']
+
+/**
+ * The primary thread of a session exists implicitly (no `session.thread_created` event): its id
+ * is the session id's body under the thread prefix, so anyone can compute it from the session id.
+ * Its events are the ones logged without a `session_thread_id`.
+ */
+export function primaryThreadId(sessionId: string): string {
+  return ID_PREFIX.thread + sessionId.slice(ID_PREFIX.session.length)
+}
+
+const THREAD_EVENT_TYPES = [
+  'session.thread_created',
+  'session.thread_status_running',
+  'session.thread_status_idle',
+  'session.thread_status_rescheduled',
+  'session.thread_status_terminated',
+  'session.status_running',
+  'session.status_idle',
+  'session.status_rescheduled',
+  'session.status_terminated',
+  'span.model_request_end',
+]
+
+const STATUS_OF: Record<string, ThreadStatus> = {
+  'session.thread_status_running': 'running',
+  'session.thread_status_idle': 'idle',
+  'session.thread_status_rescheduled': 'rescheduling',
+  'session.thread_status_terminated': 'terminated',
+  'session.status_running': 'running',
+  'session.status_idle': 'idle',
+  'session.status_rescheduled': 'rescheduling',
+  'session.status_terminated': 'terminated',
+}
+
+interface ThreadFold {
+  thread: SessionThread
+  runningSince: number | null
+  activeMs: number
+  firstRunningAt: number | null
+  sawStatus: boolean
+  sawIdle: boolean
+  usage: Record<string, unknown>
+}
+
+export interface ThreadListQuery {
+  statuses?: readonly ThreadStatus[]
+  limit?: number
+  page?: string
+}
+
+/**
+ * Session threads, derived from the log (the log is the truth; no table holds thread state).
+ * A child thread starts at its `session.thread_created` event; its status follows its
+ * `session.thread_status_*` events; its usage sums the `span.model_request_end` events logged on it.
+ *
+ * Corral's harness may add two fields to `session.thread_created` beyond the API's
+ * (`agent_name`, `session_thread_id`, `workflow_run_id`): `agent` (the resolved agent snapshot)
+ * and `parent_thread_id`. Without them the thread's agent is the session's agent when the names
+ * match, else an inline agent named `agent_name` on the session agent's model, and its parent is
+ * the primary thread (multi-agent is one level deep).
+ */
+export class ThreadStore {
+  constructor(
+    private readonly log: SqliteEventLog,
+    private readonly sessions: SessionStore,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  /** Every thread of a session, primary first then in creation order. */
+  all(sessionId: string): SessionThread[] {
+    const session = this.sessions.retrieve(sessionId)
+    const now = this.clock().getTime()
+    const primary = this.fold(newThread(session, primaryThreadId(sessionId), null, primaryAgent(session), session.created_at, null))
+    const folds = new Map<string | null, ThreadFold>([[null, primary]])
+    const order: ThreadFold[] = [primary]
+    let after = 0
+    for (;;) {
+      const page = this.log.read(sessionId, { after, limit: 1000, types: THREAD_EVENT_TYPES })
+      for (const { event } of page) {
+        const tid = typeof event.session_thread_id === 'string' ? event.session_thread_id : null
+        if (event.type === 'session.thread_created') {
+          if (tid === null || folds.has(tid)) continue
+          const e = event as LoggedEvent & { agent_name?: string; agent?: unknown; parent_thread_id?: string | null; workflow_run_id?: string | null }
+          const f = this.fold(
+            newThread(session, tid, e.parent_thread_id ?? primary.thread.id, childAgent(session, e.agent_name ?? 'agent', e.agent), e.processed_at, e.workflow_run_id ?? null),
+          )
+          f.thread.status = 'running'
+          f.runningSince = Date.parse(e.processed_at)
+          f.firstRunningAt = f.runningSince
+          folds.set(tid, f)
+          order.push(f)
+          continue
+        }
+        // Session-level status events describe the primary thread; thread_status_* name theirs.
+        const isSessionStatus = event.type.startsWith('session.status_')
+        const f = isSessionStatus ? (tid === null ? primary : undefined) : folds.get(tid)
+        if (!f) continue
+        const at = Date.parse(event.processed_at)
+        if (event.type === 'span.model_request_end') {
+          addUsage(f.usage, (event as unknown as { model_usage?: Record<string, unknown> }).model_usage)
+          continue
+        }
+        const status = STATUS_OF[event.type]
+        if (!status) continue
+        if (f.runningSince !== null) f.activeMs += at - f.runningSince
+        f.runningSince = status === 'running' ? at : null
+        if (status === 'running' && f.firstRunningAt === null) f.firstRunningAt = at
+        if (status === 'idle') f.sawIdle = true
+        f.sawStatus = true
+        f.thread.status = status
+        f.thread.updated_at = event.processed_at
+      }
+      if (page.length < 1000) break
+      after = page[page.length - 1].seq
+    }
+    // The primary thread's status is the session's (its projection also covers status events
+    // that came from elsewhere, e.g. a terminated session).
+    primary.thread.status = session.status
+    return order.map((f) => finish(f, now))
+  }
+
+  retrieve(sessionId: string, threadId: string): SessionThread {
+    const t = this.all(sessionId).find((x) => x.id === threadId)
+    if (!t) throw notFound(`thread of session ${sessionId}`, threadId)
+    return t
+  }
+
+  /**
+   * The log's key for a thread's events: null for the primary thread, the id for a child.
+   * Throws not_found_error for a thread the session does not have.
+   */
+  logKey(sessionId: string, threadId: string): string | null {
+    if (threadId === primaryThreadId(sessionId)) {
+      this.sessions.retrieve(sessionId)
+      return null
+    }
+    const created = this.log.read(sessionId, { types: ['session.thread_created'], threadId, limit: 1 })
+    if (created.length === 0) throw notFound(`thread of session ${sessionId}`, threadId)
+    return threadId
+  }
+
+  list(sessionId: string, q: ThreadListQuery): Page<SessionThread> {
+    let rows = this.all(sessionId)
+    if (q.statuses?.length) rows = rows.filter((t) => q.statuses!.includes(t.status))
+    const limit = q.limit ?? 20
+    let start = 0
+    if (q.page) {
+      const raw = Buffer.from(q.page, 'base64url').toString()
+      const n = Number(raw.slice(1))
+      if (raw[0] !== 't' || !Number.isInteger(n) || n < 0) throw invalid('page: not a cursor this server issued')
+      start = n
+    }
+    const data = rows.slice(start, start + limit)
+    const end = start + data.length
+    return { data, next_page: end < rows.length ? Buffer.from(`t${end}`).toString('base64url') : null }
+  }
+
+  private fold(thread: SessionThread): ThreadFold {
+    return { thread, runningSince: null, activeMs: 0, firstRunningAt: null, sawStatus: false, sawIdle: false, usage: {} }
+  }
+}
+
+function newThread(
+  session: Session,
+  id: string,
+  parent: string | null,
+  agent: SessionThread['agent'],
+  createdAt: string,
+  workflowRunId: string | null,
+): SessionThread {
+  return {
+    type: 'session_thread',
+    id,
+    session_id: session.id,
+    parent_thread_id: parent,
+    agent,
+    status: 'idle',
+    archived_at: null,
+    created_at: createdAt,
+    updated_at: createdAt,
+    stats: null,
+    usage: null,
+    workflow_run_id: workflowRunId,
+  }
+}
+
+function primaryAgent(session: Session): SessionThread['agent'] {
+  const { multiagent: _m, ...agent } = session.agent as Session['agent'] & { multiagent?: unknown }
+  return agent as SessionThread['agent']
+}
+
+function childAgent(session: Session, name: string, given: unknown): SessionThread['agent'] {
+  if (given && typeof given === 'object' && typeof (given as { type?: unknown }).type === 'string') return given as SessionThread['agent']
+  if (name === session.agent.name) return primaryAgent(session)
+  const a = session.agent
+  return {
+    type: 'inline',
+    name,
+    description: null,
+    model: a.model,
+    system: null,
+    tools: [],
+    mcp_servers: [],
+    skills: [],
+    execution_identity: a.execution_identity,
+  } as SessionThread['agent']
+}
+
+function addUsage(usage: Record<string, unknown>, delta: Record<string, unknown> | undefined): void {
+  if (!delta) return
+  for (const k of ['input_tokens', 'output_tokens', 'cache_read_input_tokens'] as const) {
+    if (typeof delta[k] === 'number') usage[k] = ((usage[k] as number | undefined) ?? 0) + delta[k]
+  }
+  if (typeof delta.cache_creation_input_tokens === 'number') {
+    const cc = (usage.cache_creation as Record<string, number> | undefined) ?? {}
+    cc.ephemeral_5m_input_tokens = (cc.ephemeral_5m_input_tokens ?? 0) + delta.cache_creation_input_tokens
+    usage.cache_creation = cc
+  }
+}
+
+function finish(f: ThreadFold, now: number): SessionThread {
+  const t = f.thread
+  const created = Date.parse(t.created_at)
+  const end = t.status === 'terminated' ? Date.parse(t.updated_at) : now
+  const activeMs = f.activeMs + (f.runningSince !== null ? Math.max(0, now - f.runningSince) : 0)
+  const isPrimary = t.parent_thread_id === null
+  if (f.sawStatus || !isPrimary) {
+    t.stats = {
+      active_seconds: activeMs / 1000,
+      duration_seconds: Math.max(0, end - created) / 1000,
+      startup_seconds: isPrimary ? (f.firstRunningAt !== null ? (f.firstRunningAt - created) / 1000 : 0) : 0,
+    }
+  }
+  if (f.sawIdle) t.usage = { ...(f.usage as SessionThread['usage'] & object), active_seconds: activeMs / 1000 }
+  return t
+}

@@ -1,9 +1,41 @@
 /**
- * Exposes the contract to the renderer through contextBridge, nothing more. The full typed
- * surface (every API operation + event subscription) lands with the desktop issue.
+ * Exposes the contract to the renderer through contextBridge, nothing more: `call` (the API's
+ * operations), `subscribe` (a live session stream) and `info`. The preload runs sandboxed, so it
+ * holds no logic: the main process validates every argument with the API's schemas and checks
+ * every sender. Only the channel names come from src/shared (bundled in at build time).
  */
-import { contextBridge, ipcRenderer } from 'electron'
+import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron'
+import { IPC_CHANNELS, type IpcResult, type StreamMessage, type StreamSubscribeParams } from '../shared/api/operations'
 
-contextBridge.exposeInMainWorld('corral', {
-  version: (): Promise<string> => ipcRenderer.invoke('corral:version'),
+type Listener = (msg: StreamMessage) => void
+const listeners = new Map<string, Listener>()
+
+ipcRenderer.on(IPC_CHANNELS.streamMessage, (_e: IpcRendererEvent, subscription: unknown, msg: unknown) => {
+  if (typeof subscription === 'string') listeners.get(subscription)?.(msg as StreamMessage)
 })
+
+const bridge = {
+  call: (op: string, pathParams: Record<string, string>, payload?: unknown): Promise<IpcResult> =>
+    ipcRenderer.invoke(IPC_CHANNELS.call, op, pathParams, payload),
+  /** Resolves with a disposer once the stream is open, or with the error result. */
+  subscribe: async (params: StreamSubscribeParams, listener: Listener): Promise<IpcResult<{ unsubscribe: () => void }>> => {
+    const res = (await ipcRenderer.invoke(IPC_CHANNELS.subscribe, params)) as IpcResult<{ subscription: string }>
+    if (!res.ok) return res
+    const id = res.data.subscription
+    listeners.set(id, listener)
+    return {
+      ok: true,
+      data: {
+        unsubscribe: () => {
+          listeners.delete(id)
+          void ipcRenderer.invoke(IPC_CHANNELS.unsubscribe, id)
+        },
+      },
+    }
+  },
+  info: (): Promise<{ version: string; platform: string }> => ipcRenderer.invoke(IPC_CHANNELS.info),
+}
+
+export type CorralBridge = typeof bridge
+
+contextBridge.exposeInMainWorld('corral', bridge)

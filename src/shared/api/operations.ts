@@ -1,0 +1,123 @@
+/**
+ * The contract's operations as one table: the HTTP method and path of every Managed Agents API
+ * operation the renderer uses. The renderer's HTTP client and the Electron IPC adapter both read
+ * it, so the two transports can never disagree on what an operation is (DESIGN invariant 6).
+ * Plain TypeScript: no node:, no DOM, no electron.
+ */
+import type { SessionEvent } from './types'
+
+export type HttpMethod = 'GET' | 'POST' | 'DELETE'
+
+export interface OperationSpec {
+  method: HttpMethod
+  /** Path with `:name` placeholders, filled from the call's path parameters. */
+  path: string
+  /** For GET operations: query keys that are arrays (sent as `key[]=v`). */
+  arrayKeys?: readonly string[]
+}
+
+export const OPERATIONS = {
+  'agents.list': { method: 'GET', path: '/v1/agents' },
+  'agents.create': { method: 'POST', path: '/v1/agents' },
+  'agents.retrieve': { method: 'GET', path: '/v1/agents/:id' },
+  'agents.update': { method: 'POST', path: '/v1/agents/:id' },
+  'agents.archive': { method: 'POST', path: '/v1/agents/:id/archive' },
+  'agents.versions': { method: 'GET', path: '/v1/agents/:id/versions' },
+
+  'environments.list': { method: 'GET', path: '/v1/environments' },
+  'environments.create': { method: 'POST', path: '/v1/environments' },
+  'environments.retrieve': { method: 'GET', path: '/v1/environments/:id' },
+  'environments.update': { method: 'POST', path: '/v1/environments/:id' },
+  'environments.archive': { method: 'POST', path: '/v1/environments/:id/archive' },
+  'environments.delete': { method: 'DELETE', path: '/v1/environments/:id' },
+
+  'sessions.list': { method: 'GET', path: '/v1/sessions', arrayKeys: ['statuses'] },
+  'sessions.create': { method: 'POST', path: '/v1/sessions' },
+  'sessions.retrieve': { method: 'GET', path: '/v1/sessions/:id' },
+  'sessions.update': { method: 'POST', path: '/v1/sessions/:id' },
+  'sessions.archive': { method: 'POST', path: '/v1/sessions/:id/archive' },
+  'sessions.delete': { method: 'DELETE', path: '/v1/sessions/:id' },
+
+  'events.list': { method: 'GET', path: '/v1/sessions/:id/events', arrayKeys: ['types'] },
+  'events.send': { method: 'POST', path: '/v1/sessions/:id/events' },
+  'threads.events': { method: 'GET', path: '/v1/sessions/:id/threads/:threadId/events', arrayKeys: ['types'] },
+} as const satisfies Record<string, OperationSpec>
+
+export type OperationName = keyof typeof OPERATIONS
+
+export const OPERATION_NAMES = Object.keys(OPERATIONS) as OperationName[]
+
+export function isOperationName(v: unknown): v is OperationName {
+  return typeof v === 'string' && Object.prototype.hasOwnProperty.call(OPERATIONS, v)
+}
+
+/** A path parameter is an API id: letters, digits and `_` only, so it can never change the path. */
+export const PATH_PARAM_PATTERN = /^[A-Za-z0-9_]{1,128}$/
+
+/**
+ * The concrete path of an operation. Throws an Error naming the parameter when one is missing
+ * or is not an id (so `../` or `?x=` can never be smuggled into a path).
+ */
+export function operationPath(op: OperationName, params: Readonly<Record<string, string>> = {}): string {
+  return OPERATIONS[op].path.replace(/:([A-Za-z]+)/g, (_m, name: string) => {
+    const v = params[name]
+    if (v === undefined) throw new Error(`${op}: path parameter ${name} is required`)
+    if (!PATH_PARAM_PATTERN.test(v)) throw new Error(`${op}: path parameter ${name} must be an id (letters, digits, _), got ${JSON.stringify(v)}`)
+    return v
+  })
+}
+
+export type QueryValue = string | number | boolean | null | undefined | readonly (string | number | boolean)[]
+
+/**
+ * A query string the way the official SDK writes it: arrays as `key[]=v`, undefined/null
+ * skipped. Returns '' or a string starting with '?'.
+ */
+export function toQueryString(query: Readonly<Record<string, QueryValue>> | undefined): string {
+  if (!query) return ''
+  const sp = new URLSearchParams()
+  for (const [k, v] of Object.entries(query)) {
+    if (v === undefined || v === null) continue
+    if (Array.isArray(v)) for (const item of v) sp.append(`${k}[]`, String(item))
+    else sp.append(k, String(v))
+  }
+  const s = sp.toString()
+  return s ? `?${s}` : ''
+}
+
+// ---------- the Electron IPC surface (preload ⇄ main) ----------
+
+/** IPC channel names. The preload exposes exactly these operations, nothing more. */
+export const IPC_CHANNELS = {
+  /** invoke(op, pathParams, payload) → IpcResult */
+  call: 'corral:call',
+  /** invoke(StreamSubscribeParams) → IpcResult<{ subscription: string }> */
+  subscribe: 'corral:subscribe',
+  /** invoke(subscriptionId) */
+  unsubscribe: 'corral:unsubscribe',
+  /** main → renderer: (subscriptionId, StreamMessage) */
+  streamMessage: 'corral:stream',
+  /** invoke() → { version, platform } */
+  info: 'corral:info',
+} as const
+
+export interface ApiErrorBody {
+  type: string
+  message: string
+}
+
+/** What an IPC call answers: the data, or the API's error (the same type and message HTTP would give). */
+export type IpcResult<T = unknown> = { ok: true; data: T } | { ok: false; status: number; error: ApiErrorBody }
+
+export interface StreamSubscribeParams {
+  sessionId: string
+  /** Resume after this seq (0 = from the beginning); default: only events appended from now on. */
+  after?: number
+  /** Also deliver never-stored `event_start` / `event_delta` previews of agent.message and agent.thinking. */
+  previews?: boolean
+}
+
+/** One message on a live session stream: a stored event with its seq, or a preview. */
+export type StreamMessage =
+  | { kind: 'event'; seq: number; event: SessionEvent }
+  | { kind: 'preview'; preview: { type: 'event_start' | 'event_delta'; [field: string]: unknown } }

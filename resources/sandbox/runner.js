@@ -890,3 +890,10 @@ try {
 } catch (err) {
   process.stderr.write(`runner: cannot make ${STATE_DIR}: ${err.message}\n`)
 }
+
+// Start the shell now, so the first bash call does not wait for it.
+try {
+  shell.ensure()
+} catch (err) {
+  process.stderr.write(`runner: the shell did not start: ${err.message}\n`)
+}

@@ -1,0 +1,147 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { CorralError } from '../../../shared/errors'
+import { runnerPath } from '../paths'
+import { RunnerConnection } from '../runner-connection'
+import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sandbox'
+import type { SandboxProvider, SandboxProvisionParams } from '../sandbox'
+import { runnerEnv, type SandboxSettings, sandboxSettings, SESSION_MOUNT, WORKSPACE } from '../settings'
+
+const run = promisify(execFile)
+
+/**
+ * bubblewrap sandboxes (Linux, where no Docker engine answers): the runner runs inside `bwrap`
+ * with every namespace unshared (no network), uid/gid 1000, all capabilities dropped, a
+ * scrubbed environment, the host's /usr read-only, a private /tmp, and the session's workspace
+ * directory `<dataDir>/<key>/workspace` bound at /workspace. bubblewrap has no memory, CPU or
+ * pids limits of its own.
+ */
+export interface BubblewrapSandboxProviderOptions {
+  /** Where per-session workspaces live (host directories Corral owns). */
+  dataDir: string
+  /** The bwrap binary; default `bwrap` on PATH. */
+  bwrap?: string
+}
+
+interface BwrapLive extends LiveRunner {
+  child: ChildProcess
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  stderr: () => string
+}
+
+export function bubblewrapKey(sessionId: string): string {
+  return /^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$/.test(sessionId) ? sessionId : 'h' + createHash('sha256').update(sessionId).digest('hex').slice(0, 32)
+}
+
+/** The bwrap command line for one session's runner. */
+export function bwrapArgs(p: { sessionDir: string; settings: SandboxSettings; runner: string }): string[] {
+  const env: Record<string, string> = { ...runnerEnv(p.settings), PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/home/corral', LANG: 'C.UTF-8', USER: 'corral' }
+  const args = ['--unshare-all', '--die-with-parent', '--new-session', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--clearenv']
+  for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v)
+  args.push('--ro-bind', '/usr', '/usr')
+  for (const [link, target] of [['/bin', 'usr/bin'], ['/lib', 'usr/lib'], ['/lib64', 'usr/lib64'], ['/sbin', 'usr/sbin']]) args.push('--symlink', target, link)
+  for (const etc of ['/etc/alternatives', '/etc/ssl', '/etc/ca-certificates', '/etc/ld.so.cache', '/etc/localtime', '/etc/nsswitch.conf']) args.push('--ro-bind-try', etc, etc)
+  args.push('--ro-bind', join(p.sessionDir, 'etc/passwd'), '/etc/passwd', '--ro-bind', join(p.sessionDir, 'etc/group'), '/etc/group')
+  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/home/corral', '--tmpfs', SESSION_MOUNT)
+  for (const root of p.settings.extraRoots) if (root !== SESSION_MOUNT && root !== '/tmp') args.push('--tmpfs', root)
+  args.push('--bind', join(p.sessionDir, 'workspace'), WORKSPACE, '--ro-bind', p.runner, '/opt/corral/runner.js', '--chdir', WORKSPACE)
+  args.push('node', '/opt/corral/runner.js')
+  return args
+}
+
+export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
+  readonly backend = 'bubblewrap'
+
+  constructor(
+    private readonly options: BubblewrapSandboxProviderOptions,
+    params: SandboxProvisionParams,
+    settings: SandboxSettings,
+  ) {
+    super(params, settings)
+  }
+
+  get sessionDir(): string {
+    return join(this.options.dataDir, bubblewrapKey(this.params.sessionId))
+  }
+
+  protected async start(): Promise<BwrapLive> {
+    const dir = this.sessionDir
+    await mkdir(join(dir, 'workspace'), { recursive: true })
+    await mkdir(join(dir, 'etc'), { recursive: true })
+    await writeFile(join(dir, 'etc/passwd'), 'root:x:0:0:root:/root:/usr/sbin/nologin\ncorral:x:1000:1000:Corral sandbox:/home/corral:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n')
+    await writeFile(join(dir, 'etc/group'), 'root:x:0:\ncorral:x:1000:\nnogroup:x:65534:\n')
+    const child = spawn(this.options.bwrap ?? 'bwrap', bwrapArgs({ sessionDir: dir, settings: this.settings, runner: runnerPath() }), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+    let stderrTail = ''
+    child.stderr!.on('data', (d: Buffer) => {
+      stderrTail = (stderrTail + d.toString()).slice(-2000)
+    })
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      child.on('exit', (code, signal) => resolve({ code, signal }))
+      child.on('error', () => resolve({ code: null, signal: null }))
+    })
+    const connection = new RunnerConnection({ input: child.stdin!, output: child.stdout! })
+    child.on('error', (err) => connection.close(`bwrap could not start: ${err.message}`))
+    try {
+      await connection.hello(15_000)
+    } catch (err) {
+      child.kill('SIGKILL')
+      throw new CorralError('sandbox_error', `the bubblewrap sandbox did not start: ${(err as Error).message}${stderrTail ? `; bwrap said: ${stderrTail.trim()}` : ''}`, { cause: err })
+    }
+    return { child, connection, exited, fresh: true, stderr: () => stderrTail }
+  }
+
+  protected async diagnose(live: BwrapLive): Promise<RunnerDeath> {
+    const result = await Promise.race([live.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 1500))])
+    if (!result) {
+      live.child.kill('SIGKILL')
+      return { message: 'the sandbox runner stopped answering (it was killed and will be replaced)' }
+    }
+    const code = result.code ?? (result.signal === 'SIGKILL' ? 137 : null)
+    return { message: `the sandbox process exited (${result.signal ? `signal ${result.signal}` : `exit ${result.code}`}${live.stderr() ? `: ${live.stderr().trim().slice(-300)}` : ''})`, exitCode: code }
+  }
+
+  protected async stop(live: BwrapLive | undefined, removeWorkspace: boolean): Promise<void> {
+    if (live) {
+      live.child.kill('SIGKILL')
+      await Promise.race([live.exited, new Promise((r) => setTimeout(r, 2000))])
+    }
+    // fs.rm removes symlinks the sandbox made without following them.
+    if (removeWorkspace) await rm(this.sessionDir, { recursive: true, force: true })
+  }
+}
+
+export class BubblewrapSandboxProvider implements SandboxProvider {
+  readonly backend = 'bubblewrap'
+  private readonly live = new Set<BubblewrapSandbox>()
+
+  constructor(private readonly options: BubblewrapSandboxProviderOptions) {}
+
+  async available(): Promise<{ ok: boolean; reason?: string }> {
+    if (process.platform !== 'linux') return { ok: false, reason: `bubblewrap needs Linux (this is ${process.platform})` }
+    if (!existsSync('/usr/bin/node') && !existsSync('/usr/local/bin/node')) return { ok: false, reason: 'no node under /usr to run the sandbox runner with' }
+    try {
+      await run(this.options.bwrap ?? 'bwrap', ['--unshare-all', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', 'true'], { timeout: 5000 })
+      return { ok: true }
+    } catch (err) {
+      const e = err as { code?: string; stderr?: string; message: string }
+      if (e.code === 'ENOENT') return { ok: false, reason: 'bwrap is not installed (apt-get install bubblewrap)' }
+      return { ok: false, reason: `bwrap does not run here: ${(e.stderr || e.message).trim()}` }
+    }
+  }
+
+  create(params: SandboxProvisionParams): BubblewrapSandbox {
+    const sandbox = new BubblewrapSandbox(this.options, params, sandboxSettings(params.config))
+    this.live.add(sandbox)
+    return sandbox
+  }
+
+  async dispose(): Promise<void> {
+    const all = [...this.live]
+    this.live.clear()
+    await Promise.all(all.map((s) => s.dispose()))
+  }
+}

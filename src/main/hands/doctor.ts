@@ -1,0 +1,34 @@
+import type { SandboxProvider } from './sandbox'
+
+export interface BackendReport {
+  backend: string
+  ok: boolean
+  /** Why it does not work here, when it does not. */
+  reason?: string
+  /** Extra facts (Docker runtimes, gVisor). */
+  details?: Record<string, unknown>
+}
+
+/**
+ * `corral doctor`: which sandbox backends work on this machine and why the others do not.
+ * Asks each provider (`available()`), and for Docker whether the gVisor runtime (runsc) is
+ * registered. Never throws; a failing probe is a report with ok: false.
+ */
+export async function detectBackends(providers: readonly SandboxProvider[]): Promise<BackendReport[]> {
+  const reports = await Promise.all(
+    providers.map(async (p): Promise<BackendReport> => {
+      const a = await p.available().catch((err: Error) => ({ ok: false, reason: err.message }))
+      const report: BackendReport = { backend: p.backend, ok: a.ok, ...(a.reason ? { reason: a.reason } : {}) }
+      const runtimes = (p as { runtimes?: () => Promise<string[]> }).runtimes
+      if (a.ok && runtimes) {
+        const names = await runtimes.call(p).catch(() => [] as string[])
+        report.details = { runtimes: names, gvisor: names.includes('runsc') ? 'available (config.corral.runtime: "runsc")' : 'runsc is not registered with dockerd (install runsc; scripts/start-dockerd.sh registers it)' }
+      }
+      return report
+    }),
+  )
+  if (!providers.some((p) => p.backend === 'seatbelt')) {
+    reports.push({ backend: 'seatbelt', ok: false, reason: process.platform === 'darwin' ? 'not implemented yet in Corral' : 'macOS only' })
+  }
+  return reports
+}

@@ -1,0 +1,130 @@
+import { CorralError, isCorralError } from '../../shared/errors'
+import type { ToolCall, ToolOutcome, ToolRouter } from '../harness/tool-router'
+import type { Sandbox, SandboxProvider } from './sandbox'
+import { sandboxSettings } from './settings'
+
+/** The toolset tools (agent_toolset_20260401) that run inside a session's sandbox. */
+export const SANDBOX_TOOLS: ReadonlySet<string> = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep'])
+
+export interface SandboxEnvironment {
+  environmentId: string
+  /** The environment's `config` as stored, with Corral's optional `corral` additions. */
+  config: Record<string, unknown>
+  /** The session's resources (repositories, files) placed in the workspace at provision. */
+  resources?: readonly Record<string, unknown>[]
+}
+
+export interface SandboxToolRouterOptions {
+  /** Backends in order of preference (e.g. docker, then bubblewrap). */
+  providers: readonly SandboxProvider[]
+  /** The session's environment and resources; called once, on the session's first toolset call. */
+  resolveEnvironment(sessionId: string): Promise<SandboxEnvironment> | SandboxEnvironment
+  /** Largest tool input (as JSON) sent into a sandbox; default 8 MiB. */
+  maxInputBytes?: number
+  /** How long a backend's availability answer is trusted, in ms; default 5 s. */
+  availabilityTtlMs?: number
+}
+
+/**
+ * Routes toolset calls to the session's Sandbox: created and provisioned lazily on the
+ * session's first toolset call (never before), on the environment's backend (config.corral.backend)
+ * or the first available one. A sandbox whose runner died is replaced by the sandbox itself on
+ * the next call. Failures the model should see come back as `isError` outcomes, never throws.
+ */
+export class SandboxToolRouter implements ToolRouter {
+  private readonly sandboxes = new Map<string, Promise<Sandbox>>()
+  private readonly availability = new Map<SandboxProvider, { at: number; result: Promise<{ ok: boolean; reason?: string }> }>()
+  private readonly maxInputBytes: number
+  private readonly ttl: number
+
+  constructor(private readonly options: SandboxToolRouterOptions) {
+    if (options.providers.length === 0) throw new CorralError('api_error', 'SandboxToolRouter needs at least one sandbox provider')
+    this.maxInputBytes = options.maxInputBytes ?? 8 * 1024 * 1024
+    this.ttl = options.availabilityTtlMs ?? 5000
+  }
+
+  async execute(call: ToolCall): Promise<ToolOutcome> {
+    if (!SANDBOX_TOOLS.has(call.name)) {
+      return { content: `unknown tool "${call.name}": this router runs the toolset tools ${[...SANDBOX_TOOLS].join(', ')}`, isError: true }
+    }
+    const size = Buffer.byteLength(JSON.stringify(call.input ?? {}))
+    if (size > this.maxInputBytes) {
+      return { content: `${call.name}: the input is ${size} bytes, over the ${this.maxInputBytes}-byte limit; write large content in parts`, isError: true }
+    }
+    let sandbox: Sandbox
+    try {
+      sandbox = await this.sandboxFor(call.sessionId)
+    } catch (err) {
+      return { content: `${call.name}: no sandbox for this session: ${isCorralError(err) ? err.message : String(err)}`, isError: true }
+    }
+    const r = await sandbox.execute({ toolUseId: call.toolUseId, name: call.name, input: call.input ?? {}, signal: call.signal, onOutput: call.onOutput })
+    return { content: r.content, isError: r.isError, exitCode: r.exitCode, durationMs: r.durationMs }
+  }
+
+  async recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<{ state: 'finished'; outcome: ToolOutcome } | { state: 'running' } | { state: 'unknown' }> {
+    if (!SANDBOX_TOOLS.has(call.name)) return { state: 'unknown' }
+    try {
+      const sandbox = await this.sandboxFor(call.sessionId)
+      const r = (await sandbox.recover?.(call.toolUseId)) ?? { state: 'unknown' as const }
+      if (r.state === 'finished') return { state: 'finished', outcome: { content: r.result.content, isError: r.result.isError, exitCode: r.result.exitCode, durationMs: r.result.durationMs } }
+      return r
+    } catch {
+      return { state: 'unknown' }
+    }
+  }
+
+  /** Disposes the session's sandbox; with removeWorkspace, its workspace too (even if no sandbox ran in this process). */
+  async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
+    let pending = this.sandboxes.get(sessionId)
+    this.sandboxes.delete(sessionId)
+    if (!pending && options?.removeWorkspace) pending = this.createSandbox(sessionId, false)
+    const sandbox = await pending?.catch(() => undefined)
+    await sandbox?.dispose(options)
+  }
+
+  /** Releases every session's sandbox (shutdown); workspaces stay. */
+  async dispose(): Promise<void> {
+    await Promise.all([...this.sandboxes.keys()].map((id) => this.release(id)))
+  }
+
+  private sandboxFor(sessionId: string): Promise<Sandbox> {
+    let pending = this.sandboxes.get(sessionId)
+    if (!pending) {
+      pending = this.createSandbox(sessionId, true)
+      this.sandboxes.set(sessionId, pending)
+      // A failed choice (backend down) is forgotten, so the next call tries again.
+      pending.catch(() => {
+        if (this.sandboxes.get(sessionId) === pending) this.sandboxes.delete(sessionId)
+      })
+    }
+    return pending
+  }
+
+  private async createSandbox(sessionId: string, checkAvailable: boolean): Promise<Sandbox> {
+    const env = await this.options.resolveEnvironment(sessionId)
+    const settings = sandboxSettings(env.config)
+    const provider = await this.chooseProvider(settings.backend, checkAvailable)
+    return provider.create({ sessionId, environmentId: env.environmentId, config: env.config, resources: env.resources })
+  }
+
+  private async chooseProvider(wanted: string | undefined, checkAvailable: boolean): Promise<SandboxProvider> {
+    const candidates = wanted ? this.options.providers.filter((p) => p.backend === wanted) : this.options.providers
+    if (candidates.length === 0) throw new CorralError('sandbox_error', `the environment asks for the ${wanted} backend, which this Corral does not have (${this.options.providers.map((p) => p.backend).join(', ')})`)
+    if (!checkAvailable) return candidates[0]
+    const reasons: string[] = []
+    for (const p of candidates) {
+      const a = await this.isAvailable(p)
+      if (a.ok) return p
+      reasons.push(`${p.backend}: ${a.reason ?? 'not available'}`)
+    }
+    throw new CorralError('sandbox_error', `no sandbox backend is available (${reasons.join('; ')})`)
+  }
+
+  private isAvailable(p: SandboxProvider): Promise<{ ok: boolean; reason?: string }> {
+    const cached = this.availability.get(p)
+    if (cached && Date.now() - cached.at < this.ttl) return cached.result
+    const result = p.available().catch((err: Error) => ({ ok: false, reason: err.message }))
+    this.availability.set(p, { at: Date.now(), result })
+    return result
+  }
+}

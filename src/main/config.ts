@@ -37,10 +37,36 @@ export function resolveApiToken(dataDir: string, env: NodeJS.ProcessEnv = proces
 export interface ModelEndpointSettings {
   /** Anthropic (or compatible) base URL; ANTHROPIC_BASE_URL overrides. */
   baseUrl?: string
+  /** API key when ANTHROPIC_API_KEY is not set (moves to the keychain with the vault issue). */
+  apiKey?: string
   /** Strip what a local Anthropic-compatible server does not support (cache_control, betas, ...). */
   compatibilityMode?: boolean
   /** Model used when an agent names none the endpoint knows. */
   defaultModel?: string
+  /** Abort a model request when no byte arrives for this long (ms, default 120000). */
+  stallTimeoutMs?: number
+  /** Upper bound for one model request (ms, default 600000). */
+  requestTimeoutMs?: number
+  /** Retries of a failed model request before `retries_exhausted` (default 5). */
+  maxRetries?: number
+}
+
+/** The model endpoint in effect: ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL when set, else the settings. */
+export function resolveModelEndpoint(env: NodeJS.ProcessEnv, settings: Settings): ModelEndpointSettings {
+  const m = settings.model ?? {}
+  const num = (v: unknown, field: string): number | undefined => {
+    if (v === undefined) return undefined
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new Error(`settings.json: model.${field} must be a positive number of milliseconds`)
+    return v
+  }
+  return {
+    ...m,
+    apiKey: env.ANTHROPIC_API_KEY || m.apiKey,
+    baseUrl: env.ANTHROPIC_BASE_URL || m.baseUrl,
+    compatibilityMode: env.CORRAL_MODEL_COMPAT === '1' || m.compatibilityMode === true,
+    stallTimeoutMs: num(m.stallTimeoutMs, 'stallTimeoutMs'),
+    requestTimeoutMs: num(m.requestTimeoutMs, 'requestTimeoutMs'),
+  }
 }
 
 export interface Settings {

@@ -1,0 +1,120 @@
+import http from 'node:http'
+import https from 'node:https'
+import net from 'node:net'
+import tls from 'node:tls'
+import type { AddressInfo } from 'node:net'
+import type { Duplex } from 'node:stream'
+import { issueCertificate } from '../../../src/main/vault/x509'
+import type { Dialer, Resolver } from '../../../src/main/vault/egress-proxy'
+
+/** A CA for the test's "internet" hosts and a certificate for each name, as a real upstream would have. */
+export function upstreamPki(names: string[]) {
+  const now = Date.now()
+  const ca = issueCertificate({ commonName: 'Test upstream CA', isCa: true, validFrom: new Date(now - 864e5), validTo: new Date(now + 864e5 * 30) })
+  const leaf = issueCertificate({ commonName: names[0]!, altNames: names, isCa: false, validFrom: new Date(now - 864e5), validTo: new Date(now + 864e5 * 30), issuer: { ...ca, commonName: 'Test upstream CA' } })
+  return { caPem: ca.certPem, cert: leaf.certPem, key: leaf.keyPem }
+}
+
+export interface Seen {
+  method: string
+  url: string
+  headers: http.IncomingHttpHeaders
+  body: string
+}
+
+/** An echo server on 127.0.0.1: answers every request with what it received, as JSON. */
+export async function echoServer(tlsOptions?: { cert: string; key: string }) {
+  const seen: Seen[] = []
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const s = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }
+      seen.push(s)
+      res.writeHead(200, { 'content-type': 'application/json', 'x-echo-auth': String(req.headers.authorization ?? '') })
+      res.end(JSON.stringify(s))
+    })
+  }
+  const server = tlsOptions ? https.createServer(tlsOptions, handler) : http.createServer(handler)
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return { port: (server.address() as AddressInfo).port, seen, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
+}
+
+/** The test's DNS: names → addresses, as an injected resolver. Records every lookup. */
+export function fakeResolver(table: Record<string, string[]>): Resolver & { lookups: string[] } {
+  const lookups: string[] = []
+  const fn = (async (host: string) => {
+    lookups.push(host)
+    const a = table[host.toLowerCase()]
+    if (!a) throw new Error(`ENOTFOUND ${host}`)
+    return a
+  }) as Resolver & { lookups: string[] }
+  fn.lookups = lookups
+  return fn
+}
+
+/**
+ * The test's routing: "public" addresses (documentation ranges) → a port on 127.0.0.1. Records
+ * every dial, so a test can prove the proxy never tried a forbidden address.
+ */
+export function fakeDialer(routes: Record<string, number>): Dialer & { dials: string[] } {
+  const dials: string[] = []
+  const fn = (async (address: string, port: number) => {
+    dials.push(`${address}:${port}`)
+    const local = routes[`${address}:${port}`]
+    if (!local) throw new Error(`no route to ${address}:${port}`)
+    return await new Promise<Duplex>((resolve, reject) => {
+      const s = net.connect({ host: '127.0.0.1', port: local })
+      s.once('connect', () => resolve(s))
+      s.once('error', reject)
+    })
+  }) as Dialer & { dials: string[] }
+  fn.dials = dials
+  return fn
+}
+
+export interface ProxiedResponse {
+  status: number
+  headers: http.IncomingHttpHeaders
+  body: string
+}
+
+/** Sends one request through the proxy's unix socket: absolute-form for http, CONNECT + TLS for https. */
+export async function viaProxy(socketPath: string, url: string, options: { method?: string; headers?: Record<string, string>; body?: string; ca?: string[] } = {}): Promise<ProxiedResponse> {
+  const u = new URL(url)
+  if (u.protocol === 'http:') {
+    return await new Promise((resolve, reject) => {
+      const req = http.request({ socketPath, method: options.method ?? 'GET', path: url, headers: { host: u.host, ...options.headers } }, (res) => collect(res, resolve))
+      req.on('error', reject)
+      req.end(options.body)
+    })
+  }
+  const port = u.port || '443'
+  const tunnel = await new Promise<{ status: number; socket: net.Socket; body: string }>((resolve, reject) => {
+    const req = http.request({ socketPath, method: 'CONNECT', path: `${u.hostname}:${port}` })
+    req.on('connect', (res, socket, head) => {
+      if (res.statusCode === 200) return resolve({ status: 200, socket, body: '' })
+      // A refused CONNECT: the proxy's explanation follows the headers on the socket.
+      const chunks: Buffer[] = [head]
+      socket.on('data', (c: Buffer) => chunks.push(c))
+      socket.on('close', () => resolve({ status: res.statusCode!, socket, body: Buffer.concat(chunks).toString('utf8') }))
+    })
+    req.on('response', (res) => collect(res, (r) => resolve({ status: r.status, socket: null as unknown as net.Socket, body: r.body })))
+    req.on('error', reject)
+    req.end()
+  })
+  if (tunnel.status !== 200) return { status: tunnel.status, headers: {}, body: tunnel.body }
+  return await new Promise((resolve, reject) => {
+    const secure = tls.connect({ socket: tunnel.socket, servername: u.hostname, ca: options.ca })
+    secure.on('error', reject)
+    const req = http.request({ createConnection: () => secure, method: options.method ?? 'GET', path: u.pathname + u.search, headers: { host: u.host, ...options.headers } }, (res) => collect(res, resolve))
+    req.on('error', reject)
+    req.end(options.body)
+  })
+}
+
+function collect(res: http.IncomingMessage, resolve: (r: ProxiedResponse) => void): void {
+  const chunks: Buffer[] = []
+  res.on('data', (c: Buffer) => chunks.push(c))
+  res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }))
+}

@@ -1,0 +1,174 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { EgressCertificateAuthority } from '../../../src/main/vault/egress-ca'
+import { EgressProxy, placeholderFor, type EgressHandle, type EgressPolicy } from '../../../src/main/vault/egress-proxy'
+import { echoServer, fakeDialer, fakeResolver, upstreamPki, viaProxy } from './egress-helpers'
+
+const CANARY = 'canary-egress-SECRET-7f3a9c'
+const BODY_CANARY = 'canary-body-SECRET-44d1'
+const pki = upstreamPki(['api.example.test', 'other.example.test'])
+
+describe('EgressProxy', () => {
+  let dir: string
+  let https: Awaited<ReturnType<typeof echoServer>>
+  let plain: Awaited<ReturnType<typeof echoServer>>
+  let proxy: EgressProxy
+  let handle: EgressHandle
+  let resolver: ReturnType<typeof fakeResolver>
+  let dialer: ReturnType<typeof fakeDialer>
+  const logs: string[] = []
+  const ca = EgressCertificateAuthority.generate()
+
+  const policy = (over: Partial<EgressPolicy> = {}): EgressPolicy => ({
+    networking: { type: 'limited', allowedHosts: ['api.example.test', 'other.example.test', 'evil.example.test', 'rebind.example.test', 'mapped.example.test', 'localhost', '169.254.169.254', '127.0.0.1', 'metadata.google.internal'] },
+    credentials: [
+      { credentialId: 'vcrd_header', secretName: 'API_TOKEN', hosts: ['api.example.test'], header: true, body: false, secret: async () => CANARY },
+      { credentialId: 'vcrd_body', secretName: 'BODY_TOKEN', hosts: ['api.example.test'], header: false, body: true, secret: async () => BODY_CANARY },
+    ],
+    repositories: [],
+    ...over,
+  })
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'corral-egress-'))
+    https = await echoServer({ cert: pki.cert, key: pki.key })
+    plain = await echoServer()
+    resolver = fakeResolver({
+      'api.example.test': ['203.0.113.10'],
+      'other.example.test': ['203.0.113.11'],
+      'rebind.example.test': ['127.0.0.1'],
+      'evil.example.test': ['169.254.169.254', '10.0.0.5'],
+      'mapped.example.test': ['::ffff:127.0.0.1'],
+      'metadata.google.internal': ['169.254.169.254'],
+    })
+    dialer = fakeDialer({ '203.0.113.10:443': https.port, '203.0.113.10:80': plain.port, '203.0.113.11:443': https.port, '203.0.113.11:80': plain.port })
+    proxy = new EgressProxy({ runtimeDir: join(dir, 'egress'), ca, resolver, dialer, upstreamCa: [pki.caPem], log: (l) => logs.push(l) })
+    handle = await proxy.open({ sessionId: 'sesn_test1', policy: policy() })
+  })
+
+  afterAll(async () => {
+    await proxy.dispose()
+    await https.close()
+    await plain.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('injects a header credential into an HTTPS request to its host, and scrubs it from the echoed response', async () => {
+    const r = await viaProxy(handle.socketPath, 'https://api.example.test/v1/thing', { headers: { authorization: `Bearer ${placeholderFor('vcrd_header')}` }, ca: [ca.certPem] })
+    expect(r.status).toBe(200)
+    expect(https.seen.at(-1)!.headers.authorization).toBe(`Bearer ${CANARY}`)
+    expect(r.body).not.toContain(CANARY)
+    expect(r.headers['x-echo-auth']).not.toContain(CANARY)
+    expect(r.body).toContain('[redacted by corral]')
+  })
+
+  it('injects a body credential only when injection_location.body allows it', async () => {
+    const body = JSON.stringify({ key: placeholderFor('vcrd_body'), other: placeholderFor('vcrd_header') })
+    const r = await viaProxy(handle.socketPath, 'https://api.example.test/v1/post', { method: 'POST', headers: { 'content-type': 'application/json' }, body, ca: [ca.certPem] })
+    expect(r.status).toBe(200)
+    const seen = JSON.parse(https.seen.at(-1)!.body) as Record<string, string>
+    expect(seen.key).toBe(BODY_CANARY)
+    expect(seen.other).toBe(placeholderFor('vcrd_header'))
+  })
+
+  it('injects into a plain HTTP request too', async () => {
+    const r = await viaProxy(handle.socketPath, 'http://api.example.test/plain', { headers: { 'x-api-key': placeholderFor('vcrd_header') } })
+    expect(r.status).toBe(200)
+    expect(plain.seen.at(-1)!.headers['x-api-key']).toBe(CANARY)
+    expect(r.body).not.toContain(CANARY)
+  })
+
+  it('leaves the placeholder alone on an allowed host the credential does not name, through a blind tunnel', async () => {
+    // The client checks the upstream's own certificate: the proxy did not intercept.
+    const r = await viaProxy(handle.socketPath, 'https://other.example.test/x', { headers: { authorization: `Bearer ${placeholderFor('vcrd_header')}` }, ca: [pki.caPem] })
+    expect(r.status).toBe(200)
+    expect(https.seen.at(-1)!.headers.authorization).toBe(`Bearer ${placeholderFor('vcrd_header')}`)
+    expect(logs.some((l) => l.includes('other.example.test:443 tunnelled'))).toBe(true)
+  })
+
+  it('refuses a host outside the allow-list over CONNECT and plain HTTP', async () => {
+    const a = await viaProxy(handle.socketPath, 'https://not-allowed.example.test/')
+    const b = await viaProxy(handle.socketPath, 'http://not-allowed.example.test/')
+    expect([a.status, b.status]).toEqual([403, 403])
+    expect(b.body).toMatch(/not among the hosts this environment may reach/)
+    expect(resolver.lookups).not.toContain('not-allowed.example.test')
+  })
+
+  it.each([
+    ['https://rebind.example.test/', /loopback/],
+    ['http://rebind.example.test/', /loopback/],
+    ['https://evil.example.test/', /link-local/],
+    ['https://mapped.example.test/', /loopback.*embedded/],
+    ['http://169.254.169.254/latest/meta-data/', /link-local/],
+    ['https://127.0.0.1:4610/v1/agents', /loopback/],
+    ['http://localhost:4610/v1/agents', /this machine/],
+    ['http://metadata.google.internal/computeMetadata/v1/', /metadata/],
+  ])('refuses %s after resolving it, without dialing', async (url, why) => {
+    const before = dialer.dials.length
+    const r = await viaProxy(handle.socketPath, url)
+    expect(r.status).toBe(403)
+    expect(r.body).toMatch(why)
+    expect(dialer.dials.length).toBe(before)
+  })
+
+  it('fails closed when the upstream certificate does not verify', async () => {
+    const strict = new EgressProxy({ runtimeDir: join(dir, 'egress-strict'), ca, resolver, dialer })
+    const h = await strict.open({ sessionId: 'sesn_strict', policy: policy() })
+    try {
+      const r = await viaProxy(h.socketPath, 'https://api.example.test/x', { headers: { authorization: `Bearer ${placeholderFor('vcrd_header')}` }, ca: [ca.certPem] })
+      expect(r.status).toBe(502)
+      expect(r.body).toMatch(/TLS verification of api.example.test failed/)
+    } finally {
+      await strict.dispose()
+    }
+  })
+
+  it('refuses everything when the environment has no networking', async () => {
+    const h = await proxy.open({ sessionId: 'sesn_none', policy: policy({ networking: { type: 'none' } }) })
+    try {
+      const r = await viaProxy(h.socketPath, 'https://api.example.test/')
+      expect(r.status).toBe(403)
+      expect(h.env.HTTP_PROXY).toBeUndefined()
+    } finally {
+      await h.close()
+    }
+  })
+
+  it('gives the sandbox placeholders and proxy settings, never a secret', () => {
+    expect(handle.env.API_TOKEN).toBe(placeholderFor('vcrd_header'))
+    expect(handle.env.HTTPS_PROXY).toBe('http://127.0.0.1:3128')
+    expect(handle.env.SSL_CERT_FILE).toBe('/run/corral-egress/ca-bundle.pem')
+    expect(JSON.stringify(handle.env)).not.toContain(CANARY)
+    expect(readFileSync(join(handle.dir, 'ca-bundle.pem'), 'utf8')).toContain(ca.certPem.trim())
+  })
+
+  it('writes no secret to its log', () => {
+    expect(logs.length).toBeGreaterThan(5)
+    expect(logs.join('\n')).not.toContain(CANARY)
+    expect(logs.join('\n')).not.toContain(BODY_CANARY)
+  })
+
+  it('serves curl through the sandbox bridge program with the mounted CA bundle', async () => {
+    let bridge: ChildProcess | undefined
+    try {
+      bridge = spawn(process.execPath, [join(handle.dir, 'bridge.js'), handle.socketPath, '0'], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const port = await new Promise<number>((resolve, reject) => {
+        bridge!.stdout!.on('data', (d: Buffer) => {
+          const m = /127\.0\.0\.1:(\d+)/.exec(d.toString())
+          if (m) resolve(Number(m[1]))
+        })
+        bridge!.on('exit', (code) => reject(new Error(`bridge exited ${code}`)))
+      })
+      const { stdout } = await promisify(execFile)('curl', ['-sS', '--proxy', `http://127.0.0.1:${port}`, '--cacert', join(handle.dir, 'ca-bundle.pem'), '-H', `Authorization: Bearer ${placeholderFor('vcrd_header')}`, 'https://api.example.test/curl'])
+      expect(JSON.parse(stdout).url).toBe('/curl')
+      expect(https.seen.at(-1)!.headers.authorization).toBe(`Bearer ${CANARY}`)
+      expect(stdout).not.toContain(CANARY)
+    } finally {
+      bridge?.kill()
+    }
+  })
+})

@@ -79,4 +79,8 @@ tar --numeric-owner -C "$ROOT" -c . | docker import \
   --change 'CMD ["node","/opt/corral/runner.js"]' \
   - "$IMAGE" >/dev/null
 docker tag "$IMAGE" "$REPO:latest"
+# Earlier builds of the recipe are no longer used by new sandboxes; drop those no container uses.
+for old in $(docker image ls "$REPO" --format '{{.Tag}}' | grep -v -x -e "$TAG" -e latest); do
+  docker image rm "$REPO:$old" >/dev/null 2>&1 && step "removed the previous image $REPO:$old" || true
+done
 step "built $IMAGE ($(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"

@@ -431,15 +431,21 @@ class Shell {
     proc.stdin.on('error', () => {})
     proc.stdout.on('data', (d) => this.current && this.current.data(d))
     proc.stderr.on('data', () => {}) // the shell's own notices; commands' stderr goes to stdout
+    // A shell we killed on purpose (restart, reset) reports nothing to the call that follows it.
     proc.on('exit', (code, signal) => {
-      if (this.proc === proc) this.proc = undefined
+      if (this.proc !== proc) return
+      this.proc = undefined
       if (this.current) this.current.exited(code, signal)
     })
     proc.on('error', (err) => {
-      if (this.proc === proc) this.proc = undefined
+      if (this.proc !== proc) return
+      this.proc = undefined
       if (this.current) this.current.exited(null, null, err)
     })
-    proc.stdin.write('set -m 2>/dev/null; unset HISTFILE; PS1=; PS2=\n')
+    // set -m: each job of a call gets its own process group. USR1 (sent at a timeout or an
+    // interrupt) makes the shell return from the sourced command file once the running job is
+    // killed, so the rest of the command does not run.
+    proc.stdin.write("set -m 2>/dev/null; unset HISTFILE; PS1=; PS2=; trap 'return 124 2>/dev/null' USR1\n")
   }
   kill() {
     const proc = this.proc
@@ -508,6 +514,9 @@ class Shell {
       const stop = (why) => {
         if (killedFor || settled) return
         killedFor = why
+        try {
+          process.kill(proc.pid, 'SIGUSR1')
+        } catch {}
         killSince(proc.pid, proc.pid, since)
         // A shell stuck in a builtin loop never returns: restart it.
         graceTimer = setTimeout(() => {
@@ -554,7 +563,9 @@ class Shell {
       }
       // Sourced, so cd and exports persist; stdin is /dev/null so a command cannot read our pipe.
       const q = file.replace(/'/g, `'\\''`)
-      proc.stdin.write(`. '${q}' </dev/null 2>&1; printf '\\036CORRAL_${nonce}_%d\\n' "$?"\n`)
+      // `jobs` swallows the shell's notices about earlier background jobs, which would otherwise
+      // show up in the next call's output.
+      proc.stdin.write(`jobs >/dev/null 2>&1; . '${q}' </dev/null 2>&1; __corral_rc=$?; jobs >/dev/null 2>&1; printf '\\036CORRAL_${nonce}_%d\\n' "$__corral_rc"\n`)
     })
   }
 }

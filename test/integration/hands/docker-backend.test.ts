@@ -1,0 +1,180 @@
+import { createServer, type Server, connect } from 'node:net'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Docker from 'dockerode'
+import { afterAll, describe, expect, it } from 'vitest'
+import { DockerSandboxProvider, containerName } from '../../../src/main/hands/docker/docker-sandbox'
+import { SandboxToolRouter } from '../../../src/main/hands/router'
+import { requirement } from '../../support/requirements'
+import { dockerLeftovers, dockerReq, liveContainer, runscProbe } from './support'
+
+const docker = dockerReq()
+const client = new Docker()
+let seq = 0
+const sid = (p: string) => `sesn_${p}${Date.now().toString(36)}${(seq++).toString(36)}`
+const config = (extra: Record<string, unknown> = {}) => ({ type: 'cloud', corral: { pool_size: 0, memory_mb: 256, pids: 128, cpus: 1, ...extra } })
+
+describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
+  const provider = new DockerSandboxProvider({ docker: client })
+  afterAll(() => provider.dispose())
+
+  it('runs the container locked down: no network, no capabilities, read-only root, limits, init, session label', async () => {
+    const sessionId = sid('lock')
+    const sandbox = provider.create({ sessionId, environmentId: 'env_lock', config: config() })
+    try {
+      const r = await sandbox.execute({ toolUseId: 'toolu_1', name: 'bash', input: { command: 'grep CapEff /proc/self/status; touch /etc/x 2>&1; touch /workspace/ok && echo ws-ok; cat /proc/1/comm' } })
+      expect(r.content).toContain('CapEff:\t0000000000000000')
+      expect(r.content).toContain('Read-only file system')
+      expect(r.content).toContain('ws-ok')
+      expect(r.content).toContain('docker-init')
+      const info = await liveContainer(sandbox).inspect()
+      expect(info.HostConfig).toMatchObject({ NetworkMode: 'none', CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], ReadonlyRootfs: true, Init: true, PidsLimit: 128, Memory: 256 * 2 ** 20, NanoCpus: 1e9 })
+      expect(info.Config.User).toBe('1000:1000')
+      expect(info.Config.Labels['corral.session']).toBe(sessionId)
+    } finally {
+      await sandbox.dispose({ removeWorkspace: true })
+    }
+  })
+
+  it('says the call hit the memory limit (OOM) and keeps the sandbox usable', async () => {
+    const sandbox = provider.create({ sessionId: sid('oom'), environmentId: 'env_oom', config: config({ memory_mb: 128 }) })
+    try {
+      const started = Date.now()
+      const r = await sandbox.execute({ toolUseId: 'toolu_m', name: 'bash', input: { command: 'python3 -c "b = []\nwhile True: b.append(bytearray(8 << 20))"', timeout_ms: 30_000 } })
+      expect(Date.now() - started).toBeLessThan(15_000)
+      expect(r.isError).toBe(true)
+      expect(r.content).toMatch(/out of memory|OOM/)
+      expect(r.content).toContain('137')
+      expect((await sandbox.execute({ toolUseId: 'toolu_n', name: 'bash', input: { command: 'echo alive' } })).content).toBe('alive')
+    } finally {
+      await sandbox.dispose({ removeWorkspace: true })
+    }
+  })
+
+  it('contains a fork bomb within the pids limit: the timeout kills it, restart kills one left in the background', async () => {
+    const sandbox = provider.create({ sessionId: sid('fork'), environmentId: 'env_fork', config: config({ pids: 64 }) })
+    const count = async (id: string) => Number((await sandbox.execute({ toolUseId: id, name: 'bash', input: { command: 'ps -e --no-headers | wc -l', timeout_ms: 20_000 } })).content.trim().split('\n').pop())
+    try {
+      const started = Date.now()
+      const r = await sandbox.execute({ toolUseId: 'toolu_f', name: 'bash', input: { command: 'bomb() { bomb | bomb & }; bomb; sleep 5', timeout_ms: 1500 } })
+      expect(Date.now() - started).toBeLessThan(5000)
+      expect(r.isError).toBe(true)
+      expect(r.content).toContain('timed out after 1500 ms')
+      expect(await count('toolu_g')).toBeLessThan(10)
+      // A bomb left running in the background: the call returns, restart clears the sandbox.
+      await sandbox.execute({ toolUseId: 'toolu_h', name: 'bash', input: { command: 'bomb() { bomb | bomb & }; bomb' } })
+      expect((await sandbox.execute({ toolUseId: 'toolu_i', name: 'bash', input: { restart: true } })).isError).toBe(false)
+      expect(await count('toolu_j')).toBeLessThan(10)
+    } finally {
+      await sandbox.dispose({ removeWorkspace: true })
+    }
+  })
+
+  it('hands a warm container to a new session in under 20 ms and refills the pool', async () => {
+    const cfg = config({ pool_size: 1 })
+    expect(await provider.warm({ environmentId: 'env_pool', config: cfg })).toBe(1)
+    const sessionId = sid('pool')
+    const sandbox = provider.create({ sessionId, environmentId: 'env_pool', config: cfg })
+    try {
+      const started = performance.now()
+      await sandbox.provision()
+      expect(performance.now() - started).toBeLessThan(20)
+      expect((await sandbox.execute({ toolUseId: 'toolu_p', name: 'write', input: { file_path: 'kept', content: 'pooled' } })).isError).toBe(false)
+      // A replacement container for this session mounts the pooled workspace.
+      await liveContainer(sandbox).kill()
+      expect((await sandbox.execute({ toolUseId: 'toolu_q', name: 'bash', input: { command: 'cat kept' } })).content).toBe('pooled')
+      expect((await client.getContainer(containerName(sessionId)).inspect()).State.Running).toBe(true)
+    } finally {
+      await sandbox.dispose({ removeWorkspace: true })
+    }
+    expect(await dockerLeftovers(client, sessionId)).toEqual([])
+  })
+
+  it('re-attaches to a running container after a host restart and recovers a finished call', async () => {
+    const sessionId = sid('re')
+    const first = new DockerSandboxProvider({ docker: client })
+    const a = first.create({ sessionId, environmentId: 'env_re', config: config() })
+    await a.execute({ toolUseId: 'toolu_done', name: 'bash', input: { command: 'echo finished-before-crash' } })
+    const id = (await liveContainer(a).inspect()).Id
+    // A new host process: new provider, new sandbox object, same session.
+    const second = new DockerSandboxProvider({ docker: client })
+    const b = second.create({ sessionId, environmentId: 'env_re', config: config() })
+    try {
+      expect(await b.recover!('toolu_done')).toMatchObject({ state: 'finished', result: { content: 'finished-before-crash' } })
+      expect((await liveContainer(b).inspect()).Id).toBe(id)
+    } finally {
+      await b.dispose({ removeWorkspace: true })
+      await first.dispose()
+      await second.dispose()
+    }
+  })
+
+  it('sweeps containers of sessions it is not told to keep', async () => {
+    const keep = sid('keep')
+    const drop = sid('drop')
+    const p1 = new DockerSandboxProvider({ docker: client })
+    const k = p1.create({ sessionId: keep, environmentId: 'env_s', config: config() })
+    const d = p1.create({ sessionId: drop, environmentId: 'env_s', config: config() })
+    await Promise.all([k.provision(), d.provision()])
+    const p2 = new DockerSandboxProvider({ docker: client })
+    try {
+      expect(await p2.sweep(new Set([keep]))).toBeGreaterThanOrEqual(1)
+      await expect(client.getContainer(containerName(drop)).inspect()).rejects.toMatchObject({ statusCode: 404 })
+      expect((await client.getContainer(containerName(keep)).inspect()).State.Running).toBe(true)
+    } finally {
+      await k.dispose({ removeWorkspace: true })
+      await d.dispose({ removeWorkspace: true })
+    }
+  })
+
+  it('gives a clear error while the Docker engine does not answer and works again once it does', async () => {
+    // A socket proxy in front of the real engine stands in for dockerd going down and up.
+    const dir = mkdtempSync(join(tmpdir(), 'corral-dsock-'))
+    const sock = join(dir, 'docker.sock')
+    let server: Server | undefined
+    const up = () =>
+      new Promise<void>((resolve) => {
+        server = createServer((c) => {
+          const upstream = connect('/var/run/docker.sock')
+          c.pipe(upstream).pipe(c)
+          c.on('error', () => upstream.destroy())
+          upstream.on('error', () => c.destroy())
+        })
+        server.listen(sock, resolve)
+      })
+    const down = () => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
+    const flaky = new DockerSandboxProvider({ docker: new Docker({ socketPath: sock }) })
+    const router = new SandboxToolRouter({ providers: [flaky], resolveEnvironment: () => ({ environmentId: 'env_down', config: config() }), availabilityTtlMs: 0 })
+    const sessionId = sid('down')
+    try {
+      const r = await router.execute({ sessionId, toolUseId: 'toolu_1', name: 'bash', input: { command: 'echo hi' } })
+      expect(r.isError).toBe(true)
+      expect(r.content).toMatch(/Docker engine is not answering/)
+      await up()
+      expect(await router.execute({ sessionId, toolUseId: 'toolu_2', name: 'bash', input: { command: 'echo back' } })).toMatchObject({ isError: false, content: 'back' })
+    } finally {
+      await router.release(sessionId, { removeWorkspace: true })
+      await down()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+const gvisor = docker.ok ? requirement('gVisor runsc runtime', runscProbe) : { ok: false }
+describe.skipIf(!gvisor.ok)('DockerSandbox on gVisor (runsc)', () => {
+  it('runs tool calls under the runsc runtime', async () => {
+    const provider = new DockerSandboxProvider({ docker: client })
+    const sandbox = provider.create({ sessionId: sid('gv'), environmentId: 'env_gv', config: config({ runtime: 'runsc' }) })
+    try {
+      const r = await sandbox.execute({ toolUseId: 'toolu_g', name: 'bash', input: { command: 'dmesg 2>/dev/null | head -1; echo x > f && cat f; id -u' } })
+      expect(r.content).toMatch(/gVisor|Starting/)
+      expect(r.content).toContain('x\n1000')
+      expect((await liveContainer(sandbox).inspect()).HostConfig.Runtime).toBe('runsc')
+      expect((await sandbox.execute({ toolUseId: 'toolu_h', name: 'read', input: { file_path: 'f' } })).content).toBe('     1\tx')
+    } finally {
+      await sandbox.dispose({ removeWorkspace: true })
+      await provider.dispose()
+    }
+  })
+})

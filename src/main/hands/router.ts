@@ -6,6 +6,30 @@ import { sandboxSettings } from './settings'
 /** The toolset tools (agent_toolset_20260401) that run inside a session's sandbox. */
 export const SANDBOX_TOOLS: ReadonlySet<string> = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep'])
 
+/**
+ * The input's size as JSON text, roughly (strings by their UTF-8 length), without serialising
+ * it: a 100 MB argument is measured by its length in O(1) and refused, never copied on the
+ * event loop. Stops counting once past `limit`.
+ */
+export function inputSize(value: unknown, limit: number): number {
+  let total = 0
+  const stack: unknown[] = [value]
+  while (stack.length && total <= limit) {
+    const v = stack.pop()
+    if (typeof v === 'string') total += v.length > limit ? v.length : Buffer.byteLength(v) + 2
+    else if (Array.isArray(v)) {
+      total += 2
+      stack.push(...v)
+    } else if (v && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        total += k.length + 4
+        stack.push(x)
+      }
+    } else total += 8
+  }
+  return total
+}
+
 export interface SandboxEnvironment {
   environmentId: string
   /** The environment's `config` as stored, with Corral's optional `corral` additions. */
@@ -47,9 +71,9 @@ export class SandboxToolRouter implements ToolRouter {
     if (!SANDBOX_TOOLS.has(call.name)) {
       return { content: `unknown tool "${call.name}": this router runs the toolset tools ${[...SANDBOX_TOOLS].join(', ')}`, isError: true }
     }
-    const size = Buffer.byteLength(JSON.stringify(call.input ?? {}))
+    const size = inputSize(call.input ?? {}, this.maxInputBytes)
     if (size > this.maxInputBytes) {
-      return { content: `${call.name}: the input is ${size} bytes, over the ${this.maxInputBytes}-byte limit; write large content in parts`, isError: true }
+      return { content: `${call.name}: the input is over the ${this.maxInputBytes}-byte limit (at least ${size} bytes); write large content in parts`, isError: true }
     }
     let sandbox: Sandbox
     try {

@@ -1,0 +1,66 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import Docker from 'dockerode'
+import { describe, expect, it } from 'vitest'
+import { DockerSandboxProvider } from '../../../src/main/hands/docker/docker-sandbox'
+import { SandboxToolRouter } from '../../../src/main/hands/router'
+import { dockerLeftovers, dockerReq } from './support'
+
+const docker = dockerReq()
+
+describe.skipIf(!docker.ok)('hostile input and output through the tool router (Docker)', () => {
+  it('answers every hostile call with an error or a capped result, keeps the host responsive and leaves nothing behind', async () => {
+    const client = new Docker()
+    const provider = new DockerSandboxProvider({ docker: client })
+    const sessionId = `sesn_hostile${Date.now().toString(36)}`
+    const router = new SandboxToolRouter({
+      providers: [provider],
+      resolveEnvironment: () => ({ environmentId: 'env_hostile', config: { type: 'cloud', corral: { pool_size: 0, memory_mb: 192, pids: 96, cpus: 1 } } }),
+    })
+    let n = 0
+    const call = (name: string, input: Record<string, unknown>) => router.execute({ sessionId, toolUseId: `toolu_h${++n}`, name, input })
+    const lag = monitorEventLoopDelay({ resolution: 10 })
+    lag.enable()
+    try {
+      const cases: [string, () => Promise<{ content: string; isError: boolean }>, (r: { content: string; isError: boolean }) => void][] = [
+        ['../ path', () => call('read', { file_path: '../../etc/shadow' }), (r) => expect(r).toMatchObject({ isError: true, content: expect.stringContaining('outside the workspace') })],
+        ['symlink out', async () => (await call('bash', { command: 'ln -sf / root-link' }), call('write', { file_path: 'root-link/tmp/x', content: 'x' })), (r) => expect(r.content).toContain('symlink')],
+        ['100 MB argument', () => call('write', { file_path: 'big', content: 'x'.repeat(100 * 1024 * 1024) }), (r) => expect(r).toMatchObject({ isError: true, content: expect.stringContaining('over the 8388608-byte limit') })],
+        ['NUL byte in a command', () => call('bash', { command: 'echo a\u0000b' }), (r) => expect(r).toMatchObject({ isError: true, content: expect.stringContaining('NUL') })],
+        ['NUL byte in a path', () => call('read', { file_path: 'a\u0000b' }), (r) => expect(r).toMatchObject({ isError: true, content: expect.stringContaining('NUL') })],
+        ['invalid UTF-8 and ANSI escapes', () => call('bash', { command: String.raw`printf '\xff\xfe\033[2J\033[31mred\n'` }), (r) => expect(r.content).toBe('\ufffd\ufffdred')],
+        ['yes flooding stdout', () => call('bash', { command: 'yes' }), (r) => {
+          expect(r.isError).toBe(true)
+          expect(Buffer.byteLength(r.content)).toBeLessThan(300 * 1024)
+          expect(r.content).toContain('output truncated')
+        }],
+        ['fork bomb', () => call('bash', { command: ':(){ :|:& };:; sleep 3', timeout_ms: 1500 }), (r) => expect(r).toMatchObject({ isError: true, content: expect.stringContaining('timed out') })],
+        ['memory bomb', () => call('bash', { command: 'python3 -c "x = bytearray(1 << 30)"', timeout_ms: 20_000 }), (r) => {
+          expect(r.isError).toBe(true)
+          expect(r.content).toMatch(/MemoryError|out of memory|137/)
+        }],
+        ['unknown tool', () => call('launch_missiles', {}), (r) => expect(r).toMatchObject({ isError: true, content: expect.stringContaining('unknown tool "launch_missiles"') })],
+      ]
+      const lagBy: Record<string, number> = {}
+      for (const [what, run, check] of cases) {
+        const one = monitorEventLoopDelay({ resolution: 10 })
+        one.enable()
+        const r = await run()
+        one.disable()
+        lagBy[what] = Math.round(one.max / 1e6)
+        try {
+          check(r)
+        } catch (err) {
+          throw new Error(`${what}: ${(err as Error).message}\nresult: ${r.content.slice(0, 500)}`)
+        }
+      }
+      expect((await call('bash', { command: 'echo still fine' })).content).toBe('still fine')
+      lag.disable()
+      expect(lag.max / 1e6, `event-loop lag per case (ms): ${JSON.stringify(lagBy)}`).toBeLessThan(200)
+    } finally {
+      lag.disable()
+      await router.release(sessionId, { removeWorkspace: true })
+      await provider.dispose()
+    }
+    expect(await dockerLeftovers(client, sessionId)).toEqual([])
+  })
+})

@@ -10,6 +10,9 @@ import { ThreadStore } from './session/thread-store'
 import { PreviewBus, type ApiServices } from './api/services'
 import { createApiApp, listen, type ListeningServer } from './api/server'
 import { readSettings, resolveApiToken, type Settings } from './config'
+import { Brains, type BrainsOptions } from './orchestrator/brains'
+import type { ToolRouter } from './harness/tool-router'
+import type { ModelClient } from './harness/model-client'
 
 export interface EngineConfig {
   dataDir: string
@@ -25,6 +28,12 @@ export interface EngineConfig {
    * `corral.secret_stored: false`) until the keychain-backed sink is wired in.
    */
   secrets?: SecretSink
+  /** Where tool calls run (the hands' SandboxToolRouter); without one, sandbox tools answer with an error. */
+  toolRouter?: ToolRouter
+  /** The model; by default the Anthropic SDK against ANTHROPIC_BASE_URL or the settings. */
+  modelClient?: ModelClient
+  /** Harness and scheduler options (retries, timeouts, leases; `enabled: false` runs no brains). */
+  harness?: BrainsOptions
 }
 
 /**
@@ -36,6 +45,8 @@ export class Engine {
   readonly app: Hono
   readonly token: string
   readonly settings: Settings
+  /** The harness, its scheduler and leases. */
+  readonly brains: Brains
   private server?: ListeningServer
   private closed = false
 
@@ -59,11 +70,26 @@ export class Engine {
       extend: config.extendApp,
       onInternalError: (err) => (config.log ?? console.error)(`[corral] internal error: ${(err as Error).stack ?? String(err)}`),
     })
+    this.brains = new Brains({
+      db,
+      log,
+      sessions,
+      previews: this.services.previews,
+      settings: this.settings,
+      env,
+      router: config.toolRouter,
+      model: config.modelClient,
+      options: config.harness,
+      onError: config.log,
+    })
   }
 
   static open(config: EngineConfig): Engine {
     const db = openDatabase({ path: join(config.dataDir, 'corral.db') })
-    return new Engine(config, db)
+    const engine = new Engine(config, db)
+    // wakes every session that was running when the last process stopped
+    engine.brains.start()
+    return engine
   }
 
   /** Starts the HTTP API on 127.0.0.1:port (0 = any free port). */
@@ -77,6 +103,7 @@ export class Engine {
     if (this.closed) return
     this.closed = true
     await this.server?.close()
+    await this.brains.stop()
     await this.services.log.drain()
     this.db.close()
   }

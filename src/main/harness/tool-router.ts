@@ -19,14 +19,19 @@ export interface ToolOutcome {
   durationMs?: number
 }
 
+/** What a hand knows about a call an earlier process started. */
+export type ToolRecovery = { state: 'finished'; outcome: ToolOutcome } | { state: 'running' } | { state: 'unknown' } | { state: 'not_started' }
+
 export interface ToolRouter {
   /** Runs one call wherever its tool lives; a failure the model should see is `isError`, not a throw. */
   execute(call: ToolCall): Promise<ToolOutcome>
   /**
    * For a call that a previous process started and never recorded a result for: what really
    * happened, if the hand can tell; `unknown` otherwise (the harness then tells the model so).
+   * `not_started` (optional to return) means the hand knows the call never began, so the
+   * harness may run it now; `running` makes the harness ask again until it finishes.
    */
-  recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<{ state: 'finished'; outcome: ToolOutcome } | { state: 'running' } | { state: 'unknown' }>
+  recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<ToolRecovery>
   /** Releases a session's hands (archive, delete, shutdown). */
   release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void>
 }

@@ -1,0 +1,276 @@
+import type { ModelRequest } from '../model-client'
+import { modelTools, type AgentToolConfig } from '../tools'
+
+/** An event of the log with its position (the view needs both). */
+export interface ViewEvent {
+  seq: number
+  event: { id: string; type: string; session_thread_id?: string | null; [k: string]: unknown }
+}
+
+/** The parts of the session's pinned agent snapshot the view reads. */
+export interface ViewAgent {
+  model: string | { id: string; [k: string]: unknown }
+  system?: string | null
+  tools?: readonly AgentToolConfig[]
+}
+
+export interface ContextViewOptions {
+  maxTokens?: number
+  /** Above this estimated size, older tool results are replaced by pointers (default 100k tokens). */
+  clearThresholdTokens?: number
+  /** Above this estimated size after clearing, the harness should compact (default 150k tokens). */
+  compactThresholdTokens?: number
+  /** The newest tool results that are never cleared (default 3). */
+  keepRecentToolResults?: number
+}
+
+export interface ContextView {
+  request: ModelRequest
+  estimatedTokens: number
+  /** How many tool results were replaced by pointers in this view. */
+  clearedToolResults: number
+  /** Set when the view is still above the compaction threshold and can be compacted. */
+  compaction?: { request: ModelRequest; throughSeq: number; throughEventId: string }
+}
+
+type Block = Record<string, unknown> & { type: string }
+interface Message {
+  role: 'user' | 'assistant'
+  content: Block[]
+  maxSeq: number
+  maxEventId: string
+}
+
+export const COMPACTION_INSTRUCTION =
+  'Summarize the conversation so far for your own later use: the task, decisions made, facts learned (file paths, commands, results), ' +
+  'what has been done and what remains. Be complete but concise; this summary replaces the earlier turns in your context.'
+
+const estimate = (x: unknown): number => Math.ceil(JSON.stringify(x).length / 4)
+
+/** The model id an agent snapshot names. */
+export function modelId(agent: ViewAgent): string {
+  return typeof agent.model === 'string' ? agent.model : agent.model.id
+}
+
+/**
+ * The context view: a pure function from a session's primary-thread events and its agent
+ * snapshot to the Messages API request the model sees next. Nothing here touches the log;
+ * clearing and compaction only change what the model sees.
+ *
+ * - Later views start at the newest `agent.thread_context_compacted` summary.
+ * - A tool call with no answer by the time the conversation moves on gets a synthetic error
+ *   result, so the request is always well-formed.
+ * - Cache breakpoints: the system prompt, the last tool, and the conversation tail.
+ */
+export function buildContextView(events: readonly ViewEvent[], agent: ViewAgent, options: ContextViewOptions = {}): ContextView {
+  const clearAt = options.clearThresholdTokens ?? 100_000
+  const compactAt = options.compactThresholdTokens ?? 150_000
+  const keepRecent = options.keepRecentToolResults ?? 3
+  const model = modelId(agent)
+  const maxTokens = options.maxTokens ?? 8192
+
+  const primary = events.filter((e) => !e.event.session_thread_id)
+  let start = 0
+  let summary: string | undefined
+  for (let i = primary.length - 1; i >= 0; i--) {
+    const e = primary[i].event
+    if (e.type === 'agent.thread_context_compacted' && typeof e.summary === 'string' && typeof e.through_seq === 'number') {
+      summary = e.summary
+      const through = e.through_seq
+      start = primary.findIndex((x) => x.seq > through)
+      if (start < 0) start = primary.length
+      break
+    }
+  }
+
+  const messages = toMessages(primary.slice(start), summary)
+  const tools = modelTools(agent.tools ?? []).map((t) => ({ ...t })) as unknown as NonNullable<ModelRequest['tools']>
+  const system = agent.system ? [{ type: 'text' as const, text: agent.system }] : undefined
+
+  const baseSize = estimate(system ?? '') + estimate(tools)
+  let size = baseSize + estimate(messages)
+  let cleared = 0
+  if (size > clearAt) {
+    cleared = clearOldToolResults(messages, keepRecent)
+    size = baseSize + estimate(messages)
+  }
+
+  const request = finish({ model, max_tokens: maxTokens, system, tools, messages })
+  const view: ContextView = { request, estimatedTokens: size, clearedToolResults: cleared }
+  if (size > compactAt) {
+    let boundary = -1
+    for (let i = messages.length - 1; i >= 2; i--) {
+      if (messages[i].role === 'assistant') {
+        boundary = i
+        break
+      }
+    }
+    if (boundary > 0) {
+      const head = messages.slice(0, boundary).map((m) => ({ ...m, content: [...m.content] }))
+      const last = head[head.length - 1]
+      last.content.push({ type: 'text', text: COMPACTION_INSTRUCTION })
+      const cReq = finish({ model, max_tokens: Math.min(maxTokens, 4096), system, tools, messages: head })
+      cReq.tool_choice = { type: 'none' }
+      view.compaction = { request: cReq, throughSeq: messages[boundary - 1].maxSeq, throughEventId: messages[boundary - 1].maxEventId }
+    }
+  }
+  return view
+}
+
+function finish(p: { model: string; max_tokens: number; system?: { type: 'text'; text: string }[]; tools: NonNullable<ModelRequest['tools']>; messages: Message[] }): ModelRequest {
+  const system = p.system?.map((b, i, all) => (i === all.length - 1 ? { ...b, cache_control: { type: 'ephemeral' as const } } : b))
+  const tools = p.tools.map((t, i, all) => (i === all.length - 1 ? { ...t, cache_control: { type: 'ephemeral' as const } } : t))
+  const messages = p.messages.map((m, i, all) => {
+    const content = m.content.map((b) => ({ ...b }))
+    if (i === all.length - 1 && content.length > 0) {
+      const lastIdx = content.length - 1
+      content[lastIdx] = { ...content[lastIdx], cache_control: { type: 'ephemeral' } }
+    }
+    return { role: m.role, content }
+  })
+  const req: ModelRequest = { model: p.model, max_tokens: p.max_tokens, messages: messages as unknown as ModelRequest['messages'] }
+  if (system) req.system = system
+  if (tools.length) req.tools = tools
+  return req
+}
+
+/** Folds events into alternating messages; see buildContextView. */
+function toMessages(events: readonly ViewEvent[], summary: string | undefined): Message[] {
+  const out: Message[] = []
+  let assistant: Message | undefined
+  let user: Message | undefined
+  const openToolUses = new Map<string, string>() // tool_use id → tool name, awaiting a result
+
+  const flushUser = () => {
+    if (!user) return
+    out.push(user)
+    user = undefined
+  }
+  const userMsg = (seq: number, id: string): Message => {
+    if (assistant) {
+      out.push(assistant)
+      assistant = undefined
+    }
+    if (!user) user = { role: 'user', content: [], maxSeq: seq, maxEventId: id }
+    user.maxSeq = Math.max(user.maxSeq, seq)
+    if (user.maxSeq === seq) user.maxEventId = id
+    return user
+  }
+  const addResult = (seq: number, id: string, toolUseId: string, content: unknown, isError: boolean) => {
+    if (!openToolUses.has(toolUseId)) return // an answer to nothing in view (before a compaction): skip
+    openToolUses.delete(toolUseId)
+    const m = userMsg(seq, id)
+    const block: Block = { type: 'tool_result', tool_use_id: toolUseId, content: resultContent(content) }
+    if (isError) block.is_error = true
+    // tool results lead the user turn that follows the tool calls
+    const firstNonResult = m.content.findIndex((b) => b.type !== 'tool_result')
+    if (firstNonResult < 0) m.content.push(block)
+    else m.content.splice(firstNonResult, 0, block)
+  }
+  const closeOpenToolUses = (seq: number, id: string, why: string) => {
+    for (const toolUseId of [...openToolUses.keys()]) addResult(seq, id, toolUseId, [{ type: 'text', text: why }], true)
+  }
+  const assistantMsg = (seq: number, id: string): Message => {
+    if (user) {
+      closeOpenToolUses(user.maxSeq, user.maxEventId, 'No result was recorded for this tool call: the conversation moved on before it was answered.')
+      flushUser()
+    }
+    if (!assistant) {
+      if (out.length === 0) out.push({ role: 'user', content: [{ type: 'text', text: '(conversation start)' }], maxSeq: 0, maxEventId: '' })
+      assistant = { role: 'assistant', content: [], maxSeq: seq, maxEventId: id }
+    }
+    assistant.maxSeq = seq
+    assistant.maxEventId = id
+    return assistant
+  }
+
+  if (summary !== undefined) out.push({ role: 'user', content: [{ type: 'text', text: `Summary of the earlier part of this session (older events are in session_history):\n\n${summary}` }], maxSeq: 0, maxEventId: '' })
+  // the summary is a user turn of its own: what follows merges into it if it is user content
+  if (summary !== undefined) user = out.pop()
+
+  for (const { seq, event: e } of events) {
+    switch (e.type) {
+      case 'user.message':
+        userMsg(seq, e.id).content.push(...userContent(e.content))
+        break
+      case 'system.message': {
+        const text = ((e.content as { text?: string }[] | undefined) ?? []).map((b) => b.text ?? '').join('\n')
+        userMsg(seq, e.id).content.push({ type: 'text', text: `<system-message>\n${text}\n</system-message>` })
+        break
+      }
+      case 'agent.thinking':
+        if (typeof e.thinking === 'string' && typeof e.signature === 'string' && e.signature) {
+          const m = assistantMsg(seq, e.id)
+          // thinking must precede text and tool_use in an assistant turn
+          const firstOther = m.content.findIndex((b) => b.type !== 'thinking')
+          const block = { type: 'thinking', thinking: e.thinking, signature: e.signature }
+          if (firstOther < 0) m.content.push(block)
+          else m.content.splice(firstOther, 0, block)
+        }
+        break
+      case 'agent.message':
+        for (const b of (e.content as Block[] | undefined) ?? []) if (b.type === 'text') assistantMsg(seq, e.id).content.push({ type: 'text', text: b.text })
+        break
+      case 'agent.tool_use':
+      case 'agent.custom_tool_use':
+      case 'agent.mcp_tool_use': {
+        const name = e.type === 'agent.mcp_tool_use' ? `${String(e.mcp_server_name)}__${String(e.name)}` : String(e.name)
+        assistantMsg(seq, e.id).content.push({ type: 'tool_use', id: e.id, name, input: (e.input as object) ?? {} })
+        openToolUses.set(e.id, name)
+        break
+      }
+      case 'agent.tool_result':
+      case 'user.tool_result':
+        addResult(seq, e.id, String(e.tool_use_id), e.content, !!e.is_error)
+        break
+      case 'agent.mcp_tool_result':
+        addResult(seq, e.id, String(e.mcp_tool_use_id), e.content, !!e.is_error)
+        break
+      case 'user.custom_tool_result':
+        addResult(seq, e.id, String(e.custom_tool_use_id), e.content, !!e.is_error)
+        break
+      default:
+        break
+    }
+  }
+  if (assistant) {
+    out.push(assistant)
+    assistant = undefined
+  }
+  if (openToolUses.size > 0) {
+    const last = out[out.length - 1]
+    closeOpenToolUses(last?.maxSeq ?? 0, last?.maxEventId ?? '', 'No result has been recorded for this tool call.')
+  }
+  flushUser()
+  return out.filter((m) => m.content.length > 0)
+}
+
+function userContent(content: unknown): Block[] {
+  const out: Block[] = []
+  for (const b of (content as Block[] | undefined) ?? []) {
+    if (b.type === 'text') out.push({ type: 'text', text: b.text })
+    else if (b.type === 'image' || b.type === 'document') out.push({ ...b })
+  }
+  return out
+}
+
+function resultContent(content: unknown): Block[] | string {
+  const blocks = ((content as Block[] | undefined) ?? []).filter((b) => ['text', 'image', 'document', 'search_result'].includes(b.type))
+  return blocks.length ? blocks.map((b) => ({ ...b })) : ''
+}
+
+/** Replaces the content of all but the newest `keep` tool results with a pointer. Returns how many. */
+function clearOldToolResults(messages: Message[], keep: number): number {
+  const results: Block[] = []
+  for (const m of messages) for (const b of m.content) if (b.type === 'tool_result') results.push(b)
+  const toClear = results.slice(0, Math.max(0, results.length - keep))
+  for (const b of toClear) {
+    b.content = [
+      {
+        type: 'text',
+        text: `[This tool result was cleared from your context to save space. It is still in the session log: call session_history with {"event_id":"${String(b.tool_use_id)}","types":["agent.tool_result"],"limit":5} to read it (the call, then results that follow it).]`,
+      },
+    ]
+  }
+  return toClear.length
+}

@@ -1,0 +1,362 @@
+import { newId } from '../../shared/api/ids'
+import type { EventInput, EventLog } from '../session/event-log'
+import { buildContextView, modelId, type ContextViewOptions, type ViewAgent, type ViewEvent } from './context/view'
+import { ModelRequestError, type ModelClient, type ModelResponse, type ModelUsage } from './model-client'
+import { budgetCents, listCostCents } from './pricing'
+import { readSessionHistory } from './session-history'
+import { decideNext, foldSession, type NextStep, type OpenToolUse, type SessionState } from './session-state'
+import type { ToolOutcome, ToolRouter } from './tool-router'
+import { routeTool, type AgentToolConfig } from './tools'
+
+/** Where the harness publishes never-stored previews (`event_start` / `event_delta`). */
+export interface PreviewSink {
+  publish(sessionId: string, event: { type: 'event_start' | 'event_delta'; [k: string]: unknown }): void
+}
+
+/** The session fields the harness reads: its pinned agent snapshot and budget. */
+export interface SessionSource {
+  retrieve(id: string): { id: string; agent: unknown; budget?: unknown }
+}
+
+/**
+ * A durable record that a tool call was handed to the hands, written before the call runs, so
+ * a restarted brain knows whether a call without a result may have run. Implementations:
+ * SqliteToolJournal (orchestrator).
+ */
+export interface ToolJournal {
+  markStarted(sessionId: string, toolUseId: string): void
+  wasStarted(toolUseId: string): boolean
+}
+
+export interface HarnessOptions {
+  /** Retries of a failed model request before `retries_exhausted` (default 5). */
+  maxRetries?: number
+  /** First backoff delay; doubles per attempt, with jitter (default 1000 ms). */
+  backoffBaseMs?: number
+  backoffMaxMs?: number
+  /** How long to wait for a call the hands report as still running after a restart (default 60 s). */
+  recoverTimeoutMs?: number
+  recoverPollMs?: number
+  context?: ContextViewOptions
+  /** For tests: the jitter source (0..1). */
+  random?: () => number
+}
+
+export interface HarnessDeps {
+  log: EventLog
+  sessions: SessionSource
+  model: ModelClient
+  router: ToolRouter
+  journal: ToolJournal
+  previews?: PreviewSink
+  options?: HarnessOptions
+}
+
+/**
+ * How the orchestrator steers one running turn loop: `interrupt()` aborts the step in progress
+ * (model stream or tool call) and lets the loop record the interrupt; `stop()` abandons the loop
+ * without writing anything more (shutdown: the next process continues from the log).
+ */
+export class TurnControl {
+  private current = new AbortController()
+  private isStopped = false
+
+  get stopped(): boolean {
+    return this.isStopped
+  }
+  /** The signal of the step in progress: aborted by `interrupt()` and `stop()`. */
+  get signal(): AbortSignal {
+    return this.current.signal
+  }
+  /**
+   * Called by the loop right after it read the log: an interrupt the log already shows is
+   * handled from the log, so the signal starts fresh; one that arrives later aborts it.
+   */
+  rearm(): void {
+    if (!this.isStopped && this.current.signal.aborted) this.current = new AbortController()
+  }
+  interrupt(): void {
+    this.current.abort()
+  }
+  stop(): void {
+    this.isStopped = true
+    this.current.abort()
+  }
+}
+
+const INTERRUPTED_TEXT = 'Not run: the user interrupted the turn before this call ran.'
+const ABANDONED_TEXT = 'Not run: the user sent a new message instead of confirming this call.'
+const UNKNOWN_OUTCOME_TEXT =
+  'The outcome of this call is unknown: Corral restarted while it was running and the sandbox cannot tell whether it finished. ' +
+  'Check its effects before running it again.'
+
+/**
+ * The brain: a stateless turn loop on the session log. `run(sessionId)` reads the log, decides
+ * the next step (session-state.ts), performs it, appends what happened, and repeats until the
+ * session waits for the outside world. It keeps nothing between runs that the log does not, so
+ * a fresh process continues any session with `run`. The caller must hold the session's lease.
+ */
+export class Harness {
+  private readonly o: Required<Omit<HarnessOptions, 'context'>> & { context: ContextViewOptions }
+
+  constructor(private readonly deps: HarnessDeps) {
+    const o = deps.options ?? {}
+    this.o = {
+      maxRetries: o.maxRetries ?? 5,
+      backoffBaseMs: o.backoffBaseMs ?? 1000,
+      backoffMaxMs: o.backoffMaxMs ?? 30_000,
+      recoverTimeoutMs: o.recoverTimeoutMs ?? 60_000,
+      recoverPollMs: o.recoverPollMs ?? 250,
+      context: o.context ?? {},
+      random: o.random ?? Math.random,
+    }
+  }
+
+  /** Runs the session until it waits (idle, requires_action) or `control` stops it. */
+  async run(sessionId: string, control: TurnControl = new TurnControl()): Promise<void> {
+    const session = this.deps.sessions.retrieve(sessionId)
+    const agent = session.agent as ViewAgent & { tools?: AgentToolConfig[] }
+    const events: ViewEvent[] = []
+    const state = foldSession([])
+    const catchUp = () => {
+      for (;;) {
+        const page = this.deps.log.read(sessionId, { after: state.lastSeq, limit: 1000 })
+        for (const r of page) events.push({ seq: r.seq, event: r.event as unknown as ViewEvent["event"] })
+        foldSession(page as unknown as ViewEvent[], state)
+        if (page.length < 1000) return
+      }
+    }
+    while (!control.stopped) {
+      catchUp()
+      control.rearm()
+      const step = decideNext(state)
+      if (step.kind === 'none') return
+      await this.perform(step, { sessionId, session, agent, events, state, control })
+    }
+  }
+
+  private async perform(step: NextStep, c: RunContext): Promise<void> {
+    const append = (evs: EventInput[]) => this.deps.log.append(c.sessionId, evs)
+    switch (step.kind) {
+      case 'close_span':
+        await append([{ type: 'span.model_request_end', model_request_start_id: step.spanId, is_error: true, model_usage: zeroUsage(), interrupted: true }])
+        return
+      case 'stop_tools': {
+        const interrupted = c.state.lastInterruptSeq > 0 && c.state.lastInterruptSeq > Math.min(...step.toolUses.map((t) => t.seq))
+        await append(
+          step.toolUses.map((t) => {
+            const started = this.deps.journal.wasStarted(t.id)
+            const text = started ? 'Interrupted by the user while running; it may have partly run.' : interrupted ? INTERRUPTED_TEXT : ABANDONED_TEXT
+            return toolResult(t.id, { content: text, isError: true }, true)
+          }),
+        )
+        return
+      }
+      case 'idle':
+        await append([{ type: 'session.status_idle', stop_reason: step.stopReason, stop_details: null }])
+        return
+      case 'run_tools':
+        await this.runTools(step.run, step.deny, c)
+        return
+      case 'model':
+        await this.callModel(step.attempt, c)
+        return
+    }
+  }
+
+  private runningPrefix(c: RunContext): EventInput[] {
+    return c.state.status === 'running' ? [] : [{ type: 'session.status_running' }]
+  }
+
+  private async runTools(run: OpenToolUse[], deny: OpenToolUse[], c: RunContext): Promise<void> {
+    const prefix = this.runningPrefix(c)
+    if (deny.length || prefix.length) {
+      await this.deps.log.append(c.sessionId, [
+        ...prefix,
+        ...deny.map((t) =>
+          toolResult(t.id, { content: t.confirmation?.deny_message ? `The user denied this call: ${t.confirmation.deny_message}` : 'The user denied this call.', isError: true }),
+        ),
+      ])
+      if (prefix.length) c.state.status = 'running'
+    }
+    for (const t of run) {
+      if (c.control.stopped) return
+      const signal = c.control.signal
+      if (signal.aborted) return // an interrupt arrived: the loop records it
+      const outcome = await this.executeOnce(t, c, signal)
+      if (c.control.stopped) return
+      await this.deps.log.append(c.sessionId, [toolResult(t.id, outcome, signal.aborted)])
+    }
+  }
+
+  /** Runs a call unless an earlier process may have run it; then asks the hands what happened. */
+  private async executeOnce(t: OpenToolUse, c: RunContext, signal: AbortSignal): Promise<ToolOutcome> {
+    const route = routeTool(c.agent.tools ?? [], t.name)
+    if (route.kind === 'history') return readSessionHistory(this.deps.log, c.sessionId, t.input)
+    if (route.kind === 'unknown' || route.kind === 'custom') return { content: `Unknown tool ${JSON.stringify(t.name)}: this agent has no such tool.`, isError: true }
+    const call = { sessionId: c.sessionId, toolUseId: t.id, name: t.name, input: t.input }
+    if (this.deps.journal.wasStarted(t.id)) {
+      const deadline = Date.now() + this.o.recoverTimeoutMs
+      for (;;) {
+        let r: Awaited<ReturnType<ToolRouter['recover']>>
+        try {
+          r = await this.deps.router.recover(call)
+        } catch (err) {
+          return { content: `${UNKNOWN_OUTCOME_TEXT} (${(err as Error).message})`, isError: true }
+        }
+        if (r.state === 'finished') return r.outcome
+        if (r.state === 'unknown') return { content: UNKNOWN_OUTCOME_TEXT, isError: true }
+        if (r.state === 'not_started') break
+        if (Date.now() > deadline || signal.aborted) return { content: UNKNOWN_OUTCOME_TEXT, isError: true }
+        await sleep(this.o.recoverPollMs, signal)
+      }
+    } else {
+      this.deps.journal.markStarted(c.sessionId, t.id)
+    }
+    try {
+      return await this.deps.router.execute({ ...call, signal })
+    } catch (err) {
+      return { content: `The tool call failed: ${(err as Error).message}`, isError: true }
+    }
+  }
+
+  private async callModel(attempt: number, c: RunContext): Promise<void> {
+    const limit = budgetCents(c.session.budget)
+    if (limit !== undefined && spentCents(c.state) >= limit) {
+      await this.deps.log.append(c.sessionId, [{ type: 'session.status_idle', stop_reason: { type: 'budget_reached' }, stop_details: null }])
+      return
+    }
+    const view = buildContextView(c.events, c.agent, this.o.context)
+    const request = view.compaction?.request ?? view.request
+    const signal = c.control.signal
+    if (signal.aborted) return
+    const startId = newId('event')
+    const model = modelId(c.agent)
+    const started = this.deps.log.append(c.sessionId, [...this.runningPrefix(c), { id: startId, type: 'span.model_request_start' }])
+    c.state.status = 'running'
+    const previews = this.deps.previews
+    const previewIds = new Map<number, string>()
+    let usage = zeroUsage()
+    let response: ModelResponse
+    try {
+      response = await this.deps.model.stream(request, {
+        signal,
+        onBlockStart: view.compaction
+          ? undefined
+          : (index, type) => {
+              if (type !== 'text' && type !== 'thinking') return
+              const id = newId('event')
+              previewIds.set(index, id)
+              previews?.publish(c.sessionId, { type: 'event_start', event: { id, type: type === 'text' ? 'agent.message' : 'agent.thinking' } })
+            },
+        onTextDelta: view.compaction
+          ? undefined
+          : (index, text) => {
+              const id = previewIds.get(index)
+              if (id) previews?.publish(c.sessionId, { type: 'event_delta', event_id: id, delta: { type: 'content_delta', content: { type: 'text', text }, index: 0 } })
+            },
+        onUsage: (u) => (usage = u),
+      })
+    } catch (err) {
+      await started
+      const e = err instanceof ModelRequestError ? err : new ModelRequestError('connection', (err as Error).message, { cause: err })
+      if (c.control.stopped) return
+      const end: EventInput = { type: 'span.model_request_end', model_request_start_id: startId, is_error: true, model_usage: usage, model }
+      if (e.kind === 'aborted') {
+        await this.deps.log.append(c.sessionId, [{ ...end, interrupted: true }])
+        return
+      }
+      const exhausted = !e.retryable || attempt + 1 > this.o.maxRetries
+      const error: EventInput = {
+        type: 'session.error',
+        error: { type: e.apiErrorType, message: e.message, retry_status: { type: exhausted ? 'exhausted' : 'retrying' } },
+      }
+      if (exhausted) {
+        await this.deps.log.append(c.sessionId, [end, error, { type: 'session.status_idle', stop_reason: { type: 'retries_exhausted' }, stop_details: null }])
+        return
+      }
+      await this.deps.log.append(c.sessionId, [end, error])
+      const exp = Math.min(this.o.backoffMaxMs, this.o.backoffBaseMs * 2 ** attempt)
+      const delay = Math.max(e.retryAfterMs ?? 0, exp / 2 + (exp / 2) * this.o.random())
+      await sleep(Math.min(delay, this.o.backoffMaxMs), signal)
+      return
+    }
+    await started
+    if (c.control.stopped) return
+    const end: EventInput = {
+      type: 'span.model_request_end',
+      model_request_start_id: startId,
+      is_error: false,
+      model_usage: response.usage,
+      model,
+      stop_reason: response.stopReason,
+    }
+    if (view.compaction) {
+      const summary = response.blocks.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')
+      await this.deps.log.append(c.sessionId, [
+        { ...end, stop_reason: 'compaction' },
+        { type: 'agent.thread_context_compacted', summary, through_seq: view.compaction.throughSeq, through_event_id: view.compaction.throughEventId },
+      ])
+      return
+    }
+    await this.deps.log.append(c.sessionId, [...this.responseEvents(response, previewIds, c), end])
+  }
+
+  /** The events a finished response becomes, in order; previews' pre-assigned ids are kept. */
+  private responseEvents(response: ModelResponse, previewIds: Map<number, string>, c: RunContext): EventInput[] {
+    const out: EventInput[] = []
+    response.blocks.forEach((b, index) => {
+      const id = previewIds.get(index) ?? newId('event')
+      if (b.type === 'thinking') out.push({ id, type: 'agent.thinking', thinking: b.thinking, signature: b.signature })
+      else if (b.type === 'redacted_thinking') out.push({ id, type: 'agent.thinking', redacted: true })
+      else if (b.type === 'text') {
+        if (b.text.length) out.push({ id, type: 'agent.message', content: [{ type: 'text', text: b.text }] })
+      } else if (b.type === 'tool_use') {
+        const route = routeTool(c.agent.tools ?? [], b.name)
+        if (route.kind === 'custom') out.push({ id, type: 'agent.custom_tool_use', name: b.name, input: b.input })
+        else if (route.kind === 'toolset' || route.kind === 'mcp') {
+          out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: route.permission, evaluation: { type: route.policy === 'auto' ? 'always_ask' : route.policy } })
+        } else out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: 'allow' })
+      }
+    })
+    return out
+  }
+}
+
+interface RunContext {
+  sessionId: string
+  session: { id: string; agent: unknown; budget?: unknown }
+  agent: ViewAgent & { tools?: AgentToolConfig[] }
+  events: ViewEvent[]
+  state: SessionState
+  control: TurnControl
+}
+
+function toolResult(toolUseId: string, o: ToolOutcome, interrupted = false): EventInput {
+  const ev: EventInput = { type: 'agent.tool_result', tool_use_id: toolUseId, content: [{ type: 'text', text: o.content }], is_error: o.isError }
+  if (interrupted) ev.interrupted = true
+  return ev
+}
+
+function zeroUsage(): ModelUsage {
+  return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+}
+
+function spentCents(s: SessionState): number {
+  let total = 0
+  for (const [model, u] of s.usageByModel) total += listCostCents(model, u)
+  return total
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve()
+    const t = setTimeout(done, ms)
+    function done() {
+      clearTimeout(t)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    signal?.addEventListener('abort', done, { once: true })
+  })
+}

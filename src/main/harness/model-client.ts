@@ -1,0 +1,260 @@
+import Anthropic from '@anthropic-ai/sdk'
+import type { MessageCreateParamsBase, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages/messages'
+
+/** A Messages API request as the context view builds it (without `stream`). */
+export type ModelRequest = Omit<MessageCreateParamsBase, 'stream'> & { context_management?: unknown }
+
+/** One content block of a finished model response. */
+export type ResponseBlock =
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+
+export interface ModelUsage {
+  input_tokens: number
+  output_tokens: number
+  cache_creation_input_tokens: number
+  cache_read_input_tokens: number
+}
+
+export interface ModelResponse {
+  blocks: ResponseBlock[]
+  stopReason: string | null
+  usage: ModelUsage
+  model: string
+}
+
+/** What the harness hears while a response streams (for previews); never stored. */
+export interface ModelStreamHandlers {
+  signal: AbortSignal
+  /** A content block began at `index` of the response. */
+  onBlockStart?: (index: number, type: ResponseBlock['type']) => void
+  onTextDelta?: (index: number, text: string) => void
+  /** Usage so far (input tokens are known from the first event). */
+  onUsage?: (usage: ModelUsage) => void
+}
+
+/**
+ * The model, as the harness sees it: one streamed request at a time. Implementations:
+ * AnthropicModelClient (the official SDK against Anthropic or a compatible server).
+ * Throws ModelRequestError for every failure, classified for the retry policy.
+ */
+export interface ModelClient {
+  stream(request: ModelRequest, handlers: ModelStreamHandlers): Promise<ModelResponse>
+}
+
+export type ModelErrorKind = 'rate_limited' | 'overloaded' | 'server' | 'connection' | 'stream_cut' | 'stalled' | 'aborted' | 'invalid'
+
+/** A failed model request. `retryable` follows from `kind`; `retryAfterMs` from the server's header. */
+export class ModelRequestError extends Error {
+  readonly kind: ModelErrorKind
+  readonly status?: number
+  readonly retryAfterMs?: number
+  constructor(kind: ModelErrorKind, message: string, options: { status?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+    super(message, { cause: options.cause })
+    this.name = 'ModelRequestError'
+    this.kind = kind
+    this.status = options.status
+    this.retryAfterMs = options.retryAfterMs
+  }
+  get retryable(): boolean {
+    return this.kind !== 'invalid' && this.kind !== 'aborted'
+  }
+  /** The Managed Agents error object type this failure is reported as. */
+  get apiErrorType(): 'model_rate_limited_error' | 'model_overloaded_error' | 'model_request_failed_error' {
+    return this.kind === 'rate_limited' ? 'model_rate_limited_error' : this.kind === 'overloaded' ? 'model_overloaded_error' : 'model_request_failed_error'
+  }
+}
+
+export interface AnthropicModelClientParams {
+  apiKey?: string
+  baseURL?: string
+  /**
+   * For local Anthropic-compatible servers (Ollama, llama.cpp, LM Studio): strip
+   * `cache_control`, `context_management`, server tools and beta headers from every request.
+   */
+  compatibilityMode?: boolean
+  /** Beta headers to send (ignored in compatibility mode). */
+  betas?: string[]
+  /** Abort when no byte arrives for this long, including before the first one (default 120 s). */
+  stallTimeoutMs?: number
+  /** Upper bound for a whole request (default 10 min). */
+  requestTimeoutMs?: number
+}
+
+/** Strips what a local Anthropic-compatible server does not understand. Pure; returns a copy. */
+export function toCompatibleRequest(request: ModelRequest): ModelRequest {
+  const strip = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(strip)
+    if (v && typeof v === 'object') {
+      const out: Record<string, unknown> = {}
+      for (const [k, x] of Object.entries(v)) if (k !== 'cache_control') out[k] = strip(x)
+      return out
+    }
+    return v
+  }
+  const { context_management: _cm, ...rest } = request
+  const out = strip(rest) as ModelRequest
+  // Server tools have a versioned `type` (web_search_20250305, ...); client tools have none or 'custom'.
+  if (out.tools) out.tools = out.tools.filter((t) => !('type' in t) || t.type === undefined || t.type === 'custom')
+  if (out.tools && out.tools.length === 0) delete out.tools
+  return out
+}
+
+/**
+ * The official SDK's Messages API client, streaming. The SDK's own retries are off: the harness
+ * retries and reports each attempt as events. A stalled socket (no bytes for `stallTimeoutMs`)
+ * is aborted and reported as `stalled`.
+ */
+export class AnthropicModelClient implements ModelClient {
+  private readonly client: Anthropic
+  private readonly stallTimeoutMs: number
+
+  constructor(private readonly params: AnthropicModelClientParams) {
+    this.stallTimeoutMs = params.stallTimeoutMs ?? 120_000
+    this.client = new Anthropic({
+      apiKey: params.apiKey ?? 'no-key',
+      baseURL: params.baseURL,
+      maxRetries: 0,
+      timeout: params.requestTimeoutMs ?? 600_000,
+    })
+  }
+
+  async stream(request: ModelRequest, handlers: ModelStreamHandlers): Promise<ModelResponse> {
+    const body = this.params.compatibilityMode ? toCompatibleRequest(request) : request
+    const controller = new AbortController()
+    let stalled = false
+    let timer: NodeJS.Timeout | undefined
+    const arm = () => {
+      if (timer) clearTimeout(timer)
+      timer = setTimeout(() => {
+        stalled = true
+        controller.abort()
+      }, this.stallTimeoutMs)
+    }
+    const onAbort = () => controller.abort()
+    if (handlers.signal.aborted) throw new ModelRequestError('aborted', 'the model request was interrupted')
+    handlers.signal.addEventListener('abort', onAbort, { once: true })
+    arm()
+    const headers: Record<string, string> = {}
+    if (!this.params.compatibilityMode && this.params.betas?.length) headers['anthropic-beta'] = this.params.betas.join(',')
+    const acc = new ResponseAccumulator(handlers)
+    try {
+      const stream = await this.client.messages.create({ ...(body as MessageCreateParamsBase), stream: true }, { signal: controller.signal, headers })
+      for await (const event of stream) {
+        arm()
+        acc.apply(event)
+      }
+      return acc.finish()
+    } catch (err) {
+      if (err instanceof ModelRequestError) throw err
+      if (handlers.signal.aborted) throw new ModelRequestError('aborted', 'the model request was interrupted', { cause: err })
+      if (stalled) throw new ModelRequestError('stalled', `the model endpoint sent nothing for ${this.stallTimeoutMs} ms`, { cause: err })
+      throw classifyError(err)
+    } finally {
+      if (timer) clearTimeout(timer)
+      handlers.signal.removeEventListener('abort', onAbort)
+    }
+  }
+}
+
+/** Maps an SDK or network error to a ModelRequestError. */
+export function classifyError(err: unknown): ModelRequestError {
+  if (err instanceof Anthropic.APIError && typeof err.status === 'number') {
+    const status = err.status
+    const retryAfter = Number(err.headers?.get?.('retry-after'))
+    const retryAfterMs = Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter * 1000 : undefined
+    const msg = `model endpoint answered ${status}: ${err.message}`
+    if (status === 429) return new ModelRequestError('rate_limited', msg, { status, retryAfterMs, cause: err })
+    if (status === 529) return new ModelRequestError('overloaded', msg, { status, retryAfterMs, cause: err })
+    if (status >= 500 || status === 408) return new ModelRequestError('server', msg, { status, retryAfterMs, cause: err })
+    return new ModelRequestError('invalid', msg, { status, cause: err })
+  }
+  const message = (err as Error)?.message ?? String(err)
+  // An overloaded_error sent as an SSE `error` event mid-stream.
+  if (/overloaded/i.test(message)) return new ModelRequestError('overloaded', `model endpoint overloaded: ${message}`, { cause: err })
+  return new ModelRequestError('connection', `model request failed: ${message}`, { cause: err })
+}
+
+/** Folds raw stream events into a response, forwarding previews. Throws on a cut stream. */
+class ResponseAccumulator {
+  private readonly blocks: (ResponseBlock & { partialJson?: string })[] = []
+  private stopReason: string | null = null
+  private model = ''
+  private stopped = false
+  private readonly usage: ModelUsage = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+
+  constructor(private readonly handlers: ModelStreamHandlers) {}
+
+  apply(event: RawMessageStreamEvent): void {
+    switch (event.type) {
+      case 'message_start':
+        this.model = event.message.model
+        this.mergeUsage(event.message.usage as unknown as Record<string, unknown>)
+        break
+      case 'content_block_start': {
+        const b = event.content_block
+        let block: (typeof this.blocks)[number] | undefined
+        if (b.type === 'text') block = { type: 'text', text: b.text ?? '' }
+        else if (b.type === 'thinking') block = { type: 'thinking', thinking: b.thinking ?? '', signature: b.signature ?? '' }
+        else if (b.type === 'redacted_thinking') block = { type: 'redacted_thinking', data: b.data }
+        else if (b.type === 'tool_use') block = { type: 'tool_use', id: b.id, name: b.name, input: {}, partialJson: '' }
+        if (block) {
+          this.blocks[event.index] = block
+          this.handlers.onBlockStart?.(event.index, block.type)
+          if (block.type === 'text' && block.text) this.handlers.onTextDelta?.(event.index, block.text)
+        }
+        break
+      }
+      case 'content_block_delta': {
+        const block = this.blocks[event.index]
+        if (!block) break
+        const d = event.delta
+        if (d.type === 'text_delta' && block.type === 'text') {
+          block.text += d.text
+          this.handlers.onTextDelta?.(event.index, d.text)
+        } else if (d.type === 'thinking_delta' && block.type === 'thinking') block.thinking += d.thinking
+        else if (d.type === 'signature_delta' && block.type === 'thinking') block.signature += d.signature
+        else if (d.type === 'input_json_delta' && block.type === 'tool_use') block.partialJson = (block.partialJson ?? '') + d.partial_json
+        break
+      }
+      case 'content_block_stop': {
+        const block = this.blocks[event.index]
+        if (block?.type === 'tool_use') {
+          const raw = block.partialJson ?? ''
+          try {
+            block.input = raw.trim() ? (JSON.parse(raw) as Record<string, unknown>) : {}
+            delete block.partialJson
+          } catch {
+            // Truncated input (max_tokens): the block keeps partialJson and is dropped in finish().
+          }
+        }
+        break
+      }
+      case 'message_delta':
+        this.stopReason = event.delta.stop_reason ?? this.stopReason
+        this.mergeUsage(event.usage as unknown as Record<string, unknown>)
+        break
+      case 'message_stop':
+        this.stopped = true
+        break
+    }
+  }
+
+  private mergeUsage(u: Record<string, unknown> | undefined | null): void {
+    if (!u) return
+    for (const k of Object.keys(this.usage) as (keyof ModelUsage)[]) {
+      const v = u[k]
+      if (typeof v === 'number') this.usage[k] = v
+    }
+    this.handlers.onUsage?.({ ...this.usage })
+  }
+
+  finish(): ModelResponse {
+    if (!this.stopped) throw new ModelRequestError('stream_cut', 'the model stream ended before message_stop')
+    // A tool_use whose input never completed (max_tokens) is dropped rather than run half-formed.
+    const blocks = this.blocks.filter((b): b is ResponseBlock & { partialJson?: string } => !!b && !(b.type === 'tool_use' && b.partialJson !== undefined))
+    return { blocks: blocks.map(({ partialJson: _p, ...b }) => b as ResponseBlock), stopReason: this.stopReason, usage: { ...this.usage }, model: this.model }
+  }
+}

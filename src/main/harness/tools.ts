@@ -1,0 +1,178 @@
+/**
+ * Which tools an agent offers the model, how each is routed, and what permission a call gets.
+ * Pure functions of the agent snapshot a session pinned.
+ */
+
+/** The permission a call was evaluated to, as `agent.tool_use.evaluated_permission` reports it. */
+export type EvaluatedPermission = 'allow' | 'ask'
+
+/** How the harness handles a tool the model called. */
+export type ToolRoute =
+  | { kind: 'toolset'; permission: EvaluatedPermission; policy: 'always_allow' | 'always_ask' | 'auto' }
+  | { kind: 'mcp'; serverName: string; permission: EvaluatedPermission; policy: 'always_allow' | 'always_ask' | 'auto' }
+  | { kind: 'custom' }
+  | { kind: 'history' }
+  | { kind: 'unknown' }
+
+/** The tool the model may call to read its own session log (Corral's addition). */
+export const SESSION_HISTORY_TOOL = 'session_history'
+
+export interface ModelToolDefinition {
+  name: string
+  description: string
+  input_schema: { type: 'object'; properties?: Record<string, unknown>; required?: string[]; [k: string]: unknown }
+  type?: string
+  [k: string]: unknown
+}
+
+type Policy = { type: 'always_allow' | 'always_ask' | 'auto' } | null | undefined
+interface ToolsetConfig {
+  type: 'agent_toolset_20260401'
+  default_config?: { enabled?: boolean | null; permission_policy?: Policy } | null
+  configs?: { name: string; enabled?: boolean | null; permission_policy?: Policy }[]
+}
+interface McpToolsetConfig {
+  type: 'mcp_toolset'
+  mcp_server_name: string
+  default_config?: { enabled?: boolean | null; permission_policy?: Policy } | null
+  configs?: { name: string; enabled?: boolean | null; permission_policy?: Policy }[]
+}
+interface CustomToolConfig {
+  type: 'custom'
+  name: string
+  description: string
+  input_schema: Record<string, unknown>
+}
+export type AgentToolConfig = ToolsetConfig | McpToolsetConfig | CustomToolConfig | { type: string; [k: string]: unknown }
+
+const str = (description: string) => ({ type: 'string', description })
+const int = (description: string) => ({ type: 'integer', description })
+
+/** Model-facing definitions of the toolset tools (agent_toolset_20260401). */
+export const TOOLSET_DEFINITIONS: Record<string, ModelToolDefinition> = {
+  bash: {
+    name: 'bash',
+    description: 'Run a bash command in the session sandbox (working directory: the workspace). Returns stdout, stderr and the exit code.',
+    input_schema: { type: 'object', properties: { command: str('The command to run'), timeout_ms: int('Optional timeout in milliseconds') }, required: ['command'] },
+  },
+  read: {
+    name: 'read',
+    description: 'Read a text file from the sandbox, optionally a range of lines.',
+    input_schema: { type: 'object', properties: { path: str('File path'), offset: int('First line (1-based)'), limit: int('Number of lines') }, required: ['path'] },
+  },
+  write: {
+    name: 'write',
+    description: 'Create or overwrite a file in the sandbox with the given content.',
+    input_schema: { type: 'object', properties: { path: str('File path'), content: str('Full file content') }, required: ['path', 'content'] },
+  },
+  edit: {
+    name: 'edit',
+    description: 'Replace old_string with new_string in a file; old_string must occur exactly once unless replace_all is true.',
+    input_schema: {
+      type: 'object',
+      properties: { path: str('File path'), old_string: str('Text to replace'), new_string: str('Replacement'), replace_all: { type: 'boolean' } },
+      required: ['path', 'old_string', 'new_string'],
+    },
+  },
+  glob: {
+    name: 'glob',
+    description: 'List files matching a glob pattern in the sandbox.',
+    input_schema: { type: 'object', properties: { pattern: str('Glob pattern, e.g. src/**/*.ts'), path: str('Directory to search from') }, required: ['pattern'] },
+  },
+  grep: {
+    name: 'grep',
+    description: 'Search file contents in the sandbox with a regular expression.',
+    input_schema: { type: 'object', properties: { pattern: str('Regular expression'), path: str('File or directory'), glob: str('Only files matching this glob') }, required: ['pattern'] },
+  },
+  web_fetch: {
+    name: 'web_fetch',
+    description: "Fetch a URL through Corral's egress proxy (only hosts the environment allows) and return its content as text.",
+    input_schema: { type: 'object', properties: { url: str('http(s) URL') }, required: ['url'] },
+  },
+}
+
+/** Anthropic's server-side web search, offered for the toolset's web_search (stripped for local servers). */
+export const WEB_SEARCH_SERVER_TOOL: ModelToolDefinition = {
+  type: 'web_search_20250305',
+  name: 'web_search',
+  description: '',
+  input_schema: { type: 'object' },
+}
+
+export const SESSION_HISTORY_DEFINITION: ModelToolDefinition = {
+  name: SESSION_HISTORY_TOOL,
+  description:
+    "Read this session's own event log by position, including parts no longer in your context (cleared tool results, compacted history). " +
+    'Use `after` to continue reading forward from a position, `before` with `limit` for the events before a position, `event_id` to locate one event, and `types` to filter.',
+  input_schema: {
+    type: 'object',
+    properties: {
+      after: int('Return events with position greater than this'),
+      before: int('Return the events just before this position (newest last)'),
+      event_id: str('Return the event with this id and its position'),
+      types: { type: 'array', items: { type: 'string' }, description: 'Only these event types, e.g. ["agent.tool_result"]' },
+      limit: int('At most this many events (default 20, max 100)'),
+    },
+  },
+}
+
+function resolvePolicy(p: Policy, fallback: 'always_allow' | 'always_ask'): 'always_allow' | 'always_ask' | 'auto' {
+  return p?.type ?? fallback
+}
+
+// `auto` asks: Corral has no classifier to judge a call on its own, and asking is the safe reading.
+const permissionOf = (policy: 'always_allow' | 'always_ask' | 'auto'): EvaluatedPermission => (policy === 'always_allow' ? 'allow' : 'ask')
+
+/**
+ * The tools the model sees for an agent: enabled toolset tools, custom tools, and
+ * `session_history`. MCP tools need their server's tool list, which the hands provide; until
+ * then none are offered.
+ */
+export function modelTools(tools: readonly AgentToolConfig[]): ModelToolDefinition[] {
+  const out: ModelToolDefinition[] = []
+  for (const t of tools) {
+    if (t.type === 'agent_toolset_20260401') {
+      const ts = t as ToolsetConfig
+      for (const name of [...Object.keys(TOOLSET_DEFINITIONS), 'web_search']) {
+        const c = ts.configs?.find((x) => x.name === name)
+        const enabled = c?.enabled ?? ts.default_config?.enabled ?? true
+        if (!enabled) continue
+        out.push(name === 'web_search' ? WEB_SEARCH_SERVER_TOOL : TOOLSET_DEFINITIONS[name])
+      }
+    } else if (t.type === 'custom') {
+      const c = t as CustomToolConfig
+      out.push({ name: c.name, description: c.description, input_schema: c.input_schema as ModelToolDefinition['input_schema'] })
+    }
+  }
+  out.push(SESSION_HISTORY_DEFINITION)
+  return out
+}
+
+/** How a call to `name` is routed and what permission it gets under the agent's tool config. */
+export function routeTool(tools: readonly AgentToolConfig[], name: string): ToolRoute {
+  if (name === SESSION_HISTORY_TOOL) return { kind: 'history' }
+  for (const t of tools) {
+    if (t.type === 'custom' && (t as CustomToolConfig).name === name) return { kind: 'custom' }
+  }
+  for (const t of tools) {
+    if (t.type === 'agent_toolset_20260401' && (name in TOOLSET_DEFINITIONS || name === 'web_search')) {
+      const ts = t as ToolsetConfig
+      const c = ts.configs?.find((x) => x.name === name)
+      if (!(c?.enabled ?? ts.default_config?.enabled ?? true)) return { kind: 'unknown' }
+      const policy = resolvePolicy(c?.permission_policy ?? ts.default_config?.permission_policy, 'always_allow')
+      return { kind: 'toolset', policy, permission: permissionOf(policy) }
+    }
+  }
+  for (const t of tools) {
+    if (t.type === 'mcp_toolset') {
+      const m = t as McpToolsetConfig
+      const prefix = `${m.mcp_server_name}__`
+      if (!name.startsWith(prefix)) continue
+      const c = m.configs?.find((x) => x.name === name.slice(prefix.length))
+      if (!(c?.enabled ?? m.default_config?.enabled ?? true)) return { kind: 'unknown' }
+      const policy = resolvePolicy(c?.permission_policy ?? m.default_config?.permission_policy, 'always_ask')
+      return { kind: 'mcp', serverName: m.mcp_server_name, policy, permission: permissionOf(policy) }
+    }
+  }
+  return { kind: 'unknown' }
+}

@@ -1,0 +1,107 @@
+import type { Db } from '../session/database'
+import type { EventLog } from '../session/event-log'
+import { resolveModelEndpoint, type Settings } from '../config'
+import { Harness, type HarnessOptions, type PreviewSink, type SessionSource } from '../harness/harness'
+import { AnthropicModelClient, type ModelClient } from '../harness/model-client'
+import type { ToolOutcome, ToolRecovery, ToolRouter } from '../harness/tool-router'
+import { SqliteLeaseStore } from './leases'
+import { Scheduler } from './scheduler'
+import { SqliteToolJournal } from './tool-journal'
+
+/** Harness settings an engine takes (EngineConfig.harness). */
+export interface BrainsOptions extends HarnessOptions {
+  /** false: build the harness but never run a brain (tools that only read or write the log). */
+  enabled?: boolean
+  /** Lease lifetime (default 15 s); a brain renews it at a third of that. */
+  leaseTtlMs?: number
+  /** Model request stall timeout, overriding settings (ms). */
+  stallTimeoutMs?: number
+}
+
+/**
+ * Used when no hands are plugged in: every sandbox tool call is answered with an error the
+ * model can read, naming what is missing. (The hands issue provides SandboxToolRouter.)
+ */
+export class NoHandsToolRouter implements ToolRouter {
+  async execute(call: { name: string }): Promise<ToolOutcome> {
+    return { content: `The ${call.name} tool is unavailable: no sandbox backend is configured in this Corral engine.`, isError: true }
+  }
+  async recover(): Promise<ToolRecovery> {
+    return { state: 'not_started' }
+  }
+  async release(): Promise<void> {}
+}
+
+export interface BrainsParams {
+  db: Db
+  log: EventLog
+  sessions: SessionSource
+  previews: PreviewSink
+  settings: Settings
+  env: NodeJS.ProcessEnv
+  router?: ToolRouter
+  model?: ModelClient
+  options?: BrainsOptions
+  onError?: (msg: string) => void
+}
+
+/** The brains of an engine: harness + scheduler + leases, built from settings. */
+export class Brains {
+  readonly harness: Harness
+  readonly scheduler: Scheduler
+  readonly leases: SqliteLeaseStore
+  readonly router: ToolRouter
+  private started = false
+
+  constructor(private readonly p: BrainsParams) {
+    const endpoint = resolveModelEndpoint(p.env, p.settings)
+    const model =
+      p.model ??
+      new AnthropicModelClient({
+        apiKey: endpoint.apiKey,
+        baseURL: endpoint.baseUrl,
+        compatibilityMode: endpoint.compatibilityMode,
+        stallTimeoutMs: p.options?.stallTimeoutMs ?? endpoint.stallTimeoutMs,
+        requestTimeoutMs: endpoint.requestTimeoutMs,
+      })
+    this.router = p.router ?? new NoHandsToolRouter()
+    this.harness = new Harness({
+      log: p.log,
+      sessions: p.sessions,
+      model,
+      router: this.router,
+      journal: new SqliteToolJournal(p.db),
+      previews: p.previews,
+      options: { maxRetries: endpoint.maxRetries, ...p.options },
+    })
+    this.leases = new SqliteLeaseStore(p.db, { ttlMs: p.options?.leaseTtlMs })
+    this.scheduler = new Scheduler({
+      db: p.db,
+      log: p.log,
+      harness: this.harness,
+      leases: this.leases,
+      onError: (sessionId, err) => (p.onError ?? console.error)(`[corral] brain of ${sessionId} failed: ${(err as Error).stack ?? String(err)}`),
+    })
+  }
+
+  /**
+   * Starts the scheduler and wakes every session that was running. Brains run only when a
+   * model is reachable: a ModelClient was given, or ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL (or
+   * the settings) name an endpoint; otherwise nothing would answer and no request may leave
+   * the machine unasked.
+   */
+  start(): string[] {
+    if (this.p.options?.enabled === false || this.started) return []
+    const endpoint = resolveModelEndpoint(this.p.env, this.p.settings)
+    if (!this.p.model && !endpoint.apiKey && !endpoint.baseUrl) {
+      ;(this.p.onError ?? console.warn)('[corral] no model endpoint configured (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL or settings.model): sessions will not run')
+      return []
+    }
+    this.started = true
+    return this.scheduler.start()
+  }
+
+  async stop(): Promise<void> {
+    await this.scheduler.stop()
+  }
+}

@@ -1,0 +1,78 @@
+import { hostname } from 'node:os'
+import { randomBytes } from 'node:crypto'
+import type { Db } from '../session/database'
+
+export interface LeaseStoreParams {
+  /** How long a lease lasts unless renewed (default 15 s). */
+  ttlMs?: number
+  /** This brain's owner id; `host:pid:nonce` by default. */
+  owner?: string
+  clock?: () => number
+}
+
+/** A fresh owner id for this process: host, pid and a nonce (two engines in one process differ). */
+export function newLeaseOwner(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`
+}
+
+/**
+ * Session leases in the database: at most one brain runs a session. A lease is taken when it is
+ * free, expired, already ours, or held by a process on this host that no longer exists (so a
+ * brain restarted after kill -9 does not wait for the dead one's lease to expire).
+ */
+export class SqliteLeaseStore {
+  readonly owner: string
+  readonly ttlMs: number
+  private readonly clock: () => number
+
+  constructor(
+    private readonly db: Db,
+    params: LeaseStoreParams = {},
+  ) {
+    this.owner = params.owner ?? newLeaseOwner()
+    this.ttlMs = params.ttlMs ?? 15_000
+    this.clock = params.clock ?? Date.now
+  }
+
+  /** Takes or renews the lease on a session; false when another live brain holds it. */
+  acquire(sessionId: string): boolean {
+    return this.db.transaction(() => {
+      const now = this.clock()
+      const row = this.db.prepare('SELECT owner, expires_at FROM session_leases WHERE session_id = ?').get(sessionId) as { owner: string; expires_at: number } | undefined
+      if (row && row.owner !== this.owner && row.expires_at > now && !ownerIsDead(row.owner)) return false
+      this.db
+        .prepare('INSERT INTO session_leases (session_id, owner, expires_at) VALUES (?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at')
+        .run(sessionId, this.owner, now + this.ttlMs)
+      return true
+    })()
+  }
+
+  /** Extends a lease we hold; false if it is no longer ours. */
+  renew(sessionId: string): boolean {
+    const r = this.db.prepare('UPDATE session_leases SET expires_at = ? WHERE session_id = ? AND owner = ?').run(this.clock() + this.ttlMs, sessionId, this.owner)
+    return r.changes === 1
+  }
+
+  release(sessionId: string): void {
+    this.db.prepare('DELETE FROM session_leases WHERE session_id = ? AND owner = ?').run(sessionId, this.owner)
+  }
+
+  /** Who holds a session's lease now (undefined when free or expired). */
+  holder(sessionId: string): string | undefined {
+    const row = this.db.prepare('SELECT owner, expires_at FROM session_leases WHERE session_id = ?').get(sessionId) as { owner: string; expires_at: number } | undefined
+    return row && row.expires_at > this.clock() ? row.owner : undefined
+  }
+}
+
+/** True when `owner` names a process on this host that is gone. */
+export function ownerIsDead(owner: string): boolean {
+  const [host, pidText] = owner.split(':')
+  const pid = Number(pidText)
+  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false
+  try {
+    process.kill(pid, 0)
+    return false
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH'
+  }
+}

@@ -1,0 +1,111 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Engine } from '../../src/main/engine'
+import type { BrainsOptions } from '../../src/main/orchestrator/brains'
+import type { LoggedEvent } from '../../src/main/session/event-log'
+import type { ToolRouter } from '../../src/main/harness/tool-router'
+import { RecordingToolRouter } from './harness-tool-router'
+import { ScriptedModelServer, type Responder, type ScriptStep } from './model-server'
+
+export interface HarnessFixture {
+  dir: string
+  engine: Engine
+  model: ScriptedModelServer
+  router: RecordingToolRouter
+  agentId: string
+  environmentId: string
+  /** Creates a session whose first user message is `text` (no message when undefined). */
+  createSession(text?: string, extra?: Record<string, unknown>): Promise<string>
+  send(sessionId: string, events: Record<string, unknown>[]): Promise<void>
+  events(sessionId: string): LoggedEvent[]
+  /** Resolves with the session's events once `done(events)` is true (polls the log). */
+  waitFor(sessionId: string, done: (events: LoggedEvent[]) => boolean, timeoutMs?: number): Promise<LoggedEvent[]>
+  /** Waits for the next `session.status_idle` after the last one seen now. */
+  waitForIdle(sessionId: string, timeoutMs?: number): Promise<LoggedEvent & { stop_reason: { type: string; event_ids?: string[] } }>
+  close(): Promise<void>
+}
+
+export interface HarnessFixtureParams {
+  script?: ScriptStep[] | Responder
+  toolDelayMs?: number
+  harness?: BrainsOptions
+  agent?: Record<string, unknown>
+  router?: ToolRouter
+}
+
+/** An engine with brains against a scripted model server and a recording tool router, in a temp dir. */
+export async function openHarnessFixture(p: HarnessFixtureParams = {}): Promise<HarnessFixture> {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-harness-'))
+  const model = await ScriptedModelServer.start(p.script ?? [])
+  const router = new RecordingToolRouter(join(dir, 'effects.log'), { delayMs: p.toolDelayMs ?? 0 })
+  const engine = Engine.open({
+    dataDir: dir,
+    token: 'test-token',
+    env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test-key' },
+    toolRouter: p.router ?? router,
+    harness: { backoffBaseMs: 5, backoffMaxMs: 40, stallTimeoutMs: 1000, leaseTtlMs: 3000, ...p.harness },
+    log: (m) => console.error(m),
+  })
+  const agent = engine.services.agents.create({
+    name: 'test agent',
+    model: 'claude-sonnet-5-5',
+    system: 'You are a test agent.',
+    tools: [{ type: 'agent_toolset_20260401' }],
+    ...p.agent,
+  } as Parameters<typeof engine.services.agents.create>[0])
+  const env = engine.services.environments.create({ name: 'test env', config: { type: 'cloud' } })
+  const log = engine.services.log
+  const events = (sessionId: string): LoggedEvent[] => {
+    const out: LoggedEvent[] = []
+    for (;;) {
+      const page = log.read(sessionId, { after: out.length, limit: 1000 })
+      out.push(...page.map((r) => r.event))
+      if (page.length < 1000) return out
+    }
+  }
+  const waitFor = async (sessionId: string, done: (e: LoggedEvent[]) => boolean, timeoutMs = 10_000) => {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const evs = events(sessionId)
+      if (done(evs)) return evs
+      if (Date.now() > deadline) throw new Error(`timed out; events so far:\n${evs.map((e) => `${e.type} ${JSON.stringify(e).slice(0, 200)}`).join('\n')}`)
+      await new Promise((r) => setTimeout(r, 5))
+    }
+  }
+  return {
+    dir,
+    engine,
+    model,
+    router,
+    agentId: agent.id,
+    environmentId: env.id,
+    async createSession(text, extra = {}) {
+      const s = await engine.services.sessions.create({
+        agent: agent.id,
+        environment_id: env.id,
+        ...(text !== undefined ? { initial_events: [{ type: 'user.message', content: [{ type: 'text', text }] }] } : {}),
+        ...extra,
+      } as Parameters<typeof engine.services.sessions.create>[0])
+      return s.id
+    },
+    async send(sessionId, evs) {
+      await engine.services.sessions.sendEvents(sessionId, evs as Parameters<typeof engine.services.sessions.sendEvents>[1])
+    },
+    events,
+    waitFor,
+    async waitForIdle(sessionId, timeoutMs) {
+      const before = events(sessionId).filter((e) => e.type === 'session.status_idle').length
+      const evs = await waitFor(sessionId, (e) => e.filter((x) => x.type === 'session.status_idle').length > before, timeoutMs)
+      return evs.filter((e) => e.type === 'session.status_idle')[before] as LoggedEvent & { stop_reason: { type: string; event_ids?: string[] } }
+    },
+    async close() {
+      await engine.close()
+      await model.close()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** Event types in order, for compact assertions. */
+export const typesOf = (events: readonly LoggedEvent[]): string[] => events.map((e) => e.type)

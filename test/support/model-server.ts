@@ -1,0 +1,231 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+/**
+ * A scripted model server: a real HTTP server on 127.0.0.1 speaking the Messages API
+ * (`POST /v1/messages`, streaming SSE) so the real @anthropic-ai/sdk client is exercised end to
+ * end. Each request is answered by the next step of the test's script (or by a responder
+ * function that looks at the request).
+ */
+export type ScriptBlock =
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; thinking: string; signature?: string }
+  | { type: 'tool_use'; name: string; input: Record<string, unknown>; id?: string }
+
+export interface ScriptUsage {
+  input_tokens?: number
+  output_tokens?: number
+  cache_creation_input_tokens?: number
+  cache_read_input_tokens?: number
+}
+
+export type ScriptStep =
+  /** A complete streamed response. */
+  | {
+      kind: 'message'
+      blocks: ScriptBlock[]
+      stopReason?: string
+      usage?: ScriptUsage
+      /** Wait this long before the first byte (headers included). */
+      delayMs?: number
+      /** Wait this long between SSE events. */
+      chunkDelayMs?: number
+      /** Characters per text_delta (default 8). */
+      chunkSize?: number
+    }
+  /** An HTTP error with the API's error envelope (429, 500, 529, 400, ...). */
+  | { kind: 'error'; status: number; type?: string; message?: string; retryAfterSec?: number; delayMs?: number }
+  /** Streams the response but destroys the socket after `afterEvents` SSE events. */
+  | { kind: 'cut'; blocks: ScriptBlock[]; afterEvents: number }
+  /** Streams `afterEvents` SSE events, then sends nothing more and keeps the socket open. */
+  | { kind: 'stall'; blocks: ScriptBlock[]; afterEvents: number }
+
+export interface RecordedRequest {
+  index: number
+  path: string
+  headers: IncomingMessage['headers']
+  body: {
+    model: string
+    max_tokens: number
+    system?: { type: string; text: string; cache_control?: unknown }[]
+    tools?: { name: string; type?: string; cache_control?: unknown }[]
+    messages: { role: 'user' | 'assistant'; content: string | Record<string, unknown>[] }[]
+    stream?: boolean
+    tool_choice?: unknown
+    [k: string]: unknown
+  }
+  receivedAt: number
+}
+
+export type Responder = (req: RecordedRequest) => ScriptStep | Promise<ScriptStep>
+
+export class ScriptedModelServer {
+  readonly requests: RecordedRequest[] = []
+  private readonly queue: ScriptStep[] = []
+  private readonly sockets = new Set<import('node:net').Socket>()
+  private responder?: Responder
+  url = ''
+
+  private constructor(private readonly server: Server) {}
+
+  /** Starts a server on 127.0.0.1 (any free port) answering with `script`. Close it with `close()`. */
+  static async start(script: ScriptStep[] | Responder = []): Promise<ScriptedModelServer> {
+    let self: ScriptedModelServer | undefined
+    const server = createServer((req, res) => void self!.handle(req, res))
+    self = new ScriptedModelServer(server)
+    if (typeof script === 'function') self.responder = script
+    else self.queue.push(...script)
+    server.on('connection', (s) => {
+      s.setNoDelay(true)
+      self!.sockets.add(s)
+      s.on('close', () => self!.sockets.delete(s))
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    self.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    return self
+  }
+
+  /** Adds steps to the end of the script. */
+  push(...steps: ScriptStep[]): void {
+    this.queue.push(...steps)
+  }
+
+  /** Replaces the responder (steps still queued are used first). */
+  respondWith(responder: Responder): void {
+    this.responder = responder
+  }
+
+  get pending(): number {
+    return this.queue.length
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy()
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = []
+    for await (const c of req) chunks.push(c as Buffer)
+    const path = (req.url ?? '').split('?')[0]
+    if (req.method !== 'POST' || path !== '/v1/messages') {
+      return sendError(res, 404, 'not_found_error', `scripted model server: no route ${req.method} ${path}`)
+    }
+    let body: RecordedRequest['body']
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RecordedRequest['body']
+    } catch {
+      return sendError(res, 400, 'invalid_request_error', 'body: not JSON')
+    }
+    const recorded: RecordedRequest = { index: this.requests.length, path, headers: req.headers, body, receivedAt: performance.now() }
+    this.requests.push(recorded)
+    const step = this.queue.shift() ?? (this.responder ? await this.responder(recorded) : undefined)
+    if (!step) return sendError(res, 400, 'invalid_request_error', `scripted model server: the script has no step for request #${recorded.index}`)
+    if (step.kind === 'error') {
+      if (step.delayMs) await sleep(step.delayMs)
+      const headers: Record<string, string> = {}
+      if (step.retryAfterSec !== undefined) headers['retry-after'] = String(step.retryAfterSec)
+      return sendError(res, step.status, step.type ?? defaultErrorType(step.status), step.message ?? `scripted ${step.status}`, headers)
+    }
+    if (step.kind === 'message' && step.delayMs) await sleep(step.delayMs)
+    if (res.destroyed) return
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_scripted_${recorded.index}` })
+    res.flushHeaders()
+    const events = sseEvents(step.kind === 'message' ? step : { kind: 'message', blocks: step.blocks }, body.model)
+    const limit = step.kind === 'message' ? events.length : step.afterEvents
+    const gap = step.kind === 'message' ? (step.chunkDelayMs ?? 0) : 0
+    for (let i = 0; i < Math.min(limit, events.length); i++) {
+      if (res.destroyed) return
+      res.write(`event: ${events[i].type}\ndata: ${JSON.stringify(events[i])}\n\n`)
+      if (gap) await sleep(gap)
+    }
+    if (step.kind === 'cut') {
+      res.socket?.destroy()
+      return
+    }
+    if (step.kind === 'stall') return // keep the socket open; the client must give up
+    res.end()
+  }
+}
+
+function defaultErrorType(status: number): string {
+  if (status === 429) return 'rate_limit_error'
+  if (status === 529) return 'overloaded_error'
+  if (status >= 500) return 'api_error'
+  if (status === 401) return 'authentication_error'
+  return 'invalid_request_error'
+}
+
+function sendError(res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers })
+  res.end(JSON.stringify({ type: 'error', error: { type, message } }))
+}
+
+/** The SSE events of a response, in order, as the Messages API streams them. */
+export function sseEvents(step: Extract<ScriptStep, { kind: 'message' }>, model: string): ({ type: string } & Record<string, unknown>)[] {
+  const u = step.usage ?? {}
+  const input = u.input_tokens ?? 100
+  const output = u.output_tokens ?? 20
+  const out: ({ type: string } & Record<string, unknown>)[] = []
+  out.push({
+    type: 'message_start',
+    message: {
+      id: `msg_scripted_${Math.random().toString(36).slice(2)}`,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: input, output_tokens: 1, cache_creation_input_tokens: u.cache_creation_input_tokens ?? 0, cache_read_input_tokens: u.cache_read_input_tokens ?? 0 },
+    },
+  })
+  const size = step.chunkSize ?? 8
+  step.blocks.forEach((b, index) => {
+    if (b.type === 'text') {
+      out.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } })
+      for (let i = 0; i < b.text.length; i += size) out.push({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: b.text.slice(i, i + size) } })
+    } else if (b.type === 'thinking') {
+      out.push({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } })
+      out.push({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: b.thinking } })
+      out.push({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: b.signature ?? 'sig_scripted' } })
+    } else {
+      const id = b.id ?? `toolu_scripted_${Math.random().toString(36).slice(2)}`
+      out.push({ type: 'content_block_start', index, content_block: { type: 'tool_use', id, name: b.name, input: {} } })
+      const json = JSON.stringify(b.input)
+      const third = Math.ceil(json.length / 3)
+      for (let i = 0; i < json.length; i += third) out.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(i, i + third) } })
+    }
+    out.push({ type: 'content_block_stop', index })
+  })
+  const stop = step.stopReason ?? (step.blocks.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn')
+  out.push({ type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: output, input_tokens: input } })
+  out.push({ type: 'message_stop' })
+  return out
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms))
+}
+
+/** Convenience steps. */
+export const say = (text: string, extra: Partial<Extract<ScriptStep, { kind: 'message' }>> = {}): ScriptStep => ({ kind: 'message', blocks: [{ type: 'text', text }], ...extra })
+export const callTool = (name: string, input: Record<string, unknown>, text?: string): ScriptStep => ({
+  kind: 'message',
+  blocks: [...(text ? [{ type: 'text' as const, text }] : []), { type: 'tool_use', name, input }],
+})
+
+/** Text of every tool_result block in a request, in order. */
+export function toolResultsOf(req: RecordedRequest): { tool_use_id: string; text: string; is_error: boolean }[] {
+  const out: { tool_use_id: string; text: string; is_error: boolean }[] = []
+  for (const m of req.body.messages) {
+    if (typeof m.content === 'string') continue
+    for (const b of m.content) {
+      if (b.type !== 'tool_result') continue
+      const c = b.content
+      const text = typeof c === 'string' ? c : ((c as { text?: string }[]) ?? []).map((x) => x.text ?? '').join('')
+      out.push({ tool_use_id: String(b.tool_use_id), text, is_error: b.is_error === true })
+    }
+  }
+  return out
+}

@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError } from 'commander'
 import { DEFAULT_PORT, resolveDataDir } from '../config'
 import { Engine } from '../engine'
 import { serveRenderer } from './serve-renderer'
+import { registerSecretsCommand } from '../vault/secrets-cli'
 
 function parsePort(v: string): number {
   const n = Number(v)
@@ -35,6 +36,8 @@ program
     process.on('SIGTERM', () => void stop('SIGTERM'))
     process.on('SIGINT', () => void stop('SIGINT'))
   })
+
+registerSecretsCommand(program)
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   console.error(`corral: ${(err as Error).message}`)

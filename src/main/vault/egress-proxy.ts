@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { promises as dns } from 'node:dns'
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import http from 'node:http'
 import net, { isIP } from 'node:net'
 import { join } from 'node:path'
@@ -90,7 +91,10 @@ export interface EgressPolicy {
 }
 
 export interface EgressProxyOptions {
-  /** Parent of the per-session directories (mode 0711; each session dir has a random name). */
+  /**
+   * Parent of the per-session directories (mode 0711; each session dir has a random name).
+   * Keep it short: socket paths are limited to 107 bytes. See `defaultEgressRuntimeDir`.
+   */
   runtimeDir: string
   ca: EgressCertificateAuthority
   resolver?: Resolver
@@ -121,6 +125,13 @@ export interface EgressHandle {
   /** Replaces the policy (the environment or the vaults changed); open connections keep theirs. */
   update(policy: EgressPolicy): void
   close(): Promise<void>
+}
+
+/** A fresh private parent directory for session sockets: $XDG_RUNTIME_DIR or the temp dir, mode 0711. */
+export function defaultEgressRuntimeDir(env: NodeJS.ProcessEnv = process.env): string {
+  const dir = mkdtempSync(join(env.XDG_RUNTIME_DIR || tmpdir(), 'corral-egress-'))
+  chmodSync(dir, 0o711)
+  return dir
 }
 
 export const placeholderFor = (credentialId: string) => `corral_placeholder_${credentialId}`
@@ -185,7 +196,8 @@ export class EgressProxy {
     mkdirSync(this.options.runtimeDir, { recursive: true, mode: 0o711 })
     chmodSync(this.options.runtimeDir, 0o711)
     // A random directory name: other local users cannot guess the path of a session's socket.
-    const dir = join(this.options.runtimeDir, `${params.sessionId.slice(0, 40)}-${randomBytes(12).toString('hex')}`)
+    // Short, because a unix socket path is limited to 107 bytes.
+    const dir = join(this.options.runtimeDir, randomBytes(9).toString('base64url'))
     mkdirSync(dir, { mode: 0o755 })
     const socketPath = join(dir, 'proxy.sock')
     writeFileSync(join(dir, 'ca.pem'), this.options.ca.certPem, { mode: 0o644 })

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest'
+import { inputSize, SandboxToolRouter } from '../../../src/main/hands/router'
+import type { CallRecovery, Sandbox, SandboxCall, SandboxProvider, SandboxProvisionParams, SandboxResult } from '../../../src/main/hands/sandbox'
+
+class FakeSandbox implements Sandbox {
+  readonly calls: SandboxCall[] = []
+  disposed: { removeWorkspace?: boolean } | undefined
+  constructor(
+    readonly backend: string,
+    readonly params: SandboxProvisionParams,
+  ) {}
+  async provision(): Promise<void> {}
+  async execute(call: SandboxCall): Promise<SandboxResult> {
+    this.calls.push(call)
+    return { content: `${this.backend}:${call.name}`, isError: false, exitCode: 0 }
+  }
+  async recover(id: string): Promise<CallRecovery> {
+    return id === 'toolu_done' ? { state: 'finished', result: { content: 'was done', isError: false } } : { state: 'unknown' }
+  }
+  async dispose(options?: { removeWorkspace?: boolean }): Promise<void> {
+    this.disposed = options ?? {}
+  }
+}
+
+class FakeProvider implements SandboxProvider {
+  readonly created: FakeSandbox[] = []
+  constructor(
+    readonly backend: string,
+    public availability: { ok: boolean; reason?: string },
+  ) {}
+  async available() {
+    return this.availability
+  }
+  create(params: SandboxProvisionParams): FakeSandbox {
+    const s = new FakeSandbox(this.backend, params)
+    this.created.push(s)
+    return s
+  }
+  async dispose(): Promise<void> {}
+}
+
+const env = (config: Record<string, unknown> = { type: 'cloud' }) => ({ environmentId: 'env_1', config, resources: [{ type: 'file', file_id: 'f', content: 'x' }] })
+
+describe('SandboxToolRouter', () => {
+  it('creates no sandbox until the first toolset call, then reuses it for the session', async () => {
+    const docker = new FakeProvider('docker', { ok: true })
+    const resolved: string[] = []
+    const router = new SandboxToolRouter({ providers: [docker], resolveEnvironment: (id) => (resolved.push(id), env()) })
+    expect(docker.created).toHaveLength(0)
+    await router.execute({ sessionId: 'sesn_1', toolUseId: 'toolu_1', name: 'bash', input: { command: 'ls' } })
+    await router.execute({ sessionId: 'sesn_1', toolUseId: 'toolu_2', name: 'read', input: { file_path: 'x' } })
+    expect(docker.created).toHaveLength(1)
+    expect(resolved).toEqual(['sesn_1'])
+    expect(docker.created[0].params).toMatchObject({ sessionId: 'sesn_1', environmentId: 'env_1', resources: [{ type: 'file' }] })
+    expect(docker.created[0].calls.map((c) => c.toolUseId)).toEqual(['toolu_1', 'toolu_2'])
+  })
+
+  it('answers an unknown tool with an error naming it, without making a sandbox', async () => {
+    const docker = new FakeProvider('docker', { ok: true })
+    const router = new SandboxToolRouter({ providers: [docker], resolveEnvironment: () => env() })
+    const r = await router.execute({ sessionId: 'sesn_1', toolUseId: 'toolu_1', name: 'web_fetch', input: {} })
+    expect(r).toMatchObject({ isError: true, content: expect.stringContaining('unknown tool "web_fetch"') })
+    expect(docker.created).toHaveLength(0)
+  })
+
+  it('falls back to the next available backend and names why the first is not used when none is', async () => {
+    const docker = new FakeProvider('docker', { ok: false, reason: 'the Docker engine is not answering' })
+    const bwrap = new FakeProvider('bubblewrap', { ok: true })
+    const router = new SandboxToolRouter({ providers: [docker, bwrap], resolveEnvironment: () => env(), availabilityTtlMs: 0 })
+    expect((await router.execute({ sessionId: 'sesn_a', toolUseId: 't', name: 'bash', input: {} })).content).toBe('bubblewrap:bash')
+    bwrap.availability = { ok: false, reason: 'bwrap is not installed' }
+    const r = await router.execute({ sessionId: 'sesn_b', toolUseId: 't', name: 'bash', input: {} })
+    expect(r.isError).toBe(true)
+    expect(r.content).toContain('docker: the Docker engine is not answering')
+    expect(r.content).toContain('bubblewrap: bwrap is not installed')
+  })
+
+  it('uses the backend the environment asks for and tries again after it was down', async () => {
+    const docker = new FakeProvider('docker', { ok: false, reason: 'down' })
+    const bwrap = new FakeProvider('bubblewrap', { ok: true })
+    const router = new SandboxToolRouter({ providers: [docker, bwrap], resolveEnvironment: () => env({ type: 'cloud', corral: { backend: 'docker' } }), availabilityTtlMs: 0 })
+    expect((await router.execute({ sessionId: 'sesn_1', toolUseId: 't1', name: 'bash', input: {} })).isError).toBe(true)
+    docker.availability = { ok: true }
+    expect((await router.execute({ sessionId: 'sesn_1', toolUseId: 't2', name: 'bash', input: {} })).content).toBe('docker:bash')
+    expect(bwrap.created).toHaveLength(0)
+  })
+
+  it('refuses an input over the size limit before it reaches a sandbox', async () => {
+    const docker = new FakeProvider('docker', { ok: true })
+    const router = new SandboxToolRouter({ providers: [docker], resolveEnvironment: () => env(), maxInputBytes: 1000 })
+    const r = await router.execute({ sessionId: 'sesn_1', toolUseId: 't', name: 'write', input: { file_path: 'a', content: 'x'.repeat(5000) } })
+    expect(r).toMatchObject({ isError: true, content: expect.stringContaining('over the 1000-byte limit') })
+    expect(docker.created).toHaveLength(0)
+  })
+
+  it('reports an invalid config.corral as an error naming the field', async () => {
+    const router = new SandboxToolRouter({ providers: [new FakeProvider('docker', { ok: true })], resolveEnvironment: () => env({ type: 'cloud', corral: { memory_mb: -1 } }) })
+    const r = await router.execute({ sessionId: 'sesn_1', toolUseId: 't', name: 'bash', input: {} })
+    expect(r).toMatchObject({ isError: true, content: expect.stringContaining('config.corral.memory_mb') })
+  })
+
+  it('recovers a finished call through the sandbox and reports unknown for other tools', async () => {
+    const router = new SandboxToolRouter({ providers: [new FakeProvider('docker', { ok: true })], resolveEnvironment: () => env() })
+    expect(await router.recover({ sessionId: 's', toolUseId: 'toolu_done', name: 'bash', input: {} })).toEqual({ state: 'finished', outcome: { content: 'was done', isError: false, exitCode: undefined, durationMs: undefined } })
+    expect(await router.recover({ sessionId: 's', toolUseId: 'toolu_other', name: 'bash', input: {} })).toEqual({ state: 'unknown' })
+    expect(await router.recover({ sessionId: 's', toolUseId: 'toolu_done', name: 'my_custom_tool', input: {} })).toEqual({ state: 'unknown' })
+  })
+
+  it('disposes the session sandbox on release, and removes the workspace of a session never run here', async () => {
+    const docker = new FakeProvider('docker', { ok: true })
+    const router = new SandboxToolRouter({ providers: [docker], resolveEnvironment: () => env() })
+    await router.execute({ sessionId: 'sesn_1', toolUseId: 't', name: 'bash', input: {} })
+    await router.release('sesn_1')
+    expect(docker.created[0].disposed).toEqual({})
+    await router.release('sesn_2', { removeWorkspace: true })
+    expect(docker.created[1].params.sessionId).toBe('sesn_2')
+    expect(docker.created[1].disposed).toEqual({ removeWorkspace: true })
+    await router.execute({ sessionId: 'sesn_1', toolUseId: 't2', name: 'bash', input: {} })
+    expect(docker.created).toHaveLength(3)
+  })
+})
+
+describe('inputSize', () => {
+  it('measures a 100 MB string by its length and counts UTF-8 bytes of small ones', () => {
+    expect(inputSize({ content: 'x'.repeat(100 * 1024 * 1024) }, 8 * 1024 * 1024)).toBeGreaterThan(100 * 1024 * 1024)
+    expect(inputSize({ a: 'é' }, 1000)).toBe(1 + 4 + 2 + 2)
+  })
+})

@@ -1,0 +1,92 @@
+import { PassThrough } from 'node:stream'
+import { describe, expect, it } from 'vitest'
+import { RunnerClosedError, RunnerConnection } from '../../../src/main/hands/runner-connection'
+
+/** A scripted runner on the far end of two in-memory streams. */
+function fakeRunner(answer: (req: Record<string, unknown>, reply: (msg: Record<string, unknown>) => void) => void) {
+  const toRunner = new PassThrough()
+  const fromRunner = new PassThrough()
+  const requests: Record<string, unknown>[] = []
+  let buf = ''
+  toRunner.on('data', (d: Buffer) => {
+    buf += d.toString()
+    let i
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const req = JSON.parse(buf.slice(0, i)) as Record<string, unknown>
+      buf = buf.slice(i + 1)
+      requests.push(req)
+      answer(req, (msg) => fromRunner.write(JSON.stringify(msg) + '\n'))
+    }
+  })
+  const connection = new RunnerConnection({ input: toRunner, output: fromRunner })
+  return { connection, requests, fromRunner }
+}
+
+describe('RunnerConnection', () => {
+  it('ignores torn lines from an earlier host and answers hello only with the matching nonce', async () => {
+    const { connection, fromRunner } = fakeRunner((req, reply) => {
+      if (req.op === 'hello') reply({ rid: req.rid, type: 'hello', nonce: req.nonce, pid: 7, version: 1, workspace: '/workspace' })
+    })
+    fromRunner.write('{"rid":"r1","type":"resu') // half a line a previous attach left behind
+    fromRunner.write('\n')
+    await expect(connection.hello()).resolves.toMatchObject({ pid: 7, workspace: '/workspace' })
+  })
+
+  it('streams a call\'s output to onOutput and resolves with its result', async () => {
+    const { connection, requests } = fakeRunner((req, reply) => {
+      if (req.op !== 'call') return
+      reply({ rid: req.id, type: 'output', data: 'par' })
+      reply({ rid: req.id, type: 'output', data: 'tial' })
+      reply({ rid: req.id, type: 'result', result: { content: 'partial', isError: false, exitCode: 0 } })
+    })
+    const chunks: string[] = []
+    const result = await connection.call({ toolUseId: 'toolu_1', name: 'bash', input: { command: 'x' }, cap: 1024, onOutput: (c) => chunks.push(c) })
+    expect(result).toEqual({ content: 'partial', isError: false, exitCode: 0 })
+    expect(chunks).toEqual(['par', 'tial'])
+    expect(requests[0]).toMatchObject({ op: 'call', id: 'toolu_1', name: 'bash', cap: 1024, stream: true })
+  })
+
+  it('sends cancel for the call when its AbortSignal fires', async () => {
+    const { connection, requests } = fakeRunner((req, reply) => {
+      if (req.op === 'cancel') reply({ rid: req.id, type: 'result', result: { content: 'interrupted', isError: true } })
+    })
+    const ctl = new AbortController()
+    const pending = connection.call({ toolUseId: 'toolu_2', name: 'bash', input: {}, signal: ctl.signal })
+    ctl.abort()
+    await expect(pending).resolves.toMatchObject({ isError: true, content: 'interrupted' })
+    expect(requests.map((r) => r.op)).toEqual(['call', 'cancel'])
+  })
+
+  it('fails every pending call with RunnerClosedError when the runner\'s output ends', async () => {
+    const { connection, fromRunner } = fakeRunner(() => {})
+    const a = connection.call({ toolUseId: 'toolu_a', name: 'bash', input: {} })
+    const b = connection.call({ toolUseId: 'toolu_b', name: 'read', input: {} })
+    fromRunner.end()
+    await expect(a).rejects.toBeInstanceOf(RunnerClosedError)
+    await expect(b).rejects.toThrow(/connection closed/)
+    expect(connection.open).toBe(false)
+    await expect(connection.call({ toolUseId: 'toolu_c', name: 'bash', input: {} })).rejects.toBeInstanceOf(RunnerClosedError)
+  })
+
+  it('maps a recovery reply to finished, running or unknown', async () => {
+    const { connection } = fakeRunner((req, reply) => {
+      if (req.op !== 'recover') return
+      if (req.id === 'done') reply({ rid: req.rid, type: 'recovery', state: 'finished', result: { content: 'ok', isError: false } })
+      else if (req.id === 'busy') reply({ rid: req.rid, type: 'recovery', state: 'running' })
+      else reply({ rid: req.rid, type: 'recovery', state: 'unknown' })
+    })
+    expect(await connection.recover('done')).toEqual({ state: 'finished', result: { content: 'ok', isError: false } })
+    expect(await connection.recover('busy')).toEqual({ state: 'running' })
+    expect(await connection.recover('lost')).toEqual({ state: 'unknown' })
+  })
+
+  it('turns a runner error reply into a sandbox_error', async () => {
+    const { connection } = fakeRunner((req, reply) => reply({ rid: req.rid, type: 'error', message: 'path is outside the workspace' }))
+    await expect(connection.place({ path: '/etc/x', contentBase64: '' })).rejects.toMatchObject({ code: 'sandbox_error', message: expect.stringContaining('outside the workspace') })
+  })
+
+  it('gives up on a request the runner never answers', async () => {
+    const { connection } = fakeRunner(() => {})
+    await expect(connection.exists('/workspace/x', 30)).rejects.toThrow(/did not answer exists within 30 ms/)
+  })
+})

@@ -148,9 +148,9 @@ export class AnthropicModelClient implements ModelClient {
       }
       return acc.finish()
     } catch (err) {
-      if (err instanceof ModelRequestError) throw err
       if (handlers.signal.aborted) throw new ModelRequestError('aborted', 'the model request was interrupted', { cause: err })
       if (stalled) throw new ModelRequestError('stalled', `the model endpoint sent nothing for ${this.stallTimeoutMs} ms`, { cause: err })
+      if (err instanceof ModelRequestError) throw err
       throw classifyError(err)
     } finally {
       if (timer) clearTimeout(timer)

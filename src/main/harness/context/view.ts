@@ -141,8 +141,13 @@ function toMessages(events: readonly ViewEvent[], summary: string | undefined): 
   let user: Message | undefined
   const openToolUses = new Map<string, string>() // tool_use id → tool name, awaiting a result
 
+  const toolUseOrder = new Map<string, number>()
   const flushUser = () => {
     if (!user) return
+    // results in the order of the calls they answer (the log has them in completion order)
+    const results = user.content.filter((b) => b.type === 'tool_result')
+    results.sort((a, b) => (toolUseOrder.get(String(a.tool_use_id)) ?? 0) - (toolUseOrder.get(String(b.tool_use_id)) ?? 0))
+    user.content = [...results, ...user.content.filter((b) => b.type !== 'tool_result')]
     out.push(user)
     user = undefined
   }
@@ -217,6 +222,7 @@ function toMessages(events: readonly ViewEvent[], summary: string | undefined): 
         const name = e.type === 'agent.mcp_tool_use' ? `${String(e.mcp_server_name)}__${String(e.name)}` : String(e.name)
         assistantMsg(seq, e.id).content.push({ type: 'tool_use', id: e.id, name, input: (e.input as object) ?? {} })
         openToolUses.set(e.id, name)
+        toolUseOrder.set(e.id, seq)
         break
       }
       case 'agent.tool_result':

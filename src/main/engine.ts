@@ -13,6 +13,10 @@ import { readSettings, resolveApiToken, type Settings } from './config'
 import { Brains, type BrainsOptions } from './orchestrator/brains'
 import type { ToolRouter } from './harness/tool-router'
 import type { ModelClient } from './harness/model-client'
+import { Vault } from './vault/vault'
+import type { Keychain } from './vault/keychain'
+import type { SafeStorageLike } from './vault/safe-storage-keychain'
+import { KeychainSecretSink, openKeychain, resolveEngineSecrets } from './vault/vault-services'
 
 export interface EngineConfig {
   dataDir: string
@@ -34,6 +38,11 @@ export interface EngineConfig {
   modelClient?: ModelClient
   /** Harness and scheduler options (retries, timeouts, leases; `enabled: false` runs no brains). */
   harness?: BrainsOptions
+  /**
+   * The OS keychain (see `Engine.openWithKeychain`). When given, credential secrets go to it
+   * (unless `secrets` says otherwise) and `engine.vault` holds the egress proxy.
+   */
+  keychain?: Keychain
 }
 
 /**
@@ -47,6 +56,8 @@ export class Engine {
   readonly settings: Settings
   /** The harness, its scheduler and leases. */
   readonly brains: Brains
+  /** The keychain and the egress proxy; present when the engine was given a keychain. */
+  readonly vault?: Vault
   private server?: ListeningServer
   private closed = false
 
@@ -62,7 +73,8 @@ export class Engine {
     const environments = new EnvironmentStore(db)
     const sessions = new SessionStore(db, log, agents, environments)
     const threads = new ThreadStore(log, sessions)
-    const vaults = new VaultStore(db, config.secrets)
+    const vaults = new VaultStore(db, config.secrets ?? (config.keychain ? new KeychainSecretSink(config.keychain) : undefined))
+    if (config.keychain) this.vault = new Vault({ keychain: config.keychain, dataDir: config.dataDir, env, log: config.log })
     this.services = { db, log, agents, environments, sessions, threads, vaults, previews: new PreviewBus() }
     this.app = createApiApp({
       services: this.services,
@@ -92,6 +104,26 @@ export class Engine {
     return engine
   }
 
+  /**
+   * Opens the engine with the OS keychain (or Electron's safeStorage when the shell passes it):
+   * the Anthropic API key and the local API token come from the keychain unless
+   * ANTHROPIC_API_KEY / CORRAL_TOKEN (or `config.token`) are set; credential secrets go to it.
+   * A keychain that cannot be read is reported through `config.log` and the engine still starts
+   * (token from its file, no model key).
+   */
+  static async openWithKeychain(config: EngineConfig & { safeStorage?: SafeStorageLike }): Promise<Engine> {
+    const env = config.env ?? process.env
+    const keychain = config.keychain ?? openKeychain({ dataDir: config.dataDir, env, safeStorage: config.safeStorage })
+    const found = await resolveEngineSecrets(keychain, env)
+    if (found.keychainProblem) (config.log ?? console.warn)(`[corral] the keychain could not be read (${found.keychainProblem}); using environment variables and the token file`)
+    return Engine.open({
+      ...config,
+      keychain,
+      token: config.token ?? found.apiToken,
+      env: found.anthropicApiKey ? { ...env, ANTHROPIC_API_KEY: found.anthropicApiKey } : env,
+    })
+  }
+
   /** Starts the HTTP API on 127.0.0.1:port (0 = any free port). */
   async listen(port: number): Promise<ListeningServer> {
     this.server = await listen(this.app, port)
@@ -104,6 +136,7 @@ export class Engine {
     this.closed = true
     await this.server?.close()
     await this.brains.stop()
+    await this.vault?.dispose()
     await this.services.log.drain()
     this.db.close()
   }

@@ -21,7 +21,7 @@ program
   .option('--data-dir <dir>', 'data directory (default: $CORRAL_DATA_DIR or the XDG data home)')
   .action(async (opts: { port: number; dataDir?: string }) => {
     const dataDir = opts.dataDir ?? resolveDataDir()
-    const engine = Engine.open({ dataDir, extendApp: (app) => serveRenderer(app) })
+    const engine = await Engine.openWithKeychain({ dataDir, extendApp: (app) => serveRenderer(app) })
     const server = await engine.listen(opts.port)
     console.log(`Corral is serving on ${server.url}  (data: ${dataDir})`)
     console.log(`Open ${server.url}/?token=<your token> in a browser; the token is in ${dataDir}/token unless CORRAL_TOKEN is set.`)

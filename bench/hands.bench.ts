@@ -1,0 +1,158 @@
+/**
+ * The hands: how fast a sandbox is ready and how much a tool call costs.
+ *   cold provision → first command (Docker, no pool), warm-pool hit, `bash true` through the
+ *   runner vs a `docker exec` on the same container (same run), gVisor, and bubblewrap per call.
+ * Targets (issue #4): cold p50 ≤ 400 ms, pool hit ≤ 20 ms, runner p50 ≤ 5 ms with ≥ 10× over
+ * docker exec, bubblewrap ≤ 20 ms per call. Runs in well under two minutes.
+ */
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import Docker from 'dockerode'
+import { BubblewrapSandboxProvider } from '../src/main/hands/bubblewrap/bubblewrap-sandbox'
+import { DockerSandboxProvider } from '../src/main/hands/docker/docker-sandbox'
+import type { Sandbox } from '../src/main/hands/sandbox'
+import { summary } from './stats'
+
+const execFileP = promisify(execFile)
+let seq = 0
+const sid = (p: string) => `sesn_bench${p}${Date.now().toString(36)}${(seq++).toString(36)}`
+const ms = (t0: number) => performance.now() - t0
+
+async function bashTrue(sandbox: Sandbox, n: number): Promise<number[]> {
+  const out: number[] = []
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    const r = await sandbox.execute({ toolUseId: `toolu_b${seq++}`, name: 'bash', input: { command: 'true' } })
+    out.push(ms(t0))
+    if (r.isError) throw new Error(`bash true failed: ${r.content}`)
+  }
+  return out
+}
+
+async function dockerBench(log: (m: string) => void): Promise<Record<string, unknown>> {
+  const docker = new Docker()
+  const provider = new DockerSandboxProvider({ docker })
+  const base = { type: 'cloud', corral: { pool_size: 0, memory_mb: 512, pids: 256, cpus: 1 } }
+  try {
+    const available = await provider.available()
+    if (!available.ok) return { skipped: available.reason }
+
+    log('cold provision → first command (12 sessions, no pool)')
+    const cold: number[] = []
+    for (let i = 0; i < 12; i++) {
+      const t0 = performance.now()
+      const s = provider.create({ sessionId: sid('c'), environmentId: 'env_bench_cold', config: base })
+      const r = await s.execute({ toolUseId: 'toolu_first', name: 'bash', input: { command: 'true' } })
+      cold.push(ms(t0))
+      if (r.isError) throw new Error(r.content)
+      await s.dispose({ removeWorkspace: true })
+    }
+
+    log('warm-pool hits (8 sessions, pool of 1, refilled between hits)')
+    const poolCfg = { type: 'cloud', corral: { ...base.corral, pool_size: 1 } }
+    const hits: number[] = []
+    const hitToFirst: number[] = []
+    for (let i = 0; i < 8; i++) {
+      await provider.warm({ environmentId: 'env_bench_pool', config: poolCfg })
+      const s = provider.create({ sessionId: sid('p'), environmentId: 'env_bench_pool', config: poolCfg })
+      const t0 = performance.now()
+      await s.provision()
+      hits.push(ms(t0))
+      await s.execute({ toolUseId: 'toolu_first', name: 'bash', input: { command: 'true' } })
+      hitToFirst.push(ms(t0))
+      await s.dispose({ removeWorkspace: true })
+    }
+
+    log('`bash true` through the runner (300 calls) vs docker exec (30 calls), same container')
+    const s = provider.create({ sessionId: sid('r'), environmentId: 'env_bench_rt', config: base })
+    await s.provision()
+    await bashTrue(s, 20)
+    const runner = await bashTrue(s, 300)
+    const container = (s as unknown as { live: { container: Docker.Container } }).live.container
+    const exec: number[] = []
+    for (let i = 0; i < 30; i++) {
+      const t0 = performance.now()
+      const e = await container.exec({ Cmd: ['bash', '-c', 'true'], AttachStdout: true, AttachStderr: true })
+      const stream = await e.start({ hijack: true, stdin: false })
+      await new Promise((resolve) => {
+        stream.on('end', resolve)
+        stream.resume()
+      })
+      exec.push(ms(t0))
+    }
+    await s.dispose({ removeWorkspace: true })
+    const runnerS = summary(runner)
+    const execS = summary(exec)
+
+    let gvisor: Record<string, unknown> = { skipped: 'runsc is not registered with dockerd' }
+    if ((await provider.runtimes()).includes('runsc')) {
+      log('gVisor (runsc): cold provision → first command (4) and `bash true` (100)')
+      const cfg = { type: 'cloud', corral: { ...base.corral, runtime: 'runsc' } }
+      const gcold: number[] = []
+      let rt: number[] = []
+      for (let i = 0; i < 4; i++) {
+        const t0 = performance.now()
+        const g = provider.create({ sessionId: sid('g'), environmentId: 'env_bench_gv', config: cfg })
+        await g.execute({ toolUseId: 'toolu_first', name: 'bash', input: { command: 'true' } })
+        gcold.push(ms(t0))
+        if (i === 0) rt = await bashTrue(g, 100)
+        await g.dispose({ removeWorkspace: true })
+      }
+      gvisor = { cold_provision_to_first_command: summary(gcold), bash_true_roundtrip: summary(rt) }
+    }
+
+    return {
+      cold_provision_to_first_command: summary(cold),
+      warm_pool_hit_provision: summary(hits),
+      warm_pool_hit_to_first_command: summary(hitToFirst),
+      bash_true_roundtrip_runner: runnerS,
+      bash_true_docker_exec: execS,
+      runner_vs_exec_ratio_p50: Math.round((execS.p50_ms / runnerS.p50_ms) * 10) / 10,
+      gvisor,
+      targets: { cold_p50_le_400ms: summary(cold).p50_ms <= 400, pool_hit_le_20ms: summary(hits).p50_ms <= 20, runner_p50_le_5ms: runnerS.p50_ms <= 5, ratio_ge_10x: execS.p50_ms / runnerS.p50_ms >= 10 },
+    }
+  } finally {
+    await provider.dispose()
+  }
+}
+
+async function bubblewrapBench(log: (m: string) => void): Promise<Record<string, unknown>> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'corral-bench-bwrap-'))
+  const provider = new BubblewrapSandboxProvider({ dataDir })
+  try {
+    const available = await provider.available()
+    if (!available.ok) return { skipped: available.reason }
+    log('bubblewrap: start → first command (8), `bash true` per call (300), one bwrap process per command (30)')
+    const cold: number[] = []
+    for (let i = 0; i < 8; i++) {
+      const t0 = performance.now()
+      const s = provider.create({ sessionId: sid('w'), environmentId: 'env_bench_bw', config: { type: 'cloud' } })
+      await s.execute({ toolUseId: 'toolu_first', name: 'bash', input: { command: 'true' } })
+      cold.push(ms(t0))
+      await s.dispose({ removeWorkspace: true })
+    }
+    const s = provider.create({ sessionId: sid('w'), environmentId: 'env_bench_bw', config: { type: 'cloud' } })
+    await bashTrue(s, 20)
+    const perCall = await bashTrue(s, 300)
+    await s.dispose({ removeWorkspace: true })
+    const spawnEach: number[] = []
+    for (let i = 0; i < 30; i++) {
+      const t0 = performance.now()
+      await execFileP('bwrap', ['--unshare-all', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', 'bash', '-c', 'true'])
+      spawnEach.push(ms(t0))
+    }
+    return { start_to_first_command: summary(cold), bash_true_per_call_runner: summary(perCall), bwrap_process_per_command: summary(spawnEach), targets: { per_call_le_20ms: summary(perCall).p50_ms <= 20 } }
+  } finally {
+    await provider.dispose()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+export async function run(log: (message: string) => void): Promise<Record<string, unknown>> {
+  const docker = await dockerBench(log).catch((err: Error) => ({ error: err.message }))
+  const bubblewrap = await bubblewrapBench(log).catch((err: Error) => ({ error: err.message }))
+  return { docker, bubblewrap }
+}

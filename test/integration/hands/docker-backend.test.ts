@@ -133,17 +133,25 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
     const dir = mkdtempSync(join(tmpdir(), 'corral-dsock-'))
     const sock = join(dir, 'docker.sock')
     let server: Server | undefined
+    const sockets = new Set<{ destroy: () => void }>()
     const up = () =>
       new Promise<void>((resolve) => {
         server = createServer((c) => {
           const upstream = connect('/var/run/docker.sock')
+          sockets.add(c)
+          sockets.add(upstream)
           c.pipe(upstream).pipe(c)
           c.on('error', () => upstream.destroy())
           upstream.on('error', () => c.destroy())
         })
         server.listen(sock, resolve)
       })
-    const down = () => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
+    const down = () =>
+      new Promise<void>((resolve) => {
+        if (!server) return resolve()
+        server.close(() => resolve())
+        for (const s of sockets) s.destroy()
+      })
     const flaky = new DockerSandboxProvider({ docker: new Docker({ socketPath: sock }) })
     const router = new SandboxToolRouter({ providers: [flaky], resolveEnvironment: () => ({ environmentId: 'env_down', config: config() }), availabilityTtlMs: 0 })
     const sessionId = sid('down')
@@ -152,7 +160,14 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
       expect(r.isError).toBe(true)
       expect(r.content).toMatch(/Docker engine is not answering/)
       await up()
-      expect(await router.execute({ sessionId, toolUseId: 'toolu_2', name: 'bash', input: { command: 'echo back' } })).toMatchObject({ isError: false, content: 'back' })
+      expect(await router.execute({ sessionId, toolUseId: 'toolu_2', name: 'bash', input: { command: 'echo back > f; cat f' } })).toMatchObject({ isError: false, content: 'back' })
+      // Down again under a live sandbox: the call fails clearly; once it is back, the same workspace serves.
+      await down()
+      const during = await router.execute({ sessionId, toolUseId: 'toolu_3', name: 'bash', input: { command: 'cat f' } })
+      expect(during.isError).toBe(true)
+      expect(during.content).toMatch(/Docker engine is not answering/)
+      await up()
+      expect(await router.execute({ sessionId, toolUseId: 'toolu_4', name: 'bash', input: { command: 'cat f' } })).toMatchObject({ isError: false, content: 'back' })
     } finally {
       await router.release(sessionId, { removeWorkspace: true })
       await down()

@@ -1,0 +1,234 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { StoredCredential } from '../session/vault-store'
+import type { ToolOutcome } from '../harness/tool-router'
+import { keychainAccount, type Keychain } from './keychain'
+
+/*
+ * Remote MCP servers (streamable HTTP), reached by the harness in the main process with
+ * @modelcontextprotocol/sdk. A server's credential comes from the session's vaults: the
+ * credential whose `mcp_server_url` is the server's URL (static_bearer → its token; mcp_oauth →
+ * its access token, refreshed with the refresh token on a 401 and kept in the keychain). The
+ * token is added to each HTTP request by a fetch wrapper; it never enters a tool result (results
+ * are scrubbed of it), an event, an error message or a log line. The model sees the server's
+ * tools as `<server name>__<tool name>`.
+ */
+
+export type McpErrorType = 'mcp_connection_failed_error' | 'mcp_authentication_failed_error'
+export type RetryStatus = { type: 'retrying' } | { type: 'exhausted' } | { type: 'terminal' }
+
+/** The API's MCP error object, as a `session.error` event carries it. */
+export interface McpErrorObject {
+  type: McpErrorType
+  mcp_server_name: string
+  message: string
+  retry_status: RetryStatus
+}
+
+/** An MCP server could not be used; `toErrorObject()` is what the session reports. */
+export class McpServerError extends Error {
+  constructor(
+    readonly type: McpErrorType,
+    readonly serverName: string,
+    message: string,
+    readonly retryStatus: RetryStatus,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+    this.name = 'McpServerError'
+  }
+
+  toErrorObject(): McpErrorObject {
+    return { type: this.type, mcp_server_name: this.serverName, message: this.message, retry_status: this.retryStatus }
+  }
+}
+
+export interface McpServerSpec {
+  /** The agent's `mcp_servers[].name`. */
+  name: string
+  url: string
+}
+
+export interface McpTool {
+  /** `<server>__<tool>`, the name the model calls. */
+  name: string
+  description?: string
+  input_schema: Record<string, unknown>
+}
+
+export interface McpClientOptions {
+  keychain: Keychain
+  /** fetch used for the MCP server and token endpoints (tests may wrap it). */
+  fetch?: typeof fetch
+  /** Attempts to connect before a connection failure is `exhausted` (default 2). */
+  connectAttempts?: number
+  /** Per-request timeout in ms (default 30 s). */
+  timeoutMs?: number
+  log?: (line: string) => void
+}
+
+type TokenSource = {
+  current(): Promise<string | undefined>
+  /** Tries to get a new access token; true when one was stored. */
+  refresh?(): Promise<boolean>
+  known(): string[]
+}
+
+/** One connected MCP server. */
+export class McpConnection {
+  private constructor(
+    readonly server: McpServerSpec,
+    private readonly client: Client,
+    private readonly tokens: TokenSource | undefined,
+    readonly tools: McpTool[],
+  ) {}
+
+  /**
+   * Connects and lists the server's tools. Throws McpServerError: `mcp_authentication_failed_error`
+   * (terminal: the credential must change) on 401/403 after a refresh attempt, or when the
+   * server needs a credential and the vaults have none; `mcp_connection_failed_error` otherwise
+   * (`exhausted` after `connectAttempts`).
+   */
+  static async connect(server: McpServerSpec, credentials: readonly StoredCredential[], options: McpClientOptions): Promise<McpConnection> {
+    const credential = credentials.find((c) => !c.archived_at && (c.auth.type === 'static_bearer' || c.auth.type === 'mcp_oauth') && sameUrl(c.auth.mcp_server_url, server.url))
+    const tokens = credential ? tokenSource(credential, options) : undefined
+    const attempts = Math.max(1, options.connectAttempts ?? 2)
+    let last: McpServerError | undefined
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      const client = new Client({ name: 'corral', version: '0.1.0' })
+      const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch: authorizedFetch(tokens, options) })
+      try {
+        await client.connect(transport, { timeout: options.timeoutMs ?? 30_000 })
+        const listed = await client.listTools(undefined, { timeout: options.timeoutMs ?? 30_000 })
+        const tools = listed.tools.map((t) => ({ name: `${server.name}__${t.name}`, description: t.description, input_schema: t.inputSchema as Record<string, unknown> }))
+        options.log?.(`mcp ${server.name}: connected, ${tools.length} tools`)
+        return new McpConnection(server, client, tokens, tools)
+      } catch (err) {
+        await client.close().catch(() => {})
+        last = classify(server, err, credential !== undefined, attempt < attempts, tokens?.known() ?? [])
+        options.log?.(`mcp ${server.name}: ${last.type}: ${last.message}`)
+        if (last.type === 'mcp_authentication_failed_error') throw last
+      }
+    }
+    throw new McpServerError(last!.type, server.name, last!.message, { type: 'exhausted' }, { cause: last })
+  }
+
+  /** Calls one tool (`name` without the server prefix or with it). A failure the model should see is `isError`. */
+  async callTool(name: string, input: Record<string, unknown>, signal?: AbortSignal): Promise<ToolOutcome> {
+    const tool = name.startsWith(`${this.server.name}__`) ? name.slice(this.server.name.length + 2) : name
+    const started = Date.now()
+    const secrets = this.tokens?.known() ?? []
+    try {
+      const result = await this.client.callTool({ name: tool, arguments: input }, undefined, { signal })
+      const text = ((result.content ?? []) as Array<{ type: string; text?: string }>).map((c) => (c.type === 'text' ? (c.text ?? '') : `[${c.type} content]`)).join('\n')
+      return { content: scrub(text, secrets), isError: result.isError === true, durationMs: Date.now() - started }
+    } catch (err) {
+      const e = classify(this.server, err, this.tokens !== undefined, false, secrets)
+      return { content: `${e.type}: ${e.message}`, isError: true, durationMs: Date.now() - started }
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.client.close().catch(() => {})
+  }
+}
+
+function sameUrl(a: string, b: string): boolean {
+  try {
+    const x = new URL(a)
+    const y = new URL(b)
+    return x.origin === y.origin && x.pathname.replace(/\/$/, '') === y.pathname.replace(/\/$/, '')
+  } catch {
+    return a === b
+  }
+}
+
+function scrub(text: string, secrets: readonly string[]): string {
+  return secrets.filter(Boolean).reduce((t, s) => t.split(s).join('[redacted by corral]'), text)
+}
+
+function tokenSource(c: StoredCredential, options: McpClientOptions): TokenSource {
+  const known: string[] = []
+  const remember = (t: string | undefined) => {
+    if (t && !known.includes(t)) known.push(t)
+    return t
+  }
+  const k = options.keychain
+  if (c.auth.type === 'static_bearer') {
+    return { current: async () => remember(await k.get(keychainAccount.credential(c.id, 'token'))), known: () => known }
+  }
+  const auth = c.auth as Extract<StoredCredential['auth'], { type: 'mcp_oauth' }>
+  return {
+    current: async () => remember(await k.get(keychainAccount.credential(c.id, 'access_token'))),
+    known: () => known,
+    refresh: async () => {
+      const r = auth.refresh
+      if (!r) return false
+      const refreshToken = await k.get(keychainAccount.credential(c.id, 'refresh_token'))
+      if (!refreshToken) return false
+      remember(refreshToken)
+      const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken })
+      const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }
+      const method = r.token_endpoint_auth.type
+      if (method === 'client_secret_basic' || method === 'client_secret_post') {
+        const secret = remember(await k.get(keychainAccount.credential(c.id, 'client_secret')))
+        if (!secret) return false
+        if (method === 'client_secret_basic') headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(r.client_id)}:${encodeURIComponent(secret)}`).toString('base64')}`
+        else form.set('client_secret', secret)
+      }
+      if (method !== 'client_secret_basic') form.set('client_id', r.client_id)
+      if (r.scope) form.set('scope', r.scope)
+      if (r.resource) form.set('resource', r.resource)
+      let res: Response
+      try {
+        res = await (options.fetch ?? fetch)(r.token_endpoint, { method: 'POST', headers, body: form, signal: AbortSignal.timeout(options.timeoutMs ?? 30_000) })
+      } catch {
+        return false
+      }
+      if (!res.ok) return false
+      const body = (await res.json().catch(() => ({}))) as { access_token?: unknown; refresh_token?: unknown }
+      if (typeof body.access_token !== 'string' || !body.access_token) return false
+      await k.set(keychainAccount.credential(c.id, 'access_token'), remember(body.access_token)!)
+      if (typeof body.refresh_token === 'string' && body.refresh_token) await k.set(keychainAccount.credential(c.id, 'refresh_token'), remember(body.refresh_token)!)
+      options.log?.(`mcp credential ${c.id}: access token refreshed`)
+      return true
+    },
+  }
+}
+
+/** fetch with the credential's bearer token; on a 401 it refreshes once (mcp_oauth) and retries. */
+function authorizedFetch(tokens: TokenSource | undefined, options: McpClientOptions): typeof fetch {
+  const base = options.fetch ?? fetch
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const send = async () => {
+      const headers = new Headers(init?.headers)
+      const token = await tokens?.current()
+      if (token) headers.set('authorization', `Bearer ${token}`)
+      return base(input, { ...init, headers })
+    }
+    const res = await send()
+    if (res.status === 401 && tokens?.refresh && !(init?.body instanceof ReadableStream) && (await tokens.refresh())) {
+      await res.body?.cancel().catch(() => {})
+      return send()
+    }
+    return res
+  }) as typeof fetch
+}
+
+function classify(server: McpServerSpec, err: unknown, hadCredential: boolean, willRetry: boolean, secrets: readonly string[]): McpServerError {
+  const origin = (() => {
+    try {
+      return new URL(server.url).origin
+    } catch {
+      return 'its URL'
+    }
+  })()
+  const status = err instanceof StreamableHTTPError ? err.code : undefined
+  const text = scrub(err instanceof Error ? err.message : String(err), secrets)
+  if (status === 401 || status === 403 || /\b(401|403)\b|unauthori[sz]ed/i.test(text)) {
+    const why = hadCredential ? 'rejected the credential from the session\'s vaults' : 'requires a credential and the session\'s vaults have none for this URL'
+    return new McpServerError('mcp_authentication_failed_error', server.name, `MCP server "${server.name}" at ${origin} ${why} (HTTP ${status ?? 401}); update the credential for ${server.url}`, { type: 'terminal' }, { cause: err })
+  }
+  const detail = status ? `HTTP ${status}` : ((err as { cause?: { code?: string } }).cause?.code ?? text.slice(0, 200))
+  return new McpServerError('mcp_connection_failed_error', server.name, `could not connect to MCP server "${server.name}" at ${origin} (${detail})`, willRetry ? { type: 'retrying' } : { type: 'exhausted' }, { cause: err })
+}

@@ -902,6 +902,24 @@ try {
   process.stderr.write(`runner: cannot make ${STATE_DIR}: ${err.message}\n`)
 }
 
+// Results and saved outputs are kept for a week (a crashed brain collects within minutes).
+function pruneOld(maxAgeMs) {
+  const cutoff = Date.now() - maxAgeMs
+  for (const sub of ['calls', 'outputs']) {
+    let names = []
+    try {
+      names = fs.readdirSync(path.join(STATE_DIR, sub))
+    } catch {}
+    for (const name of names) {
+      try {
+        const file = path.join(STATE_DIR, sub, name)
+        if (fs.lstatSync(file).mtimeMs < cutoff) fs.unlinkSync(file)
+      } catch {}
+    }
+  }
+}
+setTimeout(() => pruneOld(posInt(process.env.CORRAL_RESULT_TTL_DAYS, 7) * 86400000), 2000).unref()
+
 // Start the shell now, so the first bash call does not wait for it.
 try {
   shell.ensure()

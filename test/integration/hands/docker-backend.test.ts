@@ -113,13 +113,17 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
   it('sweeps containers of sessions it is not told to keep', async () => {
     const keep = sid('keep')
     const drop = sid('drop')
-    const p1 = new DockerSandboxProvider({ docker: client })
+    // A scope of its own: a sweep must not touch the sandboxes of test files running alongside.
+    const scope = `sweep-${Date.now().toString(36)}`
+    const p1 = new DockerSandboxProvider({ docker: client, scope })
     const k = p1.create({ sessionId: keep, environmentId: 'env_s', config: config() })
     const d = p1.create({ sessionId: drop, environmentId: 'env_s', config: config() })
     await Promise.all([k.provision(), d.provision()])
-    const p2 = new DockerSandboxProvider({ docker: client })
+    const p2 = new DockerSandboxProvider({ docker: client, scope })
+    const otherScope = new DockerSandboxProvider({ docker: client, scope: `${scope}-other` })
     try {
-      expect(await p2.sweep(new Set([keep]))).toBeGreaterThanOrEqual(1)
+      expect(await otherScope.sweep(new Set())).toBe(0)
+      expect(await p2.sweep(new Set([keep]))).toBe(1)
       await expect(client.getContainer(containerName(drop)).inspect()).rejects.toMatchObject({ statusCode: 404 })
       expect((await client.getContainer(containerName(keep)).inspect()).State.Running).toBe(true)
     } finally {

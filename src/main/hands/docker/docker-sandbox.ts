@@ -31,6 +31,12 @@ export interface DockerSandboxProviderOptions {
   image?: string
   /** Progress and background failures (pool refills, sweeps). */
   log?: (message: string) => void
+  /**
+   * Which Corral owns the containers (label `corral.managed=<scope>`): a sweep removes only its
+   * own scope's leftovers, so two Corrals (or test files) on one engine leave each other alone.
+   * Default `default`.
+   */
+  scope?: string
 }
 
 /** A session id as a Docker name part: itself when safe, else a hash. */
@@ -211,9 +217,11 @@ export class DockerSandboxProvider implements SandboxProvider {
   private readonly defaultImageName: string | undefined
   private readonly pools = new Map<string, WarmPool>()
   readonly log: (message: string) => void
+  readonly scope: string
 
   constructor(options: DockerSandboxProviderOptions = {}) {
     this.docker = options.docker ?? new Docker()
+    this.scope = options.scope ?? 'default'
     this.defaultImageName = options.image
     this.log = options.log ?? (() => {})
   }
@@ -271,8 +279,8 @@ export class DockerSandboxProvider implements SandboxProvider {
   async launch(p: { image: string; settings: SandboxSettings; volume: string; name?: string; labels: Record<string, string>; volumeLabels: Record<string, string> }): Promise<DockerLive> {
     let container: Docker.Container
     try {
-      await this.docker.createVolume({ Name: p.volume, Labels: { [MANAGED]: '1', ...p.volumeLabels } })
-      container = await this.docker.createContainer(containerSpec({ ...p, bindRunner: p.image !== (this.defaultImageName ?? defaultImage()) }))
+      await this.docker.createVolume({ Name: p.volume, Labels: { [MANAGED]: this.scope, ...p.volumeLabels } })
+      container = await this.docker.createContainer(containerSpec({ ...p, labels: { [MANAGED]: this.scope, ...p.labels }, bindRunner: p.image !== (this.defaultImageName ?? defaultImage()) }))
     } catch (err) {
       if (statusOf(err) === 404) throw new CorralError('sandbox_error', `the sandbox image ${p.image} is not there: build it with npm run sandbox:image (or name an image that exists)`, { cause: err })
       throw dockerError(err, 'create')
@@ -369,7 +377,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       if (live) {
         const claim = (async () => {
           await live.container.rename({ name })
-          await this.docker.createVolume({ Name: refVolume(sessionId), Labels: { [MANAGED]: '1', [SESSION]: sessionId, [REF]: live.volume } })
+          await this.docker.createVolume({ Name: refVolume(sessionId), Labels: { [MANAGED]: this.scope, [SESSION]: sessionId, [REF]: live.volume } })
         })()
         return { live, claim }
       }
@@ -457,7 +465,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     let removed = 0
     let containers: Docker.ContainerInfo[]
     try {
-      containers = await this.docker.listContainers({ all: true, filters: { label: [`${MANAGED}=1`] } })
+      containers = await this.docker.listContainers({ all: true, filters: { label: [`${MANAGED}=${this.scope}`] } })
     } catch (err) {
       throw dockerError(err, 'list')
     }
@@ -471,9 +479,9 @@ export class DockerSandboxProvider implements SandboxProvider {
         .catch(() => undefined)
     }
     try {
-      const { Volumes: refs } = await this.docker.listVolumes({ filters: { label: [REF] } })
+      const { Volumes: refs } = await this.docker.listVolumes({ filters: { label: [REF, `${MANAGED}=${this.scope}`] } })
       const claimed = new Set((refs ?? []).map((v) => v.Labels?.[REF]))
-      const { Volumes: pooled } = await this.docker.listVolumes({ filters: { label: [POOL] } })
+      const { Volumes: pooled } = await this.docker.listVolumes({ filters: { label: [POOL, `${MANAGED}=${this.scope}`] } })
       for (const v of pooled ?? []) if (!claimed.has(v.Name)) await this.docker.getVolume(v.Name).remove().catch(() => undefined)
     } catch (err) {
       this.log(`sweeping pool volumes: ${(err as Error).message}`)

@@ -40,7 +40,15 @@ export const OPERATIONS = {
 
   'events.list': { method: 'GET', path: '/v1/sessions/:id/events', arrayKeys: ['types'] },
   'events.send': { method: 'POST', path: '/v1/sessions/:id/events' },
+  'threads.list': { method: 'GET', path: '/v1/sessions/:id/threads', arrayKeys: ['statuses'] },
+  'threads.retrieve': { method: 'GET', path: '/v1/sessions/:id/threads/:threadId' },
   'threads.events': { method: 'GET', path: '/v1/sessions/:id/threads/:threadId/events', arrayKeys: ['types'] },
+
+  // Corral additions (not in the Managed Agents API): the app's settings and `corral doctor`.
+  // The renderer treats a 404 as "this engine does not offer it yet".
+  'settings.retrieve': { method: 'GET', path: '/v1/corral/settings' },
+  'settings.update': { method: 'POST', path: '/v1/corral/settings' },
+  'doctor.run': { method: 'GET', path: '/v1/corral/doctor' },
 } as const satisfies Record<string, OperationSpec>
 
 export type OperationName = keyof typeof OPERATIONS

@@ -1,0 +1,46 @@
+/**
+ * The renderer's only door to the engine. Two implementations with the same interface:
+ * HttpClient (browser mode: fetch + SSE, cookie auth) and IpcClient (Electron: the preload's
+ * contextBridge surface). Everything above this folder depends on this interface only.
+ */
+import type { OperationName, QueryValue, StreamMessage } from '../../../shared/api/operations'
+
+export type { OperationName, StreamMessage }
+
+/** An error the API answered with: its `type` (invalid_request_error, not_found_error, ...) and message. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'ApiError'
+  }
+}
+
+export interface StreamOptions {
+  /** Resume after this seq (0: from the first event). Default: events appended from now on. */
+  after?: number
+  /** Also deliver `event_start` / `event_delta` previews (streaming text). */
+  previews?: boolean
+  /** Told when the stream (re)connects or drops, for a connection indicator. */
+  onState?: (state: 'open' | 'reconnecting') => void
+}
+
+export interface CorralClient {
+  /** 'http' in a browser (`corral serve`), 'ipc' in the desktop app. */
+  readonly transport: 'http' | 'ipc'
+  /**
+   * Calls one operation of the contract. `path` fills the path's ids; `payload` is the query of a
+   * GET and the body of a POST. Rejects with ApiError.
+   */
+  request<T>(op: OperationName, path?: Record<string, string>, payload?: unknown): Promise<T>
+  /**
+   * Opens a live stream of one session's events; reconnects by itself and resumes after the last
+   * seq it delivered, so nothing is lost or repeated. Returns a disposer.
+   */
+  stream(sessionId: string, options: StreamOptions, listener: (msg: StreamMessage) => void): () => void
+}
+
+export type QueryParams = Record<string, QueryValue>

@@ -1,0 +1,47 @@
+import type { IpcResult, StreamMessage, StreamSubscribeParams } from '../../../shared/api/operations'
+import { ApiError, type CorralClient, type OperationName, type StreamOptions } from './client'
+
+/** What the preload exposes on `window.corral` (src/preload/index.ts). */
+export interface CorralBridge {
+  call(op: string, pathParams: Record<string, string>, payload?: unknown): Promise<IpcResult>
+  subscribe(params: StreamSubscribeParams, listener: (msg: StreamMessage) => void): Promise<IpcResult<{ unsubscribe: () => void }>>
+  info(): Promise<{ version: string; platform: string }>
+}
+
+declare global {
+  interface Window {
+    corral?: CorralBridge
+  }
+}
+
+/** The desktop app: the same operations through the preload's contextBridge surface. */
+export class IpcClient implements CorralClient {
+  readonly transport = 'ipc' as const
+
+  constructor(private readonly bridge: CorralBridge) {}
+
+  async request<T>(op: OperationName, path: Record<string, string> = {}, payload?: unknown): Promise<T> {
+    const res = await this.bridge.call(op, path, payload)
+    if (!res.ok) throw new ApiError(res.status, res.error.type, res.error.message)
+    return res.data as T
+  }
+
+  stream(sessionId: string, options: StreamOptions, listener: (msg: StreamMessage) => void): () => void {
+    let stopped = false
+    let unsubscribe: (() => void) | undefined
+    void this.bridge.subscribe({ sessionId, after: options.after, previews: options.previews }, (msg) => {
+      if (!stopped) listener(msg)
+    }).then((res) => {
+      if (!res.ok) return options.onState?.('reconnecting')
+      if (stopped) res.data.unsubscribe()
+      else {
+        unsubscribe = res.data.unsubscribe
+        options.onState?.('open')
+      }
+    })
+    return () => {
+      stopped = true
+      unsubscribe?.()
+    }
+  }
+}

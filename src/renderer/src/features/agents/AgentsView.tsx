@@ -1,0 +1,294 @@
+import { useEffect, useMemo, useState } from 'react'
+import { useClient } from '../../api/context'
+import type { Agent, Page } from '../../api/types'
+import { Button, Empty, ErrorNote, Field, Icon } from '../../ui/components'
+import { CodeBlock } from '../../ui/Code'
+import { modelIdOf, relativeTime } from '../../ui/format'
+import { useQuery } from '../../ui/hooks'
+import { useSessions } from '../sessions/SessionsProvider'
+
+const TOOLS = ['bash', 'read', 'write', 'edit', 'glob', 'grep', 'web_fetch', 'web_search'] as const
+type Policy = 'always_allow' | 'always_ask'
+const MODELS = ['claude-opus-4-5', 'claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-6', 'claude-sonnet-4-6']
+
+interface ToolsetState {
+  enabled: boolean
+  defaultPolicy: Policy
+  tools: Record<string, { enabled: boolean; policy: Policy }>
+}
+
+interface Draft {
+  name: string
+  model: string
+  description: string
+  system: string
+  toolset: ToolsetState
+  /** mcp_toolset / custom tools and mcp_servers, edited as JSON. */
+  otherTools: string
+  mcpServers: string
+}
+
+function toolsetOf(agent: Agent | undefined): ToolsetState {
+  const ts = agent?.tools.find((t) => t.type === 'agent_toolset_20260401') as
+    | { default_config?: { enabled?: boolean | null; permission_policy?: { type: string } | null } | null; configs?: { name: string; enabled?: boolean | null; permission_policy?: { type: string } | null }[] }
+    | undefined
+  const defaultPolicy = (ts?.default_config?.permission_policy?.type as Policy) ?? 'always_ask'
+  const defaultEnabled = ts?.default_config?.enabled ?? true
+  const tools: ToolsetState['tools'] = {}
+  for (const name of TOOLS) {
+    const c = ts?.configs?.find((x) => x.name === name)
+    tools[name] = { enabled: c?.enabled ?? defaultEnabled, policy: (c?.permission_policy?.type as Policy) ?? defaultPolicy }
+  }
+  return { enabled: agent ? !!ts : true, defaultPolicy, tools }
+}
+
+function draftOf(agent: Agent | undefined): Draft {
+  return {
+    name: agent?.name ?? '',
+    model: modelIdOf(agent?.model) ?? 'claude-sonnet-4-5',
+    description: agent?.description ?? '',
+    system: agent?.system ?? '',
+    toolset: toolsetOf(agent),
+    otherTools: JSON.stringify(agent?.tools.filter((t) => t.type !== 'agent_toolset_20260401') ?? [], null, 2),
+    mcpServers: JSON.stringify(agent?.mcp_servers ?? [], null, 2),
+  }
+}
+
+function paramsOf(d: Draft): Record<string, unknown> {
+  let other: unknown[]
+  let mcp: unknown[]
+  try {
+    other = JSON.parse(d.otherTools || '[]')
+  } catch (e) {
+    throw new Error(`MCP and custom tools: not valid JSON (${(e as Error).message})`)
+  }
+  try {
+    mcp = JSON.parse(d.mcpServers || '[]')
+  } catch (e) {
+    throw new Error(`MCP servers: not valid JSON (${(e as Error).message})`)
+  }
+  const tools: unknown[] = []
+  if (d.toolset.enabled) {
+    tools.push({
+      type: 'agent_toolset_20260401',
+      default_config: { enabled: true, permission_policy: { type: d.toolset.defaultPolicy } },
+      configs: TOOLS.map((name) => ({ name, enabled: d.toolset.tools[name].enabled, permission_policy: { type: d.toolset.tools[name].policy } })),
+    })
+  }
+  tools.push(...other)
+  return { name: d.name.trim(), model: d.model.trim(), description: d.description.trim() || null, system: d.system || null, tools, mcp_servers: mcp }
+}
+
+/** Agents: list, create, edit (each save is a new version), archive, and the version history. */
+export function AgentsView({ selectedId, onSelect }: { selectedId?: string; onSelect: (id: string) => void }) {
+  const { agents, refresh } = useSessions()
+  const [showArchived, setShowArchived] = useState(false)
+  const list = agents.filter((a) => showArchived || !a.archived_at)
+  const creating = selectedId === 'new'
+  const selected = creating ? undefined : agents.find((a) => a.id === selectedId)
+  return (
+    <div className="split">
+      <aside className="sidebar" aria-label="Agents">
+        <div className="sidebar-head">
+          <h2 className="sidebar-title">Agents</h2>
+          <Button variant="primary" icon="plus" onClick={() => onSelect('new')}>
+            New
+          </Button>
+        </div>
+        <ul className="session-list">
+          {list.length === 0 && <li className="session-empty">No agents yet.</li>}
+          {list.map((a) => (
+            <li key={a.id}>
+              <button type="button" className={`session-item${a.id === selectedId ? ' selected' : ''}`} aria-current={a.id === selectedId ? 'page' : undefined} onClick={() => onSelect(a.id)}>
+                <span className="session-item-top">
+                  <span className="session-title">{a.name}</span>
+                  <span className="muted">v{a.version}</span>
+                </span>
+                <span className="session-item-bottom">
+                  <span className="mono">{modelIdOf(a.model)}</span>
+                  {a.archived_at && <span className="pill">archived</span>}
+                </span>
+              </button>
+            </li>
+          ))}
+        </ul>
+        <label className="sidebar-foot">
+          <input type="checkbox" checked={showArchived} onChange={(e) => setShowArchived(e.target.checked)} /> Show archived
+        </label>
+      </aside>
+      <div className="pane">
+        {creating || selected ? (
+          <AgentEditor key={selected ? `${selected.id}:${selected.version}` : 'new'} agent={selected} onSaved={(a) => { refresh(); onSelect(a.id) }} />
+        ) : (
+          <Empty icon="robot" title="Agents">
+            An agent is a model, a system prompt and its tools. Every change makes a new version; a session keeps the version it started with.
+          </Empty>
+        )}
+      </div>
+    </div>
+  )
+}
+
+function AgentEditor({ agent, onSaved }: { agent?: Agent; onSaved: (a: Agent) => void }) {
+  const client = useClient()
+  const [draft, setDraft] = useState<Draft>(() => draftOf(agent))
+  const [err, setErr] = useState<unknown>()
+  const [busy, setBusy] = useState(false)
+  const [saved, setSaved] = useState(false)
+  const versions = useQuery(() => (agent ? client.request<Page<Agent>>('agents.versions', { id: agent.id }, { limit: 50 }) : Promise.resolve({ data: [], next_page: null })), [agent?.id, agent?.version])
+  const [viewing, setViewing] = useState<Agent>()
+  useEffect(() => setSaved(false), [draft])
+  const dirty = useMemo(() => JSON.stringify(draft) !== JSON.stringify(draftOf(agent)), [draft, agent])
+
+  const save = async () => {
+    setBusy(true)
+    setErr(undefined)
+    try {
+      const params = paramsOf(draft)
+      const a = agent ? await client.request<Agent>('agents.update', { id: agent.id }, { ...params, version: agent.version }) : await client.request<Agent>('agents.create', {}, params)
+      setSaved(true)
+      onSaved(a)
+    } catch (e) {
+      setErr(e)
+    } finally {
+      setBusy(false)
+    }
+  }
+  const set = (patch: Partial<Draft>) => setDraft((d) => ({ ...d, ...patch }))
+  const setTool = (name: string, patch: Partial<{ enabled: boolean; policy: Policy }>) =>
+    setDraft((d) => ({ ...d, toolset: { ...d.toolset, tools: { ...d.toolset.tools, [name]: { ...d.toolset.tools[name], ...patch } } } }))
+
+  return (
+    <div className="editor">
+      <header className="editor-head">
+        <div>
+          <h1>{agent ? agent.name : 'New agent'}</h1>
+          {agent && (
+            <div className="thread-sub">
+              <span className="mono">{agent.id}</span>
+              <span>version {agent.version}</span>
+              <span>updated {relativeTime(agent.updated_at)}</span>
+            </div>
+          )}
+        </div>
+        <div className="thread-actions">
+          {agent && !agent.archived_at && (
+            <Button
+              variant="ghost"
+              icon="archive"
+              onClick={() => {
+                if (window.confirm(`Archive ${agent.name}? Sessions that use it keep running.`))
+                  void client.request<Agent>('agents.archive', { id: agent.id }).then(onSaved, setErr)
+              }}
+            >
+              Archive
+            </Button>
+          )}
+          <Button variant="primary" onClick={() => void save()} disabled={busy || !draft.name.trim() || (!!agent && !dirty)}>
+            {agent ? 'Save as new version' : 'Create agent'}
+          </Button>
+        </div>
+      </header>
+      {saved && <div className="ok-note">Saved.</div>}
+      <ErrorNote error={err} />
+      <form className="form" onSubmit={(e) => { e.preventDefault(); void save() }}>
+        <div className="form-row">
+          <Field id="ag-name" label="Name">
+            <input id="ag-name" value={draft.name} onChange={(e) => set({ name: e.target.value })} required maxLength={256} />
+          </Field>
+          <Field id="ag-model" label="Model" hint="Any model your endpoint serves.">
+            <input id="ag-model" list="ag-models" value={draft.model} onChange={(e) => set({ model: e.target.value })} required />
+            <datalist id="ag-models">
+              {MODELS.map((m) => (
+                <option key={m} value={m} />
+              ))}
+            </datalist>
+          </Field>
+        </div>
+        <Field id="ag-desc" label="Description">
+          <input id="ag-desc" value={draft.description} onChange={(e) => set({ description: e.target.value })} maxLength={2048} />
+        </Field>
+        <Field id="ag-system" label="System prompt">
+          <textarea id="ag-system" rows={8} className="mono" value={draft.system} onChange={(e) => set({ system: e.target.value })} />
+        </Field>
+        <fieldset className="toolset">
+          <legend>
+            <label>
+              <input type="checkbox" checked={draft.toolset.enabled} onChange={(e) => set({ toolset: { ...draft.toolset, enabled: e.target.checked } })} /> Agent toolset
+            </label>
+          </legend>
+          {draft.toolset.enabled && (
+            <table className="tool-table">
+              <thead>
+                <tr>
+                  <th scope="col">Tool</th>
+                  <th scope="col">Enabled</th>
+                  <th scope="col">Permission</th>
+                </tr>
+              </thead>
+              <tbody>
+                {TOOLS.map((name) => (
+                  <tr key={name}>
+                    <th scope="row" className="mono">
+                      {name}
+                    </th>
+                    <td>
+                      <input type="checkbox" aria-label={`${name} enabled`} checked={draft.toolset.tools[name].enabled} onChange={(e) => setTool(name, { enabled: e.target.checked })} />
+                    </td>
+                    <td>
+                      <select aria-label={`${name} permission`} value={draft.toolset.tools[name].policy} onChange={(e) => setTool(name, { policy: e.target.value as Policy })} disabled={!draft.toolset.tools[name].enabled}>
+                        <option value="always_ask">Ask me</option>
+                        <option value="always_allow">Always allow</option>
+                      </select>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </fieldset>
+        <details className="advanced">
+          <summary>MCP servers and custom tools (JSON)</summary>
+          <Field id="ag-mcp" label="MCP servers" hint='[{"type":"url","name":"docs","url":"https://…"}]'>
+            <textarea id="ag-mcp" rows={4} className="mono" value={draft.mcpServers} onChange={(e) => set({ mcpServers: e.target.value })} />
+          </Field>
+          <Field id="ag-tools" label="MCP toolsets and custom tools" hint='[{"type":"custom","name":"lookup","description":"…","input_schema":{"type":"object"}}]'>
+            <textarea id="ag-tools" rows={6} className="mono" value={draft.otherTools} onChange={(e) => set({ otherTools: e.target.value })} />
+          </Field>
+        </details>
+      </form>
+      {agent && (
+        <section className="versions" aria-label="Versions">
+          <h2>
+            <Icon name="history" /> Versions
+          </h2>
+          <ol className="version-list">
+            {(versions.data?.data ?? []).map((v) => (
+              <li key={v.version}>
+                <button type="button" className={`version-item${viewing?.version === v.version ? ' selected' : ''}`} onClick={() => setViewing(viewing?.version === v.version ? undefined : v)}>
+                  <span>v{v.version}</span>
+                  <span className="mono">{modelIdOf(v.model)}</span>
+                  <span className="muted">{relativeTime(v.updated_at)}</span>
+                  {v.version === agent.version && <span className="pill pill-done">current</span>}
+                </button>
+              </li>
+            ))}
+          </ol>
+          {viewing && (
+            <div className="version-view">
+              <div className="queue-detail-head">
+                <strong>Version {viewing.version}</strong>
+                {viewing.version !== agent.version && (
+                  <Button small onClick={() => setDraft(draftOf({ ...viewing, version: agent.version }))}>
+                    Load into the editor
+                  </Button>
+                )}
+              </div>
+              <CodeBlock code={JSON.stringify({ model: viewing.model, system: viewing.system, tools: viewing.tools, mcp_servers: viewing.mcp_servers }, null, 2)} language="json" maxHeight={320} />
+            </div>
+          )}
+        </section>
+      )}
+    </div>
+  )
+}

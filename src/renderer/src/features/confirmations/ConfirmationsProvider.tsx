@@ -1,0 +1,156 @@
+import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react'
+import { useClient } from '../../api/context'
+import type { Page, Session, SessionEvent } from '../../api/types'
+import { TimelineBuilder, type TimelineEvent, type ToolItem } from '../thread/timeline'
+import { useSessions, sessionTitle } from '../sessions/SessionsProvider'
+
+/** One thing waiting for the person, anywhere: a tool call to approve or a custom tool to answer. */
+export interface PendingItem {
+  sessionId: string
+  sessionTitle: string
+  tool: ToolItem
+}
+
+interface ConfirmationsState {
+  /** Every pending item across sessions and threads, oldest first. */
+  queue: PendingItem[]
+  countFor: (sessionId: string) => number
+  /**
+   * Answers a confirmation (allow / deny with an optional message), or a custom tool call (the
+   * message is its result; deny marks it an error). Resolves when the engine stored the answer.
+   */
+  answer: (item: PendingItem, result: 'allow' | 'deny', denyMessage?: string) => Promise<void>
+  /** Re-reads one session's pending items now (the thread view calls it on a relevant event). */
+  refreshSession: (sessionId: string) => void
+}
+
+const Ctx = createContext<ConfirmationsState | null>(null)
+
+/** The events that decide what is pending: requests, their answers, and the idles that list them. */
+const PENDING_TYPES = [
+  'agent.tool_use',
+  'agent.mcp_tool_use',
+  'agent.custom_tool_use',
+  'agent.tool_result',
+  'agent.mcp_tool_result',
+  'user.tool_confirmation',
+  'user.custom_tool_result',
+  'user.tool_result',
+  'session.status_idle',
+  'session.status_running',
+  'session.thread_status_idle',
+  'session.thread_status_running',
+]
+
+function notify(item: PendingItem): void {
+  if (typeof Notification === 'undefined' || Notification.permission !== 'granted') return
+  if (document.visibilityState === 'visible' && document.hasFocus()) return
+  const what = item.tool.source === 'custom' ? `answer the custom tool ${item.tool.name}` : `approve ${item.tool.name}`
+  const n = new Notification('Corral needs you', { body: `${item.sessionTitle}: ${what}`, tag: item.tool.id })
+  n.onclick = () => {
+    window.focus()
+    window.location.hash = `/sessions/${item.sessionId}`
+    n.close()
+  }
+}
+
+/**
+ * The confirmation queue across every session and thread. For each session whose `updated_at`
+ * moved since the last look, it folds the session's recent request/answer events (the same fold
+ * the thread view uses) into its pending items. A desktop notification announces a new one while
+ * the window is in the background.
+ */
+export function ConfirmationsProvider({ children }: { children: ReactNode }) {
+  const client = useClient()
+  const { sessions } = useSessions()
+  const [bySession, setBySession] = useState<Record<string, PendingItem[]>>({})
+  const checked = useRef(new Map<string, string>())
+  const known = useRef(new Set<string>())
+  const primed = useRef(false)
+
+  const load = useCallback(
+    async (s: Session) => {
+      const page = await client.request<Page<SessionEvent>>('events.list', { id: s.id }, { order: 'desc', limit: 500, types: PENDING_TYPES })
+      const events = [...page.data].reverse() as unknown as TimelineEvent[]
+      const items = TimelineBuilder.from(events, '*')
+        .pending()
+        .map((tool) => ({ sessionId: s.id, sessionTitle: sessionTitle(s), tool }))
+      setBySession((prev) => ({ ...prev, [s.id]: items }))
+      return items
+    },
+    [client],
+  )
+
+  useEffect(() => {
+    let live = true
+    const stale = sessions.filter((s) => !s.archived_at && checked.current.get(s.id) !== s.updated_at)
+    const gone = Object.keys(bySession).filter((id) => !sessions.some((s) => s.id === id && !s.archived_at))
+    if (gone.length) setBySession((prev) => Object.fromEntries(Object.entries(prev).filter(([id]) => !gone.includes(id))))
+    if (stale.length === 0) return
+    void (async () => {
+      for (const s of stale) {
+        if (!live) return
+        try {
+          const items = await load(s)
+          checked.current.set(s.id, s.updated_at)
+          for (const it of items) {
+            if (!known.current.has(it.tool.id)) {
+              known.current.add(it.tool.id)
+              if (primed.current) notify(it)
+            }
+          }
+        } catch {
+          // A session deleted between list and read: the next poll drops it.
+        }
+      }
+      primed.current = true
+    })()
+    return () => {
+      live = false
+    }
+    // bySession is read only to drop sessions that left the list, so it is not a dependency.
+  }, [sessions, load])
+
+  const refreshSession = useCallback(
+    (sessionId: string) => {
+      const s = sessions.find((x) => x.id === sessionId)
+      if (s)
+        void load(s).then((items) => {
+          for (const it of items) {
+            if (!known.current.has(it.tool.id)) {
+              known.current.add(it.tool.id)
+              notify(it)
+            }
+          }
+        })
+    },
+    [sessions, load],
+  )
+
+  const answer = useCallback(
+    async (item: PendingItem, result: 'allow' | 'deny', denyMessage?: string) => {
+      const thread = item.tool.threadId ? { session_thread_id: item.tool.threadId } : {}
+      const event =
+        item.tool.source === 'custom'
+          ? { type: 'user.custom_tool_result', custom_tool_use_id: item.tool.id, content: [{ type: 'text', text: denyMessage || (result === 'allow' ? 'ok' : 'declined') }], is_error: result === 'deny', ...thread }
+          : { type: 'user.tool_confirmation', tool_use_id: item.tool.id, result, ...(result === 'deny' && denyMessage ? { deny_message: denyMessage } : {}), ...thread }
+      await client.request('events.send', { id: item.sessionId }, { events: [event] })
+      setBySession((prev) => ({ ...prev, [item.sessionId]: (prev[item.sessionId] ?? []).filter((p) => p.tool.id !== item.tool.id) }))
+    },
+    [client],
+  )
+
+  const value = useMemo(() => {
+    const queue = Object.values(bySession)
+      .flat()
+      .sort((a, b) => (a.tool.at ?? '').localeCompare(b.tool.at ?? ''))
+    return { queue, countFor: (id: string) => bySession[id]?.length ?? 0, answer, refreshSession }
+  }, [bySession, answer, refreshSession])
+  return <Ctx.Provider value={value}>{children}</Ctx.Provider>
+}
+
+export function useConfirmations(): ConfirmationsState {
+  const c = useContext(Ctx)
+  if (!c) throw new Error('useConfirmations outside ConfirmationsProvider')
+  return c
+}

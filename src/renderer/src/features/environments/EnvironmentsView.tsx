@@ -1,0 +1,264 @@
+import { useState } from 'react'
+import { useClient } from '../../api/context'
+import type { Environment } from '../../api/types'
+import { Button, Empty, ErrorNote, Field } from '../../ui/components'
+import { relativeTime } from '../../ui/format'
+import { useSessions } from '../sessions/SessionsProvider'
+
+interface Draft {
+  name: string
+  description: string
+  type: 'cloud' | 'self_hosted'
+  networking: 'none' | 'limited' | 'unrestricted'
+  allowedHosts: string
+  allowPackageManagers: boolean
+  allowMcp: boolean
+  apt: string
+  npm: string
+  pip: string
+  backend: 'auto' | 'docker' | 'bubblewrap'
+  image: string
+  memoryMb: string
+  cpus: string
+}
+
+type CloudConfig = {
+  type: 'cloud'
+  networking?: { type: string; allowed_hosts?: string[] | null; allow_package_managers?: boolean | null; allow_mcp_servers?: boolean | null } | null
+  packages?: { apt?: string[] | null; npm?: string[] | null; pip?: string[] | null } | null
+  corral?: { backend?: Draft['backend']; image?: string; memory_mb?: number; cpus?: number }
+}
+
+function draftOf(env?: Environment): Draft {
+  const c = (env?.config.type === 'cloud' ? env.config : undefined) as CloudConfig | undefined
+  const net = c?.networking
+  const hosts = net?.allowed_hosts ?? []
+  return {
+    name: env?.name ?? '',
+    description: env?.description ?? '',
+    type: env?.config.type ?? 'cloud',
+    networking: net?.type === 'unrestricted' ? 'unrestricted' : net?.type === 'limited' && (hosts.length || net.allow_package_managers || net.allow_mcp_servers) ? 'limited' : 'none',
+    allowedHosts: hosts.join('\n'),
+    allowPackageManagers: !!net?.allow_package_managers,
+    allowMcp: !!net?.allow_mcp_servers,
+    apt: (c?.packages?.apt ?? []).join(' '),
+    npm: (c?.packages?.npm ?? []).join(' '),
+    pip: (c?.packages?.pip ?? []).join(' '),
+    backend: c?.corral?.backend ?? 'auto',
+    image: c?.corral?.image ?? '',
+    memoryMb: c?.corral?.memory_mb ? String(c.corral.memory_mb) : '',
+    cpus: c?.corral?.cpus ? String(c.corral.cpus) : '',
+  }
+}
+
+const list = (s: string) => s.split(/[\s,]+/).map((x) => x.trim()).filter(Boolean)
+
+function paramsOf(d: Draft): Record<string, unknown> {
+  if (d.type === 'self_hosted') return { name: d.name.trim(), description: d.description.trim() || null, config: { type: 'self_hosted' } }
+  const networking =
+    d.networking === 'unrestricted'
+      ? { type: 'unrestricted' }
+      : d.networking === 'limited'
+        ? { type: 'limited', allowed_hosts: list(d.allowedHosts), allow_package_managers: d.allowPackageManagers, allow_mcp_servers: d.allowMcp }
+        : { type: 'limited', allowed_hosts: [], allow_package_managers: false, allow_mcp_servers: false }
+  const corral: Record<string, unknown> = { backend: d.backend }
+  if (d.image.trim()) corral.image = d.image.trim()
+  if (d.memoryMb.trim()) corral.memory_mb = Number(d.memoryMb)
+  if (d.cpus.trim()) corral.cpus = Number(d.cpus)
+  return {
+    name: d.name.trim(),
+    description: d.description.trim() || null,
+    config: { type: 'cloud', networking, packages: { apt: list(d.apt), npm: list(d.npm), pip: list(d.pip) }, corral },
+  }
+}
+
+/** Environments: where sessions' hands run (a local sandbox or a self-hosted worker queue). */
+export function EnvironmentsView({ selectedId, onSelect }: { selectedId?: string; onSelect: (id: string) => void }) {
+  const { environments, refresh } = useSessions()
+  const [showArchived, setShowArchived] = useState(false)
+  const shown = environments.filter((e) => showArchived || !e.archived_at)
+  const creating = selectedId === 'new'
+  const selected = creating ? undefined : environments.find((e) => e.id === selectedId)
+  return (
+    <div className="split">
+      <aside className="sidebar" aria-label="Environments">
+        <div className="sidebar-head">
+          <h2 className="sidebar-title">Environments</h2>
+          <Button variant="primary" icon="plus" onClick={() => onSelect('new')}>
+            New
+          </Button>
+        </div>
+        <ul className="session-list">
+          {shown.length === 0 && <li className="session-empty">No environments yet.</li>}
+          {shown.map((e) => (
+            <li key={e.id}>
+              <button type="button" className={`session-item${e.id === selectedId ? ' selected' : ''}`} aria-current={e.id === selectedId ? 'page' : undefined} onClick={() => onSelect(e.id)}>
+                <span className="session-item-top">
+                  <span className="session-title">{e.name}</span>
+                </span>
+                <span className="session-item-bottom">
+                  <span>{e.config.type === 'self_hosted' ? 'self-hosted' : 'local sandbox'}</span>
+                  {e.archived_at && <span className="pill">archived</span>}
+                </span>
+              </button>
+            </li>
+          ))}
+        </ul>
+        <label className="sidebar-foot">
+          <input type="checkbox" checked={showArchived} onChange={(e) => setShowArchived(e.target.checked)} /> Show archived
+        </label>
+      </aside>
+      <div className="pane">
+        {creating || selected ? (
+          <EnvironmentEditor key={selected ? `${selected.id}:${selected.updated_at}` : 'new'} env={selected} onSaved={(e) => { refresh(); onSelect(e.id) }} onDeleted={() => { refresh(); onSelect('') }} />
+        ) : (
+          <Empty icon="box" title="Environments">
+            An environment says where a session&apos;s tools run: a local sandbox (Docker or bubblewrap, no network unless you allow hosts) or a self-hosted worker.
+          </Empty>
+        )}
+      </div>
+    </div>
+  )
+}
+
+function EnvironmentEditor({ env, onSaved, onDeleted }: { env?: Environment; onSaved: (e: Environment) => void; onDeleted: () => void }) {
+  const client = useClient()
+  const [d, setD] = useState<Draft>(() => draftOf(env))
+  const [err, setErr] = useState<unknown>()
+  const [busy, setBusy] = useState(false)
+  const set = (patch: Partial<Draft>) => setD((x) => ({ ...x, ...patch }))
+  const save = async () => {
+    setBusy(true)
+    setErr(undefined)
+    try {
+      const p = paramsOf(d)
+      onSaved(env ? await client.request<Environment>('environments.update', { id: env.id }, p) : await client.request<Environment>('environments.create', {}, p))
+    } catch (e) {
+      setErr(e)
+    } finally {
+      setBusy(false)
+    }
+  }
+  return (
+    <div className="editor">
+      <header className="editor-head">
+        <div>
+          <h1>{env ? env.name : 'New environment'}</h1>
+          {env && (
+            <div className="thread-sub">
+              <span className="mono">{env.id}</span>
+              <span>updated {relativeTime(env.updated_at)}</span>
+            </div>
+          )}
+        </div>
+        <div className="thread-actions">
+          {env && !env.archived_at && (
+            <Button variant="ghost" icon="archive" onClick={() => void client.request<Environment>('environments.archive', { id: env.id }).then(onSaved, setErr)}>
+              Archive
+            </Button>
+          )}
+          {env && (
+            <Button
+              variant="ghost"
+              onClick={() => {
+                if (window.confirm(`Delete ${env.name}?`)) void client.request('environments.delete', { id: env.id }).then(onDeleted, setErr)
+              }}
+            >
+              Delete
+            </Button>
+          )}
+          <Button variant="primary" disabled={busy || !d.name.trim()} onClick={() => void save()}>
+            {env ? 'Save' : 'Create environment'}
+          </Button>
+        </div>
+      </header>
+      <ErrorNote error={err} />
+      <form className="form" onSubmit={(e) => { e.preventDefault(); void save() }}>
+        <div className="form-row">
+          <Field id="env-name" label="Name">
+            <input id="env-name" value={d.name} onChange={(e) => set({ name: e.target.value })} required />
+          </Field>
+          <Field id="env-type" label="Kind">
+            <select id="env-type" value={d.type} onChange={(e) => set({ type: e.target.value as Draft['type'] })}>
+              <option value="cloud">Local sandbox</option>
+              <option value="self_hosted">Self-hosted workers</option>
+            </select>
+          </Field>
+        </div>
+        <Field id="env-desc" label="Description">
+          <input id="env-desc" value={d.description} onChange={(e) => set({ description: e.target.value })} />
+        </Field>
+        {d.type === 'cloud' && (
+          <>
+            <fieldset>
+              <legend>Sandbox</legend>
+              <div className="form-row">
+                <Field id="env-backend" label="Backend">
+                  <select id="env-backend" value={d.backend} onChange={(e) => set({ backend: e.target.value as Draft['backend'] })}>
+                    <option value="auto">Automatic (Docker when it answers, else bubblewrap)</option>
+                    <option value="docker">Docker</option>
+                    <option value="bubblewrap">bubblewrap (Linux)</option>
+                  </select>
+                </Field>
+                <Field id="env-image" label="Image (Docker)">
+                  <input id="env-image" value={d.image} onChange={(e) => set({ image: e.target.value })} placeholder="corral-sandbox:latest" />
+                </Field>
+              </div>
+              <div className="form-row">
+                <Field id="env-mem" label="Memory (MB)">
+                  <input id="env-mem" inputMode="numeric" value={d.memoryMb} onChange={(e) => set({ memoryMb: e.target.value })} placeholder="default" />
+                </Field>
+                <Field id="env-cpus" label="CPUs">
+                  <input id="env-cpus" inputMode="decimal" value={d.cpus} onChange={(e) => set({ cpus: e.target.value })} placeholder="default" />
+                </Field>
+              </div>
+            </fieldset>
+            <fieldset>
+              <legend>Network</legend>
+              <div className="radio-row" role="radiogroup" aria-label="Network access">
+                {(
+                  [
+                    ['none', 'No network'],
+                    ['limited', 'Allowed hosts only'],
+                    ['unrestricted', 'Unrestricted (through the proxy)'],
+                  ] as const
+                ).map(([v, label]) => (
+                  <label key={v}>
+                    <input type="radio" name="env-net" value={v} checked={d.networking === v} onChange={() => set({ networking: v })} /> {label}
+                  </label>
+                ))}
+              </div>
+              {d.networking === 'limited' && (
+                <>
+                  <Field id="env-hosts" label="Allowed hosts" hint="One per line; *.example.com for subdomains.">
+                    <textarea id="env-hosts" rows={3} className="mono" value={d.allowedHosts} onChange={(e) => set({ allowedHosts: e.target.value })} />
+                  </Field>
+                  <label className="check">
+                    <input type="checkbox" checked={d.allowPackageManagers} onChange={(e) => set({ allowPackageManagers: e.target.checked })} /> Allow package registries (apt, npm, PyPI, …)
+                  </label>
+                  <label className="check">
+                    <input type="checkbox" checked={d.allowMcp} onChange={(e) => set({ allowMcp: e.target.checked })} /> Allow the agent&apos;s MCP servers
+                  </label>
+                </>
+              )}
+            </fieldset>
+            <fieldset>
+              <legend>Packages (installed at provision, cached)</legend>
+              <div className="form-row three">
+                <Field id="env-apt" label="apt">
+                  <input id="env-apt" className="mono" value={d.apt} onChange={(e) => set({ apt: e.target.value })} placeholder="ripgrep jq" />
+                </Field>
+                <Field id="env-npm" label="npm">
+                  <input id="env-npm" className="mono" value={d.npm} onChange={(e) => set({ npm: e.target.value })} />
+                </Field>
+                <Field id="env-pip" label="pip">
+                  <input id="env-pip" className="mono" value={d.pip} onChange={(e) => set({ pip: e.target.value })} />
+                </Field>
+              </div>
+            </fieldset>
+          </>
+        )}
+      </form>
+    </div>
+  )
+}

@@ -1,0 +1,178 @@
+import { useState } from 'react'
+import { useClient } from '../../api/context'
+import type { Environment, Session } from '../../api/types'
+import { Button, Dialog, ErrorNote, Field, Icon } from '../../ui/components'
+import { modelIdOf } from '../../ui/format'
+import { useSessions } from './SessionsProvider'
+
+type ResourceRow =
+  | { type: 'github_repository'; url: string; mount_path: string; branch: string }
+  | { type: 'file'; file_id: string; mount_path: string }
+  | { type: 'memory_store'; memory_store_id: string }
+
+function resourceParams(r: ResourceRow): Record<string, unknown> {
+  if (r.type === 'github_repository') {
+    return { type: r.type, url: r.url.trim(), ...(r.mount_path.trim() ? { mount_path: r.mount_path.trim() } : {}), ...(r.branch.trim() ? { checkout: { type: 'branch', name: r.branch.trim() } } : {}) }
+  }
+  if (r.type === 'file') return { type: r.type, file_id: r.file_id.trim(), ...(r.mount_path.trim() ? { mount_path: r.mount_path.trim() } : {}) }
+  return { type: r.type, memory_store_id: r.memory_store_id.trim() }
+}
+
+/** A new session: agent, environment, first message, resources. */
+export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => void; onCreated: (s: Session) => void; onGo: (path: string) => void }) {
+  const client = useClient()
+  const { agents, environments, refresh, upsert } = useSessions()
+  const liveAgents = agents.filter((a) => !a.archived_at)
+  const liveEnvs = environments.filter((e) => !e.archived_at)
+  const [agentId, setAgentId] = useState(liveAgents[0]?.id ?? '')
+  const [envId, setEnvId] = useState(liveEnvs[0]?.id ?? '')
+  const [title, setTitle] = useState('')
+  const [message, setMessage] = useState('')
+  const [resources, setResources] = useState<ResourceRow[]>([])
+  const [busy, setBusy] = useState(false)
+  const [err, setErr] = useState<unknown>()
+
+  const createDefaultEnv = async () => {
+    setErr(undefined)
+    try {
+      const env = await client.request<Environment>('environments.create', {}, { name: 'Local sandbox', description: 'No network; the default sandbox backend.', config: { type: 'cloud', networking: { type: 'limited' } } })
+      setEnvId(env.id)
+      refresh()
+    } catch (e) {
+      setErr(e)
+    }
+  }
+
+  const submit = async () => {
+    setBusy(true)
+    setErr(undefined)
+    try {
+      const text = message.trim()
+      const session = await client.request<Session>('sessions.create', {}, {
+        agent: agentId,
+        environment_id: envId,
+        title: title.trim() || (text ? text.split('\n')[0].slice(0, 80) : null),
+        ...(resources.length ? { resources: resources.map(resourceParams) } : {}),
+        ...(text ? { initial_events: [{ type: 'user.message', content: [{ type: 'text', text }] }] } : {}),
+      })
+      upsert(session)
+      onCreated(session)
+    } catch (e) {
+      setErr(e)
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  const setRow = (i: number, patch: Partial<ResourceRow>) => setResources((rs) => rs.map((r, j) => (j === i ? ({ ...r, ...patch } as ResourceRow) : r)))
+
+  return (
+    <Dialog title="New session" onClose={onClose} wide>
+      <form
+        className="dialog-body form"
+        onSubmit={(e) => {
+          e.preventDefault()
+          void submit()
+        }}
+      >
+        <div className="form-row">
+          <Field id="ns-agent" label="Agent" hint={liveAgents.length === 0 ? <button type="button" className="link-btn" onClick={() => onGo('/agents/new')}>Create an agent first</button> : undefined}>
+            <select id="ns-agent" value={agentId} onChange={(e) => setAgentId(e.target.value)} required>
+              {liveAgents.length === 0 && <option value="">No agents yet</option>}
+              {liveAgents.map((a) => (
+                <option key={a.id} value={a.id}>
+                  {a.name} · {modelIdOf(a.model)} · v{a.version}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field
+            id="ns-env"
+            label="Environment"
+            hint={
+              liveEnvs.length === 0 ? (
+                <button type="button" className="link-btn" onClick={() => void createDefaultEnv()}>
+                  Create a local sandbox environment
+                </button>
+              ) : undefined
+            }
+          >
+            <select id="ns-env" value={envId} onChange={(e) => setEnvId(e.target.value)} required>
+              {liveEnvs.length === 0 && <option value="">No environments yet</option>}
+              {liveEnvs.map((e) => (
+                <option key={e.id} value={e.id}>
+                  {e.name} · {e.config.type === 'self_hosted' ? 'self-hosted' : 'local sandbox'}
+                </option>
+              ))}
+            </select>
+          </Field>
+        </div>
+        <Field id="ns-title" label="Title (optional)">
+          <input id="ns-title" value={title} onChange={(e) => setTitle(e.target.value)} placeholder="Defaults to the first line of your message" />
+        </Field>
+        <Field id="ns-message" label="First message">
+          <textarea
+            id="ns-message"
+            rows={6}
+            value={message}
+            onChange={(e) => setMessage(e.target.value)}
+            placeholder="What should the agent do?"
+            onKeyDown={(e) => {
+              if (e.key === 'Enter' && (e.metaKey || e.ctrlKey)) {
+                e.preventDefault()
+                void submit()
+              }
+            }}
+          />
+        </Field>
+        <fieldset className="resources">
+          <legend>Resources</legend>
+          {resources.length === 0 && <p className="muted">Repositories, files or memory stores to mount in the sandbox.</p>}
+          {resources.map((r, i) => (
+            <div key={i} className="resource-row">
+              <span className="resource-kind">{r.type === 'github_repository' ? 'Repository' : r.type === 'file' ? 'File' : 'Memory store'}</span>
+              {r.type === 'github_repository' && (
+                <>
+                  <input aria-label="Repository URL" placeholder="https://github.com/owner/repo" value={r.url} onChange={(e) => setRow(i, { url: e.target.value })} required />
+                  <input aria-label="Branch" placeholder="branch (optional)" value={r.branch} onChange={(e) => setRow(i, { branch: e.target.value })} />
+                  <input aria-label="Mount path" placeholder="mount path (optional)" value={r.mount_path} onChange={(e) => setRow(i, { mount_path: e.target.value })} />
+                </>
+              )}
+              {r.type === 'file' && (
+                <>
+                  <input aria-label="File id" placeholder="file_…" value={r.file_id} onChange={(e) => setRow(i, { file_id: e.target.value })} required />
+                  <input aria-label="Mount path" placeholder="mount path (optional)" value={r.mount_path} onChange={(e) => setRow(i, { mount_path: e.target.value })} />
+                </>
+              )}
+              {r.type === 'memory_store' && <input aria-label="Memory store id" placeholder="memstore_…" value={r.memory_store_id} onChange={(e) => setRow(i, { memory_store_id: e.target.value })} required />}
+              <button type="button" className="icon-btn" aria-label="Remove resource" onClick={() => setResources((rs) => rs.filter((_, j) => j !== i))}>
+                <Icon name="x" />
+              </button>
+            </div>
+          ))}
+          <div className="resource-add">
+            <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'github_repository', url: '', mount_path: '', branch: '' }])}>
+              Repository
+            </Button>
+            <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'file', file_id: '', mount_path: '' }])}>
+              File
+            </Button>
+            <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'memory_store', memory_store_id: '' }])}>
+              Memory store
+            </Button>
+          </div>
+        </fieldset>
+        <ErrorNote error={err} />
+        <footer className="dialog-foot">
+          <span className="muted">Ctrl+Enter to start</span>
+          <Button variant="ghost" onClick={onClose}>
+            Cancel
+          </Button>
+          <Button type="submit" variant="primary" disabled={busy || !agentId || !envId}>
+            Start session
+          </Button>
+        </footer>
+      </form>
+    </Dialog>
+  )
+}

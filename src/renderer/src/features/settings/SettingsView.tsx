@@ -1,0 +1,203 @@
+import { useEffect, useState } from 'react'
+import { useClient } from '../../api/context'
+import { ApiError } from '../../api'
+import { signOut } from '../../api/auth'
+import { Button, ErrorNote, Field, Icon, Spinner } from '../../ui/components'
+import { useQuery } from '../../ui/hooks'
+import type { ThemeChoice } from '../../ui/theme'
+
+/**
+ * What the settings endpoint (a Corral addition, `GET/POST /v1/corral/settings`) is expected to
+ * carry. The API key is write-only: it goes to the OS keychain and is never read back.
+ */
+export interface CorralSettings {
+  model?: { base_url?: string | null; compatibility_mode?: boolean; default_model?: string | null }
+  sandbox_backend?: 'auto' | 'docker' | 'bubblewrap'
+  api_key?: { set: boolean; source?: string | null }
+}
+
+export interface DoctorFinding {
+  check: string
+  status: 'ok' | 'warn' | 'fail'
+  message: string
+  fix?: string | null
+}
+
+function missing(e: unknown): boolean {
+  return e instanceof ApiError && e.status === 404
+}
+
+export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme: (t: ThemeChoice) => void }) {
+  const client = useClient()
+  const settings = useQuery(() => client.request<CorralSettings>('settings.retrieve'), [])
+  const doctor = useQuery(() => client.request<{ findings: DoctorFinding[] }>('doctor.run'), [])
+  const [baseUrl, setBaseUrl] = useState('')
+  const [compat, setCompat] = useState(false)
+  const [defaultModel, setDefaultModel] = useState('')
+  const [backend, setBackend] = useState<'auto' | 'docker' | 'bubblewrap'>('auto')
+  const [apiKey, setApiKey] = useState('')
+  const [err, setErr] = useState<unknown>()
+  const [saved, setSaved] = useState(false)
+  const [notif, setNotif] = useState(typeof Notification === 'undefined' ? 'unsupported' : Notification.permission)
+
+  useEffect(() => {
+    const s = settings.data
+    if (!s) return
+    setBaseUrl(s.model?.base_url ?? '')
+    setCompat(!!s.model?.compatibility_mode)
+    setDefaultModel(s.model?.default_model ?? '')
+    setBackend(s.sandbox_backend ?? 'auto')
+  }, [settings.data])
+
+  const noSettingsApi = missing(settings.error)
+  const save = async () => {
+    setErr(undefined)
+    setSaved(false)
+    try {
+      await client.request('settings.update', {}, {
+        model: { base_url: baseUrl.trim() || null, compatibility_mode: compat, default_model: defaultModel.trim() || null },
+        sandbox_backend: backend,
+        ...(apiKey ? { api_key: apiKey } : {}),
+      })
+      setApiKey('')
+      setSaved(true)
+      settings.reload()
+    } catch (e) {
+      setErr(e)
+    }
+  }
+
+  return (
+    <div className="pane scroll">
+      <div className="editor narrow">
+        <header className="editor-head">
+          <h1>Settings</h1>
+        </header>
+
+        <section className="card-section" aria-labelledby="s-appearance">
+          <h2 id="s-appearance">Appearance</h2>
+          <div className="radio-row" role="radiogroup" aria-label="Theme">
+            {(['system', 'dark', 'light'] as const).map((t) => (
+              <label key={t}>
+                <input type="radio" name="theme" checked={theme === t} onChange={() => setTheme(t)} /> {t === 'system' ? 'Follow the system' : t[0].toUpperCase() + t.slice(1)}
+              </label>
+            ))}
+          </div>
+          <div className="setting-line">
+            <span>Desktop notifications when a confirmation arrives in the background:</span>
+            {notif === 'granted' ? (
+              <span className="pill pill-done">on</span>
+            ) : notif === 'unsupported' ? (
+              <span className="muted">not supported here</span>
+            ) : (
+              <Button small icon="bell" onClick={() => void Notification.requestPermission().then(setNotif)}>
+                {notif === 'denied' ? 'Blocked by the browser' : 'Turn on'}
+              </Button>
+            )}
+          </div>
+          <div className="setting-line muted">Connected through {client.transport === 'ipc' ? 'the desktop app (IPC)' : 'the local HTTP API'}.</div>
+        </section>
+
+        <section className="card-section" aria-labelledby="s-model">
+          <h2 id="s-model">Model endpoint and sandbox</h2>
+          {settings.loading && <Spinner />}
+          {noSettingsApi && (
+            <div className="note note-warn">
+              <strong>Not available yet.</strong> This engine does not offer settings over the API (<code>GET /v1/corral/settings</code> answered 404). Until it does, set{' '}
+              <code>ANTHROPIC_BASE_URL</code> / <code>ANTHROPIC_API_KEY</code> in the environment, or edit <code>settings.json</code> in the data directory.
+            </div>
+          )}
+          {settings.error && !noSettingsApi ? <ErrorNote error={settings.error} /> : null}
+          <form
+            className="form"
+            onSubmit={(e) => {
+              e.preventDefault()
+              void save()
+            }}
+          >
+            <fieldset disabled={noSettingsApi || settings.loading}>
+              <Field id="st-base" label="Model endpoint (base URL)" hint="Empty: Anthropic's API. A local Anthropic-compatible server (Ollama, llama.cpp, LM Studio) works too.">
+                <input id="st-base" type="url" placeholder="https://api.anthropic.com" value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} />
+              </Field>
+              <label className="check">
+                <input type="checkbox" checked={compat} onChange={(e) => setCompat(e.target.checked)} /> Compatibility mode (strip prompt caching, betas and server tools for local servers)
+              </label>
+              <Field id="st-model" label="Default model">
+                <input id="st-model" value={defaultModel} onChange={(e) => setDefaultModel(e.target.value)} placeholder="claude-sonnet-4-5" />
+              </Field>
+              <Field
+                id="st-key"
+                label="Anthropic API key"
+                hint={
+                  <>
+                    Stored in the OS keychain, never shown again.{' '}
+                    {settings.data?.api_key?.set ? <strong>A key is set{settings.data.api_key.source ? ` (${settings.data.api_key.source})` : ''}.</strong> : 'No key is set.'}
+                  </>
+                }
+              >
+                <input id="st-key" type="password" autoComplete="off" value={apiKey} onChange={(e) => setApiKey(e.target.value)} placeholder={settings.data?.api_key?.set ? '•••••••• (leave empty to keep)' : 'sk-ant-…'} />
+              </Field>
+              <Field id="st-backend" label="Default sandbox backend">
+                <select id="st-backend" value={backend} onChange={(e) => setBackend(e.target.value as typeof backend)}>
+                  <option value="auto">Automatic</option>
+                  <option value="docker">Docker</option>
+                  <option value="bubblewrap">bubblewrap</option>
+                </select>
+              </Field>
+              <div className="form-actions">
+                <Button type="submit" variant="primary">
+                  Save settings
+                </Button>
+                {saved && <span className="ok-note">Saved.</span>}
+              </div>
+            </fieldset>
+          </form>
+          <ErrorNote error={err} />
+        </section>
+
+        <section className="card-section" aria-labelledby="s-doctor">
+          <h2 id="s-doctor">
+            Doctor{' '}
+            <Button small variant="ghost" onClick={doctor.reload}>
+              Run again
+            </Button>
+          </h2>
+          {doctor.loading && <Spinner />}
+          {missing(doctor.error) && (
+            <p className="muted">
+              This engine does not offer <code>corral doctor</code> over the API yet (<code>GET /v1/corral/doctor</code> answered 404). Run <code>npm run cli -- doctor</code> in a terminal.
+            </p>
+          )}
+          {doctor.error && !missing(doctor.error) ? <ErrorNote error={doctor.error} /> : null}
+          {doctor.data && (
+            <ul className="findings">
+              {doctor.data.findings.map((f, i) => (
+                <li key={i} className={`finding finding-${f.status}`}>
+                  <Icon name={f.status === 'ok' ? 'check' : 'warn'} />
+                  <div>
+                    <strong>{f.check}</strong> <span>{f.message}</span>
+                    {f.fix && <div className="muted">Fix: {f.fix}</div>}
+                  </div>
+                </li>
+              ))}
+            </ul>
+          )}
+        </section>
+
+        {client.transport === 'http' && (
+          <section className="card-section">
+            <h2>Browser session</h2>
+            <Button
+              variant="ghost"
+              onClick={() => {
+                void signOut().then(() => window.location.reload())
+              }}
+            >
+              Sign out of this browser
+            </Button>
+          </section>
+        )}
+      </div>
+    </div>
+  )
+}

@@ -1,0 +1,254 @@
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
+import { useClient } from '../../api/context'
+import type { Page, Session, SessionThread } from '../../api/types'
+import { Button, Empty, ErrorNote, Icon, Spinner, StatusBadge } from '../../ui/components'
+import { money, modelIdOf, relativeTime, sessionCost, tokens } from '../../ui/format'
+import { useQuery } from '../../ui/hooks'
+import { useConfirmations, type PendingItem } from '../confirmations/ConfirmationsProvider'
+import { sessionTitle, useSessions } from '../sessions/SessionsProvider'
+import { Timeline } from './Timeline'
+import type { ToolItem } from './timeline'
+import { useThread } from './useThread'
+
+const QUEUE_EVENTS = new Set(['agent.tool_use', 'agent.mcp_tool_use', 'agent.custom_tool_use', 'session.status_idle', 'session.thread_status_idle', 'user.tool_confirmation'])
+
+/** One session: header (status, usage, cost, actions), thread tabs, the timeline and the composer. */
+export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: string; threadId: string | null; onOpenThread: (t: string | null) => void }) {
+  const client = useClient()
+  const { sessions, environments, upsert, refresh } = useSessions()
+  const confirmations = useConfirmations()
+  const listed = sessions.find((s) => s.id === sessionId)
+  const fresh = useQuery(() => client.request<Session>('sessions.retrieve', { id: sessionId }), [sessionId, listed?.updated_at])
+  const session = fresh.data?.id === sessionId ? fresh.data : listed
+  const threads = useQuery(
+    () => client.request<Page<SessionThread>>('threads.list', { id: sessionId }, { limit: 100 }).catch(() => ({ data: [], next_page: null })),
+    [sessionId, listed?.updated_at],
+  )
+  const subThreads = (threads.data?.data ?? []).filter((t) => t.parent_thread_id !== null)
+  const data = useThread(sessionId, threadId)
+
+  useEffect(() => {
+    if (data.lastEventType && QUEUE_EVENTS.has(data.lastEventType)) confirmations.refreshSession(sessionId)
+    // Only a new event type matters here.
+    // (confirmations.refreshSession is stable per session list.)
+  }, [data.lastEventType, data.eventCount]) // eslint-disable-line
+
+  const pending = confirmations.queue.filter((p) => p.sessionId === sessionId)
+  const pendingIds = useMemo(() => new Set(pending.map((p) => p.tool.id)), [pending])
+  const onAnswer = useCallback(
+    async (tool: ToolItem, result: 'allow' | 'deny', message?: string) => {
+      const item: PendingItem = pending.find((p) => p.tool.id === tool.id) ?? { sessionId, sessionTitle: '', tool }
+      await confirmations.answer(item, result, message)
+    },
+    [pending, confirmations, sessionId],
+  )
+
+  if (!session && fresh.error) return <ErrorNote error={fresh.error} />
+  if (!session) return <div className="center"><Spinner /></div>
+
+  const env = environments.find((e) => e.id === session.environment_id)
+  const running = session.status === 'running' || session.status === 'rescheduling'
+  const archived = !!session.archived_at
+  const canSend = !archived && session.status !== 'terminated'
+
+  return (
+    <section className="thread-view" aria-label={sessionTitle(session)}>
+      <ThreadHeader session={session} envName={env?.name} pending={pending.length} running={running} onChanged={(s) => { upsert(s); fresh.reload(); refresh() }} />
+      {(subThreads.length > 0 || threadId) && (
+        <nav className="thread-tabs" aria-label="Threads">
+          <button type="button" className={`tab${threadId === null ? ' active' : ''}`} aria-current={threadId === null ? 'page' : undefined} onClick={() => onOpenThread(null)}>
+            Primary
+          </button>
+          {subThreads.map((t) => (
+            <button key={t.id} type="button" className={`tab${threadId === t.id ? ' active' : ''}`} aria-current={threadId === t.id ? 'page' : undefined} onClick={() => onOpenThread(t.id)}>
+              <Icon name="branch" size={12} /> {(t.agent as { name?: string }).name ?? t.id.slice(-6)}
+              <span className={`tab-dot status-${t.status}`} aria-label={t.status} />
+            </button>
+          ))}
+        </nav>
+      )}
+      {data.error && <ErrorNote error={data.error} />}
+      {data.loading ? (
+        <div className="center grow">
+          <Spinner label="Loading the thread" />
+        </div>
+      ) : data.items.length === 0 ? (
+        <div className="grow">
+          <Empty icon="chat" title="Nothing here yet">
+            {canSend ? 'Send a message to start the agent.' : 'This session has no events.'}
+          </Empty>
+        </div>
+      ) : (
+        <Timeline
+          items={data.items}
+          sessionIdle={!running}
+          modelBusy={data.modelBusy || (running && threadId === null)}
+          hasOlder={data.hasOlder}
+          loadingOlder={data.loadingOlder}
+          loadOlder={data.loadOlder}
+          prependMark={data.prependMark}
+          pendingIds={pendingIds}
+          onAnswer={onAnswer}
+          onOpenThread={(t) => onOpenThread(t)}
+        />
+      )}
+      {data.connection === 'reconnecting' && <div className="conn-banner" role="status">Reconnecting to the live stream…</div>}
+      {threadId === null && <Composer sessionId={sessionId} disabled={!canSend} running={running} reason={archived ? 'This session is archived.' : session.status === 'terminated' ? 'This session has terminated.' : undefined} />}
+    </section>
+  )
+}
+
+function ThreadHeader({ session, envName, pending, running, onChanged }: { session: Session; envName?: string; pending: number; running: boolean; onChanged: (s: Session) => void }) {
+  const client = useClient()
+  const [busy, setBusy] = useState<string>()
+  const [err, setErr] = useState<unknown>()
+  const agent = session.agent as { name?: string; model?: unknown; version?: number }
+  const modelId = modelIdOf(agent.model)
+  const u = session.usage ?? {}
+  const cost = sessionCost(u, modelId)
+  const act = async (what: string, fn: () => Promise<unknown>) => {
+    setBusy(what)
+    setErr(undefined)
+    try {
+      await fn()
+      onChanged(await client.request<Session>('sessions.retrieve', { id: session.id }))
+    } catch (e) {
+      setErr(e)
+    } finally {
+      setBusy(undefined)
+    }
+  }
+  const interrupt = () => act('interrupt', () => client.request('events.send', { id: session.id }, { events: [{ type: 'user.interrupt' }] }))
+  // Escape twice quickly interrupts a running turn, like a terminal's ^C.
+  const lastEsc = useRef(0)
+  useEffect(() => {
+    if (!running) return
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'Escape' || document.querySelector('.dialog')) return
+      const now = Date.now()
+      if (now - lastEsc.current < 600) void interrupt()
+      lastEsc.current = now
+    }
+    window.addEventListener('keydown', onKey)
+    return () => window.removeEventListener('keydown', onKey)
+  })
+  return (
+    <header className="thread-header">
+      <div className="thread-title-row">
+        <div className="thread-title">
+          <h1>{sessionTitle(session)}</h1>
+          <div className="thread-sub">
+            <StatusBadge status={session.archived_at ? 'archived' : session.status} pending={pending} />
+            <span title="Agent">
+              <Icon name="robot" size={13} /> {agent.name ?? 'agent'}
+              {agent.version ? ` v${agent.version}` : ''}
+            </span>
+            {modelId && <span className="mono" title="Model">{modelId}</span>}
+            <span title="Environment">
+              <Icon name="box" size={13} /> {envName ?? session.environment_id}
+            </span>
+            <span title={session.updated_at}>updated {relativeTime(session.updated_at)}</span>
+          </div>
+        </div>
+        <div className="thread-actions">
+          {running && (
+            <Button variant="danger" icon="stop" onClick={interrupt} disabled={busy === 'interrupt'} title="Interrupt the turn (Esc Esc)">
+              Interrupt
+            </Button>
+          )}
+          {!session.archived_at && (
+            <Button
+              variant="ghost"
+              icon="archive"
+              disabled={!!busy}
+              onClick={() => {
+                if (window.confirm('Archive this session? It stays readable but accepts no new events.')) void act('archive', () => client.request('sessions.archive', { id: session.id }))
+              }}
+            >
+              Archive
+            </Button>
+          )}
+        </div>
+      </div>
+      <dl className="usage" aria-label="Usage">
+        <div>
+          <dt>Input</dt>
+          <dd>{tokens(u.input_tokens)}</dd>
+        </div>
+        <div>
+          <dt>Output</dt>
+          <dd>{tokens(u.output_tokens)}</dd>
+        </div>
+        <div>
+          <dt>Cache read</dt>
+          <dd>{tokens(u.cache_read_input_tokens)}</dd>
+        </div>
+        <div>
+          <dt>Cache write</dt>
+          <dd>{tokens((u.cache_creation?.ephemeral_5m_input_tokens ?? 0) + (u.cache_creation?.ephemeral_1h_input_tokens ?? 0))}</dd>
+        </div>
+        <div>
+          <dt>Cost</dt>
+          <dd title={cost ? (cost.reported ? 'Reported by the engine' : 'Estimated from tokens at list prices') : 'Unknown model price'}>
+            {cost ? `${cost.reported ? '' : '≈ '}${money(cost.usd)}` : '—'}
+          </dd>
+        </div>
+      </dl>
+      {err ? <ErrorNote error={err} /> : null}
+    </header>
+  )
+}
+
+function Composer({ sessionId, disabled, running, reason }: { sessionId: string; disabled: boolean; running: boolean; reason?: string }) {
+  const client = useClient()
+  const [text, setText] = useState('')
+  const [busy, setBusy] = useState(false)
+  const [err, setErr] = useState<unknown>()
+  const send = async () => {
+    const body = text.trim()
+    if (!body || busy) return
+    setBusy(true)
+    setErr(undefined)
+    try {
+      await client.request('events.send', { id: sessionId }, { events: [{ type: 'user.message', content: [{ type: 'text', text: body }] }] })
+      setText('')
+    } catch (e) {
+      setErr(e)
+    } finally {
+      setBusy(false)
+    }
+  }
+  return (
+    <form
+      className="composer"
+      onSubmit={(e) => {
+        e.preventDefault()
+        void send()
+      }}
+    >
+      {err ? <ErrorNote error={err} /> : null}
+      <div className="composer-box">
+        <label htmlFor="composer-input" className="sr-only">
+          Message
+        </label>
+        <textarea
+          id="composer-input"
+          placeholder={reason ?? (running ? 'Send a message (it will be read when the agent next looks)…' : 'Message the agent… (Enter to send, Shift+Enter for a new line)')}
+          value={text}
+          disabled={disabled}
+          rows={Math.min(10, Math.max(2, text.split('\n').length))}
+          onChange={(e) => setText(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+              e.preventDefault()
+              void send()
+            }
+          }}
+        />
+        <Button type="submit" variant="primary" disabled={disabled || busy || !text.trim()}>
+          Send
+        </Button>
+      </div>
+    </form>
+  )
+}

@@ -1,0 +1,268 @@
+import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react'
+import { useVirtualizer } from '@tanstack/react-virtual'
+import { Icon, Spinner } from '../../ui/components'
+import { Markdown } from '../../ui/Markdown'
+import { clock } from '../../ui/format'
+import type { TimelineItem, ToolItem } from './timeline'
+import { ToolCard } from './ToolCard'
+
+export interface TimelineProps {
+  items: TimelineItem[]
+  sessionIdle: boolean
+  modelBusy: boolean
+  hasOlder: boolean
+  loadingOlder: boolean
+  loadOlder: () => void
+  prependMark: number
+  pendingIds: ReadonlySet<string>
+  onAnswer: (tool: ToolItem, result: 'allow' | 'deny', message?: string) => Promise<void>
+  onOpenThread: (threadId: string) => void
+}
+
+const STOP_LABEL: Record<string, string> = {
+  end_turn: 'Turn complete',
+  requires_action: 'Waiting for you',
+  retries_exhausted: 'Stopped: retries exhausted',
+  budget_reached: 'Stopped: budget reached',
+  refusal: 'Stopped: refusal',
+}
+
+/**
+ * The thread's timeline, virtualized: only the rows in view (plus a few) are in the DOM, each
+ * measured as it renders, so a session of 100,000 events opens and scrolls like a short one.
+ * Sticks to the bottom while the reader is there; keeps its place when older rows load above.
+ */
+export function Timeline(props: TimelineProps) {
+  const { items, prependMark, hasOlder, loadingOlder, loadOlder } = props
+  const scrollRef = useRef<HTMLDivElement>(null)
+  const atBottom = useRef(true)
+  const [showJump, setShowJump] = useState(false)
+  const count = items.length + 1 // the last row is the activity indicator / end spacer
+  const virtualizer = useVirtualizer({
+    count,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: (i) => estimate(items[i]),
+    getItemKey: (i) => items[i]?.id ?? '__end',
+    overscan: 8,
+  })
+
+  // Keep the reader's place when older rows are put in front.
+  const before = useRef<{ total: number; top: number } | null>(null)
+  const lastMark = useRef(prependMark)
+  if (prependMark !== lastMark.current && before.current === null && scrollRef.current) {
+    before.current = { total: virtualizer.getTotalSize(), top: scrollRef.current.scrollTop }
+  }
+  useLayoutEffect(() => {
+    if (prependMark === lastMark.current) return
+    lastMark.current = prependMark
+    const b = before.current
+    before.current = null
+    if (b && scrollRef.current) scrollRef.current.scrollTop = b.top + (virtualizer.getTotalSize() - b.total)
+  }, [prependMark, virtualizer])
+
+  // Follow new content while at the bottom.
+  const first = useRef(true)
+  useLayoutEffect(() => {
+    if (items.length === 0) return
+    if (first.current || atBottom.current) {
+      first.current = false
+      virtualizer.scrollToIndex(count - 1, { align: 'end' })
+    }
+  }, [items, count, virtualizer])
+
+  const onScroll = useCallback(() => {
+    const el = scrollRef.current
+    if (!el) return
+    const distance = el.scrollHeight - el.scrollTop - el.clientHeight
+    atBottom.current = distance < 80
+    setShowJump(distance > 600)
+    if (el.scrollTop < 1500 && hasOlder && !loadingOlder) loadOlder()
+  }, [hasOlder, loadingOlder, loadOlder])
+
+  useEffect(() => {
+    // A short first page that does not fill the view: fetch older at once.
+    const el = scrollRef.current
+    if (el && hasOlder && !loadingOlder && el.scrollHeight <= el.clientHeight + 10) loadOlder()
+  }, [items, hasOlder, loadingOlder, loadOlder])
+
+  const virtualItems = virtualizer.getVirtualItems()
+  return (
+    <div className="timeline-wrap">
+      <div className="timeline" ref={scrollRef} onScroll={onScroll} role="log" aria-label="Thread timeline" aria-live="off" tabIndex={0}>
+        <div className="timeline-inner" style={{ height: virtualizer.getTotalSize() }}>
+          {virtualItems.map((v) => {
+            const item = items[v.index]
+            return (
+              <div key={v.key} data-index={v.index} ref={virtualizer.measureElement} className="timeline-row" style={{ transform: `translateY(${v.start}px)` }}>
+                {item ? <Row item={item} {...props} /> : <EndRow busy={props.modelBusy} loadingOlder={loadingOlder} />}
+              </div>
+            )
+          })}
+        </div>
+      </div>
+      {showJump && (
+        <button
+          type="button"
+          className="jump-latest"
+          onClick={() => {
+            atBottom.current = true
+            virtualizer.scrollToIndex(count - 1, { align: 'end' })
+          }}
+        >
+          Jump to latest ↓
+        </button>
+      )}
+    </div>
+  )
+}
+
+function estimate(item: TimelineItem | undefined): number {
+  if (!item) return 48
+  switch (item.kind) {
+    case 'tool':
+      return item.name === 'bash' || item.name === 'edit' || item.name === 'write' ? 220 : 56
+    case 'agent':
+      return 40 + Math.min(800, Math.ceil(item.text.length / 90) * 22)
+    case 'user':
+      return 56 + Math.min(400, Math.ceil(item.text.length / 90) * 22)
+    case 'turn':
+    case 'thread':
+    case 'interrupt':
+      return 36
+    default:
+      return 52
+  }
+}
+
+function EndRow({ busy, loadingOlder }: { busy: boolean; loadingOlder: boolean }) {
+  return (
+    <div className="end-row">
+      {busy ? (
+        <span className="thinking-indicator" role="status">
+          <span className="dots" aria-hidden="true">
+            <i />
+            <i />
+            <i />
+          </span>
+          Claude is working…
+        </span>
+      ) : loadingOlder ? (
+        <Spinner label="Loading older events" />
+      ) : null}
+    </div>
+  )
+}
+
+const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenThread }: { item: TimelineItem } & TimelineProps) {
+  switch (item.kind) {
+    case 'user':
+      return (
+        <div className="msg msg-user">
+          <div className="msg-meta">
+            <span className="msg-who">You</span>
+            <time>{clock(item.at)}</time>
+          </div>
+          <div className="msg-bubble">
+            <Markdown text={item.text} />
+            {item.attachments > 0 && <div className="muted">📎 {item.attachments} attachment(s)</div>}
+          </div>
+        </div>
+      )
+    case 'agent':
+      return (
+        <div className={`msg msg-agent${item.streaming ? ' streaming' : ''}`}>
+          <div className="msg-meta">
+            <span className="msg-who">Claude</span>
+            <time>{item.streaming ? 'streaming…' : clock(item.at)}</time>
+          </div>
+          <Markdown text={item.text || (item.streaming ? '…' : '')} />
+        </div>
+      )
+    case 'thinking':
+      return <Thinking text={item.text} streaming={item.streaming} />
+    case 'tool':
+      return (
+        <ToolCard
+          tool={item}
+          sessionIdle={sessionIdle}
+          onAnswer={pendingIds.has(item.id) ? (result, message) => onAnswer(item, result, message) : undefined}
+        />
+      )
+    case 'turn':
+      return (
+        <div className={`divider divider-${item.stopReason}`}>
+          <span>
+            {STOP_LABEL[item.stopReason] ?? item.stopReason}
+            {item.detail ? ` — ${item.detail}` : ''} · {clock(item.at)}
+          </span>
+        </div>
+      )
+    case 'interrupt':
+      return (
+        <div className="divider divider-interrupt">
+          <span>
+            <Icon name="stop" size={12} /> Interrupted · {clock(item.at)}
+          </span>
+        </div>
+      )
+    case 'error':
+      return (
+        <div className="event-error" role="alert">
+          <Icon name="warn" />
+          <div>
+            <strong>{item.errorType.replace(/_/g, ' ')}</strong>
+            {item.retry && <span className={`pill pill-${item.retry === 'retrying' ? 'running' : 'error'}`}>{item.retry}</span>}
+            <div>{item.message}</div>
+          </div>
+        </div>
+      )
+    case 'thread':
+      return (
+        <div className="thread-event">
+          <Icon name="branch" size={14} />
+          <span>
+            Subagent <strong>{item.agentName}</strong> {item.state === 'created' ? 'started' : item.state}
+            {item.stopReason && item.stopReason !== 'end_turn' ? ` (${item.stopReason.replace(/_/g, ' ')})` : ''}
+          </span>
+          <button type="button" className="link-btn" onClick={() => onOpenThread(item.threadId)}>
+            Open thread
+          </button>
+        </div>
+      )
+    case 'thread_message':
+      return (
+        <div className="msg msg-thread">
+          <div className="msg-meta">
+            <span className="msg-who">
+              {item.direction === 'sent' ? '→ to' : '← from'} {item.agentName ?? 'subagent'}
+            </span>
+            <button type="button" className="link-btn" onClick={() => onOpenThread(item.otherThreadId)}>
+              Open thread
+            </button>
+          </div>
+          <Markdown text={item.text} />
+        </div>
+      )
+    case 'note':
+      return (
+        <div className={`note note-${item.tone}`}>
+          <strong>{item.label}</strong>
+          {item.text && <span> {item.text}</span>}
+        </div>
+      )
+  }
+})
+
+function Thinking({ text, streaming }: { text: string; streaming: boolean }) {
+  const [open, setOpen] = useState(false)
+  return (
+    <div className={`thinking${streaming ? ' streaming' : ''}`}>
+      <button type="button" className="thinking-toggle" aria-expanded={open} onClick={() => setOpen((o) => !o)} disabled={!text}>
+        <Icon name="brain" size={14} />
+        {streaming ? 'Thinking…' : 'Thought'}
+        {text && <Icon name="chevron" size={12} />}
+      </button>
+      {open && text && <div className="thinking-text">{text}</div>}
+    </div>
+  )
+}

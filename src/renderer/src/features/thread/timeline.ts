@@ -1,0 +1,360 @@
+/**
+ * The thread's timeline as a fold over the session's events (the log is the truth; the UI is a
+ * view of it). Pure: no DOM, no React. A tool call and everything that answers it (confirmation,
+ * result) fold into one item; never-stored previews (`event_start` / `event_delta`) make a
+ * streaming item that the stored event with the same id later replaces in place.
+ *
+ * Incremental: `append` is O(1) per event, so a live stream costs nothing on a long session;
+ * `TimelineBuilder.from(events)` folds a whole history in one pass.
+ */
+
+/** The fields of a logged event the fold reads. Events come from the SDK's types; this is their common part. */
+export interface TimelineEvent {
+  id: string
+  type: string
+  processed_at?: string | null
+  session_thread_id?: string | null
+  [field: string]: unknown
+}
+
+export interface ToolResult {
+  text: string
+  isError: boolean
+  at?: string
+  exitCode?: number
+  durationMs?: number
+  images: number
+}
+
+export interface ToolItem {
+  kind: 'tool'
+  id: string
+  at?: string
+  threadId?: string | null
+  name: string
+  /** 'toolset' (bash, read, write, edit, ...), 'mcp' or 'custom'. */
+  source: 'toolset' | 'mcp' | 'custom'
+  mcpServer?: string
+  input: Record<string, unknown>
+  permission?: 'allow' | 'ask' | 'deny'
+  confirmation?: { result: 'allow' | 'deny'; denyMessage?: string | null; at?: string }
+  result?: ToolResult
+}
+
+export type TimelineItem =
+  | { kind: 'user'; id: string; at?: string; text: string; attachments: number }
+  | { kind: 'agent'; id: string; at?: string; text: string; streaming: boolean }
+  | { kind: 'thinking'; id: string; at?: string; text: string; streaming: boolean }
+  | ToolItem
+  | { kind: 'turn'; id: string; at?: string; stopReason: string; detail?: string }
+  | { kind: 'interrupt'; id: string; at?: string }
+  | { kind: 'error'; id: string; at?: string; errorType: string; message: string; retry?: string }
+  | { kind: 'thread'; id: string; at?: string; threadId: string; agentName: string; state: 'created' | 'running' | 'idle' | 'rescheduled' | 'terminated'; stopReason?: string }
+  | { kind: 'thread_message'; id: string; at?: string; direction: 'sent' | 'received'; otherThreadId: string; agentName?: string | null; text: string }
+  | { kind: 'note'; id: string; at?: string; label: string; text: string; tone: 'neutral' | 'warn' | 'good' }
+
+/** Event types that never show in the timeline (they feed usage and status instead). */
+const HIDDEN = new Set([
+  'span.model_request_start',
+  'span.model_request_end',
+  'session.status_running',
+  'session.status_rescheduled',
+  'session.usage',
+  'session.updated',
+  'session.deleted',
+])
+
+export function textOf(content: unknown): string {
+  if (!Array.isArray(content)) return ''
+  const parts: string[] = []
+  for (const block of content as { type?: string; text?: string; content?: unknown }[]) {
+    if (block?.type === 'text' && typeof block.text === 'string') parts.push(block.text)
+    else if (block?.type === 'search_result' && Array.isArray(block.content)) parts.push(textOf(block.content))
+    else if (block?.type === 'redacted') parts.push('[redacted]')
+  }
+  return parts.join('\n')
+}
+
+function countBlocks(content: unknown, type: string): number {
+  return Array.isArray(content) ? content.filter((b: { type?: string }) => b?.type === type).length : 0
+}
+
+function stopReasonOf(e: TimelineEvent): string {
+  const r = e.stop_reason as { type?: string } | undefined
+  return r?.type ?? 'end_turn'
+}
+
+function numberField(e: TimelineEvent, ...names: string[]): number | undefined {
+  for (const n of names) {
+    const v = e[n]
+    if (typeof v === 'number' && Number.isFinite(v)) return v
+  }
+  return undefined
+}
+
+/**
+ * Which thread a builder shows: `null` is the primary thread (events logged without a thread id,
+ * plus the lifecycle of its subagent threads); a `sthr_` id is that subagent's thread; `'*'` is
+ * every thread (the confirmation queue).
+ */
+export type ThreadFilter = string | null
+
+export class TimelineBuilder {
+  /** The items, oldest first. Replaced (not mutated) item objects mark what changed. */
+  items: TimelineItem[] = []
+  private readonly index = new Map<string, number>()
+  /** Result or confirmation that arrived before its tool_use (history read newest-first). */
+  private readonly orphans = new Map<string, TimelineEvent[]>()
+  private readonly seen = new Set<string>()
+  /** Per thread ('' = primary): the event ids its latest idle said it requires action on. */
+  private readonly waiting = new Map<string, ReadonlySet<string>>()
+
+  constructor(readonly thread: ThreadFilter = null) {}
+
+  static from(events: readonly TimelineEvent[], thread: ThreadFilter = null): TimelineBuilder {
+    const b = new TimelineBuilder(thread)
+    for (const e of events) b.append(e)
+    return b
+  }
+
+  /** True when this event id has been folded in already (a stream replaying history). */
+  has(eventId: string): boolean {
+    return this.seen.has(eventId)
+  }
+
+  private inThread(e: TimelineEvent): boolean {
+    const tid = e.session_thread_id ?? null
+    if (this.thread === '*') return true
+    if (this.thread === null) return tid === null || e.type.startsWith('session.thread_')
+    return tid === this.thread
+  }
+
+  private push(item: TimelineItem): void {
+    this.index.set(item.id, this.items.length)
+    this.items.push(item)
+  }
+
+  private replace(id: string, update: (old: TimelineItem) => TimelineItem): boolean {
+    const i = this.index.get(id)
+    if (i === undefined) return false
+    this.items[i] = update(this.items[i])
+    return true
+  }
+
+  /** Folds one stored event in. Returns whether the items changed. Duplicates are ignored. */
+  append(e: TimelineEvent): boolean {
+    if (!e || typeof e.id !== 'string' || this.seen.has(e.id)) return false
+    this.seen.add(e.id)
+    const waitingChanged = this.trackWaiting(e)
+    if (HIDDEN.has(e.type) || !this.inThread(e)) return waitingChanged
+    const at = e.processed_at ?? undefined
+    switch (e.type) {
+      case 'user.message':
+        this.push({ kind: 'user', id: e.id, at, text: textOf(e.content), attachments: countBlocks(e.content, 'image') + countBlocks(e.content, 'document') })
+        return true
+      case 'agent.message': {
+        const item: TimelineItem = { kind: 'agent', id: e.id, at, text: textOf(e.content), streaming: false }
+        if (!this.replace(e.id, () => item)) this.push(item)
+        return true
+      }
+      case 'agent.thinking': {
+        const streamed = this.index.get(e.id)
+        const text = streamed !== undefined ? (this.items[streamed] as { text?: string }).text ?? '' : ''
+        const item: TimelineItem = { kind: 'thinking', id: e.id, at, text, streaming: false }
+        if (!this.replace(e.id, () => item)) this.push(item)
+        return true
+      }
+      case 'agent.tool_use':
+      case 'agent.mcp_tool_use':
+      case 'agent.custom_tool_use': {
+        const item: ToolItem = {
+          kind: 'tool',
+          id: e.id,
+          at,
+          threadId: e.session_thread_id ?? null,
+          name: String(e.name ?? 'tool'),
+          source: e.type === 'agent.mcp_tool_use' ? 'mcp' : e.type === 'agent.custom_tool_use' ? 'custom' : 'toolset',
+          mcpServer: typeof e.mcp_server_name === 'string' ? e.mcp_server_name : undefined,
+          input: (e.input as Record<string, unknown>) ?? {},
+          permission: e.evaluated_permission as ToolItem['permission'],
+        }
+        this.push(item)
+        for (const o of this.orphans.get(e.id) ?? []) this.answerTool(o)
+        this.orphans.delete(e.id)
+        return true
+      }
+      case 'agent.tool_result':
+      case 'agent.mcp_tool_result':
+      case 'user.custom_tool_result':
+      case 'user.tool_result':
+      case 'user.tool_confirmation':
+        return this.answerTool(e)
+      case 'user.interrupt':
+        this.push({ kind: 'interrupt', id: e.id, at })
+        return true
+      case 'session.status_idle': {
+        const reason = stopReasonOf(e)
+        const details = e.stop_details as { explanation?: string | null } | null | undefined
+        this.push({ kind: 'turn', id: e.id, at, stopReason: reason, detail: details?.explanation ?? undefined })
+        return true
+      }
+      case 'session.status_terminated':
+        this.push({ kind: 'note', id: e.id, at, label: 'Session terminated', text: '', tone: 'warn' })
+        return true
+      case 'session.error': {
+        const err = (e.error as { type?: string; message?: string; retry_status?: { type?: string } }) ?? {}
+        this.push({ kind: 'error', id: e.id, at, errorType: err.type ?? 'unknown_error', message: err.message ?? '', retry: err.retry_status?.type })
+        return true
+      }
+      case 'session.thread_created':
+      case 'session.thread_status_running':
+      case 'session.thread_status_idle':
+      case 'session.thread_status_rescheduled':
+      case 'session.thread_status_terminated': {
+        const state = e.type === 'session.thread_created' ? 'created' : (e.type.slice('session.thread_status_'.length) as 'running' | 'idle' | 'rescheduled' | 'terminated')
+        if (state === 'running') return false
+        this.push({
+          kind: 'thread',
+          id: e.id,
+          at,
+          threadId: String(e.session_thread_id ?? ''),
+          agentName: String(e.agent_name ?? 'subagent'),
+          state,
+          stopReason: state === 'idle' ? stopReasonOf(e) : undefined,
+        })
+        return true
+      }
+      case 'agent.thread_message_sent':
+      case 'agent.thread_message_received': {
+        const sent = e.type === 'agent.thread_message_sent'
+        this.push({
+          kind: 'thread_message',
+          id: e.id,
+          at,
+          direction: sent ? 'sent' : 'received',
+          otherThreadId: String(sent ? e.to_session_thread_id : e.from_session_thread_id),
+          agentName: (sent ? e.to_agent_name : e.from_agent_name) as string | null | undefined,
+          text: textOf(e.content),
+        })
+        return true
+      }
+      case 'agent.thread_context_compacted':
+        this.push({ kind: 'note', id: e.id, at, label: 'Context compacted', text: 'Older turns were summarised for the model; the full log is kept.', tone: 'neutral' })
+        return true
+      case 'system.message':
+        this.push({ kind: 'note', id: e.id, at, label: 'System', text: textOf(e.content), tone: 'neutral' })
+        return true
+      case 'user.define_outcome':
+        this.push({ kind: 'note', id: e.id, at, label: 'Outcome defined', text: String(e.description ?? ''), tone: 'neutral' })
+        return true
+      case 'span.outcome_evaluation_end':
+        this.push({ kind: 'note', id: e.id, at, label: `Outcome evaluation: ${String(e.result ?? '')}`, text: String(e.explanation ?? ''), tone: e.result === 'satisfied' ? 'good' : 'neutral' })
+        return true
+      default:
+        if (e.type.startsWith('workflow_run.')) {
+          this.push({ kind: 'note', id: e.id, at, label: e.type.replace('workflow_run.', 'Workflow: ').replace(/_/g, ' '), text: String(e.name ?? e.workflow_run_id ?? ''), tone: 'neutral' })
+          return true
+        }
+        return false
+    }
+  }
+
+  private trackWaiting(e: TimelineEvent): boolean {
+    const primary = e.type === 'session.status_idle' || e.type === 'session.status_running'
+    const thread = e.type === 'session.thread_status_idle' || e.type === 'session.thread_status_running'
+    if (!primary && !thread) return false
+    const key = primary ? '' : String(e.session_thread_id ?? '')
+    const r = e.stop_reason as { type?: string; event_ids?: string[] } | undefined
+    const ids = e.type.endsWith('_idle') && r?.type === 'requires_action' ? new Set(r.event_ids ?? []) : new Set<string>()
+    const had = this.waiting.get(key)
+    this.waiting.set(key, ids)
+    return (had?.size ?? 0) > 0 || ids.size > 0
+  }
+
+  /**
+   * The tool calls that wait for the person now: asked for confirmation (or a custom tool's
+   * result), not yet answered, and named by their thread's latest `requires_action` idle.
+   */
+  pending(): ToolItem[] {
+    const out: ToolItem[] = []
+    for (const ids of this.waiting.values()) {
+      for (const id of ids) {
+        const i = this.index.get(id)
+        const item = i === undefined ? undefined : this.items[i]
+        if (item && isAwaitingUser(item)) out.push(item)
+      }
+    }
+    return out
+  }
+
+  private answerTool(e: TimelineEvent): boolean {
+    const useId = String(e.tool_use_id ?? e.mcp_tool_use_id ?? e.custom_tool_use_id ?? '')
+    if (!this.index.has(useId)) {
+      const list = this.orphans.get(useId) ?? []
+      list.push(e)
+      this.orphans.set(useId, list)
+      return false
+    }
+    return this.replace(useId, (old) => {
+      const tool = old as ToolItem
+      if (e.type === 'user.tool_confirmation') {
+        return { ...tool, confirmation: { result: e.result as 'allow' | 'deny', denyMessage: (e.deny_message as string | null | undefined) ?? null, at: e.processed_at ?? undefined } }
+      }
+      const started = tool.confirmation?.at ?? tool.at
+      const measured = numberField(e, 'duration_ms')
+      const durationMs = measured ?? (started && e.processed_at ? Math.max(0, Date.parse(e.processed_at) - Date.parse(started)) : undefined)
+      return {
+        ...tool,
+        result: {
+          text: textOf(e.content),
+          isError: e.is_error === true,
+          at: e.processed_at ?? undefined,
+          exitCode: numberField(e, 'exit_code'),
+          durationMs,
+          images: countBlocks(e.content, 'image'),
+        },
+      }
+    })
+  }
+
+  /**
+   * Folds a never-stored preview in: `event_start` opens a streaming item, `event_delta` appends
+   * text to it. Returns whether the items changed. A preview of an event already stored is ignored.
+   */
+  preview(p: { type: string; event?: { id?: string; type?: string; session_thread_id?: string | null }; event_id?: string; delta?: { content?: { text?: string } } }): boolean {
+    if (p.type === 'event_start') {
+      const ev = p.event
+      if (!ev?.id || this.seen.has(ev.id) || this.index.has(ev.id)) return false
+      if ((ev.session_thread_id ?? null) !== this.thread && this.thread !== null) return false
+      if (ev.type === 'agent.message') this.push({ kind: 'agent', id: ev.id, text: '', streaming: true })
+      else if (ev.type === 'agent.thinking') this.push({ kind: 'thinking', id: ev.id, text: '', streaming: true })
+      else return false
+      return true
+    }
+    if (p.type === 'event_delta' && p.event_id && !this.seen.has(p.event_id)) {
+      const text = p.delta?.content?.text ?? ''
+      if (!text) return false
+      return this.replace(p.event_id, (old) => (old.kind === 'agent' || old.kind === 'thinking' ? { ...old, text: old.text + text } : old))
+    }
+    return false
+  }
+
+  /** Ends every streaming item (the stream dropped or the turn was interrupted before the stored event). */
+  settleStreaming(): boolean {
+    let changed = false
+    this.items.forEach((item, i) => {
+      if ((item.kind === 'agent' || item.kind === 'thinking') && item.streaming && !this.seen.has(item.id)) {
+        this.items[i] = { ...item, streaming: false }
+        changed = true
+      }
+    })
+    return changed
+  }
+}
+
+/** A tool call that waits for the person: a confirmation, or a custom tool's result. */
+export function isAwaitingUser(item: TimelineItem): item is ToolItem {
+  if (item.kind !== 'tool' || item.result) return false
+  if (item.source === 'custom') return true
+  return item.permission === 'ask' && !item.confirmation
+}

@@ -1,0 +1,212 @@
+import { memo, useMemo, useState, type CSSProperties } from 'react'
+import { diffLines, type Change } from 'diff'
+import { languageOf, tokenize } from './highlight'
+import { parseAnsi, type AnsiSpan } from './ansi'
+import { Icon } from './components'
+
+/** Highlighted code with a copy button and the language as a label. */
+export const CodeBlock = memo(function CodeBlock({ code, language, maxHeight }: { code: string; language?: string; maxHeight?: number }) {
+  const lang = languageOf(language)
+  const tokens = useMemo(() => tokenize(code, lang), [code, lang])
+  return (
+    <div className="code-block">
+      <div className="code-head">
+        <span>{language || 'text'}</span>
+        <CopyButton text={code} />
+      </div>
+      <pre className="code" style={maxHeight ? { maxHeight } : undefined} tabIndex={0}>
+        <code>
+          {tokens.map((t, i) =>
+            t.type === 'plain' ? (
+              t.text
+            ) : (
+              <span key={i} className={`tok-${t.type}`}>
+                {t.text}
+              </span>
+            ),
+          )}
+        </code>
+      </pre>
+    </div>
+  )
+})
+
+export function CopyButton({ text }: { text: string }) {
+  const [done, setDone] = useState(false)
+  return (
+    <button
+      type="button"
+      className="copy-btn"
+      onClick={() => {
+        void navigator.clipboard?.writeText(text).then(() => {
+          setDone(true)
+          setTimeout(() => setDone(false), 1200)
+        })
+      }}
+    >
+      <Icon name={done ? 'check' : 'file'} size={12} />
+      {done ? 'Copied' : 'Copy'}
+    </button>
+  )
+}
+
+function spanStyle(s: AnsiSpan): { className: string; style?: CSSProperties } {
+  const classes: string[] = []
+  const style: CSSProperties = {}
+  let fg = s.fg
+  let bg = s.bg
+  if (s.inverse) [fg, bg] = [bg ?? 'default-bg', fg ?? 'default-fg']
+  if (fg) {
+    if (fg.startsWith('rgb')) style.color = fg
+    else classes.push(`ansi-fg-${fg}`)
+  }
+  if (bg) {
+    if (bg.startsWith('rgb')) style.backgroundColor = bg
+    else classes.push(`ansi-bg-${bg}`)
+  }
+  if (s.bold) classes.push('ansi-bold')
+  if (s.dim) classes.push('ansi-dim')
+  if (s.italic) classes.push('ansi-italic')
+  if (s.underline) classes.push('ansi-underline')
+  return { className: classes.join(' '), style: Object.keys(style).length ? style : undefined }
+}
+
+/** Terminal output: ANSI colours, redrawn lines, a terminal's look. Very long output shows its tail first. */
+export const Terminal = memo(function Terminal({ text, command, exitCode }: { text: string; command?: string; exitCode?: number }) {
+  const LIMIT = 4000
+  const [all, setAll] = useState(false)
+  const lines = useMemo(() => parseAnsi(text), [text])
+  const hidden = !all && lines.length > LIMIT ? lines.length - LIMIT : 0
+  const shown = hidden ? lines.slice(hidden) : lines
+  return (
+    <div className="terminal" role="region" aria-label="Command output">
+      {command !== undefined && (
+        <div className="terminal-cmd">
+          <span className="terminal-prompt" aria-hidden="true">
+            $
+          </span>{' '}
+          <CodeInline code={command} language="sh" />
+        </div>
+      )}
+      {hidden > 0 && (
+        <button type="button" className="link-btn" onClick={() => setAll(true)}>
+          Show {hidden.toLocaleString()} earlier lines
+        </button>
+      )}
+      <pre className="terminal-out" tabIndex={0}>
+        {shown.map((line, i) => (
+          <div key={i} className="terminal-line">
+            {line.length === 0
+              ? '\u00a0'
+              : line.map((s, j) => {
+                  const { className, style } = spanStyle(s)
+                  return className || style ? (
+                    <span key={j} className={className} style={style}>
+                      {s.text}
+                    </span>
+                  ) : (
+                    s.text
+                  )
+                })}
+          </div>
+        ))}
+      </pre>
+      {exitCode !== undefined && <div className={`terminal-exit ${exitCode === 0 ? 'ok' : 'bad'}`}>exit {exitCode}</div>}
+    </div>
+  )
+})
+
+export function CodeInline({ code, language }: { code: string; language?: string }) {
+  const tokens = useMemo(() => tokenize(code, languageOf(language)), [code, language])
+  return (
+    <code className="code-inline-hl">
+      {tokens.map((t, i) =>
+        t.type === 'plain' ? (
+          t.text
+        ) : (
+          <span key={i} className={`tok-${t.type}`}>
+            {t.text}
+          </span>
+        ),
+      )}
+    </code>
+  )
+}
+
+interface DiffRow {
+  kind: 'add' | 'del' | 'ctx' | 'gap'
+  oldNo?: number
+  newNo?: number
+  text: string
+}
+
+/** Rows of a line diff with `context` unchanged lines around each change. */
+export function diffRows(before: string, after: string, context = 3): DiffRow[] {
+  const changes: Change[] = diffLines(before, after)
+  const rows: DiffRow[] = []
+  let o = 1
+  let n = 1
+  for (const c of changes) {
+    const lines = c.value.replace(/\n$/, '').split('\n')
+    if (c.value === '') continue
+    for (const text of lines) {
+      if (c.added) rows.push({ kind: 'add', newNo: n++, text })
+      else if (c.removed) rows.push({ kind: 'del', oldNo: o++, text })
+      else rows.push({ kind: 'ctx', oldNo: o++, newNo: n++, text })
+    }
+  }
+  // Fold long unchanged stretches.
+  const keep = rows.map((r) => r.kind !== 'ctx')
+  const near = rows.map((_, i) => {
+    for (let d = -context; d <= context; d++) if (keep[i + d]) return true
+    return false
+  })
+  const out: DiffRow[] = []
+  for (let i = 0; i < rows.length; i++) {
+    if (near[i] || !rows.some((r) => r.kind !== 'ctx')) out.push(rows[i])
+    else if (out[out.length - 1]?.kind !== 'gap') out.push({ kind: 'gap', text: '' })
+  }
+  return out
+}
+
+/** A unified diff view of a write or edit, with line numbers and highlighted +/- lines. */
+export const DiffView = memo(function DiffView({ before, after, path }: { before: string; after: string; path?: string }) {
+  const rows = useMemo(() => diffRows(before, after), [before, after])
+  const lang = languageOf(path)
+  const added = rows.filter((r) => r.kind === 'add').length
+  const removed = rows.filter((r) => r.kind === 'del').length
+  return (
+    <div className="diff" role="table" aria-label={`Changes to ${path ?? 'file'}`}>
+      <div className="diff-head">
+        <span className="diff-path">{path}</span>
+        <span className="diff-stat">
+          <span className="diff-add-n">+{added}</span> <span className="diff-del-n">−{removed}</span>
+        </span>
+      </div>
+      <div className="diff-body">
+        {rows.map((r, i) =>
+          r.kind === 'gap' ? (
+            <div key={i} className="diff-row diff-gap" role="row">
+              <span role="cell">⋯</span>
+            </div>
+          ) : (
+            <div key={i} className={`diff-row diff-${r.kind}`} role="row">
+              <span className="diff-no" role="cell">
+                {r.oldNo ?? ''}
+              </span>
+              <span className="diff-no" role="cell">
+                {r.newNo ?? ''}
+              </span>
+              <span className="diff-sign" role="cell" aria-label={r.kind === 'add' ? 'added' : r.kind === 'del' ? 'removed' : undefined}>
+                {r.kind === 'add' ? '+' : r.kind === 'del' ? '−' : ' '}
+              </span>
+              <span className="diff-text" role="cell">
+                <CodeInline code={r.text || ' '} language={lang} />
+              </span>
+            </div>
+          ),
+        )}
+      </div>
+    </div>
+  )
+})

@@ -89,7 +89,8 @@ export function foldSession(events: readonly ViewEvent[], into?: SessionState): 
           for (const k of Object.keys(acc) as (keyof ModelUsage)[]) acc[k] += u[k] ?? 0
           s.usageByModel.set(model, acc)
         }
-        if (!e.is_error) {
+        // a compaction request summarizes; it answers nothing
+        if (!e.is_error && e.stop_reason !== 'compaction') {
           s.lastAnswerSeq = seq
           s.lastStopReason = typeof e.stop_reason === 'string' ? e.stop_reason : 'end_turn'
           resetBarrier(s)

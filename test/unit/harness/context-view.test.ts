@@ -46,7 +46,7 @@ describe('the context view', () => {
     seq = 0
     const events = [userText('weather?'), ev('agent.custom_tool_use', { id: 'sevt_c1', name: 'get_weather', input: {} }), userText('never mind')]
     const { request } = buildContextView(events, { ...agent, tools: [] })
-    const last = request.messages[2].content as Record<string, unknown>[]
+    const last = request.messages[2].content as unknown as Record<string, unknown>[]
     expect(last[0]).toMatchObject({ type: 'tool_result', tool_use_id: 'sevt_c1', is_error: true })
     expect(last[1]).toMatchObject({ type: 'text', text: 'never mind' })
   })
@@ -61,7 +61,7 @@ describe('the context view', () => {
       userText('also this'),
       ev('agent.tool_result', { tool_use_id: 'sevt_a', content: [{ type: 'text', text: 'A' }] }),
     ]
-    const blocks = buildContextView(events, agent).request.messages[2].content as Record<string, unknown>[]
+    const blocks = buildContextView(events, agent).request.messages[2].content as unknown as Record<string, unknown>[]
     expect(blocks.map((b) => (b.type === 'tool_result' ? b.tool_use_id : b.text))).toEqual(['sevt_a', 'sevt_b', 'also this'])
   })
 
@@ -99,7 +99,7 @@ describe('the context view', () => {
     const view = buildContextView(events, agent, { clearThresholdTokens: 2_000, keepRecentToolResults: 2 })
     expect(view.clearedToolResults).toBe(4)
     expect(view.estimatedTokens).toBeLessThan(small.estimatedTokens)
-    const results = view.request.messages.flatMap((m) => (m.content as Record<string, unknown>[]).filter((b) => b.type === 'tool_result'))
+    const results = view.request.messages.flatMap((m) => (m.content as unknown as Record<string, unknown>[]).filter((b) => b.type === 'tool_result'))
     expect(JSON.stringify(results[0].content)).toContain('session_history')
     expect(JSON.stringify(results[0].content)).toContain('sevt_u0')
     expect(JSON.stringify(results[5].content)).toContain('output 5')

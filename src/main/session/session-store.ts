@@ -27,6 +27,14 @@ interface SessionRow {
   data: string
 }
 
+/**
+ * Session rows with `updated_at` as the later of the row's own and its last event's processed_at
+ * (a PK lookup), so appending an event never has to rewrite the session row.
+ */
+const SESSION_ROWS = `(SELECT s.rid, s.id, s.agent_id, s.agent_version, s.environment_id, s.status, s.created_at, s.archived_at, s.deleting, s.usage, s.data,
+  MAX(s.updated_at, COALESCE((SELECT e.processed_at FROM events e WHERE e.session_rid = s.rid ORDER BY e.seq DESC LIMIT 1), '')) AS updated_at
+  FROM sessions s)`
+
 const STATUS_BY_EVENT: Record<string, Session['status']> = {
   'session.status_running': 'running',
   'session.status_idle': 'idle',
@@ -48,16 +56,27 @@ export class SessionStore {
     private readonly clock: () => Date = () => new Date(),
   ) {
     const setStatus = db.prepare('UPDATE sessions SET status = ?, updated_at = ? WHERE rid = ?')
-    const touch = db.prepare('UPDATE sessions SET updated_at = ? WHERE rid = ?')
     const getUsage = db.prepare('SELECT usage FROM sessions WHERE rid = ?').pluck()
     const setUsage = db.prepare('UPDATE sessions SET usage = ?, updated_at = ? WHERE rid = ?')
-    log.addProjector((rid, { event }) => {
-      const status = STATUS_BY_EVENT[event.type]
-      if (status && !event.session_thread_id) setStatus.run(status, event.processed_at, rid)
-      else if (event.type === 'span.model_request_end') {
-        const usage = JSON.parse(getUsage.get(rid) as string) as SessionUsage
-        setUsage.run(JSON.stringify(addUsage(usage, (event as unknown as { model_usage?: Record<string, number> }).model_usage)), event.processed_at, rid)
-      } else touch.run(event.processed_at, rid)
+    // Once per append, not per event, and only when status or usage changes: a plain event
+    // does not write the session row at all (its updated_at is read from the log's tip, see
+    // SESSION_ROWS), which keeps the append path to one B-tree insert per event.
+    log.addBatchProjector((rid, stored) => {
+      let status: Session['status'] | undefined
+      let usageDelta: Record<string, number>[] = []
+      for (const { event } of stored) {
+        const st = STATUS_BY_EVENT[event.type]
+        if (st && !event.session_thread_id) status = st
+        else if (event.type === 'span.model_request_end') usageDelta.push((event as unknown as { model_usage?: Record<string, number> }).model_usage ?? {})
+      }
+      const at = stored[stored.length - 1].event.processed_at
+      if (usageDelta.length > 0) {
+        let usage = JSON.parse(getUsage.get(rid) as string) as SessionUsage
+        for (const d of usageDelta) usage = addUsage(usage, d)
+        setUsage.run(JSON.stringify(usage), at, rid)
+        usageDelta = []
+      }
+      if (status) setStatus.run(status, at, rid)
     })
   }
 
@@ -115,7 +134,7 @@ export class SessionStore {
   }
 
   retrieve(id: string): Session {
-    const row = this.db.prepare('SELECT * FROM sessions WHERE id = ? AND deleting = 0').get(id) as SessionRow | undefined
+    const row = this.db.prepare(`SELECT * FROM ${SESSION_ROWS} WHERE id = ? AND deleting = 0`).get(id) as SessionRow | undefined
     if (!row) throw notFound('session', id)
     return rowToSession(row)
   }
@@ -158,6 +177,7 @@ export class SessionStore {
       this.db.prepare('DELETE FROM events WHERE session_rid = ?').run(rid)
       this.db.prepare('DELETE FROM sessions WHERE rid = ?').run(rid)
     })()
+    this.log.forget(id)
     return { id, type: 'session_deleted' }
   }
 
@@ -178,7 +198,7 @@ export class SessionStore {
       args.push(...q.statuses)
     }
     createdAtFilters(q, where, args)
-    return keysetList<Session, SessionRow>(this.db, { table: 'sessions', where, args, order: q.order ?? 'desc', limit: q.limit ?? 20, page: q.page }, rowToSession)
+    return keysetList<Session, SessionRow>(this.db, { table: SESSION_ROWS, where, args, order: q.order ?? 'desc', limit: q.limit ?? 20, page: q.page }, rowToSession)
   }
 
   /**
@@ -186,17 +206,22 @@ export class SessionStore {
    * confirmation or custom tool result must answer a pending request of this session.
    */
   async sendEvents(sessionId: string, events: EventParamsInput[]): Promise<StoredEvent[]> {
-    const session = this.retrieve(sessionId)
-    if (session.archived_at) throw conflict(`session ${sessionId} is archived; it accepts no events`)
-    if (session.status === 'terminated') throw conflict(`session ${sessionId} is terminated; it accepts no events`)
-    const answered = new Set<string>()
-    events.forEach((e, i) => {
-      if (e.type === 'user.tool_confirmation') this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use', 'agent.mcp_tool_use'], 'user.tool_confirmation', 'tool_use_id', answered)
-      else if (e.type === 'user.custom_tool_result')
-        this.checkPending(sessionId, i, e.custom_tool_use_id, ['agent.custom_tool_use'], 'user.custom_tool_result', 'custom_tool_use_id', answered)
-      else if (e.type === 'user.tool_result') this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use'], 'user.tool_result', 'tool_use_id', answered)
-    })
-    return this.log.append(sessionId, events as EventInput[])
+    const check = () => {
+      const session = this.retrieve(sessionId)
+      if (session.archived_at) throw conflict(`session ${sessionId} is archived; it accepts no events`)
+      if (session.status === 'terminated') throw conflict(`session ${sessionId} is terminated; it accepts no events`)
+      const answered = new Set<string>()
+      events.forEach((e, i) => {
+        if (e.type === 'user.tool_confirmation') this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use', 'agent.mcp_tool_use'], 'user.tool_confirmation', 'tool_use_id', answered)
+        else if (e.type === 'user.custom_tool_result')
+          this.checkPending(sessionId, i, e.custom_tool_use_id, ['agent.custom_tool_use'], 'user.custom_tool_result', 'custom_tool_use_id', answered)
+        else if (e.type === 'user.tool_result') this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use'], 'user.tool_result', 'tool_use_id', answered)
+      })
+    }
+    // Checked now for a fast answer, and again inside the append's transaction, so two
+    // concurrent sends cannot both answer the same request (all-or-nothing per request).
+    check()
+    return this.log.append(sessionId, events as EventInput[], { precheck: check })
   }
 
   private checkPending(sessionId: string, index: number, useId: string, requestTypes: string[], answerType: string, field: string, answered: Set<string>): void {

@@ -4,6 +4,7 @@ import { DEFAULT_PORT, resolveDataDir } from '../config'
 import { Engine } from '../engine'
 import { serveRenderer } from './serve-renderer'
 import { registerSecretsCommand } from '../vault/secrets-cli'
+import { registerRunCommand } from './run'
 
 function parsePort(v: string): number {
   const n = Number(v)
@@ -38,6 +39,7 @@ program
   })
 
 registerSecretsCommand(program)
+registerRunCommand(program)
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   console.error(`corral: ${(err as Error).message}`)

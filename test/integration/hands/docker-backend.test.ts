@@ -6,6 +6,7 @@ import Docker from 'dockerode'
 import { afterAll, describe, expect, it } from 'vitest'
 import { DockerSandboxProvider, containerName } from '../../../src/main/hands/docker/docker-sandbox'
 import { SandboxToolRouter } from '../../../src/main/hands/router'
+import { sandboxSettings } from '../../../src/main/hands/settings'
 import { requirement } from '../../support/requirements'
 import { dockerLeftovers, dockerReq, liveContainer, runscProbe } from './support'
 
@@ -89,6 +90,24 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
       await sandbox.dispose({ removeWorkspace: true })
     }
     expect(await dockerLeftovers(client, sessionId)).toEqual([])
+  })
+
+  it('runs a user-named image with the runner mounted from the host', async () => {
+    const custom = `corral-test-custom:${Date.now().toString(36)}`
+    const [repo, tag] = custom.split(':')
+    await client.getImage(provider.imageFor(sandboxSettings({}))).tag({ repo, tag })
+    const sandbox = provider.create({ sessionId: sid('img'), environmentId: 'env_img', config: config({ image: custom }) })
+    try {
+      expect((await sandbox.execute({ toolUseId: 'toolu_i', name: 'bash', input: { command: 'grep -c /opt/corral/runner.js /proc/mounts' } })).content).toBe('1')
+      expect((await liveContainer(sandbox).inspect()).Config.Image).toBe(custom)
+      const missing = provider.create({ sessionId: sid('nimg'), environmentId: 'env_img', config: config({ image: 'corral-no-such-image:1' }) })
+      const r = await missing.execute({ toolUseId: 'toolu_j', name: 'bash', input: { command: 'true' } })
+      expect(r).toMatchObject({ isError: true, content: expect.stringContaining('corral-no-such-image:1 is not there') })
+      await missing.dispose({ removeWorkspace: true })
+    } finally {
+      await sandbox.dispose({ removeWorkspace: true })
+      await client.getImage(custom).remove().catch(() => undefined)
+    }
   })
 
   it('re-attaches to a running container after a host restart and recovers a finished call', async () => {

@@ -33,6 +33,8 @@ export function sandboxContract(name: string, h: ContractHarness): void {
       sandbox.execute({ toolUseId: `toolu_${sessionId}_${++n}`, name: tool, input, ...extra })
 
     beforeAll(async () => {
+      // A secret in the host's environment must not reach the sandbox.
+      process.env.ANTHROPIC_API_KEY ??= 'sk-ant-test-not-a-real-key'
       provider = h.provider()
       sessionId = newSessionId('c')
       repo = mkdtempSync(join(tmpdir(), 'corral-repo-'))
@@ -68,6 +70,22 @@ export function sandboxContract(name: string, h: ContractHarness): void {
       expect(uid).toBe('1000')
       expect(cwd).toBe('/workspace')
       expect(nets.filter((x) => x && x !== 'lo')).toEqual([])
+    })
+
+    it('exposes none of the host\'s environment inside the sandbox', async () => {
+      const r = await run('bash', { command: 'env' })
+      expect(r.content).toContain('HOME=/home/corral')
+      expect(r.content).not.toMatch(/ANTHROPIC|CORRAL_|DOCKER_HOST|SSH_AUTH_SOCK|DBUS_SESSION/)
+      expect((await run('bash', { command: 'ls /var/run/docker.sock 2>&1; echo $?' })).content).toMatch(/No such file|2$/)
+    })
+
+    it('says a call is still running when asked to recover it mid-call', async () => {
+      const id = `toolu_${sessionId}_slow`
+      const pending = sandbox.execute({ toolUseId: id, name: 'bash', input: { command: 'sleep 0.5; echo slow' } })
+      await new Promise((r) => setTimeout(r, 100))
+      expect(await sandbox.recover!(id)).toEqual({ state: 'running' })
+      expect((await pending).content).toBe('slow')
+      expect(await sandbox.recover!(id)).toMatchObject({ state: 'finished', result: { content: 'slow' } })
     })
 
     it('keeps the working directory and environment between bash calls until restart', async () => {

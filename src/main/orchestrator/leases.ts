@@ -34,9 +34,24 @@ export class SqliteLeaseStore {
     this.clock = params.clock ?? Date.now
   }
 
+  /**
+   * Lease writes skip the fsync (synchronous=NORMAL for the one transaction): a lease only
+   * matters while its owner lives, and after an OS crash every owner is gone anyway. This keeps
+   * a wake off the disk's latency. (better-sqlite3 is synchronous, so no other write interleaves.)
+   */
+  private relaxed<T>(fn: () => T): T {
+    const prior = this.db.pragma('synchronous', { simple: true }) as number
+    this.db.pragma('synchronous = NORMAL')
+    try {
+      return this.db.transaction(fn)()
+    } finally {
+      this.db.pragma(`synchronous = ${prior}`)
+    }
+  }
+
   /** Takes or renews the lease on a session; false when another live brain holds it. */
   acquire(sessionId: string): boolean {
-    return this.db.transaction(() => {
+    return this.relaxed(() => {
       const now = this.clock()
       const row = this.db.prepare('SELECT owner, expires_at FROM session_leases WHERE session_id = ?').get(sessionId) as { owner: string; expires_at: number } | undefined
       if (row && row.owner !== this.owner && row.expires_at > now && !ownerIsDead(row.owner)) return false
@@ -44,17 +59,34 @@ export class SqliteLeaseStore {
         .prepare('INSERT INTO session_leases (session_id, owner, expires_at) VALUES (?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at')
         .run(sessionId, this.owner, now + this.ttlMs)
       return true
-    })()
+    })
   }
 
   /** Extends a lease we hold; false if it is no longer ours. */
   renew(sessionId: string): boolean {
-    const r = this.db.prepare('UPDATE session_leases SET expires_at = ? WHERE session_id = ? AND owner = ?').run(this.clock() + this.ttlMs, sessionId, this.owner)
-    return r.changes === 1
+    return this.renewAll([sessionId]).length === 0
+  }
+
+  /** Extends every lease in `sessionIds` in one transaction; returns the ids that are no longer ours. */
+  renewAll(sessionIds: readonly string[]): string[] {
+    if (sessionIds.length === 0) return []
+    const stmt = this.db.prepare('UPDATE session_leases SET expires_at = ? WHERE session_id = ? AND owner = ?')
+    return this.relaxed(() => {
+      const until = this.clock() + this.ttlMs
+      return sessionIds.filter((id) => stmt.run(until, id, this.owner).changes !== 1)
+    })
   }
 
   release(sessionId: string): void {
-    this.db.prepare('DELETE FROM session_leases WHERE session_id = ? AND owner = ?').run(sessionId, this.owner)
+    this.releaseAll([sessionId])
+  }
+
+  releaseAll(sessionIds: readonly string[]): void {
+    if (sessionIds.length === 0) return
+    const stmt = this.db.prepare('DELETE FROM session_leases WHERE session_id = ? AND owner = ?')
+    this.relaxed(() => {
+      for (const id of sessionIds) stmt.run(id, this.owner)
+    })
   }
 
   /** Who holds a session's lease now (undefined when free or expired). */

@@ -12,6 +12,8 @@ export interface SchedulerParams {
   harness: Harness
   leases: SqliteLeaseStore
   onError?: (sessionId: string, err: unknown) => void
+  /** A lease stays held this long after its session's brain last ran (default 60 s), so the next turn wakes without a database write. */
+  idleReleaseMs?: number
 }
 
 interface Brain {
@@ -29,10 +31,55 @@ interface Brain {
 export class Scheduler {
   private readonly brains = new Map<string, Brain>()
   private readonly retryTimers = new Map<string, NodeJS.Timeout>()
+  /** Sessions whose lease we hold, with when their brain last ran (ms). */
+  private readonly held = new Map<string, number>()
+  private renewTimer?: NodeJS.Timeout
+  private lastRenewAt = 0
   private unsubscribe?: () => void
   private stopped = false
 
   constructor(private readonly p: SchedulerParams) {}
+
+  /**
+   * Renews every held lease in one transaction at a third of the lease lifetime; a lease that
+   * was lost stops its brain; one idle longer than idleReleaseMs is given back.
+   */
+  private renewHeld(): void {
+    const now = Date.now()
+    const idleFor = this.p.idleReleaseMs ?? 60_000
+    const release = [...this.held].filter(([id, at]) => !this.brains.has(id) && now - at > idleFor).map(([id]) => id)
+    for (const id of release) this.held.delete(id)
+    try {
+      if (release.length) this.p.leases.releaseAll(release)
+      for (const lost of this.p.leases.renewAll([...this.held.keys()])) {
+        this.held.delete(lost)
+        this.brains.get(lost)?.control.stop()
+      }
+      this.lastRenewAt = now
+    } catch {
+      // the database is closing or busy: try again on the next tick
+    }
+  }
+
+  /** Holds the lease of a session (taking it when we do not); false when another brain has it. */
+  private hold(sessionId: string): boolean {
+    const fresh = Date.now() - this.lastRenewAt < this.p.leases.ttlMs / 2
+    if (this.held.has(sessionId) && fresh) {
+      this.held.set(sessionId, Date.now())
+      return true
+    }
+    if (!this.p.leases.acquire(sessionId)) {
+      this.held.delete(sessionId)
+      return false
+    }
+    this.held.set(sessionId, Date.now())
+    if (!this.renewTimer && !this.stopped) {
+      this.lastRenewAt = Date.now()
+      this.renewTimer = setInterval(() => this.renewHeld(), Math.max(20, Math.floor(this.p.leases.ttlMs / 3)))
+      this.renewTimer.unref()
+    }
+    return true
+  }
 
   /** Subscribes to the log and wakes every session that needs a brain. Returns the ids woken. */
   start(): string[] {
@@ -71,7 +118,7 @@ export class Scheduler {
     }
     let acquired: boolean
     try {
-      acquired = this.p.leases.acquire(sessionId)
+      acquired = this.hold(sessionId)
     } catch (err) {
       this.p.onError?.(sessionId, err)
       return
@@ -94,14 +141,6 @@ export class Scheduler {
   }
 
   private async runBrain(sessionId: string, brain: Brain): Promise<void> {
-    const renew = setInterval(() => {
-      try {
-        if (!this.p.leases.renew(sessionId)) brain.control.stop()
-      } catch {
-        brain.control.stop()
-      }
-    }, Math.max(50, Math.floor(this.p.leases.ttlMs / 3)))
-    renew.unref()
     try {
       do {
         brain.again = false
@@ -110,13 +149,8 @@ export class Scheduler {
     } catch (err) {
       if (!brain.control.stopped) this.p.onError?.(sessionId, err)
     } finally {
-      clearInterval(renew)
       this.brains.delete(sessionId)
-      try {
-        if (!this.stopped || brain.control.stopped) this.p.leases.release(sessionId)
-      } catch {
-        // the database may be closing; the lease lapses on its own
-      }
+      if (this.held.has(sessionId)) this.held.set(sessionId, Date.now())
     }
   }
 
@@ -136,7 +170,14 @@ export class Scheduler {
     this.unsubscribe?.()
     for (const t of this.retryTimers.values()) clearTimeout(t)
     this.retryTimers.clear()
+    if (this.renewTimer) clearInterval(this.renewTimer)
     for (const b of this.brains.values()) b.control.stop()
     await Promise.allSettled([...this.brains.values()].map((b) => b.done))
+    try {
+      this.p.leases.releaseAll([...this.held.keys()])
+    } catch {
+      // the database may be closing; the leases lapse on their own
+    }
+    this.held.clear()
   }
 }

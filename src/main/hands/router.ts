@@ -39,7 +39,7 @@ export interface SandboxEnvironment {
 }
 
 export interface SandboxToolRouterOptions {
-  /** Backends in order of preference (e.g. docker, then bubblewrap). */
+  /** Backends in order of preference (e.g. docker, then bubblewrap); the router disposes them in dispose(). */
   providers: readonly SandboxProvider[]
   /** The session's environment and resources; called once, on the session's first toolset call. */
   resolveEnvironment(sessionId: string): Promise<SandboxEnvironment> | SandboxEnvironment
@@ -106,9 +106,27 @@ export class SandboxToolRouter implements ToolRouter {
     await sandbox?.dispose(options)
   }
 
-  /** Releases every session's sandbox (shutdown); workspaces stay. */
+  /**
+   * Start-up: removes what an earlier run left on every backend (containers of sessions not in
+   * `keepSessionIds`, unclaimed warm containers). Kept sessions' containers are re-attached on
+   * their next call. Returns how many were removed.
+   */
+  async sweep(keepSessionIds: ReadonlySet<string>): Promise<number> {
+    let removed = 0
+    for (const p of this.options.providers) {
+      if (!p.sweep || !(await this.isAvailable(p)).ok) continue
+      removed += await p.sweep(keepSessionIds).catch(() => 0)
+    }
+    return removed
+  }
+
+  /**
+   * Shutdown: releases every session's sandbox (workspaces stay) and disposes the providers it
+   * was given (their warm pools go too). The router owns its providers from construction on.
+   */
   async dispose(): Promise<void> {
     await Promise.all([...this.sandboxes.keys()].map((id) => this.release(id)))
+    await Promise.all(this.options.providers.map((p) => p.dispose().catch(() => undefined)))
   }
 
   private sandboxFor(sessionId: string): Promise<Sandbox> {

@@ -24,6 +24,8 @@ class FakeSandbox implements Sandbox {
 
 class FakeProvider implements SandboxProvider {
   readonly created: FakeSandbox[] = []
+  disposed = false
+  swept: ReadonlySet<string> | undefined
   constructor(
     readonly backend: string,
     public availability: { ok: boolean; reason?: string },
@@ -36,7 +38,13 @@ class FakeProvider implements SandboxProvider {
     this.created.push(s)
     return s
   }
-  async dispose(): Promise<void> {}
+  async sweep(keep: ReadonlySet<string>): Promise<number> {
+    this.swept = keep
+    return 2
+  }
+  async dispose(): Promise<void> {
+    this.disposed = true
+  }
 }
 
 const env = (config: Record<string, unknown> = { type: 'cloud' }) => ({ environmentId: 'env_1', config, resources: [{ type: 'file', file_id: 'f', content: 'x' }] })
@@ -117,6 +125,21 @@ describe('SandboxToolRouter', () => {
     expect(docker.created[1].disposed).toEqual({ removeWorkspace: true })
     await router.execute({ sessionId: 'sesn_1', toolUseId: 't2', name: 'bash', input: {} })
     expect(docker.created).toHaveLength(3)
+  })
+})
+
+describe('SandboxToolRouter lifecycle', () => {
+  it('sweeps every available backend at start-up and disposes sandboxes and providers at shutdown', async () => {
+    const docker = new FakeProvider('docker', { ok: true })
+    const bwrap = new FakeProvider('bubblewrap', { ok: false, reason: 'no bwrap' })
+    const router = new SandboxToolRouter({ providers: [docker, bwrap], resolveEnvironment: () => env() })
+    expect(await router.sweep(new Set(['sesn_keep']))).toBe(2)
+    expect(docker.swept).toEqual(new Set(['sesn_keep']))
+    expect(bwrap.swept).toBeUndefined()
+    await router.execute({ sessionId: 'sesn_1', toolUseId: 't', name: 'bash', input: {} })
+    await router.dispose()
+    expect(docker.created[0].disposed).toEqual({})
+    expect([docker.disposed, bwrap.disposed]).toEqual([true, true])
   })
 })
 

@@ -37,8 +37,19 @@ export function bubblewrapKey(sessionId: string): string {
   return /^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$/.test(sessionId) ? sessionId : 'h' + createHash('sha256').update(sessionId).digest('hex').slice(0, 32)
 }
 
+/**
+ * The node binary that runs the runner inside bwrap: the system's under /usr (visible in the
+ * sandbox as is), else this process's own node, bound read-only at /opt/corral/node.
+ */
+export function hostNode(): { path: string; bind?: string } | undefined {
+  for (const p of ['/usr/bin/node', '/usr/local/bin/node']) if (existsSync(p)) return { path: p }
+  if (/\/node$/.test(process.execPath)) return { path: '/opt/corral/node', bind: process.execPath }
+  return undefined
+}
+
 /** The bwrap command line for one session's runner. */
-export function bwrapArgs(p: { sessionDir: string; settings: SandboxSettings; runner: string }): string[] {
+export function bwrapArgs(p: { sessionDir: string; settings: SandboxSettings; runner: string; node?: { path: string; bind?: string } }): string[] {
+  const node = p.node ?? { path: '/usr/bin/node' }
   const env: Record<string, string> = { ...runnerEnv(p.settings), PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/home/corral', LANG: 'C.UTF-8', USER: 'corral' }
   const args = ['--unshare-all', '--die-with-parent', '--new-session', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--clearenv']
   for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v)
@@ -49,7 +60,8 @@ export function bwrapArgs(p: { sessionDir: string; settings: SandboxSettings; ru
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/home/corral', '--tmpfs', SESSION_MOUNT)
   for (const root of p.settings.extraRoots) if (root !== SESSION_MOUNT && root !== '/tmp') args.push('--tmpfs', root)
   args.push('--bind', join(p.sessionDir, 'workspace'), WORKSPACE, '--ro-bind', p.runner, '/opt/corral/runner.js', '--chdir', WORKSPACE)
-  args.push('node', '/opt/corral/runner.js')
+  if (node.bind) args.push('--ro-bind', node.bind, node.path)
+  args.push(node.path, '/opt/corral/runner.js')
   return args
 }
 
@@ -74,7 +86,9 @@ export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
     await mkdir(join(dir, 'etc'), { recursive: true })
     await writeFile(join(dir, 'etc/passwd'), 'root:x:0:0:root:/root:/usr/sbin/nologin\ncorral:x:1000:1000:Corral sandbox:/home/corral:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n')
     await writeFile(join(dir, 'etc/group'), 'root:x:0:\ncorral:x:1000:\nnogroup:x:65534:\n')
-    const child = spawn(this.options.bwrap ?? 'bwrap', bwrapArgs({ sessionDir: dir, settings: this.settings, runner: runnerPath() }), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+    const node = hostNode()
+    if (!node) throw new CorralError('sandbox_error', 'no node binary to run the sandbox runner with (install nodejs)')
+    const child = spawn(this.options.bwrap ?? 'bwrap', bwrapArgs({ sessionDir: dir, settings: this.settings, runner: runnerPath(), node }), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
     let stderrTail = ''
     child.stderr!.on('data', (d: Buffer) => {
       stderrTail = (stderrTail + d.toString()).slice(-2000)
@@ -122,7 +136,7 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
 
   async available(): Promise<{ ok: boolean; reason?: string }> {
     if (process.platform !== 'linux') return { ok: false, reason: `bubblewrap needs Linux (this is ${process.platform})` }
-    if (!existsSync('/usr/bin/node') && !existsSync('/usr/local/bin/node')) return { ok: false, reason: 'no node under /usr to run the sandbox runner with' }
+    if (!hostNode()) return { ok: false, reason: 'no node binary to run the sandbox runner with (install nodejs)' }
     try {
       await run(this.options.bwrap ?? 'bwrap', ['--unshare-all', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', 'true'], { timeout: 5000 })
       return { ok: true }

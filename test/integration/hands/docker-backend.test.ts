@@ -122,6 +122,13 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
     try {
       expect(await b.recover!('toolu_done')).toMatchObject({ state: 'finished', result: { content: 'finished-before-crash' } })
       expect((await liveContainer(b).inspect()).Id).toBe(id)
+      // A call the old host started and never saw finish: running, and asking again joins it instead of running it twice.
+      const old = a.execute({ toolUseId: 'toolu_slow', name: 'bash', input: { command: 'sleep 0.6; echo ran >> count; wc -l < count' } })
+      await new Promise((r) => setTimeout(r, 150))
+      expect(await b.recover!('toolu_slow')).toEqual({ state: 'running' })
+      const joined = await b.execute({ toolUseId: 'toolu_slow', name: 'bash', input: { command: 'sleep 0.6; echo ran >> count; wc -l < count' } })
+      expect(joined).toMatchObject({ isError: false, content: '1' })
+      expect((await old).content).toBe('1')
     } finally {
       await b.dispose({ removeWorkspace: true })
       await first.dispose()

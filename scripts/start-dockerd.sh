@@ -12,21 +12,13 @@ LOG=${DOCKERD_LOG:-/tmp/dockerd.log}
 
 answers() { [ -S "$SOCK" ] && docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
-if answers; then
-  echo "start-dockerd: Docker engine already answers at $SOCK"
-  exit 0
-fi
+has_runsc() { docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; }
 
-if ! command -v dockerd >/dev/null 2>&1; then
-  echo "start-dockerd: dockerd is not installed (apt-get install -y docker.io)" >&2
-  exit 1
-fi
-
-if [ -x /usr/bin/runsc ]; then
+register_runsc() {
+  [ -x /usr/bin/runsc ] || return 0
   mkdir -p /etc/docker
-  want='{"runtimes":{"runsc":{"path":"/usr/bin/runsc","runtimeArgs":["--network=none"]}}}'
   if [ ! -s /etc/docker/daemon.json ]; then
-    echo "$want" > /etc/docker/daemon.json
+    echo '{"runtimes":{"runsc":{"path":"/usr/bin/runsc","runtimeArgs":["--network=none"]}}}' > /etc/docker/daemon.json
     echo "start-dockerd: registered the runsc (gVisor) runtime in /etc/docker/daemon.json"
   elif ! grep -q '"runsc"' /etc/docker/daemon.json; then
     # Merge into an existing config without losing its other settings.
@@ -37,7 +29,27 @@ if [ -x /usr/bin/runsc ]; then
       fs.writeFileSync(f, JSON.stringify(cfg, null, 2) + "\n");' \
       && echo "start-dockerd: added the runsc (gVisor) runtime to /etc/docker/daemon.json"
   fi
+}
+
+if answers; then
+  echo "start-dockerd: Docker engine already answers at $SOCK"
+  # A running engine that does not know runsc yet: register it and reload (SIGHUP reloads runtimes).
+  if [ -x /usr/bin/runsc ] && ! has_runsc; then
+    register_runsc
+    if [ -f /var/run/docker.pid ] && kill -HUP "$(cat /var/run/docker.pid)" 2>/dev/null; then
+      for _ in $(seq 1 50); do has_runsc && break; sleep 0.1; done
+      has_runsc && echo "start-dockerd: dockerd reloaded with the runsc runtime" || echo "start-dockerd: dockerd did not pick up runsc; restart it to use gVisor" >&2
+    fi
+  fi
+  exit 0
 fi
+
+if ! command -v dockerd >/dev/null 2>&1; then
+  echo "start-dockerd: dockerd is not installed (apt-get install -y docker.io)" >&2
+  exit 1
+fi
+
+register_runsc
 
 # A stale socket or pid file from a killed daemon stops a new one from starting.
 if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then

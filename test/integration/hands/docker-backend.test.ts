@@ -110,6 +110,17 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
     }
   })
 
+  it('leaves no warm container behind when disposed while the pool is still filling', async () => {
+    const scope = `fill-${Date.now().toString(36)}`
+    const p = new DockerSandboxProvider({ docker: client, scope })
+    const sandbox = p.create({ sessionId: sid('fill'), environmentId: 'env_fill', config: config({ pool_size: 2 }) })
+    await sandbox.execute({ toolUseId: 'toolu_1', name: 'bash', input: { command: 'true' } }) // a cold provision starts the refill
+    await sandbox.dispose({ removeWorkspace: true })
+    await p.dispose()
+    expect(await client.listContainers({ all: true, filters: { label: [`corral.managed=${scope}`] } })).toEqual([])
+    expect((await client.listVolumes({ filters: { label: [`corral.managed=${scope}`] } })).Volumes ?? []).toEqual([])
+  })
+
   it('re-attaches to a running container after a host restart and recovers a finished call', async () => {
     const sessionId = sid('re')
     const first = new DockerSandboxProvider({ docker: client })

@@ -118,7 +118,7 @@ export function containerSpec(p: { image: string; settings: SandboxSettings; vol
 /** One environment's warm containers, started and answering, waiting for a session. */
 class WarmPool {
   private readonly ready: DockerLive[] = []
-  private filling = 0
+  private readonly inflight = new Set<Promise<void>>()
   private disposed = false
 
   constructor(
@@ -138,10 +138,9 @@ class WarmPool {
   }
 
   fill(): void {
-    while (!this.disposed && this.ready.length + this.filling < this.settings.poolSize) {
-      this.filling++
+    while (!this.disposed && this.ready.length + this.inflight.size < this.settings.poolSize) {
       const volume = `corral-pool-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`
-      this.provider
+      const launching: Promise<void> = this.provider
         .launch({ image: this.image, settings: this.settings, volume, labels: { [POOL]: this.key, 'corral.environment': this.environmentId }, volumeLabels: { [POOL]: this.key } })
         .then((live) => {
           if (this.disposed) return this.provider.discard(live, true)
@@ -153,8 +152,9 @@ class WarmPool {
         })
         .catch((err) => this.provider.log(`warm pool ${this.key}: ${(err as Error).message}`))
         .finally(() => {
-          this.filling--
+          this.inflight.delete(launching)
         })
+      this.inflight.add(launching)
     }
   }
 
@@ -173,8 +173,10 @@ class WarmPool {
     return this.ready.length
   }
 
+  /** Removes the warm containers, including those still starting (so a quick exit leaks none). */
   async dispose(): Promise<void> {
     this.disposed = true
+    await Promise.all([...this.inflight])
     const all = this.ready.splice(0)
     await Promise.all(all.map((l) => this.provider.discard(l, true)))
   }

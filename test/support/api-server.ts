@@ -43,3 +43,32 @@ export async function startApiServer(config: Partial<EngineConfig> = {}): Promis
     },
   }
 }
+
+/**
+ * A fetch that sends every request with the given Host header (undici's fetch silently
+ * drops a Host header), through node:http. For the DNS-rebinding guard's tests.
+ */
+export function fetchWithHost(host: string): typeof fetch {
+  return async (input, init = {}) => {
+    const { request } = await import('node:http')
+    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url)
+    const headers: Record<string, string> = {}
+    new Headers(init.headers).forEach((v, k) => (headers[k] = v))
+    headers.host = host
+    const body = typeof init.body === 'string' ? init.body : undefined
+    return new Promise<Response>((resolve, reject) => {
+      const req = request({ hostname: url.hostname, port: url.port, path: url.pathname + url.search, method: init.method ?? 'GET', headers }, (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => {
+          const h = new Headers()
+          for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v)
+          resolve(new Response(Buffer.concat(chunks), { status: res.statusCode, headers: h }))
+        })
+      })
+      req.on('error', reject)
+      if (body) req.write(body)
+      req.end()
+    })
+  }
+}

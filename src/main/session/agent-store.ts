@@ -2,7 +2,7 @@ import type { z } from 'zod'
 import type { Agent } from '../../shared/api/types'
 import type { agentCreateSchema, agentUpdateSchema, listQuerySchema } from '../../shared/api/schemas'
 import { newId } from '../../shared/api/ids'
-import { conflict, notFound } from '../../shared/errors'
+import { conflict, invalid, notFound } from '../../shared/errors'
 import type { Db } from './database'
 import { createdAtFilters, keysetList, type Page } from './pagination'
 
@@ -101,7 +101,7 @@ export class AgentStore {
     let before = Number.MAX_SAFE_INTEGER
     if (q.page) {
       const n = Number(Buffer.from(q.page, 'base64url').toString())
-      if (!Number.isInteger(n) || n < 1) throw notFound('page', q.page)
+      if (!Number.isInteger(n) || n < 1) throw invalid('page: not a cursor this server issued')
       before = n
     }
     const rows = this.db

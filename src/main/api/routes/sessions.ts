@@ -56,25 +56,14 @@ function listEvents(s: ApiServices, sessionId: string, q: Record<string, unknown
   const order = params.order ?? 'asc'
   const limit = params.limit ?? 100
   const cursor = params.page !== undefined ? decodeSeqCursor(params.page) : undefined
-  const filterTimes = ['created_at[gt]', 'created_at[gte]', 'created_at[lt]', 'created_at[lte]'].some((k) => params[k as keyof typeof params])
-  let rows: StoredEvent[] = s.log.read(sessionId, {
-    limit: limit + 1,
-    order,
-    types: params.types,
-    threadId,
-    ...(order === 'asc' ? { after: cursor } : { before: cursor }),
-  })
-  if (filterTimes) {
-    const t = (k: string) => (params[k as keyof typeof params] ? Date.parse(params[k as keyof typeof params] as string) : undefined)
-    const [gt, gte, lt, lte] = [t('created_at[gt]'), t('created_at[gte]'), t('created_at[lt]'), t('created_at[lte]')]
-    rows = rows.filter((r) => {
-      const at = Date.parse(r.event.processed_at)
-      return (gt === undefined || at > gt) && (gte === undefined || at >= gte) && (lt === undefined || at < lt) && (lte === undefined || at <= lte)
-    })
-  }
-  const more = rows.length > limit
-  if (more) rows = rows.slice(0, limit)
+  // Time filters go into the query itself, so a page is always full when more events match.
+  const at = (k: 'gt' | 'gte' | 'lt' | 'lte') => params[`created_at[${k}]`]
+  const filter = { order, types: params.types, threadId, processedAt: { gt: at('gt'), gte: at('gte'), lt: at('lt'), lte: at('lte') } }
+  const from = (seq: number | undefined) => (order === 'asc' ? { after: seq } : { before: seq })
+  const rows: StoredEvent[] = s.log.read(sessionId, { ...filter, ...from(cursor), limit })
   const last = rows[rows.length - 1]
+  // One probe for "is there more" (a read is capped at 1000, so limit + 1 would not do at 1000).
+  const more = rows.length === limit && s.log.read(sessionId, { ...filter, ...from(last.seq), limit: 1 }).length > 0
   return { data: rows.map((r) => r.event), next_page: more && last ? encodeSeqCursor(last.seq) : null }
 }
 

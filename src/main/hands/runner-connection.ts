@@ -21,6 +21,8 @@ interface Pending {
   resolve: (msg: RunnerMessage) => void
   reject: (err: Error) => void
   onOutput?: (chunk: string) => void
+  /** Output characters still allowed to reach onOutput (the runner caps, but the host does not trust it to). */
+  outputBudget?: number
 }
 
 interface RunnerMessage {
@@ -82,7 +84,7 @@ export class RunnerConnection {
     if (this.pending.has(id)) throw new CorralError('conflict_error', `tool call ${id} is already running in this sandbox`)
     const onAbort = () => this.send({ rid: `c${++this.seq}`, op: 'cancel', id })
     const reply = new Promise<RunnerMessage>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, onOutput: call.onOutput })
+      this.pending.set(id, { resolve, reject, onOutput: call.onOutput, outputBudget: call.cap ?? 256 * 1024 })
     })
     this.send({ rid: id, op: 'call', id, name: call.name, input: call.input, cap: call.cap, stream: call.onOutput !== undefined })
     if (call.signal?.aborted) onAbort()
@@ -190,7 +192,11 @@ export class RunnerConnection {
     const p = msg.rid === null || msg.rid === undefined ? undefined : this.pending.get(String(msg.rid))
     if (!p) return
     if (msg.type === 'output') {
-      if (typeof msg.data === 'string') p.onOutput?.(msg.data)
+      if (typeof msg.data === 'string' && p.onOutput && (p.outputBudget ?? 0) > 0) {
+        const chunk = msg.data.slice(0, p.outputBudget)
+        p.outputBudget = (p.outputBudget ?? 0) - chunk.length
+        p.onOutput(chunk)
+      }
       return
     }
     this.pending.delete(String(msg.rid))

@@ -46,6 +46,17 @@ describe('RunnerConnection', () => {
     expect(requests[0]).toMatchObject({ op: 'call', id: 'toolu_1', name: 'bash', cap: 1024, stream: true })
   })
 
+  it('passes no more streamed output to onOutput than the call\'s cap, whatever the runner sends', async () => {
+    const { connection } = fakeRunner((req, reply) => {
+      if (req.op !== 'call') return
+      for (let i = 0; i < 10; i++) reply({ rid: req.id, type: 'output', data: 'x'.repeat(40) })
+      reply({ rid: req.id, type: 'result', result: { content: '', isError: false } })
+    })
+    let streamed = ''
+    await connection.call({ toolUseId: 'toolu_f', name: 'bash', input: {}, cap: 100, onOutput: (c) => (streamed += c) })
+    expect(streamed.length).toBe(100)
+  })
+
   it('sends cancel for the call when its AbortSignal fires', async () => {
     const { connection, requests } = fakeRunner((req, reply) => {
       if (req.op === 'cancel') reply({ rid: req.id, type: 'result', result: { content: 'interrupted', isError: true } })

@@ -1,3 +1,4 @@
+import http from 'node:http'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -45,10 +46,25 @@ describe.skipIf(!keychain.ok)('Engine with the OS keychain', () => {
     rmSync(dataDir, { recursive: true, force: true })
   })
 
-  it('takes the local API token from the keychain', async () => {
+  it('takes the local API token from the keychain: no token 401, a foreign Host or Origin 403, and the token in no log line', async () => {
     expect(engine.token).toBe(TOKEN)
-    const bad = new Anthropic({ baseURL: (client as unknown as { baseURL: string }).baseURL, apiKey: 'wrong' })
+    const base = (client as unknown as { baseURL: string }).baseURL
+    const bad = new Anthropic({ baseURL: base, apiKey: 'wrong' })
     await expect(bad.beta.agents.list()).rejects.toMatchObject({ status: 401 })
+    expect((await fetch(`${base}/v1/agents`)).status).toBe(401)
+    expect((await fetch(`${base}/v1/agents`, { headers: { authorization: `Bearer ${TOKEN}`, origin: 'https://evil.example' } })).status).toBe(403)
+    const port = new URL(base).port
+    const foreignHost = await new Promise<number>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path: '/v1/agents', headers: { host: 'evil.example', authorization: `Bearer ${TOKEN}` } }, (res) => {
+        res.resume()
+        resolve(res.statusCode!)
+      })
+      req.on('error', reject)
+      req.end()
+    })
+    expect(foreignHost).toBe(403)
+    expect((await fetch(`${base}/v1/agents`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200)
+    expect(logs.join('\n')).not.toContain(TOKEN)
   })
 
   it('keeps credential secrets in the keychain only: never in a response, the database or a log', async () => {

@@ -1,5 +1,6 @@
 import { Hono } from 'hono'
-import { createAdaptorServer } from '@hono/node-server'
+import { getRequestListener, RequestError } from '@hono/node-server'
+import { createServer } from 'node:http'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { CorralError, isCorralError } from '../../shared/errors'
@@ -68,8 +69,26 @@ export interface ListeningServer {
 
 /** Listens on 127.0.0.1 only. Port 0 picks a free one. */
 export async function listen(app: Hono, port: number): Promise<ListeningServer> {
-  const server = createAdaptorServer({ fetch: app.fetch }) as Server
+  // A request the adapter cannot turn into a Request (a backslash in the path, a bad Host)
+  // gets the API's error envelope, not an empty 400.
+  const server = createServer(
+    getRequestListener(app.fetch, {
+      errorHandler: (err) => {
+        const requestError = err instanceof RequestError
+        const e = new CorralError(requestError ? 'invalid_request_error' : 'api_error', requestError ? `malformed request: ${(err as Error).message}` : 'internal error; see the Corral log')
+        return new Response(JSON.stringify(e.toEnvelope()), { status: e.status, headers: { 'content-type': 'application/json' } })
+      },
+    }),
+  ) as Server
   server.keepAliveTimeout = 65_000
+  // A request Node's parser refuses (bad characters in the path, broken headers) still gets
+  // the API's error envelope rather than a bare 400.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy()
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request'
+    const body = JSON.stringify(new CorralError('invalid_request_error', `malformed HTTP request (${err.code ?? 'parse error'})`).toEnvelope())
+    socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+  })
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(err.code === 'EADDRINUSE' ? new CorralError('api_error', `port ${port} on 127.0.0.1 is in use; pass --port N or stop the other process`, { cause: err }) : err),

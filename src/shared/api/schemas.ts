@@ -265,7 +265,7 @@ export const sessionUpdateSchema = z.strictObject({
 const boolString = z.enum(['true', 'false']).transform((v) => v === 'true')
 const limitSchema = z.coerce.number().int().min(1).max(1000)
 const isoDate = z.iso.datetime({ offset: true })
-export const pageQuerySchema = z.object({
+export const pageQuerySchema = z.strictObject({
   limit: limitSchema.optional(),
   page: z.string().max(512).optional(),
 })
@@ -293,14 +293,16 @@ export const eventListQuerySchema = pageQuerySchema.extend({
   'created_at[lt]': isoDate.optional(),
   'created_at[lte]': isoDate.optional(),
 })
-export const agentRetrieveQuerySchema = z.object({ version: z.coerce.number().int().positive().optional() })
+export const agentRetrieveQuerySchema = z.strictObject({ version: z.coerce.number().int().positive().optional() })
+/** For routes that take no query parameters: an unknown one is an error, not silently ignored. */
+export const emptyQuerySchema = z.strictObject({})
 
 /** Turns a zod error into one message naming each field and the rule it broke. */
 export function describeZodError(error: z.ZodError): string {
   return error.issues
     .slice(0, 5)
     .map((i) => {
-      const path = i.path.length ? i.path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[') : '(body)'
+      const path = i.path.length ? i.path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[') : '(top level)'
       return `${path}: ${i.message}`
     })
     .join('; ')

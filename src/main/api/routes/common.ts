@@ -28,3 +28,10 @@ export async function readJson(c: Context): Promise<unknown> {
 export function query(c: Context, arrayKeys: readonly string[] = []): Record<string, unknown> {
   return parseQuery(new URL(c.req.url).searchParams, arrayKeys)
 }
+
+/** Refuses any query parameter (but the SDK's `beta=true`) on a route that takes none. */
+export function noQuery(c: Context): void {
+  const q = query(c)
+  const keys = Object.keys(q)
+  if (keys.length > 0) throw new CorralError('invalid_request_error', `invalid query: unknown parameter ${keys.map((k) => JSON.stringify(k)).join(', ')}; this route takes none`)
+}

@@ -7,9 +7,9 @@ import { invalid } from '../../../shared/errors'
 import type { ApiServices, PreviewEvent } from '../services'
 import type { StoredEvent } from '../../session/event-log'
 import { validate } from '../validate'
-import { readJson, query } from './common'
+import { noQuery, readJson, query } from './common'
 
-const streamQuerySchema = z.object({
+const streamQuerySchema = z.strictObject({
   event_deltas: z.array(z.enum(['agent.message', 'agent.thinking'])).optional(),
   /** Corral addition: resume after this seq (the SSE `id`); also taken from Last-Event-ID. */
   after: z.coerce.number().int().min(0).optional(),
@@ -29,10 +29,10 @@ function decodeSeqCursor(page: string): number {
 export function sessionRoutes(app: Hono, s: ApiServices): void {
   app.post('/v1/sessions', async (c) => c.json(await s.sessions.create(validate(sessionCreateSchema, await readJson(c)))))
   app.get('/v1/sessions', (c) => c.json(s.sessions.list(validate(sessionListQuerySchema, query(c, ['statuses']), 'query'))))
-  app.get('/v1/sessions/:id', (c) => c.json(s.sessions.retrieve(c.req.param('id'))))
+  app.get('/v1/sessions/:id', (c) => (noQuery(c), c.json(s.sessions.retrieve(c.req.param('id')))))
   app.post('/v1/sessions/:id', async (c) => c.json(s.sessions.update(c.req.param('id'), validate(sessionUpdateSchema, await readJson(c)))))
-  app.delete('/v1/sessions/:id', (c) => c.json(s.sessions.delete(c.req.param('id'))))
-  app.post('/v1/sessions/:id/archive', (c) => c.json(s.sessions.archive(c.req.param('id'))))
+  app.delete('/v1/sessions/:id', (c) => (noQuery(c), c.json(s.sessions.delete(c.req.param('id')))))
+  app.post('/v1/sessions/:id/archive', (c) => (noQuery(c), c.json(s.sessions.archive(c.req.param('id')))))
 
   app.get('/v1/sessions/:id/events', (c) => c.json(listEvents(s, c.req.param('id'), query(c, ['types']), undefined)))
   app.post('/v1/sessions/:id/events', async (c) => {

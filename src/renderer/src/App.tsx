@@ -121,6 +121,11 @@ function Shell() {
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
+      // Escape leaves a text field, so the single-key shortcuts work again.
+      if (e.key === 'Escape' && isTypingTarget(e.target) && !document.querySelector('.dialog')) {
+        ;(e.target as HTMLElement).blur()
+        return
+      }
       if (isTypingTarget(e.target) || e.metaKey || e.ctrlKey || e.altKey || document.querySelector('.dialog')) return
       if (showQueue && 'jkadoJK'.includes(e.key)) return
       if (e.key === 'n') {
@@ -164,7 +169,7 @@ function Shell() {
           ))}
         </nav>
         <div className="topbar-right">
-          <button type="button" className={`queue-btn${queue.length ? ' has' : ''}`} onClick={() => setShowQueue((v) => !v)} aria-expanded={showQueue} title="Confirmation queue (C)">
+          <button type="button" className={`queue-btn${queue.length ? ' has' : ''}`} onClick={() => setShowQueue((v) => !v)} aria-expanded={showQueue} aria-label={`Confirmation queue: ${queue.length} waiting`} title="Confirmation queue (C)">
             <Icon name="bell" size={15} />
             {queue.length > 0 ? `${queue.length} waiting` : 'Queue'}
           </button>

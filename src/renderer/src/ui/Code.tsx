@@ -1,7 +1,7 @@
 import { memo, useMemo, useState, type CSSProperties } from 'react'
-import { diffLines, type Change } from 'diff'
 import { languageOf, tokenize } from './highlight'
 import { parseAnsi, type AnsiSpan } from './ansi'
+import { diffRows } from './diff-rows'
 import { Icon } from './components'
 
 /** Highlighted code with a copy button and the language as a label. */
@@ -93,6 +93,7 @@ export const Terminal = memo(function Terminal({ text, command, exitCode }: { te
           Show {hidden.toLocaleString()} earlier lines
         </button>
       )}
+      {text !== '' && (
       <pre className="terminal-out" tabIndex={0}>
         {shown.map((line, i) => (
           <div key={i} className="terminal-line">
@@ -111,6 +112,7 @@ export const Terminal = memo(function Terminal({ text, command, exitCode }: { te
           </div>
         ))}
       </pre>
+      )}
       {exitCode !== undefined && <div className={`terminal-exit ${exitCode === 0 ? 'ok' : 'bad'}`}>exit {exitCode}</div>}
     </div>
   )
@@ -131,42 +133,6 @@ export function CodeInline({ code, language }: { code: string; language?: string
       )}
     </code>
   )
-}
-
-interface DiffRow {
-  kind: 'add' | 'del' | 'ctx' | 'gap'
-  oldNo?: number
-  newNo?: number
-  text: string
-}
-
-/** Rows of a line diff with `context` unchanged lines around each change. */
-export function diffRows(before: string, after: string, context = 3): DiffRow[] {
-  const changes: Change[] = diffLines(before, after)
-  const rows: DiffRow[] = []
-  let o = 1
-  let n = 1
-  for (const c of changes) {
-    const lines = c.value.replace(/\n$/, '').split('\n')
-    if (c.value === '') continue
-    for (const text of lines) {
-      if (c.added) rows.push({ kind: 'add', newNo: n++, text })
-      else if (c.removed) rows.push({ kind: 'del', oldNo: o++, text })
-      else rows.push({ kind: 'ctx', oldNo: o++, newNo: n++, text })
-    }
-  }
-  // Fold long unchanged stretches.
-  const keep = rows.map((r) => r.kind !== 'ctx')
-  const near = rows.map((_, i) => {
-    for (let d = -context; d <= context; d++) if (keep[i + d]) return true
-    return false
-  })
-  const out: DiffRow[] = []
-  for (let i = 0; i < rows.length; i++) {
-    if (near[i] || !rows.some((r) => r.kind !== 'ctx')) out.push(rows[i])
-    else if (out[out.length - 1]?.kind !== 'gap') out.push({ kind: 'gap', text: '' })
-  }
-  return out
 }
 
 /** A unified diff view of a write or edit, with line numbers and highlighted +/- lines. */

@@ -19,13 +19,15 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const confirmations = useConfirmations()
   const listed = sessions.find((s) => s.id === sessionId)
   const fresh = useQuery(() => client.request<Session>('sessions.retrieve', { id: sessionId }), [sessionId, listed?.updated_at])
-  const session = fresh.data?.id === sessionId ? fresh.data : listed
+  const base = fresh.data?.id === sessionId ? fresh.data : listed
   const threads = useQuery(
     () => client.request<Page<SessionThread>>('threads.list', { id: sessionId }, { limit: 100 }).catch(() => ({ data: [], next_page: null })),
     [sessionId, listed?.updated_at],
   )
   const subThreads = (threads.data?.data ?? []).filter((t) => t.parent_thread_id !== null)
   const data = useThread(sessionId, threadId)
+  // The stream's latest status event is fresher than the polled resource.
+  const session = base && data.liveStatus && threadId === null ? { ...base, status: data.liveStatus } : base
 
   useEffect(() => {
     if (data.lastEventType && QUEUE_EVENTS.has(data.lastEventType)) confirmations.refreshSession(sessionId)

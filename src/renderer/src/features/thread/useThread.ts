@@ -25,6 +25,15 @@ export interface ThreadData {
   modelBusy: boolean
   /** The last event's type, for the view to react to (e.g. refresh the queue). */
   lastEventType: string | undefined
+  /** The session's status as its latest status event says (fresher than a polled resource). */
+  liveStatus: 'running' | 'idle' | 'rescheduling' | 'terminated' | undefined
+}
+
+const STATUS_OF: Record<string, ThreadData['liveStatus']> = {
+  'session.status_running': 'running',
+  'session.status_idle': 'idle',
+  'session.status_rescheduled': 'rescheduling',
+  'session.status_terminated': 'terminated',
 }
 
 /**
@@ -46,6 +55,7 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
   const [connection, setConnection] = useState<ThreadData['connection']>('connecting')
   const [modelBusy, setModelBusy] = useState(false)
   const [lastEventType, setLastEventType] = useState<string>()
+  const [liveStatus, setLiveStatus] = useState<ThreadData['liveStatus']>()
   const openSpans = useRef(new Set<string>())
   const frame = useRef(0)
 
@@ -69,11 +79,14 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
     setError(undefined)
     setHasOlder(false)
     setModelBusy(false)
+    setLiveStatus(undefined)
     setConnection('connecting')
     let ready = false
     const buffered: StreamMessage[] = []
 
     const trackSpan = (e: TimelineEvent) => {
+      const status = STATUS_OF[e.type]
+      if (status && !e.session_thread_id) setLiveStatus(status)
       if (e.type === 'span.model_request_start') openSpans.current.add(e.id)
       else if (e.type === 'span.model_request_end') openSpans.current.delete(String(e.model_request_start_id ?? ''))
       else if (e.type === 'session.status_idle' || e.type === 'session.status_terminated') openSpans.current.clear()
@@ -194,5 +207,5 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
       .finally(() => setLoadingOlder(false))
   }, [client, sessionId, thread, loadingOlder])
 
-  return { items, eventCount: events.current.length, loading, error, hasOlder, loadingOlder, loadOlder, prependMark, connection, modelBusy, lastEventType }
+  return { items, eventCount: events.current.length, loading, error, hasOlder, loadingOlder, loadOlder, prependMark, connection, modelBusy, lastEventType, liveStatus }
 }

@@ -1,0 +1,73 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { join } from 'node:path'
+
+const ROOT = join(__dirname, '..', '..', '..')
+
+export interface ServeProcess {
+  url: string
+  /** Everything the process printed, for failure messages. */
+  output(): string
+  /** SIGTERM, then waits for the process to exit (the engine closes cleanly). */
+  stop(): Promise<void>
+}
+
+export interface ServeParams {
+  dataDir: string
+  token: string
+  /** The scripted model server's URL (ANTHROPIC_BASE_URL). */
+  modelUrl?: string
+}
+
+/**
+ * Starts the real `corral serve` (src/main/cli/main.ts through tsx, as `npm run serve` does after
+ * its build) on a free port on 127.0.0.1, and resolves once it prints its URL.
+ */
+export async function startServe(p: ServeParams): Promise<ServeProcess> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    CORRAL_TOKEN: p.token,
+    CORRAL_DATA_DIR: p.dataDir,
+    ANTHROPIC_API_KEY: 'test-key-not-real',
+    // No session bus: the keychain answers at once that it is unavailable; the env wins anyway.
+    DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent',
+  }
+  if (p.modelUrl) env.ANTHROPIC_BASE_URL = p.modelUrl
+  else delete env.ANTHROPIC_BASE_URL
+  const child: ChildProcess = spawn(join(ROOT, 'node_modules/.bin/tsx'), ['src/main/cli/main.ts', 'serve', '--port', '0', '--data-dir', p.dataDir], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`corral serve did not start in 30 s:\n${out}`)), 30_000)
+    const onData = (b: Buffer) => {
+      out += b.toString()
+      const m = /serving on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
+      if (m) {
+        clearTimeout(timer)
+        resolve(m[1])
+      }
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', (b: Buffer) => (out += b.toString()))
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`corral serve exited with ${code}:\n${out}`))
+    })
+  })
+  return {
+    url,
+    output: () => out,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve()
+        const kill = setTimeout(() => child.kill('SIGKILL'), 10_000)
+        child.once('exit', () => {
+          clearTimeout(kill)
+          resolve()
+        })
+        child.kill('SIGTERM')
+      }),
+  }
+}

@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest'
+import { TimelineBuilder, isAwaitingUser, textOf, type TimelineEvent, type ToolItem } from '../../../src/renderer/src/features/thread/timeline'
+
+let n = 0
+const ev = (type: string, fields: Record<string, unknown> = {}): TimelineEvent => ({ id: `sevt_${++n}`, type, processed_at: new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString(), ...fields })
+const text = (t: string) => [{ type: 'text', text: t }]
+
+describe('TimelineBuilder', () => {
+  it('folds a tool call, its confirmation and its result into one card with a duration', () => {
+    const use = ev('agent.tool_use', { name: 'bash', input: { command: 'ls' }, evaluated_permission: 'ask' })
+    const b = TimelineBuilder.from([use, ev('user.tool_confirmation', { tool_use_id: use.id, result: 'allow' }), ev('agent.tool_result', { tool_use_id: use.id, content: text('a\nb'), is_error: false })])
+    expect(b.items).toHaveLength(1)
+    const card = b.items[0] as ToolItem
+    expect(card.confirmation?.result).toBe('allow')
+    expect(card.result).toMatchObject({ text: 'a\nb', isError: false, durationMs: 1000 })
+  })
+
+  it('reads exit_code and duration_ms from a tool result when the engine records them', () => {
+    const use = ev('agent.tool_use', { name: 'bash', input: { command: 'false' } })
+    const b = TimelineBuilder.from([use, ev('agent.tool_result', { tool_use_id: use.id, content: text(''), is_error: true, exit_code: 1, duration_ms: 42 })])
+    expect((b.items[0] as ToolItem).result).toMatchObject({ exitCode: 1, durationMs: 42, isError: true })
+  })
+
+  it('attaches a result that arrived before its tool_use once the tool_use is folded in', () => {
+    const b = new TimelineBuilder()
+    b.append({ id: 'sevt_r', type: 'agent.tool_result', tool_use_id: 'sevt_u', content: text('late') })
+    expect(b.items).toHaveLength(0)
+    b.append({ id: 'sevt_u', type: 'agent.tool_use', name: 'read', input: { file_path: '/a' } })
+    expect((b.items[0] as ToolItem).result?.text).toBe('late')
+  })
+
+  it('ignores an event it has already folded in (a stream replaying history)', () => {
+    const m = ev('user.message', { content: text('hi') })
+    const b = new TimelineBuilder()
+    expect(b.append(m)).toBe(true)
+    expect(b.append(m)).toBe(false)
+    expect(b.items).toHaveLength(1)
+  })
+
+  it('streams a message from previews and replaces it in place with the stored event', () => {
+    const b = new TimelineBuilder()
+    b.append(ev('user.message', { content: text('go') }))
+    expect(b.preview({ type: 'event_start', event: { id: 'sevt_m', type: 'agent.message' } })).toBe(true)
+    b.preview({ type: 'event_delta', event_id: 'sevt_m', delta: { content: { text: 'Hel' } } })
+    b.preview({ type: 'event_delta', event_id: 'sevt_m', delta: { content: { text: 'lo' } } })
+    expect(b.items[1]).toMatchObject({ kind: 'agent', text: 'Hello', streaming: true })
+    b.append({ id: 'sevt_m', type: 'agent.message', content: text('Hello!') })
+    expect(b.items).toHaveLength(2)
+    expect(b.items[1]).toMatchObject({ kind: 'agent', text: 'Hello!', streaming: false })
+    expect(b.preview({ type: 'event_delta', event_id: 'sevt_m', delta: { content: { text: 'x' } } })).toBe(false)
+  })
+
+  it('hides spans and running statuses but shows why a turn stopped', () => {
+    const b = TimelineBuilder.from([ev('session.status_running'), ev('span.model_request_start'), ev('span.model_request_end'), ev('session.status_idle', { stop_reason: { type: 'retries_exhausted' } })])
+    expect(b.items.map((i) => i.kind)).toEqual(['turn'])
+    expect(b.items[0]).toMatchObject({ stopReason: 'retries_exhausted' })
+  })
+
+  it('shows the primary thread without subagent events, and a subagent thread with only its own', () => {
+    const events = [
+      ev('user.message', { content: text('main') }),
+      ev('session.thread_created', { session_thread_id: 'sthr_a', agent_name: 'researcher' }),
+      ev('agent.message', { content: text('from sub'), session_thread_id: 'sthr_a' }),
+      ev('agent.message', { content: text('from main') }),
+    ]
+    const primary = TimelineBuilder.from(events, null)
+    expect(primary.items.map((i) => i.kind)).toEqual(['user', 'thread', 'agent'])
+    const sub = TimelineBuilder.from(events, 'sthr_a')
+    expect(sub.items.map((i) => (i.kind === 'agent' ? i.text : i.kind))).toEqual(['thread', 'from sub'])
+  })
+
+  it('lists as pending only the asks named by the latest requires_action idle and not yet answered', () => {
+    const a = ev('agent.tool_use', { name: 'bash', input: {}, evaluated_permission: 'ask' })
+    const c = ev('agent.tool_use', { name: 'write', input: {}, evaluated_permission: 'ask' })
+    const b = TimelineBuilder.from([a, c, ev('session.status_idle', { stop_reason: { type: 'requires_action', event_ids: [a.id, c.id] } })], '*')
+    expect(b.pending().map((t) => t.name)).toEqual(['bash', 'write'])
+    b.append(ev('user.tool_confirmation', { tool_use_id: a.id, result: 'deny', deny_message: 'no' }))
+    expect(b.pending().map((t) => t.name)).toEqual(['write'])
+    b.append(ev('session.status_running'))
+    expect(b.pending()).toEqual([])
+  })
+
+  it('does not count an ask that an interrupt answered with a result', () => {
+    const a = ev('agent.tool_use', { name: 'bash', input: {}, evaluated_permission: 'ask' })
+    const b = TimelineBuilder.from([a, ev('session.status_idle', { stop_reason: { type: 'requires_action', event_ids: [a.id] } }), ev('agent.tool_result', { tool_use_id: a.id, content: text('Not run'), is_error: true })], '*')
+    expect(b.pending()).toEqual([])
+    expect(isAwaitingUser(b.items[0])).toBe(false)
+  })
+
+  it('ends a streaming message that never got its stored event when the turn is settled', () => {
+    const b = new TimelineBuilder()
+    b.preview({ type: 'event_start', event: { id: 'sevt_x', type: 'agent.message' } })
+    expect(b.settleStreaming()).toBe(true)
+    expect(b.items[0]).toMatchObject({ streaming: false })
+  })
+
+  it('folds a 100,000-event history into 50,000 rows with every result on its card', () => {
+    const events: TimelineEvent[] = []
+    for (let i = 0; i < 25_000; i++) {
+      const use = { id: `u${i}`, type: 'agent.tool_use', name: 'bash', input: { command: `echo ${i}` } }
+      events.push({ id: `m${i}`, type: 'agent.message', content: text(`step ${i}`) }, use, { id: `r${i}`, type: 'agent.tool_result', tool_use_id: `u${i}`, content: text(String(i)) }, { id: `s${i}`, type: 'span.model_request_end' })
+    }
+    const b = TimelineBuilder.from(events)
+    expect(b.items).toHaveLength(50_000)
+    expect((b.items[49_999] as ToolItem).result?.text).toBe('24999')
+  })
+})
+
+describe('textOf', () => {
+  it('joins text blocks and marks redacted ones', () => {
+    expect(textOf([{ type: 'text', text: 'a' }, { type: 'redacted' }, { type: 'image' }, { type: 'text', text: 'b' }])).toBe('a\n[redacted]\nb')
+  })
+})

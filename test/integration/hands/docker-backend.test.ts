@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { createServer, type Server, connect } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -118,6 +119,18 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
     await sandbox.dispose({ removeWorkspace: true })
     await p.dispose()
     expect(await client.listContainers({ all: true, filters: { label: [`corral.managed=${scope}`] } })).toEqual([])
+    expect((await client.listVolumes({ filters: { label: [`corral.managed=${scope}`] } })).Volumes ?? []).toEqual([])
+  })
+
+  it('stops a warm container by itself when its host exits without disposing, and a sweep removes it', async () => {
+    const scope = `orphan-${Date.now().toString(36)}`
+    const out = execFileSync(process.execPath, [join(process.cwd(), 'node_modules/tsx/dist/cli.mjs'), join(__dirname, 'fixtures/warm-and-exit.ts'), scope], { encoding: 'utf8', timeout: 60_000 })
+    expect(out).toContain('warm 1')
+    const list = () => client.listContainers({ all: true, filters: { label: [`corral.managed=${scope}`] } })
+    for (let i = 0; i < 50 && (await list()).some((c) => c.State === 'running'); i++) await new Promise((r) => setTimeout(r, 100))
+    expect((await list()).map((c) => c.State)).toEqual(['exited'])
+    expect(await new DockerSandboxProvider({ docker: client, scope }).sweep(new Set())).toBe(1)
+    expect(await list()).toEqual([])
     expect((await client.listVolumes({ filters: { label: [`corral.managed=${scope}`] } })).Volumes ?? []).toEqual([])
   })
 

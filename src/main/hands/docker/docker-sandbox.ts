@@ -72,7 +72,16 @@ export function dockerError(err: unknown, doing: string): CorralError {
 }
 
 /** The container a runner lives in, as Docker's create API wants it. */
-export function containerSpec(p: { image: string; settings: SandboxSettings; volume: string; name?: string; labels: Record<string, string>; bindRunner: boolean }): Docker.ContainerCreateOptions {
+export function containerSpec(p: {
+  image: string
+  settings: SandboxSettings
+  volume: string
+  name?: string
+  labels: Record<string, string>
+  bindRunner: boolean
+  /** Close the runner's stdin when the attached host goes away (the runner then exits): for warm containers. */
+  stdinOnce?: boolean
+}): Docker.ContainerCreateOptions {
   const s = p.settings
   const env = { ...runnerEnv(s), HOME: '/home/corral', LANG: 'C.UTF-8', PATH: '/usr/local/bin:/usr/bin:/bin' }
   const tmpfs = (size: string, owned: boolean) => `rw,exec,nosuid,nodev,size=${size}${owned ? ',uid=1000,gid=1000,mode=0755' : ',mode=1777'}`
@@ -87,7 +96,7 @@ export function containerSpec(p: { image: string; settings: SandboxSettings; vol
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
     Labels: { [MANAGED]: '1', ...p.labels },
     OpenStdin: true,
-    StdinOnce: false,
+    StdinOnce: p.stdinOnce === true,
     AttachStdin: true,
     AttachStdout: true,
     AttachStderr: true,
@@ -141,7 +150,9 @@ class WarmPool {
     while (!this.disposed && this.ready.length + this.inflight.size < this.settings.poolSize) {
       const volume = `corral-pool-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`
       const launching: Promise<void> = this.provider
-        .launch({ image: this.image, settings: this.settings, volume, labels: { [POOL]: this.key, 'corral.environment': this.environmentId }, volumeLabels: { [POOL]: this.key } })
+        // stdinOnce: a warm container whose host dies without disposing the pool stops by itself
+        // (its runner sees EOF); the next sweep removes it.
+        .launch({ image: this.image, settings: this.settings, volume, labels: { [POOL]: this.key, 'corral.environment': this.environmentId }, volumeLabels: { [POOL]: this.key }, stdinOnce: true })
         .then((live) => {
           if (this.disposed) return this.provider.discard(live, true)
           live.connection.onClosed(() => {
@@ -278,7 +289,7 @@ export class DockerSandboxProvider implements SandboxProvider {
   }
 
   /** Creates a container on `volume`, attaches to its stdio, starts it and waits for the runner. */
-  async launch(p: { image: string; settings: SandboxSettings; volume: string; name?: string; labels: Record<string, string>; volumeLabels: Record<string, string> }): Promise<DockerLive> {
+  async launch(p: { image: string; settings: SandboxSettings; volume: string; name?: string; labels: Record<string, string>; volumeLabels: Record<string, string>; stdinOnce?: boolean }): Promise<DockerLive> {
     let container: Docker.Container
     try {
       await this.docker.createVolume({ Name: p.volume, Labels: { [MANAGED]: this.scope, ...p.volumeLabels } })

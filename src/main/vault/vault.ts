@@ -3,6 +3,7 @@ import type { StoredCredential, VaultStore } from '../session/vault-store'
 import { EgressCertificateAuthority } from './egress-ca'
 import { defaultEgressRuntimeDir, EgressProxy, type Dialer, type EgressHandle, type Resolver } from './egress-proxy'
 import type { Keychain } from './keychain'
+import type { McpSessionServers } from './mcp-router'
 import { buildEgressPolicy } from './vault-services'
 
 export interface VaultOptions {
@@ -61,15 +62,7 @@ export class Vault {
 
   /** Opens one session's egress (socket, CA bundle, placeholders) from its environment and vaults. */
   async openSessionEgress(vaults: VaultStore, p: SessionEgressParams): Promise<EgressHandle> {
-    const credentials: StoredCredential[] = []
-    for (const vaultId of p.vaultIds) {
-      let page: string | undefined
-      do {
-        const r = vaults.listCredentials(vaultId, { limit: 100, page })
-        credentials.push(...r.data)
-        page = r.next_page ?? undefined
-      } while (page)
-    }
+    const credentials = credentialsOf(vaults, p.vaultIds)
     const policy = buildEgressPolicy({ keychain: this.keychain, environmentConfig: p.environmentConfig, credentials, repositories: p.repositories, mcpServerUrls: p.mcpServerUrls })
     return (await this.egress()).open({ sessionId: p.sessionId, policy })
   }
@@ -79,4 +72,26 @@ export class Vault {
     this.proxy = undefined
     if (p) await (await p.catch(() => undefined))?.dispose()
   }
+}
+
+/** Every live credential of the given vaults, in vault order (metadata only). */
+export function credentialsOf(vaults: VaultStore, vaultIds: readonly string[]): StoredCredential[] {
+  const credentials: StoredCredential[] = []
+  for (const vaultId of vaultIds) {
+    let page: string | undefined
+    do {
+      const r = vaults.listCredentials(vaultId, { limit: 100, page })
+      credentials.push(...r.data.filter((c) => !c.archived_at))
+      page = r.next_page ?? undefined
+    } while (page)
+  }
+  return credentials
+}
+
+/** A session's MCP servers (its agent snapshot's `mcp_servers`) and its vaults' credentials, for McpToolRouter. */
+export function sessionMcpServers(vaults: VaultStore, session: { agent?: unknown; vault_ids?: readonly string[] | null }): McpSessionServers {
+  const servers = ((session.agent as { mcp_servers?: { type?: string; name: string; url: string }[] } | undefined)?.mcp_servers ?? [])
+    .filter((s) => s.type === undefined || s.type === 'url')
+    .map((s) => ({ name: s.name, url: s.url }))
+  return { servers, credentials: credentialsOf(vaults, session.vault_ids ?? []) }
 }

@@ -1,57 +1,11 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { z } from 'zod'
 import { McpConnection, McpServerError } from '../../../src/main/vault/mcp-client'
 import { KeyringKeychain } from '../../../src/main/vault/keyring-keychain'
 import { keychainProbe, requirement } from '../../support/requirements'
 import { KeychainSecretSink } from '../../../src/main/vault/vault-services'
 import type { StoredCredential } from '../../../src/main/session/vault-store'
+import { ACCESS_NEW, ACCESS_OLD, BEARER, CLIENT_SECRET, REFRESH, mcpTestServer } from './mcp-helpers'
 
-const BEARER = 'canary-mcp-bearer-9a1b'
-const ACCESS_OLD = 'canary-mcp-access-expired-11'
-const ACCESS_NEW = 'canary-mcp-access-fresh-22'
-const REFRESH = 'canary-mcp-refresh-33'
-const CLIENT_SECRET = 'canary-mcp-client-secret-44'
-
-/** A real streamable-HTTP MCP server on 127.0.0.1 that demands a bearer token; /token refreshes. */
-async function mcpTestServer() {
-  const valid = new Set<string>([BEARER, ACCESS_NEW])
-  const refreshCalls: string[] = []
-  const server = http.createServer(async (req, res) => {
-    if (req.url === '/token') {
-      let body = ''
-      for await (const c of req) body += String(c)
-      const form = new URLSearchParams(body)
-      refreshCalls.push(form.get('grant_type') ?? '')
-      const basic = `Basic ${Buffer.from(`corral-client:${CLIENT_SECRET}`).toString('base64')}`
-      if (form.get('refresh_token') !== REFRESH || req.headers.authorization !== basic) {
-        res.writeHead(400, { 'content-type': 'application/json' })
-        return res.end('{"error":"invalid_grant"}')
-      }
-      res.writeHead(200, { 'content-type': 'application/json' })
-      return res.end(JSON.stringify({ access_token: ACCESS_NEW, token_type: 'Bearer', expires_in: 3600 }))
-    }
-    const auth = String(req.headers.authorization ?? '')
-    if (!valid.has(auth.replace(/^Bearer /, ''))) {
-      res.writeHead(401, { 'www-authenticate': 'Bearer', 'content-type': 'application/json' })
-      return res.end('{"error":"unauthorized"}')
-    }
-    const mcp = new McpServer({ name: 'test-mcp', version: '1.0.0' })
-    mcp.registerTool('echo', { description: 'echoes text', inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text: `echo: ${text}` }] }))
-    // A careless server that reflects the caller's Authorization header in a result.
-    mcp.registerTool('whoami', { description: 'reflects the auth header' }, async () => ({ content: [{ type: 'text', text: `you sent ${auth}` }] }))
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
-    res.on('close', () => void transport.close())
-    await mcp.connect(transport)
-    await transport.handleRequest(req, res)
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { url, refreshCalls, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
-}
 
 const cred = (id: string, auth: Record<string, unknown>) =>
   ({ id, type: 'vault_credential', vault_id: 'vlt_1', auth, metadata: {}, created_at: '', updated_at: '', archived_at: null, corral: { secret_stored: true } }) as unknown as StoredCredential

@@ -1,0 +1,106 @@
+import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../harness/tool-router'
+import type { StoredCredential } from '../session/vault-store'
+import type { Keychain } from './keychain'
+import { McpConnection, McpServerError, type McpErrorObject, type McpServerSpec, type McpTool } from './mcp-client'
+
+export interface McpSessionServers {
+  /** The session's agent's `mcp_servers` (type `url`). */
+  servers: readonly McpServerSpec[]
+  /** The credentials of the session's vaults, in vault order. */
+  credentials: readonly StoredCredential[]
+}
+
+export interface McpToolRouterOptions {
+  /** Where every other tool goes (the sandbox router). */
+  inner: ToolRouter
+  keychain: Keychain
+  serversFor(sessionId: string): Promise<McpSessionServers> | McpSessionServers
+  /** Told of each failed connection with the object a `session.error` event carries. */
+  onServerError?(sessionId: string, error: McpErrorObject): void
+  connectAttempts?: number
+  timeoutMs?: number
+  log?: (line: string) => void
+}
+
+/**
+ * A ToolRouter that runs `<server>__<tool>` calls on the session's remote MCP servers (one
+ * connection per session and server, made on first use and remade after a failure) and hands
+ * every other call to `inner`. `tools(sessionId)` lists what the model may call.
+ */
+export class McpToolRouter implements ToolRouter {
+  private readonly connections = new Map<string, Map<string, Promise<McpConnection>>>()
+
+  constructor(private readonly options: McpToolRouterOptions) {}
+
+  /** The MCP tools of a session's servers, and the errors of those that could not be reached. */
+  async tools(sessionId: string): Promise<{ tools: McpTool[]; errors: McpErrorObject[] }> {
+    const { servers } = await this.options.serversFor(sessionId)
+    const tools: McpTool[] = []
+    const errors: McpErrorObject[] = []
+    for (const s of servers) {
+      try {
+        tools.push(...(await this.connection(sessionId, s)).tools)
+      } catch (err) {
+        errors.push(toErrorObject(s, err))
+      }
+    }
+    return { tools, errors }
+  }
+
+  async execute(call: ToolCall): Promise<ToolOutcome> {
+    const server = await this.serverOf(call.sessionId, call.name)
+    if (!server) return this.options.inner.execute(call)
+    let conn: McpConnection
+    try {
+      conn = await this.connection(call.sessionId, server)
+    } catch (err) {
+      const e = toErrorObject(server, err)
+      return { content: `${e.type}: ${e.message}`, isError: true }
+    }
+    return conn.callTool(call.name, call.input, call.signal)
+  }
+
+  async recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<ToolRecovery> {
+    // A remote MCP server keeps no record Corral can ask about: an interrupted call is unknown.
+    if (await this.serverOf(call.sessionId, call.name)) return { state: 'unknown' }
+    return this.options.inner.recover(call)
+  }
+
+  async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
+    const conns = this.connections.get(sessionId)
+    this.connections.delete(sessionId)
+    for (const c of conns?.values() ?? []) await (await c.catch(() => undefined))?.close()
+    await this.options.inner.release(sessionId, options)
+  }
+
+  private async serverOf(sessionId: string, toolName: string): Promise<McpServerSpec | undefined> {
+    if (!toolName.includes('__')) return undefined
+    const { servers } = await this.options.serversFor(sessionId)
+    // The longest name wins when one server's name prefixes another's.
+    return [...servers].sort((a, b) => b.name.length - a.name.length).find((s) => toolName.startsWith(`${s.name}__`))
+  }
+
+  private connection(sessionId: string, server: McpServerSpec): Promise<McpConnection> {
+    let perSession = this.connections.get(sessionId)
+    if (!perSession) this.connections.set(sessionId, (perSession = new Map()))
+    let conn = perSession.get(server.name)
+    if (!conn) {
+      conn = (async () => {
+        const { credentials } = await this.options.serversFor(sessionId)
+        return McpConnection.connect(server, credentials, { keychain: this.options.keychain, connectAttempts: this.options.connectAttempts, timeoutMs: this.options.timeoutMs, log: this.options.log })
+      })()
+      perSession.set(server.name, conn)
+      conn.catch((err: unknown) => {
+        // A failed connection is forgotten, so the next call tries again; the session is told once per failure.
+        if (perSession.get(server.name) === conn) perSession.delete(server.name)
+        this.options.onServerError?.(sessionId, toErrorObject(server, err))
+      })
+    }
+    return conn
+  }
+}
+
+function toErrorObject(server: McpServerSpec, err: unknown): McpErrorObject {
+  if (err instanceof McpServerError) return err.toErrorObject()
+  return { type: 'mcp_connection_failed_error', mcp_server_name: server.name, message: `could not connect to MCP server "${server.name}"`, retry_status: { type: 'exhausted' } }
+}

@@ -1,0 +1,93 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Anthropic from '@anthropic-ai/sdk'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Engine } from '../../../src/main/engine'
+import { KeyringKeychain } from '../../../src/main/vault/keyring-keychain'
+import { McpToolRouter } from '../../../src/main/vault/mcp-router'
+import type { McpErrorObject } from '../../../src/main/vault/mcp-client'
+import { sessionMcpServers } from '../../../src/main/vault/vault'
+import { keychainProbe, requirement } from '../../support/requirements'
+import { RecordingToolRouter } from '../../support/harness-tool-router'
+import { BEARER, mcpTestServer } from './mcp-helpers'
+
+const keychainReq = requirement('keychain', keychainProbe)
+
+describe.skipIf(!keychainReq.ok)('McpToolRouter with an engine, its vaults and a remote MCP server', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-mcp-router-'))
+  const keychain = new KeyringKeychain({ service: `corral-test-mcprouter-${process.pid}-${Date.now()}` })
+  let srv: Awaited<ReturnType<typeof mcpTestServer>>
+  let engine: Engine
+  let client: Anthropic
+  let router: McpToolRouter
+  let inner: RecordingToolRouter
+  const reported: [string, McpErrorObject][] = []
+  const credentialIds: string[] = []
+
+  beforeAll(async () => {
+    srv = await mcpTestServer()
+    engine = await Engine.openWithKeychain({ dataDir: dir, keychain, token: 'test-token', env: { PATH: process.env.PATH }, harness: { enabled: false } })
+    const server = await engine.listen(0)
+    client = new Anthropic({ baseURL: server.url, apiKey: 'test-token' })
+    inner = new RecordingToolRouter(join(dir, 'effects.log'))
+    router = new McpToolRouter({
+      inner,
+      keychain,
+      connectAttempts: 1,
+      serversFor: (sessionId) => sessionMcpServers(engine.services.vaults, engine.services.sessions.retrieve(sessionId)),
+      onServerError: (sessionId, e) => reported.push([sessionId, e]),
+    })
+  })
+
+  afterAll(async () => {
+    for (const id of credentialIds) await keychain.delete(`credential/${id}/token`).catch(() => false)
+    await engine.close()
+    await srv.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  async function sessionWith(servers: { name: string; url: string }[], withCredential: boolean): Promise<string> {
+    const vault = await client.beta.vaults.create({ display_name: 'mcp' })
+    if (withCredential) {
+      const c = await client.beta.vaults.credentials.create(vault.id, { auth: { type: 'static_bearer', mcp_server_url: servers[0]!.url, token: BEARER } })
+      credentialIds.push(c.id)
+    }
+    const agent = await client.beta.agents.create({
+      name: 'mcp agent',
+      model: 'claude-sonnet-5-5',
+      mcp_servers: servers.map((s) => ({ type: 'url' as const, ...s })),
+      tools: [{ type: 'agent_toolset_20260401' }, ...servers.map((s) => ({ type: 'mcp_toolset' as const, mcp_server_name: s.name }))],
+    })
+    const env = await client.beta.environments.create({ name: 'mcp env', config: { type: 'cloud' } })
+    return (await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, vault_ids: [vault.id] })).id
+  }
+
+  it("lists the session's MCP tools, runs them with the vault's token, and passes other tools to the sandbox router", async () => {
+    const sessionId = await sessionWith([{ name: 'docs', url: `${srv.url}/mcp` }], true)
+    const { tools, errors } = await router.tools(sessionId)
+    expect(errors).toEqual([])
+    expect(tools.map((t) => t.name).sort()).toEqual(['docs__echo', 'docs__whoami'])
+    const echoed = await router.execute({ sessionId, toolUseId: 'sevt_1', name: 'docs__echo', input: { text: 'through the router' } })
+    expect(echoed).toMatchObject({ content: 'echo: through the router', isError: false })
+    expect((await router.execute({ sessionId, toolUseId: 'sevt_2', name: 'docs__whoami', input: {} })).content).not.toContain(BEARER)
+    await router.execute({ sessionId, toolUseId: 'sevt_3', name: 'bash', input: { command: 'true' } })
+    expect(inner.calls.map((c) => c.name)).toEqual(['bash'])
+    expect(await router.recover({ sessionId, toolUseId: 'sevt_1', name: 'docs__echo', input: {} })).toEqual({ state: 'unknown' })
+  })
+
+  it('reports mcp_authentication_failed_error once and turns the call into a tool error when the vaults hold no credential', async () => {
+    const sessionId = await sessionWith([{ name: 'locked', url: `${srv.url}/mcp` }], false)
+    const out = await router.execute({ sessionId, toolUseId: 'sevt_4', name: 'locked__echo', input: { text: 'x' } })
+    expect(out.isError).toBe(true)
+    expect(out.content).toMatch(/^mcp_authentication_failed_error: /)
+    expect(reported.filter(([s]) => s === sessionId).map(([, e]) => e.type)).toEqual(['mcp_authentication_failed_error'])
+  })
+
+  it('reports mcp_connection_failed_error for a server that does not answer, and lists the other servers', async () => {
+    const sessionId = await sessionWith([{ name: 'docs', url: `${srv.url}/mcp` }, { name: 'gone', url: 'http://127.0.0.1:9/mcp' }], true)
+    const { tools, errors } = await router.tools(sessionId)
+    expect(tools.map((t) => t.name)).toContain('docs__echo')
+    expect(errors).toEqual([expect.objectContaining({ type: 'mcp_connection_failed_error', mcp_server_name: 'gone', retry_status: { type: 'exhausted' } })])
+  })
+})

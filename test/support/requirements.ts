@@ -29,7 +29,12 @@ export function requirement(name: string, probe: () => string | undefined): Requ
 
 export const dockerProbe = (): string | undefined => {
   const sock = process.env.DOCKER_HOST?.replace(/^unix:\/\//, '') ?? '/var/run/docker.sock'
-  if (!existsSync(sock)) return `no Docker socket at ${sock} (start dockerd)`
+  if (!existsSync(sock)) return `no Docker socket at ${sock} (start dockerd: scripts/start-dockerd.sh)`
+  try {
+    execFileSync('docker', ['version', '--format', '{{.Server.Version}}'], { stdio: 'ignore', timeout: 10_000 })
+  } catch {
+    return `the Docker engine at ${sock} does not answer (start dockerd: scripts/start-dockerd.sh)`
+  }
   return undefined
 }
 

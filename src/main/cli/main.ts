@@ -5,6 +5,7 @@ import { Engine } from '../engine'
 import { serveRenderer } from './serve-renderer'
 import { registerSecretsCommand } from '../vault/secrets-cli'
 import { registerRunCommand } from './run'
+import { registerDoctorCommand } from './doctor'
 
 function parsePort(v: string): number {
   const n = Number(v)
@@ -40,6 +41,8 @@ program
 
 registerSecretsCommand(program)
 registerRunCommand(program)
+
+registerDoctorCommand(program)
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   console.error(`corral: ${(err as Error).message}`)

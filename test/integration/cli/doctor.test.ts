@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { runDoctor } from '../../../src/main/cli/doctor'
+import { bubblewrapProbe, dockerProbe, requirement } from '../../support/requirements'
+
+const bwrap = requirement('bubblewrap', bubblewrapProbe)
+const docker = requirement('docker', dockerProbe)
+
+describe('corral doctor', () => {
+  it('reports every sandbox backend, the keychain, the model endpoint and the data directory', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'corral-doctor-'))
+    try {
+      const findings = await runDoctor({ dataDir, env: { ...process.env, ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/v1', ANTHROPIC_API_KEY: '' } })
+      const areas = findings.map((f) => f.area)
+      expect(areas).toEqual(expect.arrayContaining(['sandbox: docker', 'sandbox: bubblewrap', 'sandbox: seatbelt', 'keychain', 'model endpoint', 'data directory']))
+      expect(findings.find((f) => f.area === 'model endpoint')!.detail).toContain('http://127.0.0.1:9/v1')
+      expect(findings.find((f) => f.area === 'data directory')!.detail).toContain(dataDir)
+      const seatbelt = findings.find((f) => f.area === 'sandbox: seatbelt')!
+      if (process.platform !== 'darwin') expect(seatbelt).toMatchObject({ ok: false, detail: 'macOS only' })
+      if (bwrap.ok) expect(findings.find((f) => f.area === 'sandbox: bubblewrap')!.ok).toBe(true)
+      if (docker.ok) expect(findings.find((f) => f.area === 'sandbox: docker')!.ok).toBe(true)
+      for (const f of findings) if (!f.ok) expect(f.detail.length).toBeGreaterThan(5)
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})

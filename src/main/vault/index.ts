@@ -11,7 +11,7 @@ export { forbiddenAddressReason, forbiddenHostnameReason, hostMatches, hostAllow
 export { KeychainSecretSink, openKeychain, resolveEngineSecrets, buildEgressPolicy, egressNetworking, PACKAGE_MANAGER_HOSTS } from './vault-services'
 export type { EngineSecrets, EgressPolicyParams } from './vault-services'
 export { Vault, credentialsOf, sessionMcpServers } from './vault'
-export type { VaultOptions, SessionEgressParams } from './vault'
+export type { VaultOptions, SessionEgressParams, SessionEgressServices } from './vault'
 export { McpConnection, McpServerError } from './mcp-client'
 export type { McpErrorObject, McpServerSpec, McpTool, McpClientOptions } from './mcp-client'
 export { McpToolRouter } from './mcp-router'

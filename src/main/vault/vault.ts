@@ -2,9 +2,11 @@ import { join } from 'node:path'
 import type { StoredCredential, VaultStore } from '../session/vault-store'
 import { EgressCertificateAuthority } from './egress-ca'
 import { defaultEgressRuntimeDir, EgressProxy, type Dialer, type EgressHandle, type Resolver } from './egress-proxy'
-import type { Keychain } from './keychain'
+import { keychainAccount, type Keychain } from './keychain'
 import type { McpSessionServers } from './mcp-router'
-import { buildEgressPolicy } from './vault-services'
+import { buildEgressPolicy, egressNetworking } from './vault-services'
+import type { SessionStore } from '../session/session-store'
+import type { EnvironmentStore } from '../session/environment-store'
 
 export interface VaultOptions {
   keychain: Keychain
@@ -34,8 +36,16 @@ export interface SessionEgressParams {
  * reads or creates the install's CA, which needs the keychain). The engine owns it and
  * disposes it on close.
  */
+/** What `Vault.sessionEgress` reads a session's egress from. */
+export interface SessionEgressServices {
+  sessions: Pick<SessionStore, 'retrieve'>
+  environments: Pick<EnvironmentStore, 'retrieve'>
+  vaults: VaultStore
+}
+
 export class Vault {
   private proxy?: Promise<EgressProxy>
+  private readonly sessions = new Map<string, Promise<EgressHandle | undefined>>()
 
   constructor(private readonly options: VaultOptions) {}
 
@@ -67,7 +77,48 @@ export class Vault {
     return (await this.egress()).open({ sessionId: p.sessionId, policy })
   }
 
+  /**
+   * The egress of a session, opened on first call from its environment, vaults and repositories
+   * (a repository is served when its authorization token is in the keychain under
+   * `keychainAccount.sessionResource`), and kept until `releaseSessionEgress`. Returns undefined
+   * when the session may reach nothing (networking none, no repository with a token): the sandbox
+   * then gets no proxy at all. For the hands: mount `dir` at `sandboxDir`, add `env`, start
+   * `bridgeCommand`.
+   */
+  sessionEgress(services: SessionEgressServices, sessionId: string): Promise<EgressHandle | undefined> {
+    let h = this.sessions.get(sessionId)
+    if (!h) {
+      h = (async () => {
+        const session = services.sessions.retrieve(sessionId)
+        const environment = services.environments.retrieve(session.environment_id)
+        const repositories: { url: string; tokenAccount: string }[] = []
+        for (const r of (session.resources ?? []) as unknown as { id: string; type: string; url?: string }[]) {
+          if (r.type !== 'github_repository' || !r.url || !/^https?:\/\//.test(r.url)) continue
+          const tokenAccount = keychainAccount.sessionResource(sessionId, r.id, 'authorization_token')
+          if ((await this.keychain.get(tokenAccount)) !== undefined) repositories.push({ url: r.url, tokenAccount })
+        }
+        const config = environment.config as unknown as Record<string, unknown>
+        const mcpServerUrls = ((session.agent as { mcp_servers?: { url: string }[] } | undefined)?.mcp_servers ?? []).map((m) => m.url)
+        const n = egressNetworking(config, mcpServerUrls)
+        // `limited` with nothing allowed (the API's default) reaches nothing, like `none`.
+        if ((n.type === 'none' || (n.type === 'limited' && n.allowedHosts.length === 0)) && repositories.length === 0) return undefined
+        return this.openSessionEgress(services.vaults, { sessionId, environmentConfig: config, vaultIds: session.vault_ids ?? [], repositories, mcpServerUrls })
+      })()
+      this.sessions.set(sessionId, h)
+      h.catch(() => this.sessions.delete(sessionId))
+    }
+    return h
+  }
+
+  /** Closes a session's egress (its sandbox is gone); idempotent. */
+  async releaseSessionEgress(sessionId: string): Promise<void> {
+    const h = this.sessions.get(sessionId)
+    this.sessions.delete(sessionId)
+    await (await h?.catch(() => undefined))?.close()
+  }
+
   async dispose(): Promise<void> {
+    this.sessions.clear()
     const p = this.proxy
     this.proxy = undefined
     if (p) await (await p.catch(() => undefined))?.dispose()

@@ -1,16 +1,18 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EgressCertificateAuthority } from '../../../src/main/vault/egress-ca'
 import { EgressProxy, placeholderFor, type EgressHandle, type EgressPolicy } from '../../../src/main/vault/egress-proxy'
+import { requirement } from '../../support/requirements'
 import { echoServer, fakeDialer, fakeResolver, upstreamPki, viaProxy } from './egress-helpers'
 
 const CANARY = 'canary-egress-SECRET-7f3a9c'
 const BODY_CANARY = 'canary-body-SECRET-44d1'
 const pki = upstreamPki(['api.example.test', 'other.example.test'])
+const curl = requirement('curl', () => (existsSync('/usr/bin/curl') ? undefined : 'no /usr/bin/curl (apt-get install curl)'))
 
 describe('EgressProxy', () => {
   let dir: string
@@ -152,7 +154,7 @@ describe('EgressProxy', () => {
     expect(logs.join('\n')).not.toContain(BODY_CANARY)
   })
 
-  it('serves curl through the sandbox bridge program with the mounted CA bundle', async () => {
+  it.skipIf(!curl.ok)('serves curl through the sandbox bridge program with the mounted CA bundle', async () => {
     let bridge: ChildProcess | undefined
     try {
       bridge = spawn(process.execPath, [join(handle.dir, 'bridge.js'), handle.socketPath, '0'], { stdio: ['ignore', 'pipe', 'inherit'] })

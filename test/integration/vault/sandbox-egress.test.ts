@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -12,6 +12,7 @@ import { sandboxSettings } from '../../../src/main/hands/settings'
 import { EgressCertificateAuthority } from '../../../src/main/vault/egress-ca'
 import { EgressProxy, placeholderFor, type EgressHandle } from '../../../src/main/vault/egress-proxy'
 import { bwrapReq, dockerReq } from '../hands/support'
+import { requirement } from '../../support/requirements'
 import { echoServer, fakeDialer, fakeResolver, upstreamPki } from './egress-helpers'
 import { gitHttpServer } from './git-http-server'
 
@@ -220,4 +221,6 @@ function describeSandboxEgress(backend: 'docker' | 'bubblewrap', ready: boolean,
 }
 
 describeSandboxEgress('docker', dockerReq().ok, (h) => dockerTarget(h))
-describeSandboxEgress('bubblewrap', bwrapReq().ok, (h, dir) => bubblewrapTarget(h, dir))
+// Inside bubblewrap the programs are the host's own (/usr is bound read-only): python3 and git must be installed.
+const hostPython = requirement('python3 in /usr/bin (for the bubblewrap egress tests)', () => (existsSync('/usr/bin/python3') ? undefined : 'no /usr/bin/python3 (apt-get install python3)'))
+describeSandboxEgress('bubblewrap', bwrapReq().ok && hostPython.ok, (h, dir) => bubblewrapTarget(h, dir))

@@ -94,6 +94,7 @@ function describeRedTeam(backend: 'docker' | 'bubblewrap', ready: boolean, makeP
     let model: ScriptedModelServer
     let engine: Engine
     let router: SandboxToolRouter
+    let provider: SandboxProvider | undefined
     let sessionId: string
     let events: LoggedEvent[] = []
     let ctx: AttackContext
@@ -120,7 +121,7 @@ function describeRedTeam(backend: 'docker' | 'bubblewrap', ready: boolean, makeP
         return say('I could not find any secret.')
       })
       router = new SandboxToolRouter({
-        providers: [makeProvider(dataDir)],
+        providers: [(provider = makeProvider(dataDir))],
         resolveEnvironment: (id) => {
           const s = engine.services.sessions.retrieve(id)
           const env = engine.services.environments.retrieve(s.environment_id)
@@ -179,6 +180,7 @@ function describeRedTeam(backend: 'docker' | 'bubblewrap', ready: boolean, makeP
 
     afterAll(async () => {
       await router?.release(sessionId, { removeWorkspace: true }).catch(() => {})
+      await provider?.dispose()
       await engine?.close()
       await model?.close()
       for (const a of [keychainAccount.anthropicApiKey, keychainAccount.apiToken]) await keychain.delete(a).catch(() => false)

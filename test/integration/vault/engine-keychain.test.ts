@@ -91,5 +91,7 @@ describe.skipIf(!keychain.ok)('Engine with the OS keychain', () => {
     expect(await k.get(keychainAccount.credential(env.id, 'secret_value'))).toBe('canary-rotated-3c1d')
     await client.beta.vaults.credentials.delete(env.id, { vault_id: vault.id })
     expect(await k.get(keychainAccount.credential(env.id, 'secret_value'))).toBeUndefined()
+    await client.beta.vaults.delete(vault.id)
+    expect(await k.get(keychainAccount.credential(mcp.id, 'token'))).toBeUndefined()
   })
 })

@@ -98,6 +98,7 @@ function describeRedTeam(backend: 'docker' | 'bubblewrap', ready: boolean, makeP
     let sessionId: string
     let events: LoggedEvent[] = []
     let ctx: AttackContext
+    let dropVault: (() => Promise<unknown>) | undefined
     const logs: string[] = []
 
     beforeAll(async () => {
@@ -141,6 +142,7 @@ function describeRedTeam(backend: 'docker' | 'bubblewrap', ready: boolean, makeP
       const client = new Anthropic({ baseURL: server.url, apiKey: CANARIES.apiToken })
 
       const vault = await client.beta.vaults.create({ display_name: 'red team' })
+      dropVault = () => client.beta.vaults.delete(vault.id)
       await client.beta.vaults.credentials.create(vault.id, {
         auth: { type: 'environment_variable', secret_name: 'API_TOKEN', secret_value: CANARIES.environmentVariable, networking: { type: 'limited', allowed_hosts: ['api.example.test'] } },
       })
@@ -181,6 +183,7 @@ function describeRedTeam(backend: 'docker' | 'bubblewrap', ready: boolean, makeP
     afterAll(async () => {
       await router?.release(sessionId, { removeWorkspace: true }).catch(() => {})
       await provider?.dispose()
+      await dropVault?.().catch(() => {}) // its secrets leave the keychain with it
       await engine?.close()
       await model?.close()
       for (const a of [keychainAccount.anthropicApiKey, keychainAccount.apiToken]) await keychain.delete(a).catch(() => false)

@@ -67,7 +67,7 @@ async function open(page: Page, base: string, hash = ''): Promise<void> {
 async function shot(page: Page, info: TestInfo, name: string): Promise<void> {
   mkdirSync(SHOTS, { recursive: true })
   const path = join(SHOTS, `${name}.png`)
-  await page.screenshot({ path })
+  await page.screenshot({ path, animations: 'disabled' })
   await info.attach(name, { path, contentType: 'image/png' })
 }
 

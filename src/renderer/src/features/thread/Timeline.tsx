@@ -46,19 +46,18 @@ export function Timeline(props: TimelineProps) {
     overscan: 8,
   })
 
-  // Keep the reader's place when older rows are put in front.
-  const before = useRef<{ total: number; top: number } | null>(null)
+  // Keep the reader's place when older rows are put in front: after every commit remember the
+  // total height and scroll offset; when a prepend lands, move down by exactly what was added.
+  const snap = useRef({ total: 0, top: 0 })
   const lastMark = useRef(prependMark)
-  if (prependMark !== lastMark.current && before.current === null && scrollRef.current) {
-    before.current = { total: virtualizer.getTotalSize(), top: scrollRef.current.scrollTop }
-  }
   useLayoutEffect(() => {
-    if (prependMark === lastMark.current) return
-    lastMark.current = prependMark
-    const b = before.current
-    before.current = null
-    if (b && scrollRef.current) scrollRef.current.scrollTop = b.top + (virtualizer.getTotalSize() - b.total)
-  }, [prependMark, virtualizer])
+    const el = scrollRef.current
+    if (prependMark !== lastMark.current) {
+      lastMark.current = prependMark
+      if (el) el.scrollTop = snap.current.top + (virtualizer.getTotalSize() - snap.current.total)
+    }
+    snap.current = { total: virtualizer.getTotalSize(), top: el?.scrollTop ?? 0 }
+  })
 
   // Follow new content while at the bottom.
   const first = useRef(true)
@@ -73,11 +72,12 @@ export function Timeline(props: TimelineProps) {
   const onScroll = useCallback(() => {
     const el = scrollRef.current
     if (!el) return
+    snap.current = { total: virtualizer.getTotalSize(), top: el.scrollTop }
     const distance = el.scrollHeight - el.scrollTop - el.clientHeight
     atBottom.current = distance < 80
     setShowJump(distance > 600)
     if (el.scrollTop < 1500 && hasOlder && !loadingOlder) loadOlder()
-  }, [hasOlder, loadingOlder, loadOlder])
+  }, [hasOlder, loadingOlder, loadOlder, virtualizer])
 
   useEffect(() => {
     // A short first page that does not fill the view: fetch older at once.

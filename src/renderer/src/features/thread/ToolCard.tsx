@@ -102,7 +102,7 @@ export const ToolCard = memo(function ToolCard({ tool, sessionIdle, onAnswer }: 
         <div className="tool-body">
           <ToolInput tool={tool} />
           {tool.confirmation?.result === 'deny' && (
-            <div className="tool-denied">
+            <div className="tool-denied-note">
               <Icon name="x" size={14} /> Denied{tool.confirmation.denyMessage ? `: ${tool.confirmation.denyMessage}` : ''}
             </div>
           )}

@@ -12,7 +12,7 @@ export { KeychainSecretSink, openKeychain, resolveEngineSecrets, buildEgressPoli
 export type { EngineSecrets, EgressPolicyParams } from './vault-services'
 export { Vault, credentialsOf, sessionMcpServers } from './vault'
 export type { VaultOptions, SessionEgressParams, SessionEgressServices } from './vault'
-export { McpConnection, McpServerError } from './mcp-client'
+export { McpConnection, McpServerError, validateMcpOAuthCredential, refreshAccessToken } from './mcp-client'
 export type { McpErrorObject, McpServerSpec, McpTool, McpClientOptions } from './mcp-client'
 export { McpToolRouter } from './mcp-router'
 export type { McpToolRouterOptions, McpSessionServers } from './mcp-router'

@@ -2,6 +2,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { StoredCredential } from '../session/vault-store'
 import type { ToolOutcome } from '../harness/tool-router'
+import type { BetaManagedAgentsCredentialValidation } from '@anthropic-ai/sdk/resources/beta/vaults/credentials'
+import { CorralError } from '../../shared/errors'
 import { keychainAccount, type Keychain } from './keychain'
 
 /*
@@ -157,43 +159,115 @@ function tokenSource(c: StoredCredential, options: McpClientOptions): TokenSourc
   if (c.auth.type === 'static_bearer') {
     return { current: async () => remember(await k.get(keychainAccount.credential(c.id, 'token'))), known: () => known }
   }
-  const auth = c.auth as Extract<StoredCredential['auth'], { type: 'mcp_oauth' }>
   return {
     current: async () => remember(await k.get(keychainAccount.credential(c.id, 'access_token'))),
     known: () => known,
     refresh: async () => {
-      const r = auth.refresh
-      if (!r) return false
-      const refreshToken = await k.get(keychainAccount.credential(c.id, 'refresh_token'))
-      if (!refreshToken) return false
-      remember(refreshToken)
-      const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken })
-      const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }
-      const method = r.token_endpoint_auth.type
-      if (method === 'client_secret_basic' || method === 'client_secret_post') {
-        const secret = remember(await k.get(keychainAccount.credential(c.id, 'client_secret')))
-        if (!secret) return false
-        if (method === 'client_secret_basic') headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(r.client_id)}:${encodeURIComponent(secret)}`).toString('base64')}`
-        else form.set('client_secret', secret)
-      }
-      if (method !== 'client_secret_basic') form.set('client_id', r.client_id)
-      if (r.scope) form.set('scope', r.scope)
-      if (r.resource) form.set('resource', r.resource)
-      let res: Response
-      try {
-        res = await (options.fetch ?? fetch)(r.token_endpoint, { method: 'POST', headers, body: form, signal: AbortSignal.timeout(options.timeoutMs ?? 30_000) })
-      } catch {
-        return false
-      }
-      if (!res.ok) return false
-      const body = (await res.json().catch(() => ({}))) as { access_token?: unknown; refresh_token?: unknown }
-      if (typeof body.access_token !== 'string' || !body.access_token) return false
-      await k.set(keychainAccount.credential(c.id, 'access_token'), remember(body.access_token)!)
-      if (typeof body.refresh_token === 'string' && body.refresh_token) await k.set(keychainAccount.credential(c.id, 'refresh_token'), remember(body.refresh_token)!)
-      options.log?.(`mcp credential ${c.id}: access token refreshed`)
-      return true
+      const r = await refreshAccessToken(c, options, remember)
+      return r.status === 'succeeded'
     },
   }
+}
+
+interface HttpCapture {
+  body: string
+  body_truncated: boolean
+  content_type: string
+  status_code: number
+}
+
+async function capture(res: Response, secrets: readonly string[]): Promise<HttpCapture> {
+  const text = scrub(await res.text().catch(() => ''), secrets)
+  return { status_code: res.status, content_type: res.headers.get('content-type') ?? '', body: text.slice(0, 4096), body_truncated: text.length > 4096 }
+}
+
+/**
+ * Exchanges an mcp_oauth credential's refresh token for a new access token at its token
+ * endpoint and stores the new tokens in the keychain. Never throws for the endpoint's answer.
+ */
+export async function refreshAccessToken(
+  c: StoredCredential,
+  options: McpClientOptions,
+  remember: (t: string | undefined) => string | undefined = (t) => t,
+): Promise<{ status: 'succeeded' | 'failed' | 'connect_error' | 'no_refresh_token'; http_response: HttpCapture | null }> {
+  const k = options.keychain
+  const r = c.auth.type === 'mcp_oauth' ? c.auth.refresh : undefined
+  const refreshToken = r ? remember(await k.get(keychainAccount.credential(c.id, 'refresh_token'))) : undefined
+  if (!r || !refreshToken) return { status: 'no_refresh_token', http_response: null }
+  const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken })
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }
+  const method = r.token_endpoint_auth.type
+  const secrets = [refreshToken]
+  if (method === 'client_secret_basic' || method === 'client_secret_post') {
+    const secret = remember(await k.get(keychainAccount.credential(c.id, 'client_secret')))
+    if (!secret) return { status: 'failed', http_response: null }
+    secrets.push(secret)
+    if (method === 'client_secret_basic') headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(r.client_id)}:${encodeURIComponent(secret)}`).toString('base64')}`
+    else form.set('client_secret', secret)
+  }
+  if (method !== 'client_secret_basic') form.set('client_id', r.client_id)
+  if (r.scope) form.set('scope', r.scope)
+  if (r.resource) form.set('resource', r.resource)
+  let res: Response
+  try {
+    res = await (options.fetch ?? fetch)(r.token_endpoint, { method: 'POST', headers, body: form, signal: AbortSignal.timeout(options.timeoutMs ?? 30_000) })
+  } catch {
+    return { status: 'connect_error', http_response: null }
+  }
+  if (!res.ok) return { status: 'failed', http_response: await capture(res, secrets) }
+  const body = (await res.json().catch(() => ({}))) as { access_token?: unknown; refresh_token?: unknown }
+  if (typeof body.access_token !== 'string' || !body.access_token) return { status: 'failed', http_response: null }
+  await k.set(keychainAccount.credential(c.id, 'access_token'), remember(body.access_token)!)
+  if (typeof body.refresh_token === 'string' && body.refresh_token) await k.set(keychainAccount.credential(c.id, 'refresh_token'), remember(body.refresh_token)!)
+  options.log?.(`mcp credential ${c.id}: access token refreshed`)
+  return { status: 'succeeded', http_response: null }
+}
+
+type Probe = { ok: true } | { ok: false; auth: boolean; probe: { method: string; http_response: HttpCapture | null } }
+
+/** Sends MCP `initialize` with the token; 2xx is a working credential. */
+async function probeMcp(url: string, token: string, options: McpClientOptions): Promise<Probe> {
+  let res: Response
+  try {
+    res = await (options.fetch ?? fetch)(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'corral', version: '0.1.0' } } }),
+      signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
+    })
+  } catch {
+    return { ok: false, auth: false, probe: { method: 'initialize', http_response: null } }
+  }
+  if (res.ok) {
+    await res.body?.cancel().catch(() => {})
+    return { ok: true }
+  }
+  return { ok: false, auth: res.status === 401 || res.status === 403, probe: { method: 'initialize', http_response: await capture(res, [token]) } }
+}
+
+/**
+ * Live-probes an mcp_oauth credential against its MCP server, as the API's
+ * `credentials.mcpOAuthValidate` does: `valid` when the server accepts the access token (after
+ * a refresh if the first try got 401/403), `invalid` when it rejects it and a refresh did not
+ * help or no access token is stored, `unknown` when the server or the token endpoint could not
+ * be reached. Captured bodies are scrubbed of every secret of the credential.
+ */
+export async function validateMcpOAuthCredential(c: StoredCredential, options: McpClientOptions & { now?: () => Date }): Promise<BetaManagedAgentsCredentialValidation> {
+  if (c.auth.type !== 'mcp_oauth') throw new CorralError('invalid_request_error', `credential ${c.id} is ${c.auth.type}: only mcp_oauth credentials can be validated`)
+  const k = options.keychain
+  const hasRefresh = c.auth.refresh != null && (await k.get(keychainAccount.credential(c.id, 'refresh_token'))) !== undefined
+  const base = { type: 'vault_credential_validation' as const, credential_id: c.id, vault_id: c.vault_id, has_refresh_token: hasRefresh, validated_at: (options.now?.() ?? new Date()).toISOString() }
+  const access = await k.get(keychainAccount.credential(c.id, 'access_token'))
+  if (!access) return { ...base, status: 'invalid', mcp_probe: null, refresh: null }
+  const first = await probeMcp(c.auth.mcp_server_url, access, options)
+  if (first.ok) return { ...base, status: 'valid', mcp_probe: null, refresh: null }
+  if (!first.auth) return { ...base, status: 'unknown', mcp_probe: first.probe, refresh: null }
+  const refresh = await refreshAccessToken(c, options)
+  if (refresh.status !== 'succeeded') return { ...base, status: refresh.status === 'connect_error' ? 'unknown' : 'invalid', mcp_probe: first.probe, refresh }
+  const fresh = await k.get(keychainAccount.credential(c.id, 'access_token'))
+  const second = await probeMcp(c.auth.mcp_server_url, fresh ?? '', options)
+  if (second.ok) return { ...base, status: 'valid', mcp_probe: null, refresh }
+  return { ...base, status: second.auth ? 'invalid' : 'unknown', mcp_probe: second.probe, refresh }
 }
 
 /** fetch with the credential's bearer token; on a 401 it refreshes once (mcp_oauth) and retries. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { McpConnection, McpServerError } from '../../../src/main/vault/mcp-client'
+import { McpConnection, McpServerError, validateMcpOAuthCredential } from '../../../src/main/vault/mcp-client'
 import { KeyringKeychain } from '../../../src/main/vault/keyring-keychain'
 import { keychainProbe, requirement } from '../../support/requirements'
 import { KeychainSecretSink } from '../../../src/main/vault/vault-services'
@@ -77,6 +77,47 @@ describe.skipIf(!keychainReq.ok)('McpConnection (streamable HTTP, credentials fr
     const err = (await McpConnection.connect({ name: 'gone', url: `${dead.url}/mcp` }, [], { keychain, connectAttempts: 2 }).catch((e: unknown) => e)) as McpServerError
     expect(err.toErrorObject()).toMatchObject({ type: 'mcp_connection_failed_error', mcp_server_name: 'gone', retry_status: { type: 'exhausted' } })
     expect(err.message).toMatch(/could not connect to MCP server "gone"/)
+  })
+
+  describe('validateMcpOAuthCredential', () => {
+    const oauth = (id: string, url = `${srv.url}/mcp`, refresh = true) =>
+      cred(id, { type: 'mcp_oauth', mcp_server_url: url, ...(refresh ? { refresh: { client_id: 'corral-client', token_endpoint: `${srv.url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } } } : {}) })
+
+    it('says valid when the server takes the access token', async () => {
+      await sink.put('vcrd_v1', 'mcp_oauth', { access_token: ACCESS_NEW })
+      const v = await validateMcpOAuthCredential(oauth('vcrd_v1', undefined, false), { keychain })
+      expect(v).toMatchObject({ type: 'vault_credential_validation', credential_id: 'vcrd_v1', vault_id: 'vlt_1', status: 'valid', has_refresh_token: false, mcp_probe: null, refresh: null })
+      await sink.delete('vcrd_v1')
+    })
+
+    it('refreshes after a 401 and says valid, reporting the refresh', async () => {
+      await sink.put('vcrd_v2', 'mcp_oauth', { access_token: ACCESS_OLD, refresh_token: REFRESH, client_secret: CLIENT_SECRET })
+      const v = await validateMcpOAuthCredential(oauth('vcrd_v2'), { keychain })
+      expect(v).toMatchObject({ status: 'valid', has_refresh_token: true, refresh: { status: 'succeeded', http_response: null } })
+      await sink.delete('vcrd_v2')
+    })
+
+    it('says invalid when the refresh is refused, with both responses captured and scrubbed', async () => {
+      await sink.put('vcrd_v3', 'mcp_oauth', { access_token: ACCESS_OLD, refresh_token: 'canary-bad-refresh-66', client_secret: CLIENT_SECRET })
+      const v = await validateMcpOAuthCredential(oauth('vcrd_v3'), { keychain })
+      expect(v.status).toBe('invalid')
+      expect(v.mcp_probe).toMatchObject({ method: 'initialize', http_response: { status_code: 401 } })
+      expect(v.refresh).toMatchObject({ status: 'failed', http_response: { status_code: 400, body: '{"error":"invalid_grant"}' } })
+      expect(JSON.stringify(v)).not.toMatch(/canary/)
+      await sink.delete('vcrd_v3')
+    })
+
+    it('says invalid when no access token is stored, and unknown when the server does not answer', async () => {
+      expect((await validateMcpOAuthCredential(oauth('vcrd_none'), { keychain })).status).toBe('invalid')
+      await sink.put('vcrd_v4', 'mcp_oauth', { access_token: ACCESS_NEW })
+      const v = await validateMcpOAuthCredential(oauth('vcrd_v4', 'http://127.0.0.1:9/mcp', false), { keychain })
+      expect(v).toMatchObject({ status: 'unknown', mcp_probe: { method: 'initialize', http_response: null } })
+      await sink.delete('vcrd_v4')
+    })
+
+    it('refuses a credential that is not mcp_oauth, naming the rule', async () => {
+      await expect(validateMcpOAuthCredential(cred('vcrd_bearer', { type: 'static_bearer', mcp_server_url: `${srv.url}/mcp` }), { keychain })).rejects.toThrow(/only mcp_oauth credentials can be validated/)
+    })
   })
 
   it('never logs a token', () => {

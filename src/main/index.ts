@@ -8,7 +8,7 @@
  * are refused; only https links leave the app (in the system browser); every IPC message's
  * sender frame must be our own page; permissions are refused except notifications.
  */
-import { app, BrowserWindow, ipcMain, Menu, protocol, session, shell, type IpcMainInvokeEvent, type WebContents, type WebFrameMain } from 'electron'
+import { app, BrowserWindow, ipcMain, Menu, protocol, safeStorage, session, shell, type IpcMainInvokeEvent, type WebContents, type WebFrameMain } from 'electron'
 import { readFileSync, statSync } from 'node:fs'
 import { extname, join, normalize, sep } from 'node:path'
 import { randomUUID } from 'node:crypto'
@@ -185,7 +185,9 @@ else {
     session.defaultSession.setPermissionRequestHandler((_wc, permission, callback) => callback(permission === 'notifications'))
     session.defaultSession.setPermissionCheckHandler((_wc, permission) => permission === 'notifications')
     registerAppProtocol()
-    engine = Engine.open({ dataDir: resolveDataDir(process.env, app.getPath('userData')) })
+    // The API key and the local token live in the keychain (safeStorage in the app); the engine
+    // wakes every session that was running when the app last quit.
+    engine = await Engine.openWithKeychain({ dataDir: resolveDataDir(process.env, app.getPath('userData')), safeStorage })
     await engine.listen(0)
     adapter = createIpcAdapter({ app: engine.app, token: engine.token, services: engine.services })
     registerIpc()

@@ -119,3 +119,11 @@ export const MIGRATIONS: Migration[] = [
     `,
   },
 ]
+
+// Appended by the session log: reads filtered by type (`types` on the events list) walk this
+// index instead of scanning the session, so a page of a rare type costs the same as any page.
+MIGRATIONS.push({
+  version: 3,
+  name: 'event log: per-session type index',
+  sql: `CREATE INDEX events_type ON events(session_rid, type, seq);`,
+})

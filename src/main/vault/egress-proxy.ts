@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { promises as dns } from 'node:dns'
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import http from 'node:http'
 import net, { isIP } from 'node:net'
@@ -191,14 +191,14 @@ export class EgressProxy {
    * Opens the session's socket and directory. Throws sandbox_error when the socket cannot be
    * made. The caller disposes with `handle.close()` (or `proxy.dispose()` for all).
    */
-  async open(params: { sessionId: string; policy: EgressPolicy }): Promise<EgressHandle> {
+  async open(params: { sessionId: string; policy: EgressPolicy; dir?: string }): Promise<EgressHandle> {
     if (this.sessions.has(params.sessionId)) throw new CorralError('conflict_error', `egress for session ${params.sessionId} is already open`)
-    mkdirSync(this.options.runtimeDir, { recursive: true, mode: 0o711 })
-    chmodSync(this.options.runtimeDir, 0o711)
-    // A random directory name: other local users cannot guess the path of a session's socket.
-    // Short, because a unix socket path is limited to 107 bytes.
-    const dir = join(this.options.runtimeDir, randomBytes(9).toString('base64url'))
-    mkdirSync(dir, { mode: 0o755 })
+    let dir: string
+    if (params.dir) {
+      // A directory made earlier by `reserveDir` and already mounted into a (warm) sandbox.
+      dir = params.dir
+      if (existsSync(join(dir, 'proxy.sock'))) throw new CorralError('conflict_error', `the egress directory ${dir} already serves a session`)
+    } else dir = this.reserveDir()
     const socketPath = join(dir, 'proxy.sock')
     writeFileSync(join(dir, 'ca.pem'), this.options.ca.certPem, { mode: 0o644 })
     writeFileSync(join(dir, 'ca-bundle.pem'), this.sandboxBundle, { mode: 0o644 })
@@ -248,6 +248,21 @@ export class EgressProxy {
         rmSync(dir, { recursive: true, force: true })
       },
     }
+  }
+
+  /**
+   * Makes an empty egress directory without a session yet, for a sandbox that must be created
+   * before its session is known (a warm container): mount it, then `open({ ..., dir })` when a
+   * session claims the sandbox. The sandbox reaches nothing until then.
+   */
+  reserveDir(): string {
+    mkdirSync(this.options.runtimeDir, { recursive: true, mode: 0o711 })
+    chmodSync(this.options.runtimeDir, 0o711)
+    // A random directory name: other local users cannot guess the path of a session's socket.
+    // Short, because a unix socket path is limited to 107 bytes.
+    const dir = join(this.options.runtimeDir, randomBytes(9).toString('base64url'))
+    mkdirSync(dir, { mode: 0o755 })
+    return dir
   }
 
   /** The sandbox's environment for a policy. Contains placeholders, never a secret. */

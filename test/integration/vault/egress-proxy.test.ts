@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -135,6 +135,22 @@ describe('EgressProxy', () => {
       const r = await viaProxy(h.socketPath, 'https://api.example.test/')
       expect(r.status).toBe(403)
       expect(h.env.HTTP_PROXY).toBeUndefined()
+    } finally {
+      await h.close()
+    }
+  })
+
+  it('serves a session from a directory reserved (and mounted) before the session was known', async () => {
+    const reserved = proxy.reserveDir()
+    expect(readdirSync(reserved)).toEqual([])
+    const h = await proxy.open({ sessionId: 'sesn_warm', policy: policy(), dir: reserved })
+    try {
+      expect(h.dir).toBe(reserved)
+      expect(readdirSync(reserved).sort()).toEqual(['bridge.js', 'ca-bundle.pem', 'ca.pem', 'proxy.sock'])
+      const r = await viaProxy(h.socketPath, 'http://api.example.test/warm', { headers: { 'x-api-key': placeholderFor('vcrd_header') } })
+      expect(plain.seen.at(-1)!.headers['x-api-key']).toBe(CANARY)
+      expect(r.status).toBe(200)
+      await expect(proxy.open({ sessionId: 'sesn_other', policy: policy(), dir: reserved })).rejects.toThrow(/already serves a session/)
     } finally {
       await h.close()
     }

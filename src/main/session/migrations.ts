@@ -118,12 +118,12 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX harness_tool_calls_session ON harness_tool_calls(session_id);
     `,
   },
+  {
+    version: 3,
+    name: 'event log: per-session type index',
+    // Reads filtered by type (`types` on the events list) walk this index instead of scanning
+    // the session, so a page of a rare type costs about the same as any other page.
+    sql: `CREATE INDEX events_type ON events(session_rid, type, seq);`,
+  },
 ]
 
-// Appended by the session log: reads filtered by type (`types` on the events list) walk this
-// index instead of scanning the session, so a page of a rare type costs the same as any page.
-MIGRATIONS.push({
-  version: 3,
-  name: 'event log: per-session type index',
-  sql: `CREATE INDEX events_type ON events(session_rid, type, seq);`,
-})

@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createIpcAdapter, type IpcAdapter } from '../../../src/main/api/ipc'
+import type { StreamMessage } from '../../../src/shared/api/operations'
+import { startApiServer, type TestApiServer } from '../../support/api-server'
+
+describe('the IPC adapter (the desktop renderer\'s transport)', () => {
+  let api: TestApiServer
+  let ipc: IpcAdapter
+
+  beforeAll(async () => {
+    api = await startApiServer({ harness: { enabled: false } })
+    ipc = createIpcAdapter({ app: api.engine.app, token: api.token, services: api.engine.services })
+  })
+  afterAll(async () => api?.close())
+
+  it('reaches the same service operations as the HTTP API', async () => {
+    const created = await ipc.call('agents.create', {}, { name: 'ipc agent', model: 'claude-sonnet-4-5' })
+    expect(created.ok).toBe(true)
+    const id = (created as { data: { id: string } }).data.id
+    const viaHttp = await (await api.fetch(`/v1/agents/${id}`)).json()
+    expect(viaHttp).toMatchObject({ id, name: 'ipc agent', version: 1 })
+    const listed = await ipc.call('agents.list', {}, { limit: 10 })
+    expect(listed).toMatchObject({ ok: true, data: { data: [{ id }] } })
+  })
+
+  it('answers a bad body with the API error type and a message naming the field', async () => {
+    const res = await ipc.call('agents.create', {}, { name: '', model: 'x' })
+    expect(res).toMatchObject({ ok: false, status: 400, error: { type: 'invalid_request_error' } })
+    expect((res as { error: { message: string } }).error.message).toMatch(/name/)
+  })
+
+  it('refuses an unknown operation and a path parameter that is not an id', async () => {
+    expect(await ipc.call('agents.delete_everything', {}, {})).toMatchObject({ ok: false, status: 400, error: { message: expect.stringMatching(/not an operation of the contract/) } })
+    const traversal = await ipc.call('sessions.retrieve', { id: '../agents' }, undefined)
+    expect(traversal).toMatchObject({ ok: false, status: 400, error: { message: expect.stringMatching(/id: an id/) } })
+    expect(await ipc.call('sessions.retrieve', { id: 'sesn_missing' }, undefined)).toMatchObject({ ok: false, status: 404, error: { type: 'not_found_error' } })
+  })
+
+  it('refuses a query that is not flat and a body on an operation that takes none', async () => {
+    expect(await ipc.call('agents.list', {}, { limit: { $gt: 1 } })).toMatchObject({ ok: false, status: 400, error: { message: expect.stringMatching(/invalid query: limit/) } })
+    const a = (await ipc.call('agents.create', {}, { name: 'to archive', model: 'claude-sonnet-4-5' })) as { data: { id: string } }
+    expect(await ipc.call('agents.archive', { id: a.data.id }, { force: true })).toMatchObject({ ok: false, status: 400, error: { message: expect.stringMatching(/takes no body/) } })
+  })
+
+  it('streams a session\'s stored events with their seq, and previews only when asked', async () => {
+    const agent = (await ipc.call('agents.create', {}, { name: 'streamer', model: 'claude-sonnet-4-5' })) as { data: { id: string } }
+    const env = (await ipc.call('environments.create', {}, { name: 'stream env' })) as { data: { id: string } }
+    const session = (await ipc.call('sessions.create', {}, { agent: agent.data.id, environment_id: env.data.id })) as { data: { id: string } }
+    const sessionId = session.data.id
+    const plain: StreamMessage[] = []
+    const withPreviews: StreamMessage[] = []
+    const a = ipc.subscribe({ sessionId }, (m) => plain.push(m))
+    const b = ipc.subscribe({ sessionId, previews: true }, (m) => withPreviews.push(m))
+    expect(a.ok && b.ok).toBe(true)
+    await ipc.call('events.send', { id: sessionId }, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] })
+    api.engine.services.previews.publish(sessionId, { type: 'event_start', event: { id: 'sevt_preview', type: 'agent.message' } })
+    api.engine.services.previews.publish(sessionId, { type: 'event_delta', event_id: 'sevt_preview', delta: { type: 'content_delta', content: { type: 'text', text: 'Hel' } } })
+    await expect.poll(() => plain.length).toBe(1)
+    expect(plain[0]).toMatchObject({ kind: 'event', seq: 1, event: { type: 'user.message' } })
+    expect(withPreviews.map((m) => (m.kind === 'event' ? m.event.type : m.preview.type))).toEqual(['user.message', 'event_start', 'event_delta'])
+    if (a.ok) a.dispose()
+    if (b.ok) b.dispose()
+    await ipc.call('events.send', { id: sessionId }, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'again' }] }] })
+    await new Promise((r) => setTimeout(r, 50))
+    expect(plain).toHaveLength(1)
+    // Resuming after a seq replays what came later, once.
+    const resumed: StreamMessage[] = []
+    const c = ipc.subscribe({ sessionId, after: 1 }, (m) => resumed.push(m))
+    await expect.poll(() => resumed.length).toBe(1)
+    expect(resumed[0]).toMatchObject({ kind: 'event', seq: 2 })
+    if (c.ok) c.dispose()
+  })
+
+  it('refuses a stream of an unknown session or with a malformed subscription', () => {
+    expect(ipc.subscribe({ sessionId: 'sesn_nope' }, () => {})).toMatchObject({ ok: false, status: 404 })
+    expect(ipc.subscribe({ sessionId: 'sesn_x', after: -1 }, () => {})).toMatchObject({ ok: false, status: 400, error: { message: expect.stringMatching(/after/) } })
+  })
+})

@@ -305,20 +305,34 @@ export class SqliteEventLog implements EventLog {
         args.push(new Date(t).toISOString())
       }
     }
-    if (params.types && params.types.length > 0) {
-      where.push(`type IN (${params.types.map(() => '?').join(',')})`)
-      args.push(...params.types)
+    let rows: { seq: number; data: string }[]
+    const types = params.types && params.types.length > 0 ? [...new Set(params.types)] : undefined
+    if (!types) {
+      rows = this.cached(`SELECT seq, data FROM events WHERE ${where.join(' AND ')} ORDER BY seq ${order} LIMIT ?`).all(...args, limit) as typeof rows
+    } else {
+      // One index walk per type (session_rid, type, seq), each stopping after `limit` rows, then
+      // a merge by seq: a page costs the same whether a type is common or rare, and SQLite
+      // never has to collect and sort every match of an IN list.
+      const sql = `SELECT seq, data FROM events INDEXED BY events_type WHERE ${where.join(' AND ')} AND type = ? ORDER BY seq ${order} LIMIT ?`
+      const stmt = this.cached(sql)
+      rows = []
+      for (const type of types) rows.push(...(stmt.all(...args, type, limit) as typeof rows))
+      if (types.length > 1) {
+        rows.sort(order === 'ASC' ? (a, b) => a.seq - b.seq : (a, b) => b.seq - a.seq)
+        rows.length = Math.min(rows.length, limit)
+      }
     }
-    const sql = `SELECT seq, data FROM events WHERE ${where.join(' AND ')} ORDER BY seq ${order} LIMIT ?`
+    return rows.map((r) => ({ seq: r.seq, sessionId, event: JSON.parse(r.data) as LoggedEvent }))
+  }
+
+  private cached(sql: string): Statement {
     let stmt = this.readCache.get(sql)
     if (!stmt) {
       stmt = this.db.prepare(sql)
       if (this.readCache.size > 256) this.readCache.clear()
       this.readCache.set(sql, stmt)
     }
-    args.push(limit)
-    const rows = stmt.all(...args) as { seq: number; data: string }[]
-    return rows.map((r) => ({ seq: r.seq, sessionId, event: JSON.parse(r.data) as LoggedEvent }))
+    return stmt
   }
 
   get(eventId: string): StoredEvent | undefined {

@@ -135,6 +135,13 @@ describe('SqliteEventLog reads', () => {
     expect(ns(t.log.read(sid, { types: ['agent.thinking'], order: 'desc', before: 12, limit: 2 }))).toEqual([9, 6])
   })
 
+  it('merges several types in seq order, either way, and honours the limit', () => {
+    expect(ns(t.log.read(sid, { types: ['agent.thinking', 'agent.message'], order: 'desc', before: 10, limit: 4 }))).toEqual([9, 8, 7, 6])
+    expect(ns(t.log.read(sid, { types: ['agent.message', 'agent.thinking', 'agent.message'], after: 26, limit: 10 }))).toEqual([27, 28, 29, 30])
+    expect(ns(t.log.read(sid, { types: ['agent.thinking', 'nothing'], threadId: null, limit: 3 }))).toEqual([3, 6, 9])
+    expect(ns(t.log.read(sid, { types: ['agent.message'], threadId: 'sthr_child', order: 'desc', limit: 2 }))).toEqual([25, 20])
+  })
+
   it("reads one thread's events, or the primary thread's with threadId null", () => {
     expect(ns(t.log.read(sid, { threadId: 'sthr_child' }))).toEqual([5, 10, 20, 25])
     expect(ns(t.log.read(sid, { threadId: null, after: 18, limit: 3 }))).toEqual([19, 21, 22])

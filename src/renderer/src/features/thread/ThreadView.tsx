@@ -29,20 +29,28 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   // The stream's latest status event is fresher than the polled resource.
   const session = base && data.liveStatus && threadId === null ? { ...base, status: data.liveStatus } : base
 
+  // A request or an answer went by on the stream: re-read this session's queue entries now
+  // rather than at the next poll. (refreshSession changes with the session list; not a trigger.)
+  const { refreshSession } = confirmations
+  const refreshRef = useRef(refreshSession)
+  refreshRef.current = refreshSession
   useEffect(() => {
-    if (data.lastEventType && QUEUE_EVENTS.has(data.lastEventType)) confirmations.refreshSession(sessionId)
-    // Only a new event type matters here.
-    // (confirmations.refreshSession is stable per session list.)
-  }, [data.lastEventType, data.eventCount]) // eslint-disable-line
+    if (data.lastEventType && QUEUE_EVENTS.has(data.lastEventType)) refreshRef.current(sessionId)
+  }, [data.lastEventType, data.eventCount, sessionId])
 
-  const pending = confirmations.queue.filter((p) => p.sessionId === sessionId)
-  const pendingIds = useMemo(() => new Set(pending.map((p) => p.tool.id)), [pending])
+  const pending = useMemo(() => confirmations.queue.filter((p) => p.sessionId === sessionId), [confirmations.queue, sessionId])
+  const pendingKey = pending.map((p) => p.tool.id).join(',')
+  // Keyed by the ids, so the set (and every row that gets it) is stable while they are.
+  const pendingIds = useMemo(() => new Set(pending.map((p) => p.tool.id)), [pendingKey])
+  const pendingRef = useRef(pending)
+  pendingRef.current = pending
+  const { answer } = confirmations
   const onAnswer = useCallback(
     async (tool: ToolItem, result: 'allow' | 'deny', message?: string) => {
-      const item: PendingItem = pending.find((p) => p.tool.id === tool.id) ?? { sessionId, sessionTitle: '', tool }
-      await confirmations.answer(item, result, message)
+      const item: PendingItem = pendingRef.current.find((p) => p.tool.id === tool.id) ?? { sessionId, sessionTitle: '', tool }
+      await answer(item, result, message)
     },
-    [pending, confirmations, sessionId],
+    [answer, sessionId],
   )
 
   if (!session && fresh.error) return <ErrorNote error={fresh.error} />

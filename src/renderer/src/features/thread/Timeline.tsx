@@ -94,7 +94,7 @@ export function Timeline(props: TimelineProps) {
             const item = items[v.index]
             return (
               <div key={v.key} data-index={v.index} ref={virtualizer.measureElement} className="timeline-row" style={{ transform: `translateY(${v.start}px)` }}>
-                {item ? <Row item={item} {...props} /> : <EndRow busy={props.modelBusy} loadingOlder={loadingOlder} />}
+                {item ? <Row item={item} sessionIdle={props.sessionIdle} pendingIds={props.pendingIds} onAnswer={props.onAnswer} onOpenThread={props.onOpenThread} /> : <EndRow busy={props.modelBusy} loadingOlder={loadingOlder} />}
               </div>
             )
           })}
@@ -153,7 +153,10 @@ function EndRow({ busy, loadingOlder }: { busy: boolean; loadingOlder: boolean }
   )
 }
 
-const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenThread }: { item: TimelineItem } & TimelineProps) {
+type RowProps = { item: TimelineItem } & Pick<TimelineProps, 'sessionIdle' | 'pendingIds' | 'onAnswer' | 'onOpenThread'>
+
+/** One row; memoized so a streaming delta re-renders only the row it changes. */
+const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenThread }: RowProps) {
   switch (item.kind) {
     case 'user':
       return (

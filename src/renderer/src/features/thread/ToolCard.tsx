@@ -106,7 +106,7 @@ export const ToolCard = memo(function ToolCard({ tool, sessionIdle, onAnswer }: 
               <Icon name="x" size={14} /> Denied{tool.confirmation.denyMessage ? `: ${tool.confirmation.denyMessage}` : ''}
             </div>
           )}
-          {r && <ToolOutput tool={tool} />}
+          {r && tool.confirmation?.result !== 'deny' && <ToolOutput tool={tool} />}
         </div>
       )}
       {state === 'awaiting' && onAnswer && <ConfirmBar tool={tool} onAnswer={onAnswer} />}

@@ -1,0 +1,202 @@
+/**
+ * The session log: fsync cost of this disk, durable appends with 64 concurrent writers (group
+ * commit, synchronous=FULL), bulk appends, and reading a page of 100 events at random positions
+ * of a 1,000,000-event session. `npm run bench -- session`.
+ */
+import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openDatabase, type Db } from '../src/main/session/database'
+import { SqliteEventLog } from '../src/main/session/sqlite-event-log'
+import { AgentStore } from '../src/main/session/agent-store'
+import { EnvironmentStore } from '../src/main/session/environment-store'
+import { SessionStore } from '../src/main/session/session-store'
+import { percentile, summary } from './stats'
+
+const EVENT = { type: 'agent.message', content: [{ type: 'text', text: 'The quick brown fox jumps over the lazy dog. '.repeat(3) }] }
+const TYPES = ['agent.message', 'agent.thinking', 'agent.tool_use', 'agent.tool_result', 'span.model_request_start', 'span.model_request_end', 'user.message', 'session.status_running', 'session.status_idle', 'agent.custom_tool_use']
+
+interface Fixture {
+  dir: string
+  db: Db
+  log: SqliteEventLog
+  sessions: SessionStore
+  newSession(): Promise<string>
+  close(): void
+}
+
+function fixture(): Fixture {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-bench-'))
+  const db = openDatabase({ path: join(dir, 'corral.db') })
+  const log = new SqliteEventLog(db)
+  const agents = new AgentStore(db)
+  const environments = new EnvironmentStore(db)
+  const sessions = new SessionStore(db, log, agents, environments)
+  const agent = agents.create({ name: 'bench', model: 'claude-sonnet-4-6' })
+  const env = environments.create({ name: 'bench' })
+  return {
+    dir,
+    db,
+    log,
+    sessions,
+    newSession: async () => (await sessions.create({ agent: agent.id, environment_id: env.id })).id,
+    close: () => {
+      db.close()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+function fsyncCost(): ReturnType<typeof summary> {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-fsync-'))
+  const fd = openSync(join(dir, 'f'), 'w')
+  const page = Buffer.alloc(4096, 1)
+  const sample: number[] = []
+  for (let i = 0; i < 400; i++) {
+    writeSync(fd, page)
+    const t0 = performance.now()
+    fsyncSync(fd)
+    sample.push(performance.now() - t0)
+  }
+  closeSync(fd)
+  rmSync(dir, { recursive: true, force: true })
+  return summary(sample)
+}
+
+/** `writers` async writers each appending one event at a time for `ms`; appends/s and CPU per append. */
+async function durable(writers: number, sessionCount: number, ms: number): Promise<{ appends_per_s: number; cpu_us_per_append: number; commit_groups: number }> {
+  const f = fixture()
+  try {
+    const ids: string[] = []
+    for (let i = 0; i < sessionCount; i++) ids.push(await f.newSession())
+    let groups = 0
+    const origFlush = (f.log as unknown as { flush: () => void }).flush.bind(f.log)
+    ;(f.log as unknown as { flush: () => void }).flush = () => {
+      groups++
+      origFlush()
+    }
+    let n = 0
+    const cpu0 = process.cpuUsage()
+    const start = performance.now()
+    await Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        const sid = ids[w % ids.length]
+        while (performance.now() - start < ms) {
+          await f.log.append(sid, [EVENT])
+          n++
+        }
+      }),
+    )
+    const secs = (performance.now() - start) / 1000
+    const cpu = process.cpuUsage(cpu0)
+    return { appends_per_s: Math.round(n / secs), cpu_us_per_append: Math.round(((cpu.user + cpu.system) / n) * 10) / 10, commit_groups: groups }
+  } finally {
+    f.close()
+  }
+}
+
+async function bulk(perCall: number, ms: number): Promise<{ appends_per_s: number; cpu_us_per_event: number }> {
+  const f = fixture()
+  try {
+    const sid = await f.newSession()
+    const batch = Array.from({ length: perCall }, () => EVENT)
+    let n = 0
+    const cpu0 = process.cpuUsage()
+    const start = performance.now()
+    while (performance.now() - start < ms) {
+      f.log.appendSync(sid, batch)
+      n += perCall
+    }
+    const secs = (performance.now() - start) / 1000
+    const cpu = process.cpuUsage(cpu0)
+    return { appends_per_s: Math.round(n / secs), cpu_us_per_event: Math.round(((cpu.user + cpu.system) / n) * 100) / 100 }
+  } finally {
+    f.close()
+  }
+}
+
+function median(xs: number[]): number {
+  return percentile(xs, 50)
+}
+
+export async function run(log: (msg: string) => void): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {}
+  out.fsync_4k_ms = fsyncCost()
+  log(`fsync p50 ${(out.fsync_4k_ms as { p50_ms: number }).p50_ms} ms`)
+
+  const REPS = 3
+  for (const [label, sessions] of [
+    ['durable_64_writers_64_sessions', 64],
+    ['durable_64_writers_1_session', 1],
+  ] as const) {
+    const runs = []
+    for (let r = 0; r < REPS; r++) runs.push(await durable(64, sessions, 3000))
+    out[label] = {
+      target_appends_per_s: 20_000,
+      median_appends_per_s: median(runs.map((x) => x.appends_per_s)),
+      median_cpu_us_per_append: median(runs.map((x) => x.cpu_us_per_append)),
+      runs,
+    }
+    log(`${label}: ${JSON.stringify(out[label])}`)
+  }
+
+  const bulkRuns = []
+  for (let r = 0; r < REPS; r++) bulkRuns.push(await bulk(1000, 2500))
+  out.bulk_append_sync_1000_per_call = {
+    target_appends_per_s: 200_000,
+    median_appends_per_s: median(bulkRuns.map((x) => x.appends_per_s)),
+    median_cpu_us_per_event: median(bulkRuns.map((x) => x.cpu_us_per_event)),
+    runs: bulkRuns,
+  }
+  log(`bulk: ${JSON.stringify(out.bulk_append_sync_1000_per_call)}`)
+
+  // A 1,000,000-event session: ten event types round-robin, plus a rare type every 1000th event.
+  const f = fixture()
+  try {
+    const sid = await f.newSession()
+    const N = 1_000_000
+    const t0 = performance.now()
+    const chunk = 10_000
+    for (let base = 0; base < N; base += chunk) {
+      f.log.appendSync(
+        sid,
+        Array.from({ length: chunk }, (_, i) => {
+          const k = base + i
+          return k % 1000 === 999 ? { type: 'session.error', n: k } : { type: TYPES[k % TYPES.length], n: k, content: [{ type: 'text', text: 'x'.repeat(60) }] }
+        }),
+      )
+    }
+    out.build_1m_seconds = Math.round((performance.now() - t0) / 100) / 10
+    log(`built 1M events in ${out.build_1m_seconds} s`)
+    const pages: Record<string, unknown> = {}
+    const SAMPLES = 1500
+    const cases: [string, { order: 'asc' | 'desc'; types?: string[] }][] = [
+      ['asc', { order: 'asc' }],
+      ['desc', { order: 'desc' }],
+      ['asc_types_10pct', { order: 'asc', types: ['agent.message'] }],
+      ['desc_types_10pct', { order: 'desc', types: ['agent.message'] }],
+      ['asc_types_2_of_10', { order: 'asc', types: ['agent.message', 'user.message'] }],
+      ['asc_types_rare_0.1pct', { order: 'asc', types: ['session.error'] }],
+    ]
+    for (const [name, p] of cases) {
+      const sample: number[] = []
+      let rows = 0
+      for (let i = 0; i < SAMPLES + 50; i++) {
+        const at = 1 + Math.floor(Math.random() * (N - 200))
+        const t = performance.now()
+        const page = f.log.read(sid, { ...p, limit: 100, ...(p.order === 'asc' ? { after: at } : { before: at }) })
+        const dt = performance.now() - t
+        if (i >= 50) {
+          sample.push(dt)
+          rows += page.length
+        }
+      }
+      pages[name] = { ...summary(sample), mean_rows: Math.round(rows / SAMPLES) }
+      log(`page of 100 ${name}: ${JSON.stringify(pages[name])}`)
+    }
+    out.page_of_100_in_1m_session = { target_p50_ms: 1, ...pages }
+  } finally {
+    f.close()
+  }
+  return out
+}

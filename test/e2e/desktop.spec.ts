@@ -220,11 +220,12 @@ test.describe.serial('desktop renderer against corral serve', () => {
     await page.getByRole('button', { name: 'Switch to the dark theme' }).click()
     for (const [name, heading] of [
       ['Agents', 'Helper'],
-      ['Environments', 'Environments'],
+      ['Environments', 'Local sandbox'],
       ['Settings', 'Settings'],
     ] as const) {
       await page.getByRole('link', { name }).click()
       if (name === 'Agents') await page.getByRole('button', { name: /Helper/ }).click()
+      if (name === 'Environments') await page.getByRole('button', { name: /Local sandbox/ }).click()
       await expect(page.getByRole('heading', { name: heading }).first()).toBeVisible()
       await expectNoSeriousA11yViolations(page, name)
       await shot(page, info, `09-${name.toLowerCase()}`)
@@ -251,5 +252,40 @@ test.describe.serial('desktop renderer against corral serve', () => {
     await expect(page.locator('.divider-interrupt')).toBeVisible()
     await expect(page.locator('.session-item')).toHaveCount(1)
     await shot(page, info, '11-after-restart')
+  })
+
+  test('a confirmation that arrives while the window is in the background raises a desktop notification', async ({ page, context }) => {
+    await context.grantPermissions(['notifications'])
+    // Record notifications instead of showing them, and say the window has no focus.
+    await page.addInitScript(() => {
+      const shown: { title: string; body?: string }[] = []
+      ;(window as unknown as { __shown: typeof shown }).__shown = shown
+      class RecordingNotification {
+        static permission = 'granted'
+        static requestPermission = async () => 'granted'
+        onclick: (() => void) | null = null
+        constructor(title: string, options?: { body?: string }) {
+          shown.push({ title, body: options?.body })
+        }
+        close() {}
+      }
+      Object.defineProperty(window, 'Notification', { value: RecordingNotification })
+      document.hasFocus = () => false
+    })
+    await open(page, serve.url, '#/sessions')
+    await expect(page.locator('.session-item')).toHaveCount(1)
+    const sessionId = new URL(sessionUrl).hash.split('/')[2]
+    // Another client (the SDK, the CLI) sends the message; this window only watches.
+    const res = await fetch(`${serve.url}/v1/sessions/${sessionId}/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ events: [{ type: 'user.message', content: [{ type: 'text', text: 'use two tools again' }] }] }),
+    })
+    expect(res.status).toBe(200)
+    await expect.poll(() => page.evaluate(() => (window as unknown as { __shown: { title: string; body?: string }[] }).__shown.length), { timeout: 15_000 }).toBe(2)
+    const shown = await page.evaluate(() => (window as unknown as { __shown: { title: string; body?: string }[] }).__shown)
+    expect(shown.map((n) => n.title)).toEqual(['Corral needs you', 'Corral needs you'])
+    expect(shown.map((n) => n.body).sort()).toEqual(['Say hello, please: approve bash', 'Say hello, please: approve write'])
+    await expect(page.locator('.session-item .count-badge')).toHaveText('2')
   })
 })

@@ -1,6 +1,20 @@
 import { resolve } from 'node:path'
 import { defineConfig, externalizeDepsPlugin } from 'electron-vite'
 import react from '@vitejs/plugin-react'
+import type { Plugin } from 'vite'
+
+/**
+ * Development only (`electron-vite dev`): the dev server injects an inline React Refresh preamble
+ * injects CSS as <style> elements and connects a websocket for hot reload, which the production CSP rightly refuses. Builds keep
+ * the strict policy untouched.
+ */
+function devServerCsp(): Plugin {
+  return {
+    name: 'corral-dev-csp',
+    apply: 'serve',
+    transformIndexHtml: (html) => html.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'").replace("style-src 'self'", "style-src 'self' 'unsafe-inline'").replace("connect-src 'self'", "connect-src 'self' ws: http://localhost:*"),
+  }
+}
 
 export default defineConfig({
   main: {
@@ -13,7 +27,7 @@ export default defineConfig({
   },
   renderer: {
     root: resolve(__dirname, 'src/renderer'),
-    plugins: [react()],
+    plugins: [react(), devServerCsp()],
     // Minified: in browser mode the bundle crosses a socket on every cold load.
     build: { minify: true, rollupOptions: { input: { index: resolve(__dirname, 'src/renderer/index.html') } } },
   },

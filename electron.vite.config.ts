@@ -4,9 +4,9 @@ import react from '@vitejs/plugin-react'
 import type { Plugin } from 'vite'
 
 /**
- * Development only (`electron-vite dev`): the dev server injects an inline React Refresh preamble
- * injects CSS as <style> elements and connects a websocket for hot reload, which the production CSP rightly refuses. Builds keep
- * the strict policy untouched.
+ * Development only (`electron-vite dev`): the dev server injects an inline React Refresh preamble,
+ * adds CSS as <style> elements and opens a websocket for hot reload, all of which the production
+ * CSP rightly refuses. Builds keep the strict policy untouched.
  */
 function devServerCsp(): Plugin {
   return {

@@ -23,6 +23,8 @@ const APP_ORIGIN = `${SCHEME}://app`
 const RENDERER_ROOT = join(__dirname, '../renderer')
 const DEV_URL = !app.isPackaged ? process.env.ELECTRON_RENDERER_URL : undefined
 
+// Every renderer is sandboxed, whatever a window's own preferences say.
+app.enableSandbox()
 protocol.registerSchemesAsPrivileged([{ scheme: SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: false, corsEnabled: false } }])
 
 let engine: Engine | undefined

@@ -16,11 +16,11 @@ export interface CorralSettings {
   api_key?: { set: boolean; source?: string | null }
 }
 
+/** One `corral doctor` finding, as src/main/cli/doctor.ts makes them (runDoctor). */
 export interface DoctorFinding {
-  check: string
-  status: 'ok' | 'warn' | 'fail'
-  message: string
-  fix?: string | null
+  area: string
+  ok: boolean
+  detail: string
 }
 
 function missing(e: unknown): boolean {
@@ -165,18 +165,17 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
           {doctor.loading && <Spinner />}
           {missing(doctor.error) && (
             <p className="muted">
-              This engine does not offer <code>corral doctor</code> over the API yet (<code>GET /v1/corral/doctor</code> answered 404). Run <code>npm run cli -- doctor</code> in a terminal.
+              This engine does not offer <code>corral doctor</code> over the API yet (<code>GET /v1/corral/doctor</code> answered 404). Run <code>npm run cli -- doctor</code> in a terminal (the same findings).
             </p>
           )}
           {doctor.error && !missing(doctor.error) ? <ErrorNote error={doctor.error} /> : null}
           {doctor.data && (
             <ul className="findings">
               {doctor.data.findings.map((f, i) => (
-                <li key={i} className={`finding finding-${f.status}`}>
-                  <Icon name={f.status === 'ok' ? 'check' : 'warn'} />
+                <li key={i} className={`finding finding-${f.ok ? 'ok' : 'fail'}`}>
+                  <Icon name={f.ok ? 'check' : 'warn'} label={f.ok ? 'works' : 'does not work'} />
                   <div>
-                    <strong>{f.check}</strong> <span>{f.message}</span>
-                    {f.fix && <div className="muted">Fix: {f.fix}</div>}
+                    <strong>{f.area}</strong> <span>{f.detail}</span>
                   </div>
                 </li>
               ))}

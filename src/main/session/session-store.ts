@@ -10,6 +10,7 @@ import type { EnvironmentStore } from './environment-store'
 import type { EventInput, StoredEvent } from './event-log'
 import type { SqliteEventLog } from './sqlite-event-log'
 import { createdAtFilters, keysetList, type Page } from './pagination'
+import { primaryThreadId } from './thread-store'
 
 export type SessionCreateInput = z.infer<typeof sessionCreateSchema>
 export type SessionUpdateInput = z.infer<typeof sessionUpdateSchema>
@@ -85,10 +86,7 @@ export class SessionStore {
     const agent = this.resolveAgent(input.agent)
     const env = this.environments.retrieve(input.environment_id)
     if (env.archived_at) throw conflict(`environment_id: environment ${env.id} is archived`)
-    for (const [i, vaultId] of (input.vault_ids ?? []).entries()) {
-      const row = this.db.prepare('SELECT archived_at FROM vaults WHERE id = ?').get(vaultId) as { archived_at: string | null } | undefined
-      if (!row) throw invalid(`vault_ids[${i}]: vault ${JSON.stringify(vaultId)} was not found`)
-    }
+    this.checkVaults(input.vault_ids ?? [])
     const now = this.clock().toISOString()
     const { archived_at: _a, created_at: _c, updated_at: _u, metadata: _m, ...snapshot } = agent
     const session: Session = {
@@ -116,6 +114,16 @@ export class SessionStore {
       .run(session.id, agent.id, agent.version, env.id, 'idle', now, now, JSON.stringify(session))
     if (input.initial_events?.length) await this.log.append(session.id, input.initial_events as EventInput[])
     return this.retrieve(session.id)
+  }
+
+  /** Every vault id must name an existing, unarchived vault. Returns the ids. */
+  private checkVaults(ids: string[]): string[] {
+    ids.forEach((vaultId, i) => {
+      const row = this.db.prepare('SELECT archived_at FROM vaults WHERE id = ?').get(vaultId) as { archived_at: string | null } | undefined
+      if (!row) throw invalid(`vault_ids[${i}]: vault ${JSON.stringify(vaultId)} was not found`)
+      if (row.archived_at) throw invalid(`vault_ids[${i}]: vault ${vaultId} is archived`)
+    })
+    return ids
   }
 
   private resolveAgent(ref: SessionCreateInput['agent']): Agent {
@@ -148,7 +156,7 @@ export class SessionStore {
         title: input.title === undefined ? cur.title : input.title,
         metadata: input.metadata === undefined ? cur.metadata : mergeMetadata(cur.metadata, input.metadata),
         budget: input.budget === undefined ? cur.budget : input.budget,
-        vault_ids: input.vault_ids ?? cur.vault_ids,
+        vault_ids: input.vault_ids === undefined ? cur.vault_ids : this.checkVaults(input.vault_ids),
         updated_at: this.clock().toISOString(),
       }
       this.db.prepare('UPDATE sessions SET updated_at = ?, data = ? WHERE id = ?').run(next.updated_at, JSON.stringify(next), id)
@@ -212,10 +220,18 @@ export class SessionStore {
       if (session.status === 'terminated') throw conflict(`session ${sessionId} is terminated; it accepts no events`)
       const answered = new Set<string>()
       events.forEach((e, i) => {
-        if (e.type === 'user.tool_confirmation') this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use', 'agent.mcp_tool_use'], 'user.tool_confirmation', 'tool_use_id', answered)
+        let thread: string | null | undefined
+        if (e.type === 'user.tool_confirmation') thread = this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use', 'agent.mcp_tool_use'], 'user.tool_confirmation', 'tool_use_id', answered)
         else if (e.type === 'user.custom_tool_result')
-          this.checkPending(sessionId, i, e.custom_tool_use_id, ['agent.custom_tool_use'], 'user.custom_tool_result', 'custom_tool_use_id', answered)
-        else if (e.type === 'user.tool_result') this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use'], 'user.tool_result', 'tool_use_id', answered)
+          thread = this.checkPending(sessionId, i, e.custom_tool_use_id, ['agent.custom_tool_use'], 'user.custom_tool_result', 'custom_tool_use_id', answered)
+        else if (e.type === 'user.tool_result') thread = this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use'], 'user.tool_result', 'tool_use_id', answered)
+        else if (e.type === 'user.interrupt') thread = this.checkThread(sessionId, i, e.session_thread_id)
+        else return
+        // An answer is routed to the thread of the request it answers (the API: "set by the
+        // server"); the primary thread's events carry no thread id, so they list under it.
+        const ev = e as { session_thread_id?: string | null }
+        if (thread) ev.session_thread_id = thread
+        else delete ev.session_thread_id
       })
     }
     // Checked now for a fast answer, and again inside the append's transaction, so two
@@ -224,7 +240,16 @@ export class SessionStore {
     return this.log.append(sessionId, events as EventInput[], { precheck: check })
   }
 
-  private checkPending(sessionId: string, index: number, useId: string, requestTypes: string[], answerType: string, field: string, answered: Set<string>): void {
+  /** A thread named by a client event must be one of the session's; the primary one maps to null. */
+  private checkThread(sessionId: string, index: number, threadId: string | null | undefined): string | null {
+    if (!threadId || threadId === primaryThreadId(sessionId)) return null
+    const created = this.log.read(sessionId, { types: ['session.thread_created'], threadId, limit: 1 })
+    if (created.length === 0) throw invalid(`events[${index}].session_thread_id: ${JSON.stringify(threadId)} is not a thread of session ${sessionId}`)
+    return threadId
+  }
+
+  /** Checks that an answer matches a pending request; returns the request's thread (null: primary). */
+  private checkPending(sessionId: string, index: number, useId: string, requestTypes: string[], answerType: string, field: string, answered: Set<string>): string | null {
     const where = `events[${index}].${field}`
     const req = this.log.get(useId)
     if (!req || req.sessionId !== sessionId || !requestTypes.includes(req.event.type)) {
@@ -240,6 +265,7 @@ export class SessionStore {
       .get(sessionId, req.seq, answerType, useId)
     if (prior || answered.has(useId)) throw invalid(`${where}: ${useId} has already been answered`)
     answered.add(useId)
+    return typeof req.event.session_thread_id === 'string' ? req.event.session_thread_id : null
   }
 }
 

@@ -180,7 +180,7 @@ function ConfirmBar({ tool, onAnswer }: { tool: ToolItem; onAnswer: NonNullable<
           </label>
           <input
             id={`deny-${tool.id}`}
-            autoFocus
+            autoFocus={denying}
             placeholder={custom ? 'Result to return to the agent' : 'Why not? The agent sees this message (optional)'}
             value={message}
             onChange={(e) => setMessage(e.target.value)}

@@ -1,0 +1,91 @@
+import { expect, test, type Page, type TestInfo } from '@playwright/test'
+import AxeBuilder from '@axe-core/playwright'
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startServe, type ServeProcess } from './support/serve'
+
+/**
+ * The event kinds the scripted model cannot produce yet (subagent threads, a model error being
+ * retried, a custom tool waiting for its result, exit codes), seeded into the session log through
+ * the engine's services, drawn by the renderer.
+ */
+
+const TOKEN = 'e2e_gallery_token_0123456789'
+const ROOT = join(__dirname, '..', '..')
+const SHOTS = join(ROOT, 'test-results', 'screenshots')
+
+async function shot(page: Page, info: TestInfo, name: string): Promise<void> {
+  mkdirSync(SHOTS, { recursive: true })
+  const path = join(SHOTS, `${name}.png`)
+  await page.screenshot({ path, animations: 'disabled' })
+  await info.attach(name, { path, contentType: 'image/png' })
+}
+
+test.describe.serial('every kind of event in the thread view', () => {
+  let dataDir: string
+  let serve: ServeProcess
+  let seeded: { sessionId: string; threadId: string; customToolUseId: string }
+
+  test.beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-gallery-'))
+    const out = execFileSync(join(ROOT, 'node_modules/.bin/tsx'), ['test/e2e/support/seed-gallery.ts', dataDir, TOKEN], { cwd: ROOT, encoding: 'utf8' })
+    seeded = JSON.parse(out.trim().split('\n').pop()!)
+    serve = await startServe({ dataDir, token: TOKEN })
+  })
+
+  test.afterAll(async () => {
+    await serve?.stop()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  test('draws the primary thread: subagent lifecycle, diff, terminal with exit code, retried error, custom tool', async ({ page }, info) => {
+    await page.setViewportSize({ width: 1360, height: 2200 })
+    await page.emulateMedia({ colorScheme: 'dark' })
+    await page.goto(`${serve.url}/?token=${TOKEN}#/sessions/${seeded.sessionId}`)
+    await expect(page.getByRole('heading', { name: 'Fix the flaky date test' })).toBeVisible()
+
+    await expect(page.locator('.thread-event')).toHaveCount(2)
+    await expect(page.locator('.thread-event').first()).toContainText('Subagent researcher started')
+    await expect(page.locator('.msg-thread')).toHaveCount(2)
+
+    const edit = page.locator('.tool-card').filter({ hasText: 'src/date.ts' })
+    await expect(edit.locator('.diff-del')).toHaveCount(2)
+    await expect(edit.locator('.diff-add')).toHaveCount(2)
+
+    const bash = page.locator('.tool-card').filter({ hasText: 'npm test -- date' })
+    await expect(bash).toHaveClass(/tool-error/)
+    await expect(bash.locator('.pill-bad')).toHaveText('exit 1')
+    await expect(bash.locator('.tool-duration')).toHaveText('2.1 s')
+    await expect(bash.locator('.terminal .ansi-fg-red').first()).toHaveText('✗')
+
+    await expect(page.locator('.event-error')).toContainText('model overloaded error')
+    await expect(page.locator('.event-error .pill')).toHaveText('retrying')
+
+    const custom = page.locator('.tool-card').filter({ hasText: 'lookup_ticket' })
+    await expect(custom).toHaveClass(/tool-awaiting/)
+    await expect(custom.getByPlaceholder('Result to return to the agent')).toBeVisible()
+    await expect(page.locator('.session-item .count-badge')).toHaveText('1')
+
+    const axe = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze()
+    expect(axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => `${n.target.join(' ')} [${n.any[0]?.message ?? ''}]`).join(', ')}`)).toEqual([])
+    await shot(page, info, '13-gallery-primary')
+  })
+
+  test('opens the subagent thread in its own tab with only its events', async ({ page }, info) => {
+    await page.goto(`${serve.url}/?token=${TOKEN}#/sessions/${seeded.sessionId}`)
+    const tabs = page.getByRole('navigation', { name: 'Threads' })
+    await expect(tabs.getByRole('button')).toHaveCount(2)
+    await tabs.getByRole('button', { name: /researcher/ }).click()
+    expect(page.url()).toContain(`/threads/${seeded.threadId}`)
+    await expect(page.locator('.msg-agent')).toHaveCount(1)
+    await expect(page.locator('.msg-agent')).toContainText('failures ran between 23:00 and 00:00 UTC')
+    await expect(page.locator('.tool-card')).toHaveCount(0)
+    // A subagent's thread is read here; messages go to the session through the primary thread.
+    await expect(page.getByLabel('Message', { exact: true })).toHaveCount(0)
+    await shot(page, info, '14-gallery-subagent')
+    await tabs.getByRole('button', { name: 'Primary' }).click()
+    await expect(page.locator('.tool-card')).toHaveCount(3)
+  })
+})

@@ -20,12 +20,23 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const listed = sessions.find((s) => s.id === sessionId)
   const fresh = useQuery(() => client.request<Session>('sessions.retrieve', { id: sessionId }), [sessionId, listed?.updated_at])
   const base = fresh.data?.id === sessionId ? fresh.data : listed
+  const data = useThread(sessionId, threadId)
+  // The thread list is derived from the whole log by the engine (slow on a very long session):
+  // read it after the timeline has drawn, and again only when a thread's lifecycle goes by.
+  const [threadEvents, setThreadEvents] = useState(0)
+  useEffect(() => {
+    if (data.lastEventType?.startsWith('session.thread_')) setThreadEvents((n) => n + 1)
+  }, [data.lastEventType, data.eventCount])
+  const drawnOnce = useRef(false)
+  if (!data.loading) drawnOnce.current = true
   const threads = useQuery(
-    () => client.request<Page<SessionThread>>('threads.list', { id: sessionId }, { limit: 100 }).catch(() => ({ data: [], next_page: null })),
-    [sessionId, listed?.updated_at],
+    () =>
+      drawnOnce.current
+        ? client.request<Page<SessionThread>>('threads.list', { id: sessionId }, { limit: 100 }).catch(() => ({ data: [], next_page: null }))
+        : Promise.resolve(undefined),
+    [sessionId, drawnOnce.current, threadEvents],
   )
   const subThreads = (threads.data?.data ?? []).filter((t) => t.parent_thread_id !== null)
-  const data = useThread(sessionId, threadId)
   // The stream's latest status event is fresher than the polled resource.
   const session = base && data.liveStatus && threadId === null ? { ...base, status: data.liveStatus } : base
 

@@ -185,7 +185,6 @@ export class SessionStore {
       this.db.prepare('DELETE FROM events WHERE session_rid = ?').run(rid)
       this.db.prepare('DELETE FROM sessions WHERE rid = ?').run(rid)
     })()
-    this.log.forget(id)
     return { id, type: 'session_deleted' }
   }
 

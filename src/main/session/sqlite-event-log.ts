@@ -1,4 +1,4 @@
-import type { Statement } from 'better-sqlite3'
+import type { Statement, Transaction } from 'better-sqlite3'
 import { CorralError, notFound, invalid } from '../../shared/errors'
 import { newId } from '../../shared/api/ids'
 import type { Db } from './database'
@@ -83,9 +83,7 @@ export class SqliteEventLog implements EventLog {
   private readonly sessionByPublicId: Statement
   private readonly byId: Statement
   private readonly clock: () => Date
-  /** Last committed seq (and rid) per session, so an append needs no MAX(seq) or rid lookup. */
-  private readonly tips = new Map<string, Tip>()
-  private readonly groupTx: (batch: readonly PendingAppend[], isolate: boolean, pending: Map<string, Tip>) => Outcome[]
+  private readonly groupTx: Transaction<(batch: readonly PendingAppend[], isolate: boolean, pending: Map<string, Tip>) => Outcome[]>
   private readonly savepointTx: (p: PendingAppend, pending: Map<string, Tip>) => StoredEvent[]
 
   constructor(
@@ -142,15 +140,12 @@ export class SqliteEventLog implements EventLog {
   appendSync(sessionId: string, events: readonly EventInput[]): StoredEvent[] {
     if (events.length === 0) return []
     checkTypes(events)
-    const pending = new Map<string, Tip>()
     let out: StoredEvent[]
     try {
-      out = this.db.transaction(() => this.insertAll(this.tips.get(sessionId)?.rid ?? this.ridOf(sessionId), sessionId, events, pending))()
+      out = this.db.transaction(() => this.insertAll(this.ridOf(sessionId), sessionId, events, new Map())).immediate()
     } catch (err) {
-      this.tips.delete(sessionId)
       throw asCorralError(err)
     }
-    for (const [sid, tip] of pending) this.tips.set(sid, tip)
     this.notify(out)
     return out
   }
@@ -164,32 +159,26 @@ export class SqliteEventLog implements EventLog {
     // One transaction (one fsync) for the whole group. Fast path: no savepoints. If any append
     // fails (unknown session, failed precheck, constraint), the group is rolled back and redone
     // with each append in a savepoint of its own, so the failure takes nothing else down.
+    // BEGIN IMMEDIATE: the write lock is taken before MAX(seq) is read, so another process
+    // writing the same file (the CLI, a second engine) cannot slip an event in between.
     let outcomes: Outcome[]
-    let pending = new Map<string, Tip>()
     try {
       try {
-        outcomes = this.groupTx(batch, false, pending)
+        outcomes = this.groupTx.immediate(batch, false, new Map())
       } catch {
-        pending = new Map()
-        outcomes = this.groupTx(batch, true, pending)
+        outcomes = this.groupTx.immediate(batch, true, new Map())
       }
     } catch (cause) {
-      this.tips.clear()
       const err = asCorralError(cause)
       for (const p of batch) p.reject(err)
       return
     }
-    for (const [sid, tip] of pending) this.tips.set(sid, tip)
     for (let i = 0; i < batch.length; i++) {
       const o = outcomes[i]
       if (o.ok) {
         batch[i].resolve(o.stored)
         this.notify(o.stored)
-      } else {
-        // A constraint failure may mean a stale tip (someone else wrote): re-read it next time.
-        this.tips.delete(batch[i].sessionId)
-        batch[i].reject(asCorralError(o.err))
-      }
+      } else batch[i].reject(asCorralError(o.err))
     }
   }
 
@@ -210,17 +199,9 @@ export class SqliteEventLog implements EventLog {
   }
 
   private appendOne(p: PendingAppend, pending: Map<string, Tip>): StoredEvent[] {
-    const rid = pending.get(p.sessionId)?.rid ?? this.tips.get(p.sessionId)?.rid ?? this.ridOf(p.sessionId)
+    const rid = pending.get(p.sessionId)?.rid ?? this.ridOf(p.sessionId)
     p.precheck?.()
     return this.insertAll(rid, p.sessionId, p.events, pending)
-  }
-
-  /**
-   * Forgets what the log caches about a session (its rid and last seq). SessionStore.delete calls
-   * it; anything else that deletes a session row must too.
-   */
-  forget(sessionId: string): void {
-    this.tips.delete(sessionId)
   }
 
   private ridOf(sessionId: string): number {
@@ -230,7 +211,9 @@ export class SqliteEventLog implements EventLog {
   }
 
   private insertAll(rid: number, sessionId: string, events: readonly EventInput[], pending: Map<string, Tip>): StoredEvent[] {
-    const tip = pending.get(sessionId) ?? this.tips.get(sessionId)
+    // Within one group transaction an earlier append's last seq is known; otherwise read it
+    // (never from a cache: another process may have appended since).
+    const tip = pending.get(sessionId)
     let seq = (tip && tip.rid === rid ? tip.seq : (this.maxSeq.get(rid) as number)) + 1
     const processedAt = this.clock().toISOString()
     const now = Date.now()

@@ -54,7 +54,11 @@ export interface RecordedRequest {
     tool_choice?: unknown
     [k: string]: unknown
   }
+  /** performance.now() when the request was complete, and when the response's first byte went out. */
   receivedAt: number
+  firstByteAt?: number
+  /** performance.now() when the request's headers arrived (before its body was read). */
+  arrivedAt: number
 }
 
 export type Responder = (req: RecordedRequest) => ScriptStep | Promise<ScriptStep>
@@ -64,6 +68,10 @@ export class ScriptedModelServer {
   private readonly queue: ScriptStep[] = []
   private readonly sockets = new Set<import('node:net').Socket>()
   private responder?: Responder
+  /** Called when a streamed response's first byte went out (for benchmarks). */
+  onFirstByte?: (req: RecordedRequest) => void
+  /** Keep only this many recorded requests (benchmarks send thousands). */
+  keepRequests = Infinity
   url = ''
 
   private constructor(private readonly server: Server) {}
@@ -105,6 +113,7 @@ export class ScriptedModelServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrivedAt = performance.now()
     const chunks: Buffer[] = []
     for await (const c of req) chunks.push(c as Buffer)
     const path = (req.url ?? '').split('?')[0]
@@ -117,8 +126,9 @@ export class ScriptedModelServer {
     } catch {
       return sendError(res, 400, 'invalid_request_error', 'body: not JSON')
     }
-    const recorded: RecordedRequest = { index: this.requests.length, path, headers: req.headers, body, receivedAt: performance.now() }
+    const recorded: RecordedRequest = { index: this.requests.length, path, headers: req.headers, body, receivedAt: performance.now(), arrivedAt }
     this.requests.push(recorded)
+    if (this.requests.length > this.keepRequests) this.requests.splice(0, this.requests.length - this.keepRequests)
     const step = this.queue.shift() ?? (this.responder ? await this.responder(recorded) : undefined)
     if (!step) return sendError(res, 400, 'invalid_request_error', `scripted model server: the script has no step for request #${recorded.index}`)
     if (step.kind === 'error') {
@@ -131,6 +141,8 @@ export class ScriptedModelServer {
     if (res.destroyed) return
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_scripted_${recorded.index}` })
     res.flushHeaders()
+    recorded.firstByteAt = performance.now()
+    this.onFirstByte?.(recorded)
     const events = sseEvents(step.kind === 'message' ? step : { kind: 'message', blocks: step.blocks }, body.model)
     const limit = step.kind === 'message' ? events.length : step.afterEvents
     const gap = step.kind === 'message' ? (step.chunkDelayMs ?? 0) : 0

@@ -40,6 +40,8 @@ export interface HarnessOptions {
   context?: ContextViewOptions
   /** For tests: the jitter source (0..1). */
   random?: () => number
+  /** How many sessions' events the harness keeps in memory between runs (default 256). */
+  cacheSessions?: number
 }
 
 export interface HarnessDeps {
@@ -98,6 +100,7 @@ const UNKNOWN_OUTCOME_TEXT =
  */
 export class Harness {
   private readonly o: Required<Omit<HarnessOptions, 'context'>> & { context: ContextViewOptions }
+  private readonly cache = new Map<string, { events: ViewEvent[]; state: SessionState }>()
 
   constructor(private readonly deps: HarnessDeps) {
     const o = deps.options ?? {}
@@ -109,30 +112,51 @@ export class Harness {
       recoverPollMs: o.recoverPollMs ?? 250,
       context: o.context ?? {},
       random: o.random ?? Math.random,
+      cacheSessions: o.cacheSessions ?? 256,
     }
   }
 
-  /** Runs the session until it waits (idle, requires_action) or `control` stops it. */
+  /**
+   * Runs the session until it waits (idle, requires_action) or `control` stops it. Events and
+   * their fold are cached per session between runs (bounded; rebuilt from the log when missing
+   * or after a failure), so a wake reads only what was appended since.
+   */
   async run(sessionId: string, control: TurnControl = new TurnControl()): Promise<void> {
     const session = this.deps.sessions.retrieve(sessionId)
     const agent = session.agent as ViewAgent & { tools?: AgentToolConfig[] }
-    const events: ViewEvent[] = []
-    const state = foldSession([])
+    let cached = this.cache.get(sessionId)
+    if (cached) this.cache.delete(sessionId) // re-inserted below: most recently used last
+    else cached = { events: [], state: foldSession([]) }
+    const { events, state } = cached
     const catchUp = () => {
       for (;;) {
         const page = this.deps.log.read(sessionId, { after: state.lastSeq, limit: 1000 })
-        for (const r of page) events.push({ seq: r.seq, event: r.event as unknown as ViewEvent["event"] })
+        for (const r of page) events.push({ seq: r.seq, event: r.event as unknown as ViewEvent['event'] })
         foldSession(page as unknown as ViewEvent[], state)
         if (page.length < 1000) return
       }
     }
-    while (!control.stopped) {
-      catchUp()
-      control.rearm()
-      const step = decideNext(state)
-      if (step.kind === 'none') return
-      await this.perform(step, { sessionId, session, agent, events, state, control })
+    let ok = false
+    try {
+      while (!control.stopped) {
+        catchUp()
+        control.rearm()
+        const step = decideNext(state)
+        if (step.kind === 'none') break
+        await this.perform(step, { sessionId, session, agent, events, state, control })
+      }
+      ok = true
+    } finally {
+      if (ok) {
+        this.cache.set(sessionId, cached)
+        while (this.cache.size > this.o.cacheSessions) this.cache.delete(this.cache.keys().next().value as string)
+      }
     }
+  }
+
+  /** Forgets a session's cached events (e.g. when it is deleted). */
+  forget(sessionId: string): void {
+    this.cache.delete(sessionId)
   }
 
   private async perform(step: NextStep, c: RunContext): Promise<void> {
@@ -177,7 +201,6 @@ export class Harness {
           toolResult(t.id, { content: t.confirmation?.deny_message ? `The user denied this call: ${t.confirmation.deny_message}` : 'The user denied this call.', isError: true }),
         ),
       ])
-      if (prefix.length) c.state.status = 'running'
     }
     for (const t of run) {
       if (c.control.stopped) return
@@ -232,8 +255,15 @@ export class Harness {
     if (signal.aborted) return
     const startId = newId('event')
     const model = modelId(c.agent)
-    const started = this.deps.log.append(c.sessionId, [...this.runningPrefix(c), { id: startId, type: 'span.model_request_start' }])
-    c.state.status = 'running'
+    // The request goes out first; `running` and the span start are appended a macrotask later,
+    // so the commit's fsync (synchronous, on this thread) overlaps the model's own latency
+    // instead of delaying the request. `context_seq` on the span end records how much of the
+    // log this request saw, so input appended meanwhile is still answered afterwards.
+    const contextSeq = c.state.lastSeq
+    const prefix = this.runningPrefix(c)
+    let started: Promise<unknown> | undefined
+    const startSpan = () => (started ??= this.deps.log.append(c.sessionId, [...prefix, { id: startId, type: 'span.model_request_start' }]))
+    setImmediate(startSpan)
     const previews = this.deps.previews
     const previewIds = new Map<number, string>()
     let usage = zeroUsage()
@@ -258,7 +288,7 @@ export class Harness {
         onUsage: (u) => (usage = u),
       })
     } catch (err) {
-      await started
+      await startSpan()
       const e = err instanceof ModelRequestError ? err : new ModelRequestError('connection', (err as Error).message, { cause: err })
       if (c.control.stopped) return
       const end: EventInput = { type: 'span.model_request_end', model_request_start_id: startId, is_error: true, model_usage: usage, model }
@@ -281,7 +311,7 @@ export class Harness {
       await sleep(Math.min(delay, this.o.backoffMaxMs), signal)
       return
     }
-    await started
+    await startSpan()
     if (c.control.stopped) return
     const end: EventInput = {
       type: 'span.model_request_end',
@@ -290,6 +320,7 @@ export class Harness {
       model_usage: response.usage,
       model,
       stop_reason: response.stopReason,
+      context_seq: contextSeq,
     }
     if (view.compaction) {
       const summary = response.blocks.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')

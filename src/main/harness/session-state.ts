@@ -93,7 +93,10 @@ export function foldSession(events: readonly ViewEvent[], into?: SessionState): 
         if (!e.is_error && e.stop_reason !== 'compaction') {
           s.lastAnswerSeq = seq
           s.lastStopReason = typeof e.stop_reason === 'string' ? e.stop_reason : 'end_turn'
-          resetBarrier(s)
+          s.failures = 0
+          // input appended while the request ran (after the part of the log it saw) is still news
+          const sawThrough = typeof e.context_seq === 'number' ? e.context_seq : seq
+          if (s.newInputSeq <= sawThrough) s.newInputSeq = 0
         }
         break
       }

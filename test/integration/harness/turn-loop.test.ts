@@ -115,4 +115,21 @@ describe('the turn loop', () => {
     await fx.waitForIdle(slow)
     expect(fx.events(slow).find((e) => e.type === 'agent.message')).toMatchObject({ content: [{ text: 'slow answer' }] })
   })
+
+  it('answers a message that arrives while the previous answer is still streaming', async () => {
+    fx = await openHarnessFixture({
+      script: (req) => (JSON.stringify(req.body.messages).includes('second') ? say('answer two') : say('answer one, streamed slowly', { chunkSize: 2, chunkDelayMs: 15 })),
+    })
+    const id = await fx.createSession()
+    let sawDelta!: () => void
+    const delta = new Promise<void>((r) => (sawDelta = r))
+    fx.engine.services.previews.subscribe(id, (p) => p.type === 'event_delta' && sawDelta())
+    await fx.send(id, [{ type: 'user.message', content: [{ type: 'text', text: 'first' }] }])
+    await delta
+    await fx.send(id, [{ type: 'user.message', content: [{ type: 'text', text: 'second' }] }])
+    await fx.waitFor(id, (e) => e.filter((x) => x.type === 'agent.message').length === 2 && e.at(-1)?.type === 'session.status_idle')
+    const texts = fx.events(id).filter((e) => e.type === 'agent.message').map((e) => (e as unknown as { content: { text: string }[] }).content[0].text)
+    expect(texts).toEqual(['answer one, streamed slowly', 'answer two'])
+    expect(fx.model.requests).toHaveLength(2)
+  })
 })

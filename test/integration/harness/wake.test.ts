@@ -154,3 +154,25 @@ describe('leases', () => {
     expect(new SqliteLeaseStore(engine.db).acquire('sesn_3')).toBe(false)
   })
 })
+
+describe('two engines on one database', () => {
+  it('answers a pending message once when two processes start on the same data at the same time', async () => {
+    const { dir, sessionId } = await prepare(() => [user('who answers?')])
+    const model = await ScriptedModelServer.start(() => say('only one of us', { delayMs: 50 }))
+    const open = () => Engine.open({ dataDir: dir, token: 't', env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, harness: { leaseTtlMs: 5000 } })
+    const a = open()
+    const b = open()
+    cleanups.push(async () => {
+      await a.close()
+      await b.close()
+      await model.close()
+    })
+    await a.brains.scheduler.settled()
+    await b.brains.scheduler.settled()
+    for (let i = 0; i < 100 && a.services.log.read(sessionId, { order: 'desc', limit: 1 })[0].event.type !== 'session.status_idle'; i++) await new Promise((r) => setTimeout(r, 10))
+    const types = a.services.log.read(sessionId, { limit: 100 }).map((e) => e.event.type)
+    expect(types).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'])
+    expect(model.requests).toHaveLength(1)
+    expect([a.brains.scheduler.running(), b.brains.scheduler.running()]).toEqual([[], []])
+  })
+})

@@ -120,12 +120,11 @@ export function buildContextView(events: readonly ViewEvent[], agent: ViewAgent,
 function finish(p: { model: string; max_tokens: number; system?: { type: 'text'; text: string }[]; tools: NonNullable<ModelRequest['tools']>; messages: Message[] }): ModelRequest {
   const system = p.system?.map((b, i, all) => (i === all.length - 1 ? { ...b, cache_control: { type: 'ephemeral' as const } } : b))
   const tools = p.tools.map((t, i, all) => (i === all.length - 1 ? { ...t, cache_control: { type: 'ephemeral' as const } } : t))
+  // the blocks were built for this view alone, so only the tail is copied (to carry its breakpoint)
   const messages = p.messages.map((m, i, all) => {
-    const content = m.content.map((b) => ({ ...b }))
-    if (i === all.length - 1 && content.length > 0) {
-      const lastIdx = content.length - 1
-      content[lastIdx] = { ...content[lastIdx], cache_control: { type: 'ephemeral' } }
-    }
+    if (i < all.length - 1 || m.content.length === 0) return { role: m.role, content: m.content }
+    const content = [...m.content]
+    content[content.length - 1] = { ...content[content.length - 1], cache_control: { type: 'ephemeral' } }
     return { role: m.role, content }
   })
   const req: ModelRequest = { model: p.model, max_tokens: p.max_tokens, messages: messages as unknown as ModelRequest['messages'] }

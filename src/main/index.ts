@@ -28,6 +28,7 @@ app.enableSandbox()
 protocol.registerSchemesAsPrivileged([{ scheme: SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: false, corsEnabled: false } }])
 
 let engine: Engine | undefined
+let apiUrl = ''
 let adapter: IpcAdapter | undefined
 let mainWindow: BrowserWindow | undefined
 const subscriptions = new Map<string, { owner: number; dispose: () => void }>()
@@ -73,7 +74,8 @@ function registerIpc(): void {
   })
   ipcMain.handle(IPC_CHANNELS.info, (event) => {
     if (!isTrustedSender(event)) return refused
-    return { version: app.getVersion(), platform: process.platform }
+    // The local API's address, so a person can point the SDK or the CLI at this running app.
+    return { version: app.getVersion(), platform: process.platform, apiUrl }
   })
 }
 
@@ -190,7 +192,7 @@ else {
     // The API key and the local token live in the keychain (safeStorage in the app); the engine
     // wakes every session that was running when the app last quit.
     engine = await Engine.openWithKeychain({ dataDir: resolveDataDir(process.env, app.getPath('userData')), safeStorage })
-    await engine.listen(0)
+    apiUrl = (await engine.listen(0)).url
     adapter = createIpcAdapter({ app: engine.app, token: engine.token, services: engine.services })
     registerIpc()
     buildMenu()

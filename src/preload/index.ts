@@ -33,7 +33,7 @@ const bridge = {
       },
     }
   },
-  info: (): Promise<{ version: string; platform: string }> => ipcRenderer.invoke(IPC_CHANNELS.info),
+  info: (): Promise<{ version: string; platform: string; apiUrl: string }> => ipcRenderer.invoke(IPC_CHANNELS.info),
 }
 
 export type CorralBridge = typeof bridge

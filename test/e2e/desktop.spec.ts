@@ -37,8 +37,12 @@ function lastUserText(req: RecordedRequest): { text: string; toolResults: number
   return { text: blocks.map((b) => b.text ?? '').join(' '), toolResults: blocks.filter((b) => b.type === 'tool_result').length }
 }
 
-function respond(req: RecordedRequest): ScriptStep {
+/** Holds the greeting back until the test has the thread open, so the streaming is seen live. */
+let helloGate: Promise<void> = Promise.resolve()
+
+async function respond(req: RecordedRequest): Promise<ScriptStep> {
   const { text, toolResults } = lastUserText(req)
+  if (toolResults === 0 && /hello/i.test(text)) await helloGate
   const usage = { input_tokens: 1200, output_tokens: 180, cache_read_input_tokens: 400 }
   if (toolResults > 0) return { kind: 'message', blocks: [{ type: 'text', text: 'Both calls are settled: one ran and one was denied.' }], usage, chunkDelayMs: 10 }
   if (/hello/i.test(text)) return { kind: 'message', blocks: [{ type: 'thinking', thinking: 'The user wants a greeting.' }, { type: 'text', text: HELLO }], usage, chunkDelayMs: 25, chunkSize: 6 }
@@ -139,7 +143,11 @@ test.describe.serial('desktop renderer against corral serve', () => {
     await dialog.getByRole('button', { name: 'Create a local sandbox environment' }).click()
     await expect(dialog.getByLabel('Environment')).not.toHaveValue('')
     await dialog.getByLabel('First message').fill('Say hello, please')
+    let releaseHello!: () => void
+    helloGate = new Promise((resolve) => (releaseHello = resolve))
     await dialog.getByRole('button', { name: 'Start session' }).click()
+    await expect(page.locator('.msg-user')).toContainText('Say hello, please')
+    releaseHello()
 
     // The reply streams: a streaming message appears before the stored one replaces it.
     await expect(page.locator('.msg-agent.streaming')).toBeVisible()
@@ -287,5 +295,14 @@ test.describe.serial('desktop renderer against corral serve', () => {
     expect(shown.map((n) => n.title)).toEqual(['Corral needs you', 'Corral needs you'])
     expect(shown.map((n) => n.body).sort()).toEqual(['Say hello, please: approve bash', 'Say hello, please: approve write'])
     await expect(page.locator('.session-item .count-badge')).toHaveText('2')
+  })
+
+  test('renames a session from its header', async ({ page }) => {
+    await open(page, serve.url, new URL(sessionUrl).hash)
+    await page.locator('.thread-header .title-btn').click()
+    await page.getByLabel('Session title').fill('Greetings and tools')
+    await page.keyboard.press('Enter')
+    await expect(page.getByRole('heading', { name: 'Greetings and tools' })).toBeVisible()
+    await expect(page.locator('.session-item .session-title')).toHaveText('Greetings and tools')
   })
 })

@@ -69,7 +69,7 @@ describe('IpcClient', () => {
         return answer
       },
       subscribe: async (_p, listener) => (onSubscribe ? onSubscribe(listener) : { ok: true, data: { unsubscribe: () => {} } }),
-      info: async () => ({ version: '0', platform: 'linux' }),
+      info: async () => ({ version: '0', platform: 'linux', apiUrl: 'http://127.0.0.1:4610' }),
     }
   }
 

@@ -41,6 +41,8 @@ export interface CorralClient {
    * seq it delivered, so nothing is lost or repeated. Returns a disposer.
    */
   stream(sessionId: string, options: StreamOptions, listener: (msg: StreamMessage) => void): () => void
+  /** The local API's base URL (for the SDK or the CLI), e.g. http://127.0.0.1:4610. */
+  apiUrl(): Promise<string>
 }
 
 export type QueryParams = Record<string, QueryValue>

@@ -13,6 +13,10 @@ export class HttpClient implements CorralClient {
 
   constructor(private readonly base = '') {}
 
+  async apiUrl(): Promise<string> {
+    return new URL(this.base || '/', window.location.href).origin
+  }
+
   async request<T>(op: OperationName, path: Record<string, string> = {}, payload?: unknown): Promise<T> {
     const spec = OPERATIONS[op]
     let url = this.base + operationPath(op, path)

@@ -5,7 +5,7 @@ import { ApiError, type CorralClient, type OperationName, type StreamOptions } f
 export interface CorralBridge {
   call(op: string, pathParams: Record<string, string>, payload?: unknown): Promise<IpcResult>
   subscribe(params: StreamSubscribeParams, listener: (msg: StreamMessage) => void): Promise<IpcResult<{ unsubscribe: () => void }>>
-  info(): Promise<{ version: string; platform: string }>
+  info(): Promise<{ version: string; platform: string; apiUrl: string }>
 }
 
 declare global {
@@ -19,6 +19,10 @@ export class IpcClient implements CorralClient {
   readonly transport = 'ipc' as const
 
   constructor(private readonly bridge: CorralBridge) {}
+
+  async apiUrl(): Promise<string> {
+    return (await this.bridge.info()).apiUrl
+  }
 
   async request<T>(op: OperationName, path: Record<string, string> = {}, payload?: unknown): Promise<T> {
     const res = await this.bridge.call(op, path, payload)

@@ -5,6 +5,17 @@ import { signOut } from '../../api/auth'
 import { Button, ErrorNote, Field, Icon, Spinner } from '../../ui/components'
 import { useQuery } from '../../ui/hooks'
 import type { ThemeChoice } from '../../ui/theme'
+import { CodeBlock } from '../../ui/Code'
+
+function sdkSnippet(baseURL: string): string {
+  return [
+    "import Anthropic from '@anthropic-ai/sdk'",
+    '',
+    `const client = new Anthropic({ baseURL: '${baseURL}', apiKey: process.env.CORRAL_TOKEN })`,
+    "const session = await client.beta.sessions.create({ agent: 'agent_…', environment_id: 'env_…' })",
+    'const stream = await client.beta.sessions.events.stream(session.id)',
+  ].join('\n')
+}
 
 /**
  * What the settings endpoint (a Corral addition, `GET/POST /v1/corral/settings`) is expected to
@@ -30,6 +41,7 @@ function missing(e: unknown): boolean {
 export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme: (t: ThemeChoice) => void }) {
   const client = useClient()
   const settings = useQuery(() => client.request<CorralSettings>('settings.retrieve'), [])
+  const apiUrl = useQuery(() => client.apiUrl(), [])
   const doctor = useQuery(() => client.request<{ findings: DoctorFinding[] }>('doctor.run'), [])
   const [baseUrl, setBaseUrl] = useState('')
   const [compat, setCompat] = useState(false)
@@ -181,6 +193,15 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
               ))}
             </ul>
           )}
+        </section>
+
+        <section className="card-section" aria-labelledby="s-api">
+          <h2 id="s-api">Use this Corral from code</h2>
+          <p className="muted">
+            The local API speaks the Managed Agents API, so the official SDK works against it by changing <code>baseURL</code>. The API key is the token in{' '}
+            <code>&lt;data dir&gt;/token</code> (or <code>$CORRAL_TOKEN</code>).
+          </p>
+          <CodeBlock code={sdkSnippet(apiUrl.data ?? 'http://127.0.0.1:4610')} language="ts" />
         </section>
 
         {client.transport === 'http' && (

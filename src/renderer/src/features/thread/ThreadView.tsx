@@ -157,7 +157,7 @@ function ThreadHeader({ session, envName, pending, running, onChanged }: { sessi
     <header className="thread-header">
       <div className="thread-title-row">
         <div className="thread-title">
-          <h1>{sessionTitle(session)}</h1>
+          <TitleEditor session={session} onRenamed={onChanged} />
           <div className="thread-sub">
             <StatusBadge status={session.archived_at ? 'archived' : session.status} pending={pending} />
             <span title="Agent">
@@ -270,6 +270,55 @@ function Composer({ sessionId, disabled, running, reason }: { sessionId: string;
           Send
         </Button>
       </div>
+    </form>
+  )
+}
+
+/** The session title; click (or Enter on it) to rename. */
+function TitleEditor({ session, onRenamed }: { session: Session; onRenamed: (s: Session) => void }) {
+  const client = useClient()
+  const [editing, setEditing] = useState(false)
+  const [value, setValue] = useState('')
+  const [err, setErr] = useState<string>()
+  if (!editing || session.archived_at) {
+    return (
+      <h1>
+        <button
+          type="button"
+          className="title-btn"
+          title={session.archived_at ? undefined : 'Rename'}
+          disabled={!!session.archived_at}
+          onClick={() => {
+            setValue(session.title ?? '')
+            setEditing(true)
+          }}
+        >
+          {sessionTitle(session)}
+        </button>
+      </h1>
+    )
+  }
+  const save = async () => {
+    try {
+      onRenamed(await client.request<Session>('sessions.update', { id: session.id }, { title: value.trim() || null }))
+      setEditing(false)
+    } catch (e) {
+      setErr((e as Error).message)
+    }
+  }
+  return (
+    <form
+      className="title-form"
+      onSubmit={(e) => {
+        e.preventDefault()
+        void save()
+      }}
+    >
+      <label htmlFor="session-title" className="sr-only">
+        Session title
+      </label>
+      <input id="session-title" autoFocus value={value} maxLength={512} onChange={(e) => setValue(e.target.value)} onKeyDown={(e) => e.key === 'Escape' && setEditing(false)} onBlur={() => void save()} />
+      {err && <span className="confirm-err">{err}</span>}
     </form>
   )
 }

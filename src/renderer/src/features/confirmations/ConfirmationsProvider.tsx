@@ -83,7 +83,7 @@ export function ConfirmationsProvider({ children }: { children: ReactNode }) {
 
   useEffect(() => {
     let live = true
-    const stale = sessions.filter((s) => !s.archived_at && checked.current.get(s.id) !== s.updated_at)
+    const stale = sessions.filter((s) => !s.archived_at && s.status !== 'terminated' && checked.current.get(s.id) !== s.updated_at)
     const gone = Object.keys(bySession).filter((id) => !sessions.some((s) => s.id === id && !s.archived_at))
     if (gone.length) setBySession((prev) => Object.fromEntries(Object.entries(prev).filter(([id]) => !gone.includes(id))))
     if (stale.length === 0) return

@@ -21,7 +21,7 @@ export interface TimelineProps {
 
 const STOP_LABEL: Record<string, string> = {
   end_turn: 'Turn complete',
-  requires_action: 'Waiting for you',
+  requires_action: 'Paused for your answer',
   retries_exhausted: 'Stopped: retries exhausted',
   budget_reached: 'Stopped: budget reached',
   refusal: 'Stopped: refusal',

@@ -34,6 +34,15 @@ export interface AppendOptions {
   precheck?: () => void
 }
 
+/** A raw event row, as `scan` visits it; `data` is the event's JSON text. */
+export interface ScannedEvent {
+  seq: number
+  threadId: string | null
+  type: string
+  processedAt: string
+  data: string
+}
+
 /** Read params plus filters on `processed_at` (ISO 8601 strings, compared as instants). */
 export interface SqliteEventReadParams extends EventReadParams {
   processedAt?: { gt?: string; gte?: string; lt?: string; lte?: string }
@@ -320,6 +329,21 @@ export class SqliteEventLog implements EventLog {
       this.readCache.set(sql, stmt)
     }
     return stmt
+  }
+
+  /**
+   * Visits every event of a session with seq > `after` (of the given types), in seq order, as raw
+   * rows: no JSON parsed unless the visitor asks. For folds over a whole log (threads, stats),
+   * where `read`'s pages would parse and merge far more than needed.
+   */
+  scan(sessionId: string, params: { after?: number; types?: readonly string[] }, visit: (row: ScannedEvent) => void): void {
+    const row = this.sessionByPublicId.get(sessionId) as SessionRow | undefined
+    if (!row) throw notFound('session', sessionId)
+    const types = params.types ?? []
+    const sql = `SELECT seq, thread_id AS threadId, type, processed_at AS processedAt, data FROM events WHERE session_rid = ? AND seq > ?${
+      types.length ? ` AND type IN (${types.map(() => '?').join(',')})` : ''
+    } ORDER BY seq`
+    for (const r of this.cached(sql).iterate(row.rid, params.after ?? 0, ...types)) visit(r as ScannedEvent)
   }
 
   get(eventId: string): StoredEvent | undefined {

@@ -4,7 +4,6 @@ import { invalid, notFound } from '../../shared/errors'
 import type { Session } from '../../shared/api/types'
 import type { SessionStore } from './session-store'
 import type { SqliteEventLog } from './sqlite-event-log'
-import type { LoggedEvent } from './event-log'
 import type { Page } from './pagination'
 
 export type { SessionThread }
@@ -71,6 +70,12 @@ export interface ThreadListQuery {
  * the primary thread (multi-agent is one level deep).
  */
 export class ThreadStore {
+  /**
+   * Folds per session, advanced incrementally: the log is append-only and a seq is assigned
+   * under the write lock, so nothing can appear at or below a seq already folded.
+   */
+  private readonly folds = new Map<string, SessionFold>()
+
   constructor(
     private readonly log: SqliteEventLog,
     private readonly sessions: SessionStore,
@@ -80,54 +85,52 @@ export class ThreadStore {
   /** Every thread of a session, primary first then in creation order. */
   all(sessionId: string): SessionThread[] {
     const session = this.sessions.retrieve(sessionId)
-    const now = this.clock().getTime()
-    const primary = this.fold(newThread(session, primaryThreadId(sessionId), null, primaryAgent(session), session.created_at, null))
-    const folds = new Map<string | null, ThreadFold>([[null, primary]])
-    const order: ThreadFold[] = [primary]
-    let after = 0
-    for (;;) {
-      const page = this.log.read(sessionId, { after, limit: 1000, types: THREAD_EVENT_TYPES })
-      for (const { event } of page) {
-        const tid = typeof event.session_thread_id === 'string' ? event.session_thread_id : null
-        if (event.type === 'session.thread_created') {
-          if (tid === null || folds.has(tid)) continue
-          const e = event as LoggedEvent & { agent_name?: string; agent?: unknown; parent_thread_id?: string | null; workflow_run_id?: string | null }
-          const f = this.fold(
-            newThread(session, tid, e.parent_thread_id ?? primary.thread.id, childAgent(session, e.agent_name ?? 'agent', e.agent), e.processed_at, e.workflow_run_id ?? null),
-          )
-          f.thread.status = 'running'
-          f.runningSince = Date.parse(e.processed_at)
-          f.firstRunningAt = f.runningSince
-          folds.set(tid, f)
-          order.push(f)
-          continue
-        }
-        // Session-level status events describe the primary thread; thread_status_* name theirs.
-        const isSessionStatus = event.type.startsWith('session.status_')
-        const f = isSessionStatus ? (tid === null ? primary : undefined) : folds.get(tid)
-        if (!f) continue
-        const at = Date.parse(event.processed_at)
-        if (event.type === 'span.model_request_end') {
-          addUsage(f.usage, (event as unknown as { model_usage?: Record<string, unknown> }).model_usage)
-          continue
-        }
-        const status = STATUS_OF[event.type]
-        if (!status) continue
-        if (f.runningSince !== null) f.activeMs += at - f.runningSince
-        f.runningSince = status === 'running' ? at : null
-        if (status === 'running' && f.firstRunningAt === null) f.firstRunningAt = at
-        if (status === 'idle') f.sawIdle = true
-        f.sawStatus = true
-        f.thread.status = status
-        f.thread.updated_at = event.processed_at
-      }
-      if (page.length < 1000) break
-      after = page[page.length - 1].seq
+    let sf = this.folds.get(sessionId)
+    if (!sf || sf.createdAt !== session.created_at) {
+      const primary = newFold(newThread(session, primaryThreadId(sessionId), null, primaryAgent(session), session.created_at, null))
+      sf = { createdAt: session.created_at, lastSeq: 0, byThread: new Map([[null, primary]]), order: [primary] }
     }
-    // The primary thread's status is the session's (its projection also covers status events
-    // that came from elsewhere, e.g. a terminated session).
-    primary.thread.status = session.status
-    return order.map((f) => finish(f, now))
+    // Most recently used last; a bounded number of sessions keep their fold.
+    this.folds.delete(sessionId)
+    this.folds.set(sessionId, sf)
+    if (this.folds.size > MAX_CACHED_SESSIONS) this.folds.delete(this.folds.keys().next().value as string)
+    const fold = sf
+    const primary = fold.order[0]
+    this.log.scan(sessionId, { after: fold.lastSeq, types: THREAD_EVENT_TYPES }, (row) => {
+      fold.lastSeq = row.seq
+      const tid = row.threadId
+      if (row.type === 'session.thread_created') {
+        if (tid === null || fold.byThread.has(tid)) return
+        const e = JSON.parse(row.data) as { agent_name?: string; agent?: unknown; parent_thread_id?: string | null; workflow_run_id?: string | null }
+        const f = newFold(newThread(session, tid, e.parent_thread_id ?? primary.thread.id, childAgent(session, e.agent_name ?? 'agent', e.agent), row.processedAt, e.workflow_run_id ?? null))
+        f.thread.status = 'running'
+        f.runningSince = Date.parse(row.processedAt)
+        f.firstRunningAt = f.runningSince
+        fold.byThread.set(tid, f)
+        fold.order.push(f)
+        return
+      }
+      // Session-level status events describe the primary thread; thread_status_* name theirs.
+      const f = row.type.startsWith('session.status_') ? (tid === null ? primary : undefined) : fold.byThread.get(tid)
+      if (!f) return
+      if (row.type === 'span.model_request_end') {
+        addUsage(f.usage, (JSON.parse(row.data) as { model_usage?: Record<string, unknown> }).model_usage)
+        return
+      }
+      const status = STATUS_OF[row.type]
+      if (!status) return
+      const at = Date.parse(row.processedAt)
+      if (f.runningSince !== null) f.activeMs += at - f.runningSince
+      f.runningSince = status === 'running' ? at : null
+      if (status === 'running' && f.firstRunningAt === null) f.firstRunningAt = at
+      if (status === 'idle') f.sawIdle = true
+      f.sawStatus = true
+      f.thread.status = status
+      f.thread.updated_at = row.processedAt
+    })
+    const now = this.clock().getTime()
+    // The primary thread's status is the session's (its projection is the authority).
+    return fold.order.map((f, i) => finish(f, now, i === 0 ? session.status : undefined))
   }
 
   retrieve(sessionId: string, threadId: string): SessionThread {
@@ -165,10 +168,19 @@ export class ThreadStore {
     const end = start + data.length
     return { data, next_page: end < rows.length ? Buffer.from(`t${end}`).toString('base64url') : null }
   }
+}
 
-  private fold(thread: SessionThread): ThreadFold {
-    return { thread, runningSince: null, activeMs: 0, firstRunningAt: null, sawStatus: false, sawIdle: false, usage: {} }
-  }
+const MAX_CACHED_SESSIONS = 256
+
+interface SessionFold {
+  createdAt: string
+  lastSeq: number
+  byThread: Map<string | null, ThreadFold>
+  order: ThreadFold[]
+}
+
+function newFold(thread: SessionThread): ThreadFold {
+  return { thread, runningSince: null, activeMs: 0, firstRunningAt: null, sawStatus: false, sawIdle: false, usage: {} }
 }
 
 function newThread(
@@ -224,13 +236,14 @@ function addUsage(usage: Record<string, unknown>, delta: Record<string, unknown>
   }
   if (typeof delta.cache_creation_input_tokens === 'number') {
     const cc = (usage.cache_creation as Record<string, number> | undefined) ?? {}
-    cc.ephemeral_5m_input_tokens = (cc.ephemeral_5m_input_tokens ?? 0) + delta.cache_creation_input_tokens
-    usage.cache_creation = cc
+    // A new object: threads handed out earlier share the old one.
+    usage.cache_creation = { ...cc, ephemeral_5m_input_tokens: (cc.ephemeral_5m_input_tokens ?? 0) + delta.cache_creation_input_tokens }
   }
 }
 
-function finish(f: ThreadFold, now: number): SessionThread {
-  const t = f.thread
+function finish(f: ThreadFold, now: number, statusOverride: ThreadStatus | undefined): SessionThread {
+  // A copy: the fold stays as the log left it, ready for the next events.
+  const t: SessionThread = { ...f.thread, status: statusOverride ?? f.thread.status }
   const created = Date.parse(t.created_at)
   const end = t.status === 'terminated' ? Date.parse(t.updated_at) : now
   const activeMs = f.activeMs + (f.runningSince !== null ? Math.max(0, now - f.runningSince) : 0)

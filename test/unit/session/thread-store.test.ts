@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { primaryThreadId } from '../../../src/main/session/thread-store'
 import { memoryStores, type Stores } from './fixtures'
+import { ThreadStore } from '../../../src/main/session/thread-store'
+
+const memoryStoresOn = (s: Stores) => new ThreadStore(s.log, s.sessions, () => new Date(now))
 
 let now = Date.parse('2026-06-01T00:00:00.000Z')
 let t: Stores
@@ -57,5 +60,30 @@ describe('ThreadStore', () => {
     const other = await t.newSession()
     expect(() => t.threads.logKey(other, 'sthr_C')).toThrow(/was not found/)
     expect(() => t.threads.list(sid, { page: 'garbage' })).toThrow(/page: not a cursor/)
+  })
+
+  it('folds new events into the threads it already derived without changing what it handed out', async () => {
+    const sid = await t.newSession()
+    const usage = (n: number) => ({ type: 'span.model_request_end', session_thread_id: 'sthr_C', model_request_start_id: 'sevt_x', is_error: false, model_usage: { input_tokens: n, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: n } })
+    await at(1000, sid, { type: 'session.thread_created', session_thread_id: 'sthr_C', agent_name: 'c', workflow_run_id: null })
+    await at(1500, sid, usage(3))
+    await at(2000, sid, { type: 'session.thread_status_idle', session_thread_id: 'sthr_C', agent_name: 'c', stop_reason: { type: 'end_turn' }, stop_details: null })
+    const first = t.threads.all(sid)
+    expect(first[1]).toMatchObject({ status: 'idle', usage: { input_tokens: 3, cache_creation: { ephemeral_5m_input_tokens: 3 } } })
+    await at(3000, sid, { type: 'session.thread_status_running', session_thread_id: 'sthr_C', agent_name: 'c' })
+    await at(3500, sid, usage(4))
+    await at(4000, sid, { type: 'session.thread_created', session_thread_id: 'sthr_D', agent_name: 'd', workflow_run_id: null })
+    await at(4500, sid, { type: 'session.status_running' })
+    const second = t.threads.all(sid)
+    expect(second.map((x) => [x.id, x.status])).toEqual([
+      [primaryThreadId(sid), 'running'],
+      ['sthr_C', 'running'],
+      ['sthr_D', 'running'],
+    ])
+    expect(second[1].usage).toMatchObject({ input_tokens: 7, cache_creation: { ephemeral_5m_input_tokens: 7 } })
+    expect(first[1]).toMatchObject({ status: 'idle', usage: { input_tokens: 3, cache_creation: { ephemeral_5m_input_tokens: 3 } } })
+    // A fresh store (another process) derives the same threads from the log alone.
+    const fresh = memoryStoresOn(t)
+    expect(fresh.all(sid).map((x) => [x.id, x.status, x.usage?.input_tokens ?? null])).toEqual(second.map((x) => [x.id, x.status, x.usage?.input_tokens ?? null]))
   })
 })

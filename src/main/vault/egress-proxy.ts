@@ -324,8 +324,8 @@ export class EgressProxy {
     return policy.credentials.filter((c) => (c.header || c.body) && (c.hosts === 'unrestricted' || hostAllowed(host, c.hosts)))
   }
 
-  /** Resolves and checks; returns the one address to connect to. Throws Refusal. */
-  private async destination(host: string): Promise<string> {
+  /** Resolves and checks; returns the permitted addresses, in the resolver's order. Throws Refusal. */
+  private async destinations(host: string): Promise<string[]> {
     const bare = host.replace(/^\[|\]$/g, '')
     const nameWhy = isIP(bare) ? undefined : forbiddenHostnameReason(bare)
     if (nameWhy) throw new Refusal(403, `${host} ${nameWhy}`)
@@ -343,16 +343,19 @@ export class EgressProxy {
       const why = addresses.length ? forbiddenAddressReason(addresses[0]!) : 'no addresses'
       throw new Refusal(403, `${host} resolves to a destination sandboxes may not reach (${why})`)
     }
-    return permitted[0]!
+    return permitted
   }
 
+  /** Connects to the first permitted address that answers (e.g. IPv4 when IPv6 has no route). */
   private async connectUpstream(target: Target): Promise<Duplex> {
-    const address = await this.destination(target.host)
-    try {
-      return await this.dialer(address, target.port)
-    } catch {
-      throw new Refusal(502, `could not connect to ${target.host}:${target.port}`)
+    for (const address of await this.destinations(target.host)) {
+      try {
+        return await this.dialer(address, target.port)
+      } catch {
+        // try the next address
+      }
     }
+    throw new Refusal(502, `could not connect to ${target.host}:${target.port}`)
   }
 
   // --- CONNECT ---------------------------------------------------------------------------
@@ -372,7 +375,7 @@ export class EgressProxy {
     try {
       if (intercept) {
         // Check the destination before telling the client the tunnel is up.
-        await this.destination(target.host)
+        await this.destinations(target.host)
         client.write('HTTP/1.1 200 Connection established\r\n\r\n')
         if (head.length) client.unshift(head)
         const secure = new tls.TLSSocket(client, { isServer: true, secureContext: this.options.ca.contextFor(target.host) })
@@ -451,7 +454,8 @@ export class EgressProxy {
         delete headers['transfer-encoding']
       }
       const raw = await this.connectUpstream(target)
-      const socket = target.tls ? tls.connect({ socket: raw, servername: isIP(target.host) ? undefined : target.host, ca: this.options.upstreamCa ? [...this.options.upstreamCa] : undefined }) : raw
+      // `host` makes certificate checks use the target name (or IP literal), not the socket's address.
+      const socket = target.tls ? tls.connect({ socket: raw, host: target.host, servername: isIP(target.host) ? undefined : target.host, ca: this.options.upstreamCa ? [...this.options.upstreamCa] : undefined }) : raw
       this.log(`egress ${session.id} ${label}${secrets.length ? ' (credentials injected)' : ''}`)
       await new Promise<void>((resolve) => {
         const upstreamReq = http.request({ method: req.method, path, headers, createConnection: () => socket as net.Socket })

@@ -11,7 +11,7 @@ import { echoServer, fakeDialer, fakeResolver, upstreamPki, viaProxy } from './e
 
 const CANARY = 'canary-egress-SECRET-7f3a9c'
 const BODY_CANARY = 'canary-body-SECRET-44d1'
-const pki = upstreamPki(['api.example.test', 'other.example.test'])
+const pki = upstreamPki(['api.example.test', 'other.example.test', '203.0.113.12'])
 const curl = requirement('curl', () => (existsSync('/usr/bin/curl') ? undefined : 'no /usr/bin/curl (apt-get install curl)'))
 
 describe('EgressProxy', () => {
@@ -26,9 +26,9 @@ describe('EgressProxy', () => {
   const ca = EgressCertificateAuthority.generate()
 
   const policy = (over: Partial<EgressPolicy> = {}): EgressPolicy => ({
-    networking: { type: 'limited', allowedHosts: ['api.example.test', 'other.example.test', 'evil.example.test', 'rebind.example.test', 'mapped.example.test', 'localhost', '169.254.169.254', '127.0.0.1', 'metadata.google.internal'] },
+    networking: { type: 'limited', allowedHosts: ['api.example.test', 'other.example.test', 'multi.example.test', '203.0.113.12', 'evil.example.test', 'rebind.example.test', 'mapped.example.test', 'localhost', '169.254.169.254', '127.0.0.1', 'metadata.google.internal'] },
     credentials: [
-      { credentialId: 'vcrd_header', secretName: 'API_TOKEN', hosts: ['api.example.test'], header: true, body: false, secret: async () => CANARY },
+      { credentialId: 'vcrd_header', secretName: 'API_TOKEN', hosts: ['api.example.test', '203.0.113.12'], header: true, body: false, secret: async () => CANARY },
       { credentialId: 'vcrd_body', secretName: 'BODY_TOKEN', hosts: ['api.example.test'], header: false, body: true, secret: async () => BODY_CANARY },
     ],
     repositories: [],
@@ -42,12 +42,13 @@ describe('EgressProxy', () => {
     resolver = fakeResolver({
       'api.example.test': ['203.0.113.10'],
       'other.example.test': ['203.0.113.11'],
+      'multi.example.test': ['203.0.113.99', '203.0.113.11'],
       'rebind.example.test': ['127.0.0.1'],
       'evil.example.test': ['169.254.169.254', '10.0.0.5'],
       'mapped.example.test': ['::ffff:127.0.0.1'],
       'metadata.google.internal': ['169.254.169.254'],
     })
-    dialer = fakeDialer({ '203.0.113.10:443': https.port, '203.0.113.10:80': plain.port, '203.0.113.11:443': https.port, '203.0.113.11:80': plain.port })
+    dialer = fakeDialer({ '203.0.113.10:443': https.port, '203.0.113.10:80': plain.port, '203.0.113.11:443': https.port, '203.0.113.11:80': plain.port, '203.0.113.12:443': https.port })
     proxy = new EgressProxy({ runtimeDir: join(dir, 'egress'), ca, resolver, dialer, upstreamCa: [pki.caPem], log: (l) => logs.push(l) })
     handle = await proxy.open({ sessionId: 'sesn_test1', policy: policy() })
   })
@@ -90,6 +91,19 @@ describe('EgressProxy', () => {
     expect(r.status).toBe(200)
     expect(https.seen.at(-1)!.headers.authorization).toBe(`Bearer ${placeholderFor('vcrd_header')}`)
     expect(logs.some((l) => l.includes('other.example.test:443 tunnelled'))).toBe(true)
+  })
+
+  it('injects into HTTPS to an allowed IP literal, checking the upstream certificate against the IP', async () => {
+    const r = await viaProxy(handle.socketPath, 'https://203.0.113.12/ip', { headers: { authorization: `Bearer ${placeholderFor('vcrd_header')}` }, ca: [ca.certPem] })
+    expect(r.status).toBe(200)
+    expect(https.seen.at(-1)!.url).toBe('/ip')
+    expect(https.seen.at(-1)!.headers.authorization).toBe(`Bearer ${CANARY}`)
+  })
+
+  it('falls back to the next resolved address when the first does not answer', async () => {
+    const r = await viaProxy(handle.socketPath, 'http://multi.example.test/fallback')
+    expect(r.status).toBe(200)
+    expect(dialer.dials.slice(-2)).toEqual(['203.0.113.99:80', '203.0.113.11:80'])
   })
 
   it('refuses a host outside the allow-list over CONNECT and plain HTTP', async () => {

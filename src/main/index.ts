@@ -38,8 +38,10 @@ function isTrustedSender(event: IpcMainInvokeEvent): boolean {
   const frame: WebFrameMain | null = event.senderFrame
   if (!frame || !mainWindow || event.sender !== mainWindow.webContents || frame !== event.sender.mainFrame) return false
   try {
-    const origin = new URL(frame.url).origin
-    return origin === APP_ORIGIN || (DEV_URL !== undefined && origin === new URL(DEV_URL).origin)
+    const u = new URL(frame.url)
+    // Compared by scheme and host: a custom scheme's URL.origin is 'null' outside Electron's registry.
+    if (u.protocol === `${SCHEME}:` && u.host === 'app') return true
+    return DEV_URL !== undefined && u.origin === new URL(DEV_URL).origin
   } catch {
     return false
   }

@@ -219,6 +219,8 @@ export class EgressProxy {
     session.server.on('request', (req, res) => void this.onRequest(session, req, res, undefined))
     session.server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.onConnect(session, req, socket, head))
     session.inner.on('request', (req, res) => void this.onRequest(session, req, res, targets.get(req.socket)))
+    session.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.onUpgrade(session, req, socket, head, undefined))
+    session.inner.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.onUpgrade(session, req, socket, head, targets.get(req.socket)))
     session.server.on('clientError', (_err, socket) => socket.destroy())
     session.inner.on('clientError', (_err, socket) => socket.destroy())
     await new Promise<void>((resolve, reject) => {
@@ -400,6 +402,71 @@ export class EgressProxy {
     }
   }
 
+  // --- Upgrades (WebSocket), plain or inside an intercepted tunnel ---------------------------
+
+  /**
+   * Same decisions and header injection as a request; then the two connections are spliced.
+   * Frames coming back are scrubbed of injected secrets with a same-length mask, so frame
+   * lengths stay valid (a compressed frame is not scrubbed: see the trade-offs above).
+   */
+  private async onUpgrade(session: Session, req: http.IncomingMessage, client: Duplex, head: Buffer, tunnel: Target | undefined): Promise<void> {
+    client.on('error', () => client.destroy())
+    let target: Target
+    let path: string
+    if (tunnel) {
+      target = tunnel
+      path = req.url ?? '/'
+    } else {
+      const u = safeUrl(req.url ?? '')
+      if (!u || u.protocol !== 'http:') return refuseSocket(client, 400, 'the egress proxy takes absolute http:// URLs and CONNECT for https')
+      target = { host: u.hostname.replace(/^\[|\]$/g, ''), port: portOf(u), tls: false }
+      path = u.pathname + u.search
+    }
+    const policy = session.policy
+    const repo = this.repositoryFor(policy, target, path)
+    const label = `UPGRADE ${target.tls ? 'https' : 'http'}://${target.host}:${target.port}`
+    if (!this.networkAllows(policy, target.host) && !repo) {
+      this.log(`egress ${session.id} ${label} refused: not an allowed host or repository path`)
+      return refuseSocket(client, 403, `${target.host} is not among the hosts this environment may reach`)
+    }
+    try {
+      const headers: Record<string, string | string[]> = {}
+      for (const [k, v] of Object.entries(req.headers)) if (k !== 'proxy-connection' && k !== 'proxy-authorization' && v !== undefined) headers[k] = v
+      const secrets: string[] = []
+      for (const c of this.credentialsFor(policy, target.host)) {
+        const placeholder = placeholderFor(c.credentialId)
+        if (!c.header || !Object.values(headers).some((v) => String(v).includes(placeholder))) continue
+        const secret = await c.secret()
+        if (!secret) throw new Refusal(502, `credential ${c.credentialId} has no secret stored`)
+        secrets.push(secret)
+        for (const [k, v] of Object.entries(headers)) headers[k] = Array.isArray(v) ? v.map((x) => x.split(placeholder).join(secret)) : v.split(placeholder).join(secret)
+      }
+      if (repo) {
+        const token = await repo.token()
+        if (!token) throw new Refusal(502, `the repository ${repo.url} has no authorization token stored`)
+        headers.authorization = `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`
+        secrets.push(token)
+      }
+      if (Object.values(headers).flat().some((v) => /[\r\n]/.test(v)) || /\s/.test(path)) throw new Refusal(400, 'a header value or the path carries a line break or space')
+      const raw = await this.connectUpstream(target)
+      const upstream: Duplex = target.tls ? tls.connect({ socket: raw, host: target.host, servername: isIP(target.host) ? undefined : target.host, ca: this.options.upstreamCa ? [...this.options.upstreamCa] : undefined }) : raw
+      this.log(`egress ${session.id} ${label}${secrets.length ? ' (credentials injected)' : ''}`)
+      const lines = [`${req.method} ${path} HTTP/1.1`]
+      for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${one}`)
+      upstream.write(lines.join('\r\n') + '\r\n\r\n')
+      if (head.length) upstream.write(head)
+      upstream.on('error', () => client.destroy())
+      client.on('close', () => upstream.destroy())
+      upstream.on('close', () => client.destroy())
+      client.pipe(upstream)
+      ;(secrets.length ? upstream.pipe(new SecretScrubber(secrets, 'mask')) : upstream).pipe(client)
+    } catch (err) {
+      const r = err instanceof Refusal ? err : new Refusal(502, 'the egress proxy failed')
+      this.log(`egress ${session.id} ${label} refused: ${r.message}`)
+      refuseSocket(client, r.status, r.message)
+    }
+  }
+
   // --- HTTP requests (plain, or inside an intercepted tunnel) -------------------------------
 
   private async onRequest(session: Session, req: http.IncomingMessage, res: http.ServerResponse, tunnel: Target | undefined): Promise<void> {
@@ -554,13 +621,19 @@ function scrubHeader(v: string | string[] | number, secrets: readonly string[]):
   return Array.isArray(v) ? v.map(one) : one(v)
 }
 
-/** Replaces secrets in a byte stream, across chunk boundaries. */
+/**
+ * Replaces secrets in a byte stream, across chunk boundaries: with `[redacted by corral]`, or
+ * with `*` of the same length (`mask`, for framed streams whose lengths must not change).
+ */
 export class SecretScrubber extends Transform {
   private tail = Buffer.alloc(0)
   private readonly needles: Buffer[]
   private readonly keep: number
 
-  constructor(secrets: readonly string[]) {
+  constructor(
+    secrets: readonly string[],
+    private readonly mode: 'redact' | 'mask' = 'redact',
+  ) {
     super()
     this.needles = secrets.filter(Boolean).map((s) => Buffer.from(s, 'utf8'))
     this.keep = Math.max(0, ...this.needles.map((n) => n.length - 1))
@@ -574,7 +647,7 @@ export class SecretScrubber extends Transform {
       const parts: Buffer[] = []
       let from = 0
       while (i >= 0) {
-        parts.push(out.subarray(from, i), Buffer.from('[redacted by corral]'))
+        parts.push(out.subarray(from, i), this.mode === 'mask' ? Buffer.alloc(n.length, '*') : Buffer.from('[redacted by corral]'))
         from = i + n.length
         i = out.indexOf(n, from)
       }

@@ -118,3 +118,40 @@ function collect(res: http.IncomingMessage, resolve: (r: ProxiedResponse) => voi
   res.on('data', (c: Buffer) => chunks.push(c))
   res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }))
 }
+
+/**
+ * A WebSocket endpoint on 127.0.0.1 (HTTPS): accepts the upgrade and sends one text frame that
+ * reflects the Authorization header it received (a careless server), then closes.
+ */
+export async function reflectingWebSocketServer(tlsOptions: { cert: string; key: string }) {
+  const { createHash } = await import('node:crypto')
+  const seen: string[] = []
+  const server = https.createServer(tlsOptions)
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex) => {
+    const auth = String(req.headers.authorization ?? '')
+    seen.push(auth)
+    const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64')
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ${accept}\r\n\r\n`)
+    const payload = Buffer.from(`you sent ${auth}`)
+    socket.end(Buffer.concat([Buffer.from([0x81, payload.length]), payload]))
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return { port: (server.address() as AddressInfo).port, seen, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
+}
+
+/** Opens a WebSocket through the proxy (CONNECT + TLS + upgrade) and returns everything the server sent back. */
+export async function webSocketViaProxy(socketPath: string, host: string, headers: Record<string, string>, ca: string[]): Promise<string> {
+  const socket = await new Promise<net.Socket>((resolve, reject) => {
+    const req = http.request({ socketPath, method: 'CONNECT', path: `${host}:443` })
+    req.on('connect', (res, s) => (res.statusCode === 200 ? resolve(s) : reject(new Error(`CONNECT ${res.statusCode}`))))
+    req.on('error', reject)
+    req.end()
+  })
+  const secure = tls.connect({ socket, servername: host, ca })
+  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+  secure.write(`GET /ws HTTP/1.1\r\nhost: ${host}\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`)
+  const chunks: Buffer[] = []
+  secure.on('data', (c: Buffer) => chunks.push(c))
+  await new Promise<void>((resolve) => secure.on('close', () => resolve()))
+  return Buffer.concat(chunks).toString('latin1')
+}

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EgressCertificateAuthority } from '../../../src/main/vault/egress-ca'
 import { EgressProxy, placeholderFor, type EgressHandle, type EgressPolicy } from '../../../src/main/vault/egress-proxy'
 import { requirement } from '../../support/requirements'
-import { echoServer, fakeDialer, fakeResolver, upstreamPki, viaProxy } from './egress-helpers'
+import { echoServer, fakeDialer, fakeResolver, reflectingWebSocketServer, upstreamPki, viaProxy, webSocketViaProxy } from './egress-helpers'
 
 const CANARY = 'canary-egress-SECRET-7f3a9c'
 const BODY_CANARY = 'canary-body-SECRET-44d1'
@@ -104,6 +104,24 @@ describe('EgressProxy', () => {
     const r = await viaProxy(handle.socketPath, 'http://multi.example.test/fallback')
     expect(r.status).toBe(200)
     expect(dialer.dials.slice(-2)).toEqual(['203.0.113.99:80', '203.0.113.11:80'])
+  })
+
+  it('injects into a WebSocket upgrade and masks the secret, length kept, in frames the server reflects', async () => {
+    const ws = await reflectingWebSocketServer({ cert: pki.cert, key: pki.key })
+    const wsProxy = new EgressProxy({ runtimeDir: join(dir, 'egress-ws'), ca, resolver: fakeResolver({ 'api.example.test': ['203.0.113.10'] }), dialer: fakeDialer({ '203.0.113.10:443': ws.port }), upstreamCa: [pki.caPem] })
+    const h = await wsProxy.open({ sessionId: 'sesn_ws', policy: policy() })
+    try {
+      const out = await webSocketViaProxy(h.socketPath, 'api.example.test', { authorization: `Bearer ${placeholderFor('vcrd_header')}` }, [ca.certPem])
+      expect(ws.seen).toEqual([`Bearer ${CANARY}`])
+      expect(out).toMatch(/^HTTP\/1.1 101/)
+      expect(out).not.toContain(CANARY)
+      const frame = out.slice(out.indexOf('\r\n\r\n') + 4)
+      expect(frame.charCodeAt(1)).toBe(frame.length - 2) // the frame length still matches its payload
+      expect(frame.slice(2)).toBe(`you sent Bearer ${'*'.repeat(CANARY.length)}`)
+    } finally {
+      await wsProxy.dispose()
+      await ws.close()
+    }
   })
 
   it('refuses a host outside the allow-list over CONNECT and plain HTTP', async () => {

@@ -2,9 +2,9 @@ import { Readable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { SecretScrubber } from '../../../src/main/vault/egress-proxy'
 
-async function through(chunks: string[], secrets: string[]): Promise<string> {
+async function through(chunks: string[], secrets: string[], mode: 'redact' | 'mask' = 'redact'): Promise<string> {
   const out: Buffer[] = []
-  const s = Readable.from(chunks.map((c) => Buffer.from(c))).pipe(new SecretScrubber(secrets))
+  const s = Readable.from(chunks.map((c) => Buffer.from(c))).pipe(new SecretScrubber(secrets, mode))
   for await (const c of s) out.push(c as Buffer)
   return Buffer.concat(out).toString()
 }
@@ -21,6 +21,12 @@ describe('SecretScrubber', () => {
 
   it('redacts several secrets and leaves other text intact', async () => {
     expect(await through(['token=', 'AAA', '&other=B', 'BB&keep=CC'], ['AAA', 'BBB'])).toBe('token=[redacted by corral]&other=[redacted by corral]&keep=CC')
+  })
+
+  it('masks with the same number of bytes in mask mode, so framed streams keep their lengths', async () => {
+    const out = await through(['frame: sk-', 'SECRET-1 end'], ['sk-SECRET-1'], 'mask')
+    expect(out).toBe('frame: *********** end')
+    expect(out.length).toBe('frame: sk-SECRET-1 end'.length)
   })
 
   it('passes text through unchanged when nothing matches', async () => {

@@ -111,3 +111,18 @@ describe('textOf', () => {
     expect(textOf([{ type: 'text', text: 'a' }, { type: 'redacted' }, { type: 'image' }, { type: 'text', text: 'b' }])).toBe('a\n[redacted]\nb')
   })
 })
+
+describe('reuseUnchanged', () => {
+  it('keeps the objects of unchanged rows and takes the new ones where an answer arrived', async () => {
+    const { reuseUnchanged } = await import('../../../src/renderer/src/features/thread/useThread')
+    const use = { id: 'u1', type: 'agent.tool_use', name: 'bash', input: {} }
+    const msg = { id: 'm1', type: 'agent.message', content: text('hi') }
+    const before = TimelineBuilder.from([msg, use]).items
+    const after = TimelineBuilder.from([{ id: 'm0', type: 'user.message', content: text('older') }, msg, use, { id: 'r1', type: 'agent.tool_result', tool_use_id: 'u1', content: text('ok') }]).items
+    const merged = reuseUnchanged(before, after)
+    expect(merged[0]).toBe(after[0])
+    expect(merged[1]).toBe(before[0])
+    expect(merged[2]).toBe(after[2])
+    expect((merged[2] as ToolItem).result?.text).toBe('ok')
+  })
+})

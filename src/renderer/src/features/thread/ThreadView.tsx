@@ -64,6 +64,11 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
     [answer, sessionId],
   )
 
+  // Stable across renders, so memoized timeline rows are not re-rendered for a new closure.
+  const openThreadRef = useRef(onOpenThread)
+  openThreadRef.current = onOpenThread
+  const openThread = useCallback((t: string) => openThreadRef.current(t), [])
+
   if (!session && fresh.error) return <ErrorNote error={fresh.error} />
   if (!session) return <div className="center"><Spinner /></div>
 
@@ -110,7 +115,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
           prependMark={data.prependMark}
           pendingIds={pendingIds}
           onAnswer={onAnswer}
-          onOpenThread={(t) => onOpenThread(t)}
+          onOpenThread={openThread}
         />
       )}
       {data.connection === 'reconnecting' && <div className="conn-banner" role="status">Reconnecting to the live stream…</div>}

@@ -197,6 +197,8 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
           b.preview({ type: 'event_start', event: { id: s.id, type: s.kind === 'agent' ? 'agent.message' : 'agent.thinking' } })
           b.preview({ type: 'event_delta', event_id: s.id, delta: { content: { text: s.text } } })
         }
+        // Rows that did not change keep their objects, so React re-renders none of them.
+        b.items = reuseUnchanged(prev.items, b.items)
         builder.current = b
         cursor.current = res.next_page
         setHasOlder(res.next_page !== null)
@@ -208,4 +210,27 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
   }, [client, sessionId, thread, loadingOlder])
 
   return { items, eventCount: events.current.length, loading, error, hasOlder, loadingOlder, loadOlder, prependMark, connection, modelBusy, lastEventType, liveStatus }
+}
+
+/**
+ * `next` with every row that equals its namesake in `prev` replaced by that same object. Rows are
+ * folds of immutable events, so equal ids mean equal rows except where an answer (a result, a
+ * confirmation) or streaming text arrived; those few fields are compared.
+ */
+export function reuseUnchanged(prev: readonly TimelineItem[], next: TimelineItem[]): TimelineItem[] {
+  const byId = new Map<string, TimelineItem>()
+  for (const it of prev) byId.set(it.id, it)
+  return next.map((it) => {
+    const old = byId.get(it.id)
+    if (!old || old.kind !== it.kind) return it
+    if (it.kind === 'tool') {
+      const o = old as typeof it
+      return o.result?.text === it.result?.text && o.result?.isError === it.result?.isError && o.confirmation?.result === it.confirmation?.result ? old : it
+    }
+    if (it.kind === 'agent' || it.kind === 'thinking') {
+      const o = old as typeof it
+      return o.text === it.text && o.streaming === it.streaming ? old : it
+    }
+    return old
+  })
 }

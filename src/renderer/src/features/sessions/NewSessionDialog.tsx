@@ -6,13 +6,20 @@ import { modelIdOf } from '../../ui/format'
 import { useSessions } from './SessionsProvider'
 
 type ResourceRow =
-  | { type: 'github_repository'; url: string; mount_path: string; branch: string }
+  | { type: 'github_repository'; url: string; mount_path: string; branch: string; token: string }
   | { type: 'file'; file_id: string; mount_path: string }
   | { type: 'memory_store'; memory_store_id: string }
 
 function resourceParams(r: ResourceRow): Record<string, unknown> {
   if (r.type === 'github_repository') {
-    return { type: r.type, url: r.url.trim(), ...(r.mount_path.trim() ? { mount_path: r.mount_path.trim() } : {}), ...(r.branch.trim() ? { checkout: { type: 'branch', name: r.branch.trim() } } : {}) }
+    return {
+      type: r.type,
+      url: r.url.trim(),
+      ...(r.mount_path.trim() ? { mount_path: r.mount_path.trim() } : {}),
+      ...(r.branch.trim() ? { checkout: { type: 'branch', name: r.branch.trim() } } : {}),
+      // Goes to the keychain; the engine never stores it in the session or shows it to the sandbox.
+      ...(r.token.trim() ? { authorization_token: r.token.trim() } : {}),
+    }
   }
   if (r.type === 'file') return { type: r.type, file_id: r.file_id.trim(), ...(r.mount_path.trim() ? { mount_path: r.mount_path.trim() } : {}) }
   return { type: r.type, memory_store_id: r.memory_store_id.trim() }
@@ -29,6 +36,7 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
   const [title, setTitle] = useState('')
   const [message, setMessage] = useState('')
   const [resources, setResources] = useState<ResourceRow[]>([])
+  const [budget, setBudget] = useState('')
   const [busy, setBusy] = useState(false)
   const [err, setErr] = useState<unknown>()
 
@@ -53,6 +61,8 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
         environment_id: envId,
         title: title.trim() || (text ? text.split('\n')[0].slice(0, 80) : null),
         ...(resources.length ? { resources: resources.map(resourceParams) } : {}),
+        // The API's amounts are in minor units: "500" is $5.00.
+        ...(budget.trim() ? { budget: { type: 'limit', max_list_cost: { amount: String(Math.round(Number(budget) * 100)), currency: 'USD' } } } : {}),
         ...(text ? { initial_events: [{ type: 'user.message', content: [{ type: 'text', text }] }] } : {}),
       })
       upsert(session)
@@ -107,9 +117,14 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
             </select>
           </Field>
         </div>
-        <Field id="ns-title" label="Title (optional)">
-          <input id="ns-title" value={title} onChange={(e) => setTitle(e.target.value)} placeholder="Defaults to the first line of your message" />
-        </Field>
+        <div className="form-row">
+          <Field id="ns-title" label="Title (optional)">
+            <input id="ns-title" value={title} onChange={(e) => setTitle(e.target.value)} placeholder="Defaults to the first line of your message" />
+          </Field>
+          <Field id="ns-budget" label="Budget in USD (optional)" hint="The agent stops when its list cost reaches this.">
+            <input id="ns-budget" inputMode="decimal" pattern="\d+(\.\d{1,2})?" value={budget} onChange={(e) => setBudget(e.target.value)} placeholder="no limit" />
+          </Field>
+        </div>
         <Field id="ns-message" label="First message">
           <textarea
             id="ns-message"
@@ -136,6 +151,7 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
                   <input aria-label="Repository URL" placeholder="https://github.com/owner/repo" value={r.url} onChange={(e) => setRow(i, { url: e.target.value })} required />
                   <input aria-label="Branch" placeholder="branch (optional)" value={r.branch} onChange={(e) => setRow(i, { branch: e.target.value })} />
                   <input aria-label="Mount path" placeholder="mount path (optional)" value={r.mount_path} onChange={(e) => setRow(i, { mount_path: e.target.value })} />
+                  <input aria-label="Access token" type="password" autoComplete="off" placeholder="token (private repos)" value={r.token} onChange={(e) => setRow(i, { token: e.target.value })} />
                 </>
               )}
               {r.type === 'file' && (
@@ -151,7 +167,7 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
             </div>
           ))}
           <div className="resource-add">
-            <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'github_repository', url: '', mount_path: '', branch: '' }])}>
+            <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'github_repository', url: '', mount_path: '', branch: '', token: '' }])}>
               Repository
             </Button>
             <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'file', file_id: '', mount_path: '' }])}>

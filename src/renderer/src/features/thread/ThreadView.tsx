@@ -219,6 +219,12 @@ function ThreadHeader({ session, envName, pending, running, onChanged }: { sessi
             {cost ? `${cost.reported ? '' : '≈ '}${money(cost.usd)}` : '—'}
           </dd>
         </div>
+        {session.budget && (
+          <div>
+            <dt>Budget</dt>
+            <dd>{money(Number(session.budget.max_list_cost.amount) / 100)}</dd>
+          </div>
+        )}
       </dl>
       {err ? <ErrorNote error={err} /> : null}
     </header>

@@ -15,11 +15,17 @@ import type { EventInput } from '../src/main/session/event-log'
 import type { SqliteEventLog } from '../src/main/session/sqlite-event-log'
 import { newId } from '../src/shared/api/ids'
 import { summary } from './stats'
+import { ScriptedModelServer, say } from '../test/support/model-server'
 
 type Log = (msg: string) => void
 
-/** The scripted model server in its own process, reporting each response's own time to first byte. */
+/**
+ * The scripted model server, reporting each response's own time to its first token: in a process of
+ * its own (default), or in this process with CORRAL_BENCH_MODEL=inprocess (no IPC or second
+ * process to schedule, but its CPU then shares this event loop).
+ */
 async function modelProcess(opts: { text?: string; delayMs?: number; chunkSize?: number; chunkDelayMs?: number } = {}) {
+  if (process.env.CORRAL_BENCH_MODEL === 'inprocess') return modelInProcess(opts)
   const child = fork(join(__dirname, '../test/support/model-server-process.ts'), [JSON.stringify(opts)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const serverMs = new Map<string, number>()
   const arrivedAbs = new Map<string, number>()
@@ -49,7 +55,42 @@ async function modelProcess(opts: { text?: string; delayMs?: number; chunkSize?:
   }
 }
 
+async function modelInProcess(opts: { text?: string; delayMs?: number; chunkSize?: number; chunkDelayMs?: number }) {
+  const server = await ScriptedModelServer.start(() => say(opts.text ?? 'hello world', { delayMs: opts.delayMs ?? 5, chunkSize: opts.chunkSize, chunkDelayMs: opts.chunkDelayMs }))
+  server.keepRequests = 0
+  const serverMs = new Map<string, number>()
+  const arrivedAbs = new Map<string, number>()
+  const waiters = new Map<string, () => void>()
+  server.onFirstToken = (req) => {
+    const last = [...req.body.messages].reverse().find((m) => m.role === 'user')
+    const texts = !last ? [] : typeof last.content === 'string' ? [last.content] : last.content.filter((b) => b.type === 'text').map((b) => String(b.text))
+    const marker = texts.at(-1) ?? ''
+    serverMs.set(marker, (req.firstTokenAt ?? req.receivedAt) - req.arrivedAt)
+    arrivedAbs.set(marker, performance.timeOrigin + req.arrivedAt)
+    waiters.get(marker)?.()
+  }
+  return {
+    url: server.url,
+    serverMs,
+    arrivedAbs,
+    reported: (marker: string) => (serverMs.has(marker) ? Promise.resolve() : new Promise<void>((r) => waiters.set(marker, r))),
+    close: () => server.close(),
+  }
+}
+
 type ModelProcess = Awaited<ReturnType<typeof modelProcess>>
+
+/** When the SDK handed each request to fetch, by marker (to split the overhead into its parts). */
+const dispatchedAt = new Map<string, number>()
+const realFetch = globalThis.fetch
+globalThis.fetch = ((input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+  const at = performance.now()
+  if (typeof init?.body === 'string' && init.body.length < 2_000_000) {
+    const m = /"text":"([^"]*)"(?:,"cache_control":\{"type":"ephemeral"\})?\}\]\}\](?:,"tools"|,"system"|\})/.exec(init.body)
+    if (m) dispatchedAt.set(m[1], at)
+  }
+  return realFetch(input, init)
+}) as typeof fetch
 
 async function openBench(model: ModelProcess, params: { enabled?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'corral-bench-harness-'))
@@ -59,6 +100,15 @@ async function openBench(model: ModelProcess, params: { enabled?: boolean } = {}
     env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'bench' },
     harness: { enabled: params.enabled ?? true },
   })
+  if (process.env.CORRAL_BENCH_TRACE) {
+    const l = engine.services.log as unknown as { flush: () => void }
+    const orig = l.flush.bind(l)
+    l.flush = () => {
+      const t = performance.now()
+      orig()
+      console.error(`flush ${(performance.now() - t).toFixed(2)} ms at ${t.toFixed(1)}`)
+    }
+  }
   const agent = engine.services.agents.create({ name: 'bench', model: 'claude-sonnet-5-5', system: 'Bench.', tools: [{ type: 'agent_toolset_20260401' }] } as never)
   const env = engine.services.environments.create({ name: 'bench', config: { type: 'cloud' } })
   return {
@@ -80,7 +130,7 @@ type Bench = Awaited<ReturnType<typeof openBench>>
 
 /**
  * One turn of one session: sends a user message, and resolves with (ack → first delta) and the
- * model server's own time to first byte for that request, once the session is idle again.
+ * model server's own time to its first token (content delta) for that request, once the session is idle again.
  * `beforeModel` runs between the acknowledgement and waking the brain (the eager sandbox).
  */
 async function turn(b: Bench, sessionId: string, marker: string, opts: { beforeModel?: () => Promise<void>; wakeManually?: boolean } = {}) {
@@ -105,7 +155,15 @@ async function turn(b: Bench, sessionId: string, marker: string, opts: { beforeM
   if (!firstDelta) throw new Error(`no event_delta for ${marker}`)
   const serverMs = b.model.serverMs.get(marker)!
   b.model.serverMs.delete(marker)
-  return { ttft: firstDelta - acked, serverMs, overhead: firstDelta - acked - serverMs }
+  const dispatched = dispatchedAt.get(marker)
+  dispatchedAt.delete(marker)
+  const arrived = b.model.arrivedAbs.get(marker)
+  b.model.arrivedAbs.delete(marker)
+  if (process.env.CORRAL_BENCH_TRACE && dispatched !== undefined && arrived !== undefined) {
+    const arr = arrived - performance.timeOrigin
+    console.error(`trace ${marker}: ack→dispatch ${(dispatched - acked).toFixed(2)} dispatch→arrive ${(arr - dispatched).toFixed(2)} server ${serverMs.toFixed(2)} firsttoken→delta ${(firstDelta - arr - serverMs).toFixed(2)}`)
+  }
+  return { ttft: firstDelta - acked, serverMs, overhead: firstDelta - acked - serverMs, toDispatch: dispatched !== undefined ? dispatched - acked : undefined }
 }
 
 /** Every session sends its next message at the same instant (worst case: 64 requests queue on 2 cores). */
@@ -138,13 +196,14 @@ async function ttftBurst(log: Log, concurrency: number, rounds: number) {
  * first token is timed.
  */
 async function ttftConcurrent(log: Log, concurrency: number, turnsPerSession: number) {
-  const model = await modelProcess({ delayMs: 5, text: 'a streamed answer of some length, about eighty characters long in total.', chunkSize: 4, chunkDelayMs: 5 })
+  const model = await modelProcess({ delayMs: 5, text: 'a streamed answer of some length, about eighty characters long in total.', chunkSize: 12, chunkDelayMs: 15 })
   const b = await openBench(model)
   try {
     const sessions = await Promise.all(Array.from({ length: concurrency }, () => b.newSession()))
     await Promise.all(sessions.map((id, i) => turn(b, id, `warm ${i}`)))
     const overhead: number[] = []
     const ttft: number[] = []
+    const toDispatch: number[] = []
     await Promise.all(
       sessions.map(async (id, i) => {
         for (let t = 0; t < turnsPerSession; t++) {
@@ -152,11 +211,12 @@ async function ttftConcurrent(log: Log, concurrency: number, turnsPerSession: nu
           const o = await turn(b, id, `s${i} t${t}`)
           overhead.push(o.overhead)
           ttft.push(o.ttft)
+          if (o.toDispatch !== undefined) toDispatch.push(o.toDispatch)
         }
       }),
     )
-    log(`ttft overhead, ${concurrency} concurrent sessions: ${JSON.stringify(summary(overhead))}`)
-    return { overhead: summary(overhead), ttft_including_model_server: summary(ttft) }
+    log(`ttft overhead, ${concurrency} concurrent sessions: ${JSON.stringify(summary(overhead))}; ack→request dispatched ${JSON.stringify(summary(toDispatch))}`)
+    return { overhead: summary(overhead), ack_to_request_dispatched: summary(toDispatch), ttft_including_model_server: summary(ttft) }
   } finally {
     await b.close()
     await model.close()
@@ -266,7 +326,7 @@ export async function run(log: Log): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = { targets: { overhead_p50_ms: 5, overhead_p95_ms: 20, wake_ms: 100 } }
   if (only.has('ttft')) {
     out.ttft_overhead_1_session = await ttftConcurrent(log, 1, 100)
-    out.ttft_overhead_64_concurrent_sessions = await ttftConcurrent(log, 64, 6)
+    if (!process.env.CORRAL_BENCH_TRACE) out.ttft_overhead_64_concurrent_sessions = await ttftConcurrent(log, 64, 6)
   }
   if (only.has('burst')) out.ttft_overhead_64_sessions_in_lockstep = await ttftBurst(log, 64, 4)
   if (only.has('wake')) out.wake_10k_events = await wakeLargeSession(log, 5)

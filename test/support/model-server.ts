@@ -57,6 +57,8 @@ export interface RecordedRequest {
   /** performance.now() when the request was complete, and when the response's first byte went out. */
   receivedAt: number
   firstByteAt?: number
+  /** performance.now() when the first content_block_delta went out. */
+  firstTokenAt?: number
   /** performance.now() when the request's headers arrived (before its body was read). */
   arrivedAt: number
 }
@@ -68,8 +70,8 @@ export class ScriptedModelServer {
   private readonly queue: ScriptStep[] = []
   private readonly sockets = new Set<import('node:net').Socket>()
   private responder?: Responder
-  /** Called when a streamed response's first byte went out (for benchmarks). */
-  onFirstByte?: (req: RecordedRequest) => void
+  /** Called when a streamed response's first content delta went out (for benchmarks). */
+  onFirstToken?: (req: RecordedRequest) => void
   /** Keep only this many recorded requests (benchmarks send thousands). */
   keepRequests = Infinity
   url = ''
@@ -142,13 +144,16 @@ export class ScriptedModelServer {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_scripted_${recorded.index}` })
     res.flushHeaders()
     recorded.firstByteAt = performance.now()
-    this.onFirstByte?.(recorded)
     const events = sseEvents(step.kind === 'message' ? step : { kind: 'message', blocks: step.blocks }, body.model)
     const limit = step.kind === 'message' ? events.length : step.afterEvents
     const gap = step.kind === 'message' ? (step.chunkDelayMs ?? 0) : 0
     for (let i = 0; i < Math.min(limit, events.length); i++) {
       if (res.destroyed) return
       res.write(`event: ${events[i].type}\ndata: ${JSON.stringify(events[i])}\n\n`)
+      if (events[i].type === 'content_block_delta' && recorded.firstTokenAt === undefined) {
+        recorded.firstTokenAt = performance.now()
+        this.onFirstToken?.(recorded)
+      }
       if (gap) await sleep(gap)
     }
     if (step.kind === 'cut') {

@@ -240,7 +240,10 @@ test.describe.serial('desktop renderer against corral serve', () => {
     }
     await page.getByRole('link', { name: 'Sessions' }).click()
     await page.keyboard.press('n')
-    await expect(page.getByRole('dialog', { name: 'New session' })).toBeVisible()
+    const dialog = page.getByRole('dialog', { name: 'New session' })
+    await expect(dialog).toBeVisible()
+    await dialog.getByRole('button', { name: 'Repository' }).click()
+    await expect(dialog.getByLabel('Repository URL')).toBeVisible()
     await expectNoSeriousA11yViolations(page, 'new session dialog')
     await shot(page, info, '10-new-session')
   })

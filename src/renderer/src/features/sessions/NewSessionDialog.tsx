@@ -148,16 +148,16 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
               <span className="resource-kind">{r.type === 'github_repository' ? 'Repository' : r.type === 'file' ? 'File' : 'Memory store'}</span>
               {r.type === 'github_repository' && (
                 <>
-                  <input aria-label="Repository URL" placeholder="https://github.com/owner/repo" value={r.url} onChange={(e) => setRow(i, { url: e.target.value })} required />
-                  <input aria-label="Branch" placeholder="branch (optional)" value={r.branch} onChange={(e) => setRow(i, { branch: e.target.value })} />
-                  <input aria-label="Mount path" placeholder="mount path (optional)" value={r.mount_path} onChange={(e) => setRow(i, { mount_path: e.target.value })} />
-                  <input aria-label="Access token" type="password" autoComplete="off" placeholder="token (private repos)" value={r.token} onChange={(e) => setRow(i, { token: e.target.value })} />
+                  <input aria-label="Repository URL" className="resource-main" placeholder="https://github.com/owner/repo" value={r.url} onChange={(e) => setRow(i, { url: e.target.value })} required />
+                  <input aria-label="Branch" placeholder="branch" value={r.branch} onChange={(e) => setRow(i, { branch: e.target.value })} />
+                  <input aria-label="Mount path" placeholder="mount path" value={r.mount_path} onChange={(e) => setRow(i, { mount_path: e.target.value })} />
+                  <input aria-label="Access token" type="password" autoComplete="off" placeholder="token" value={r.token} onChange={(e) => setRow(i, { token: e.target.value })} />
                 </>
               )}
               {r.type === 'file' && (
                 <>
-                  <input aria-label="File id" placeholder="file_…" value={r.file_id} onChange={(e) => setRow(i, { file_id: e.target.value })} required />
-                  <input aria-label="Mount path" placeholder="mount path (optional)" value={r.mount_path} onChange={(e) => setRow(i, { mount_path: e.target.value })} />
+                  <input aria-label="File id" className="resource-main" placeholder="file_…" value={r.file_id} onChange={(e) => setRow(i, { file_id: e.target.value })} required />
+                  <input aria-label="Mount path" placeholder="mount path" value={r.mount_path} onChange={(e) => setRow(i, { mount_path: e.target.value })} />
                 </>
               )}
               {r.type === 'memory_store' && <input aria-label="Memory store id" placeholder="memstore_…" value={r.memory_store_id} onChange={(e) => setRow(i, { memory_store_id: e.target.value })} required />}

@@ -1,4 +1,5 @@
 import type { z } from 'zod'
+import type { Statement } from 'better-sqlite3'
 import type { Agent, Session, SessionUsage } from '../../shared/api/types'
 import type { eventParamsSchema, sessionCreateSchema, sessionListQuerySchema, sessionUpdateSchema } from '../../shared/api/schemas'
 import { newId } from '../../shared/api/ids'
@@ -43,18 +44,30 @@ const STATUS_BY_EVENT: Record<string, Session['status']> = {
   'session.status_terminated': 'terminated',
 }
 
+/** What the engine plugs into the session store. */
+export interface SessionStoreHooks {
+  /**
+   * Called once a session is archived or deleted (the row change is committed): the engine
+   * releases its hands. Not awaited; must not throw.
+   */
+  onRemoved?: (sessionId: string, how: 'archived' | 'deleted') => void
+}
+
 /**
  * Sessions: the resource rows, and the send path that validates client events against the log
  * before appending them. Status, usage and updated_at are projections of the log, updated in
  * the same transaction as the event they come from.
  */
 export class SessionStore {
+  /** Prepared once: a send retrieves its session twice (before and inside the append). */
+  private byId?: Statement
   constructor(
     private readonly db: Db,
     private readonly log: SqliteEventLog,
     private readonly agents: AgentStore,
     private readonly environments: EnvironmentStore,
     private readonly clock: () => Date = () => new Date(),
+    private readonly hooks: SessionStoreHooks = {},
   ) {
     const setStatus = db.prepare('UPDATE sessions SET status = ?, updated_at = ? WHERE rid = ?')
     const getUsage = db.prepare('SELECT usage FROM sessions WHERE rid = ?').pluck()
@@ -142,7 +155,8 @@ export class SessionStore {
   }
 
   retrieve(id: string): Session {
-    const row = this.db.prepare(`SELECT * FROM ${SESSION_ROWS} WHERE id = ? AND deleting = 0`).get(id) as SessionRow | undefined
+    this.byId ??= this.db.prepare(`SELECT * FROM ${SESSION_ROWS} WHERE id = ? AND deleting = 0`)
+    const row = this.byId.get(id) as SessionRow | undefined
     if (!row) throw notFound('session', id)
     return rowToSession(row)
   }
@@ -169,6 +183,7 @@ export class SessionStore {
     if (cur.archived_at) return cur
     const now = this.clock().toISOString()
     this.db.prepare('UPDATE sessions SET archived_at = ?, updated_at = ? WHERE id = ?').run(now, now, id)
+    this.hooks.onRemoved?.(id, 'archived')
     return this.retrieve(id)
   }
 
@@ -185,6 +200,7 @@ export class SessionStore {
       this.db.prepare('DELETE FROM events WHERE session_rid = ?').run(rid)
       this.db.prepare('DELETE FROM sessions WHERE rid = ?').run(rid)
     })()
+    this.hooks.onRemoved?.(id, 'deleted')
     return { id, type: 'session_deleted' }
   }
 

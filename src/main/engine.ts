@@ -17,6 +17,8 @@ import { Vault } from './vault/vault'
 import type { Keychain } from './vault/keychain'
 import type { SafeStorageLike } from './vault/safe-storage-keychain'
 import { KeychainSecretSink, openKeychain, resolveEngineSecrets } from './vault/vault-services'
+import { defaultSandboxRouter } from './engine-hands'
+import type { SandboxToolRouter } from './hands'
 
 export interface EngineConfig {
   dataDir: string
@@ -32,8 +34,15 @@ export interface EngineConfig {
    * `corral.secret_stored: false`) until the keychain-backed sink is wired in.
    */
   secrets?: SecretSink
-  /** Where tool calls run (the hands' SandboxToolRouter); without one, sandbox tools answer with an error. */
+  /**
+   * Where tool calls run. Default: the engine's own hands (`engine.hands`, a SandboxToolRouter
+   * over Docker then bubblewrap, see engine-hands.ts), which the engine sweeps at start-up,
+   * releases on session archive/delete and disposes on close. A router given here is the
+   * caller's to dispose.
+   */
   toolRouter?: ToolRouter
+  /** false: no default hands (sandbox tools answer with an error unless `toolRouter` is given). Default true. */
+  defaultHands?: boolean
   /** The model; by default the Anthropic SDK against ANTHROPIC_BASE_URL or the settings. */
   modelClient?: ModelClient
   /** Harness and scheduler options (retries, timeouts, leases; `enabled: false` runs no brains). */
@@ -58,6 +67,10 @@ export class Engine {
   readonly brains: Brains
   /** The keychain and the egress proxy; present when the engine was given a keychain. */
   readonly vault?: Vault
+  /** The engine's own hands, when it built them (no `toolRouter` given, `defaultHands` not false). */
+  readonly hands?: SandboxToolRouter
+  /** Start-up sweep and hand releases still running; close() waits for them. */
+  private readonly handsWork = new Set<Promise<unknown>>()
   private server?: ListeningServer
   private closed = false
 
@@ -71,11 +84,16 @@ export class Engine {
     const log = new SqliteEventLog(db)
     const agents = new AgentStore(db)
     const environments = new EnvironmentStore(db)
-    const sessions = new SessionStore(db, log, agents, environments)
+    const sessions = new SessionStore(db, log, agents, environments, undefined, {
+      onRemoved: (sessionId) => this.releaseHands(sessionId),
+    })
     const threads = new ThreadStore(log, sessions)
     const vaults = new VaultStore(db, config.secrets ?? (config.keychain ? new KeychainSecretSink(config.keychain) : undefined))
     if (config.keychain) this.vault = new Vault({ keychain: config.keychain, dataDir: config.dataDir, env, log: config.log })
     this.services = { db, log, agents, environments, sessions, threads, vaults, previews: new PreviewBus() }
+    if (!config.toolRouter && config.defaultHands !== false) {
+      this.hands = defaultSandboxRouter({ dataDir: config.dataDir, settings: this.settings, services: () => this.services, log: config.log })
+    }
     this.app = createApiApp({
       services: this.services,
       token: this.token,
@@ -89,7 +107,7 @@ export class Engine {
       previews: this.services.previews,
       settings: this.settings,
       env,
-      router: config.toolRouter,
+      router: config.toolRouter ?? this.hands,
       model: config.modelClient,
       options: config.harness,
       onError: config.log,
@@ -101,7 +119,44 @@ export class Engine {
     const engine = new Engine(config, db)
     // wakes every session that was running when the last process stopped
     engine.brains.start()
+    engine.sweepHands()
     return engine
+  }
+
+  /**
+   * Start-up, in the background (a slow Docker engine must not hold up the API): removes the
+   * sandboxes an earlier run left for sessions that are gone or archived.
+   */
+  private sweepHands(): void {
+    if (!this.hands) return
+    const keep = new Set(this.db.prepare('SELECT id FROM sessions WHERE archived_at IS NULL AND deleting = 0').pluck().all() as string[])
+    this.trackHands(
+      this.hands.sweep(keep).then((n) => {
+        if (n > 0) this.config.log?.(`[corral] removed ${n} sandbox(es) of archived or deleted sessions`)
+      }),
+    )
+  }
+
+  /** An archived or deleted session's hands: no container, workspace or egress is left behind. */
+  private releaseHands(sessionId: string): void {
+    if (this.closed) return
+    const router = this.config.toolRouter ?? this.hands
+    this.trackHands(
+      (async () => {
+        await router?.release(sessionId, { removeWorkspace: true })
+        await this.vault?.releaseSessionEgress(sessionId)
+      })(),
+    )
+  }
+
+  private trackHands(work: Promise<unknown>): void {
+    const p = work.catch((err) => (this.config.log ?? console.error)(`[corral] sandbox cleanup failed: ${(err as Error).message}`)).finally(() => this.handsWork.delete(p))
+    this.handsWork.add(p)
+  }
+
+  /** Resolves once the start-up sweep and every release begun so far have finished. */
+  async handsSettled(): Promise<void> {
+    while (this.handsWork.size) await Promise.all([...this.handsWork])
   }
 
   /**
@@ -136,6 +191,8 @@ export class Engine {
     this.closed = true
     await this.server?.close()
     await this.brains.stop()
+    await this.handsSettled()
+    await this.hands?.dispose()
     await this.vault?.dispose()
     await this.services.log.drain()
     this.db.close()

@@ -2,8 +2,6 @@ import type { Command } from 'commander'
 import { createInterface } from 'node:readline/promises'
 import { resolveDataDir } from '../config'
 import { Engine } from '../engine'
-import { BubblewrapSandboxProvider, DockerSandboxProvider, SandboxToolRouter } from '../hands'
-import type { ToolRouter } from '../harness/tool-router'
 import type { LoggedEvent } from '../session/event-log'
 import { CorralError } from '../../shared/errors'
 
@@ -163,19 +161,6 @@ async function answerPending(p: RunTaskParams, sessionId: string, eventIds: stri
   if (answers.length) await s.sessions.sendEvents(sessionId, answers)
 }
 
-/** Docker first, then bubblewrap: the sandbox a session's environment gets on its first tool call. */
-export function sandboxRouterFor(getEngine: () => Engine, dataDir: string, log: (m: string) => void): ToolRouter {
-  return new SandboxToolRouter({
-    providers: [new DockerSandboxProvider({ log }), new BubblewrapSandboxProvider({ dataDir })],
-    resolveEnvironment: (sessionId) => {
-      const engine = getEngine()
-      const session = engine.services.sessions.retrieve(sessionId)
-      const env = engine.services.environments.retrieve(session.environment_id)
-      return { environmentId: env.id, config: (env.config ?? { type: "cloud" }) as unknown as Record<string, unknown>, resources: session.resources as unknown as Record<string, unknown>[] }
-    },
-  })
-}
-
 /** Registers `corral run "<task>"`. */
 export function registerRunCommand(program: Command): void {
   program
@@ -191,9 +176,8 @@ export function registerRunCommand(program: Command): void {
       if (!task.trim()) throw new CorralError('invalid_request_error', 'task: must not be empty')
       const dataDir = opts.dataDir ?? resolveDataDir()
       const log = (m: string) => process.stderr.write(m + '\n')
-      let engine!: Engine
-      const router = sandboxRouterFor(() => engine, dataDir, log)
-      engine = await Engine.openWithKeychain({ dataDir, log, toolRouter: router })
+      // The engine's default hands: Docker first, then bubblewrap (disposed by engine.close()).
+      const engine = await Engine.openWithKeychain({ dataDir, log })
       const rl = createInterface({ input: process.stdin, output: process.stderr })
       let interrupted = false
       let sessionId: string | undefined
@@ -216,7 +200,6 @@ export function registerRunCommand(program: Command): void {
       } finally {
         rl.close()
         await engine.close()
-        await (router as ToolRouter & { dispose?: () => Promise<void> }).dispose?.()
       }
       process.exit()
     })

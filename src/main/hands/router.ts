@@ -97,13 +97,29 @@ export class SandboxToolRouter implements ToolRouter {
     }
   }
 
-  /** Disposes the session's sandbox; with removeWorkspace, its workspace too (even if no sandbox ran in this process). */
+  /**
+   * Disposes the session's sandbox; with removeWorkspace, its workspace too. A session with no
+   * sandbox in this process (a restarted host, a deleted session) is removed from every backend,
+   * without asking for its environment: its session row may already be gone.
+   */
   async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
-    let pending = this.sandboxes.get(sessionId)
+    const pending = this.sandboxes.get(sessionId)
     this.sandboxes.delete(sessionId)
-    if (!pending && options?.removeWorkspace) pending = this.createSandbox(sessionId, false)
-    const sandbox = await pending?.catch(() => undefined)
-    await sandbox?.dispose(options)
+    if (pending) {
+      const sandbox = await pending.catch(() => undefined)
+      await sandbox?.dispose(options)
+      return
+    }
+    if (!options?.removeWorkspace) return
+    await Promise.all(
+      this.options.providers.map(async (p) => {
+        if (!(await this.isAvailable(p)).ok) return
+        await p
+          .create({ sessionId, environmentId: '', config: {} })
+          .dispose(options)
+          .catch(() => undefined)
+      }),
+    )
   }
 
   /**

@@ -114,15 +114,24 @@ describe('SandboxToolRouter', () => {
     expect(await router.recover({ sessionId: 's', toolUseId: 'toolu_done', name: 'my_custom_tool', input: {} })).toEqual({ state: 'unknown' })
   })
 
-  it('disposes the session sandbox on release, and removes the workspace of a session never run here', async () => {
+  it('disposes the session sandbox on release, and removes the workspace of a session never run here from every available backend', async () => {
     const docker = new FakeProvider('docker', { ok: true })
-    const router = new SandboxToolRouter({ providers: [docker], resolveEnvironment: () => env() })
+    const bwrap = new FakeProvider('bubblewrap', { ok: true })
+    const down = new FakeProvider('worker', { ok: false, reason: 'gone' })
+    const resolved: string[] = []
+    const router = new SandboxToolRouter({ providers: [docker, bwrap, down], resolveEnvironment: (id) => (resolved.push(id), env()) })
     await router.execute({ sessionId: 'sesn_1', toolUseId: 't', name: 'bash', input: {} })
     await router.release('sesn_1')
     expect(docker.created[0].disposed).toEqual({})
     await router.release('sesn_2', { removeWorkspace: true })
+    // the session may be deleted already: its environment is not asked for
+    expect(resolved).toEqual(['sesn_1'])
     expect(docker.created[1].params.sessionId).toBe('sesn_2')
     expect(docker.created[1].disposed).toEqual({ removeWorkspace: true })
+    expect(bwrap.created[0]).toMatchObject({ params: { sessionId: 'sesn_2' }, disposed: { removeWorkspace: true } })
+    expect(down.created).toHaveLength(0)
+    await router.release('sesn_3')
+    expect(docker.created).toHaveLength(2)
     await router.execute({ sessionId: 'sesn_1', toolUseId: 't2', name: 'bash', input: {} })
     expect(docker.created).toHaveLength(3)
   })

@@ -1,0 +1,59 @@
+import { createHash } from 'node:crypto'
+import { join, resolve } from 'node:path'
+import type { ApiServices } from './api/services'
+import type { Settings } from './config'
+import { BubblewrapSandboxProvider, DockerSandboxProvider, SandboxToolRouter, type SandboxEnvironment, type SandboxProvider } from './hands'
+
+/**
+ * The engine's default hands: a SandboxToolRouter over Docker and bubblewrap, with each
+ * session's environment and resources read from the stores. Used by `Engine` when no
+ * `toolRouter` is given (Electron, `corral serve`, `corral run`).
+ */
+export interface DefaultHandsParams {
+  dataDir: string
+  settings: Settings
+  /** The engine's services (sessions, environments); read on a session's first toolset call. */
+  services: () => Pick<ApiServices, 'sessions' | 'environments'>
+  log?: (message: string) => void
+  /** Docker label scope (`corral.managed`); default: one per data directory (dockerScopeFor). */
+  dockerScope?: string
+}
+
+/**
+ * The Docker scope of a data directory: a sweep removes only containers of its own scope, so two
+ * Corrals (two data directories, or parallel test runs) on one Docker engine leave each other's
+ * sandboxes alone.
+ */
+export function dockerScopeFor(dataDir: string): string {
+  return 'd' + createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 16)
+}
+
+/**
+ * The backends in order of preference: Docker first, then bubblewrap, unless the settings'
+ * `sandboxBackend` prefers bubblewrap. (An environment's `config.corral.backend` still picks
+ * its own backend: the router honours it.) The bubblewrap workspaces live in `<dataDir>/sandboxes`.
+ */
+export function defaultSandboxProviders(p: { dataDir: string; settings: Settings; log?: (m: string) => void; dockerScope?: string }): SandboxProvider[] {
+  const docker = new DockerSandboxProvider({ log: p.log, scope: p.dockerScope ?? dockerScopeFor(p.dataDir) })
+  const bubblewrap = new BubblewrapSandboxProvider({ dataDir: join(p.dataDir, 'sandboxes') })
+  return p.settings.sandboxBackend === 'bubblewrap' ? [bubblewrap, docker] : [docker, bubblewrap]
+}
+
+/** A session's environment config and resources, as the hands need them at provision. */
+export function sessionSandboxEnvironment(services: Pick<ApiServices, 'sessions' | 'environments'>, sessionId: string): SandboxEnvironment {
+  const session = services.sessions.retrieve(sessionId)
+  const env = services.environments.retrieve(session.environment_id)
+  return {
+    environmentId: env.id,
+    config: (env.config ?? { type: 'cloud' }) as unknown as Record<string, unknown>,
+    resources: session.resources as unknown as Record<string, unknown>[],
+  }
+}
+
+/** The default router; the caller owns it (dispose() stops sandboxes and warm pools). */
+export function defaultSandboxRouter(p: DefaultHandsParams): SandboxToolRouter {
+  return new SandboxToolRouter({
+    providers: defaultSandboxProviders(p),
+    resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId),
+  })
+}

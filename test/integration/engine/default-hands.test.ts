@@ -1,0 +1,143 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Anthropic from '@anthropic-ai/sdk'
+import Docker from 'dockerode'
+import { afterAll, describe, expect, it } from 'vitest'
+import { Engine } from '../../../src/main/engine'
+import { dockerScopeFor } from '../../../src/main/engine-hands'
+import { DockerSandboxProvider } from '../../../src/main/hands'
+import { bubblewrapKey } from '../../../src/main/hands/bubblewrap/bubblewrap-sandbox'
+import type { LoggedEvent } from '../../../src/main/session/event-log'
+import { callTool, say, ScriptedModelServer, toolResultsOf } from '../../support/model-server'
+import { bwrapReq, dockerLeftovers, dockerReq } from '../hands/support'
+
+/*
+ * The engine's default hands: opened without a toolRouter, the engine builds the sandbox router
+ * itself. A bash call of a session runs end to end (SDK → API → harness → scripted model →
+ * sandbox → log), and archiving the session leaves nothing of it behind.
+ */
+
+const COMMAND = 'echo "hello from $((6 * 7))"; id -u; pwd'
+
+async function bashOnce(): Promise<ScriptedModelServer> {
+  return ScriptedModelServer.start((req) => (toolResultsOf(req).length === 0 ? callTool('bash', { command: COMMAND }, 'Running it.') : say('Done.')))
+}
+
+async function waitForIdle(engine: Engine, sessionId: string): Promise<LoggedEvent[]> {
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    const events = engine.services.log.read(sessionId, { after: 0, limit: 1000 }).map((r) => r.event)
+    if (events.some((e) => e.type === 'session.status_idle' && (e as unknown as { stop_reason: { type: string } }).stop_reason.type === 'end_turn')) return events
+    if (Date.now() > deadline) throw new Error(`the session did not finish: ${events.map((e) => e.type).join(', ')}`)
+    await new Promise((r) => setTimeout(r, 25))
+  }
+}
+
+function openEngine(dataDir: string, model: ScriptedModelServer, settings?: Record<string, unknown>): Engine {
+  if (settings) writeFileSync(join(dataDir, 'settings.json'), JSON.stringify(settings))
+  return Engine.open({ dataDir, token: 'test-token', env: { PATH: process.env.PATH, ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, harness: { backoffBaseMs: 5, backoffMaxMs: 40 }, log: () => {} })
+}
+
+async function runBashSession(engine: Engine, config: Record<string, unknown>): Promise<{ sessionId: string; client: Anthropic; events: LoggedEvent[] }> {
+  const client = new Anthropic({ baseURL: (await engine.listen(0)).url, apiKey: 'test-token', maxRetries: 0 })
+  const agent = await client.beta.agents.create({ name: 'hands', model: 'claude-sonnet-5-5', tools: [{ type: 'agent_toolset_20260401' }] })
+  const environment = await client.beta.environments.create({ name: 'hands', config: config as unknown as Anthropic.Beta.BetaCloudConfigParams })
+  const session = await client.beta.sessions.create({ agent: agent.id, environment_id: environment.id })
+  await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }] })
+  return { sessionId: session.id, client, events: await waitForIdle(engine, session.id) }
+}
+
+function bashResult(events: LoggedEvent[]): { text: string; isError: boolean } {
+  const r = events.find((e) => e.type === 'agent.tool_result') as unknown as { content: { text: string }[]; is_error: boolean } | undefined
+  if (!r) throw new Error('no tool result')
+  return { text: r.content.map((c) => c.text).join(''), isError: r.is_error }
+}
+
+const docker = dockerReq()
+describe.skipIf(!docker.ok)('engine default hands on Docker', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'corral-hands-docker-'))
+  const dockerApi = new Docker()
+  const scope = dockerScopeFor(dataDir)
+  const engines: Engine[] = []
+  let model: ScriptedModelServer
+  afterAll(async () => {
+    for (const e of engines) await e.close()
+    await model?.close()
+    for (const c of await dockerApi.listContainers({ all: true, filters: { label: [`corral.managed=${scope}`] } })) await dockerApi.getContainer(c.Id).remove({ force: true }).catch(() => {})
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  const scoped = async () => (await dockerApi.listContainers({ all: true, filters: { label: [`corral.managed=${scope}`] } })).map((c) => c.Labels['corral.session'] ?? `pool:${c.Labels['corral.pool']}`)
+
+  it('runs a bash call of a session in a container, sweeps leftovers at start-up and removes everything of the session when it is archived', async () => {
+    model = await bashOnce()
+    const first = openEngine(dataDir, model)
+    engines.push(first)
+    expect(first.hands).toBeDefined()
+    const { sessionId, events } = await runBashSession(first, { type: 'cloud' })
+    const r = bashResult(events)
+    expect(r).toEqual({ text: expect.stringMatching(/^hello from 42\n1000\n\/workspace/), isError: false })
+    expect(await scoped()).toContain(sessionId)
+
+    // Closing disposes the hands: the session's container and the warm pool go.
+    await first.close()
+    expect(await scoped()).toEqual([])
+
+    // What a crashed process leaves: the live session's container, and one of a session this
+    // data directory no longer has (deleted while the process was down).
+    const crashed = new DockerSandboxProvider({ scope })
+    for (const id of [sessionId, 'sesn_gone_elsewhere']) await crashed.create({ sessionId: id, environmentId: 'env_x', config: { corral: { pool_size: 0 } } }).provision()
+    await crashed.dispose()
+    expect((await scoped()).sort()).toEqual(['sesn_gone_elsewhere', sessionId].sort())
+
+    const second = openEngine(dataDir, model)
+    engines.push(second)
+    await second.handsSettled()
+    expect(await scoped()).toEqual([sessionId])
+    await dockerApi.getVolume('corral-ws-sesn_gone_elsewhere').remove().catch(() => {})
+
+    const client = new Anthropic({ baseURL: (await second.listen(0)).url, apiKey: 'test-token', maxRetries: 0 })
+    await client.beta.sessions.archive(sessionId)
+    await second.handsSettled()
+    expect(await dockerLeftovers(dockerApi, sessionId)).toEqual([])
+    expect(await dockerApi.listContainers({ all: true, filters: { label: [`corral.session=${sessionId}`] } })).toEqual([])
+  }, 120_000)
+})
+
+const bwrap = bwrapReq()
+describe.skipIf(!bwrap.ok)('engine default hands on bubblewrap', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'corral-hands-bwrap-'))
+  let engine: Engine | undefined
+  let model: ScriptedModelServer
+  afterAll(async () => {
+    await engine?.close()
+    await model?.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it("runs a bash call where the settings prefer bubblewrap, with the workspace under the data directory, and deletes it with the session", async () => {
+    model = await bashOnce()
+    engine = openEngine(dataDir, model, { sandboxBackend: 'bubblewrap' })
+    const { sessionId, client, events } = await runBashSession(engine, { type: 'cloud' })
+    expect(bashResult(events)).toEqual({ text: expect.stringMatching(/^hello from 42\n1000\n\/workspace/), isError: false })
+    const workspace = join(dataDir, 'sandboxes', bubblewrapKey(sessionId), 'workspace')
+    expect(existsSync(join(workspace, '.corral'))).toBe(true)
+    await client.beta.sessions.delete(sessionId)
+    await engine.handsSettled()
+    expect(existsSync(join(dataDir, 'sandboxes', bubblewrapKey(sessionId)))).toBe(false)
+  }, 60_000)
+
+  it('answers sandbox tools with an error naming what is missing when the default hands are turned off', async () => {
+    const m = await bashOnce()
+    const off = Engine.open({ dataDir: mkdtempSync(join(tmpdir(), 'corral-hands-off-')), token: 'test-token', env: { ANTHROPIC_BASE_URL: m.url, ANTHROPIC_API_KEY: 'k' }, defaultHands: false, harness: { backoffBaseMs: 5 }, log: () => {} })
+    try {
+      expect(off.hands).toBeUndefined()
+      const { events } = await runBashSession(off, { type: 'cloud' })
+      expect(bashResult(events)).toEqual({ text: expect.stringContaining('no sandbox backend is configured'), isError: true })
+    } finally {
+      await off.close()
+      await m.close()
+    }
+  }, 30_000)
+})

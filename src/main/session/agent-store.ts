@@ -137,8 +137,13 @@ export function mergeMetadata(current: Record<string, string>, patch: Record<str
     if (v === null) delete out[k]
     else out[k] = v
   }
+  // The patch alone is checked at the boundary; the merged result must keep the same limit.
+  const n = Object.keys(out).length
+  if (n > MAX_METADATA_KEYS) throw invalid(`metadata: at most ${MAX_METADATA_KEYS} keys; this update would leave ${n}`)
   return out
 }
+
+const MAX_METADATA_KEYS = 16
 
 /** Fills the defaults the API shows on an agent (model object, toolset configs, empty lists). */
 export function normalizeAgent(d: AgentDraft): Agent {

@@ -58,3 +58,21 @@ describe('SessionStore routing of client events to threads', () => {
     expect(t.log.lastSeq(sid)).toBe(before)
   })
 })
+
+describe('metadata patches', () => {
+  it('refuses an update that would leave more than 16 metadata keys, on every resource that merges them', async () => {
+    const full = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${i}`, 'v']))
+    const agent = t.agents.create({ name: 'm', model: 'claude-sonnet-4-6', metadata: full })
+    expect(() => t.agents.update(agent.id, { metadata: { extra: 'x' } })).toThrow('metadata: at most 16 keys; this update would leave 17')
+    expect(t.agents.update(agent.id, { metadata: { k0: null, extra: 'x' } }).metadata).toMatchObject({ extra: 'x' })
+    const env = t.environments.create({ name: 'e', metadata: full })
+    expect(() => t.environments.update(env.id, { metadata: { extra: 'x' } })).toThrow(/at most 16 keys/)
+    const sid = await t.newSession()
+    t.sessions.update(sid, { metadata: full })
+    expect(() => t.sessions.update(sid, { metadata: { extra: 'x' } })).toThrow(/at most 16 keys/)
+    const vaults = new VaultStore(t.db)
+    const v = vaults.create({ display_name: 'v', metadata: full })
+    expect(() => vaults.update(v.id, { metadata: { extra: 'x' } })).toThrow(/at most 16 keys/)
+    expect(t.agents.retrieve(agent.id).metadata).not.toHaveProperty('k0')
+  })
+})

@@ -8,7 +8,7 @@
  */
 import { fork } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Engine } from '../src/main/engine'
 import type { EventInput } from '../src/main/session/event-log'
@@ -192,7 +192,7 @@ async function ttftBurst(log: Log, concurrency: number, rounds: number) {
 
 /**
  * `concurrency` sessions each in a loop (think time 0–400 ms, then a message whose answer
- * streams for ~100 ms): at any moment many sessions are mid-turn, and each new message's
+ * streams ~70 characters in 12-character deltas every 15 ms, about Claude's pace): at any moment many sessions are mid-turn, and each new message's
  * first token is timed.
  */
 async function ttftConcurrent(log: Log, concurrency: number, turnsPerSession: number) {
@@ -204,6 +204,7 @@ async function ttftConcurrent(log: Log, concurrency: number, turnsPerSession: nu
     const overhead: number[] = []
     const ttft: number[] = []
     const toDispatch: number[] = []
+    const cpu0 = process.cpuUsage()
     await Promise.all(
       sessions.map(async (id, i) => {
         for (let t = 0; t < turnsPerSession; t++) {
@@ -215,8 +216,11 @@ async function ttftConcurrent(log: Log, concurrency: number, turnsPerSession: nu
         }
       }),
     )
-    log(`ttft overhead, ${concurrency} concurrent sessions: ${JSON.stringify(summary(overhead))}; ack→request dispatched ${JSON.stringify(summary(toDispatch))}`)
-    return { overhead: summary(overhead), ack_to_request_dispatched: summary(toDispatch), ttft_including_model_server: summary(ttft) }
+    const cpu = process.cpuUsage(cpu0)
+    // CPU of this process (engine + SDK + bench bookkeeping; the model server runs elsewhere) per turn
+    const cpuPerTurnMs = Math.round(((cpu.user + cpu.system) / 1000 / overhead.length) * 100) / 100
+    log(`ttft overhead, ${concurrency} concurrent sessions: ${JSON.stringify(summary(overhead))}; ack→request dispatched ${JSON.stringify(summary(toDispatch))}; cpu per turn ${cpuPerTurnMs} ms`)
+    return { overhead: summary(overhead), ack_to_request_dispatched: summary(toDispatch), ttft_including_model_server: summary(ttft), cpu_ms_per_turn: cpuPerTurnMs, load_average_1m: Math.round(loadavg()[0] * 100) / 100 }
   } finally {
     await b.close()
     await model.close()

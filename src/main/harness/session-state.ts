@@ -60,11 +60,15 @@ export function foldSession(events: readonly ViewEvent[], into?: SessionState): 
       case 'session.status_terminated':
         s.status = e.type.slice('session.status_'.length)
         break
-      case 'session.status_idle':
+      case 'session.status_idle': {
         s.status = 'idle'
         s.lastIdle = { seq, stopReason: (e.stop_reason as { type: string; event_ids?: string[] }) ?? { type: 'end_turn' } }
-        resetBarrier(s)
+        // an idle written with a model answer covers only what that request saw (context_seq)
+        const sawThrough = typeof e.context_seq === 'number' ? e.context_seq : seq
+        if (s.newInputSeq <= sawThrough) resetBarrier(s)
+        else s.failures = 0
         break
+      }
       case 'user.interrupt':
         s.lastInterruptSeq = seq
         resetBarrier(s)

@@ -103,4 +103,19 @@ describe('deciding the next step from the log', () => {
     expect(part).toEqual(whole)
     expect(whole.usageByModel.get('')).toEqual({ input_tokens: 5, output_tokens: 3, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 })
   })
+
+  it('still answers input that arrived while a request ran, even when its answer ended the turn in the same commit', () => {
+    const events = log(
+      ['user.message'],
+      ['session.status_running'],
+      ['user.message'],
+      ['span.model_request_start', { id: 's' }],
+      ['agent.message'],
+      end({ context_seq: 2 }),
+      ['session.status_idle', { stop_reason: { type: 'end_turn' }, context_seq: 2 }],
+    )
+    expect(decide(events)).toEqual({ kind: 'model', attempt: 0 })
+    const covered = log(['user.message'], ['span.model_request_start', { id: 's' }], end({ context_seq: 1 }), ['session.status_idle', { stop_reason: { type: 'end_turn' }, context_seq: 1 }])
+    expect(decide(covered)).toEqual({ kind: 'none' })
+  })
 })

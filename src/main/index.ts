@@ -120,6 +120,11 @@ function hardenContents(contents: WebContents): void {
   contents.on('will-redirect', (e) => e.preventDefault())
   contents.on('will-attach-webview', (e) => e.preventDefault())
   contents.on('destroyed', () => disposeSubscriptionsOf(contents.id))
+  // A crashed renderer drops its streams and comes back; the log has everything it showed.
+  contents.on('render-process-gone', (_e, details: { reason: string }) => {
+    disposeSubscriptionsOf(contents.id)
+    if (details.reason !== 'clean-exit' && !contents.isDestroyed()) contents.reload()
+  })
 }
 
 function isHttpsUrl(url: string): boolean {

@@ -19,7 +19,9 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const confirmations = useConfirmations()
   const listed = sessions.find((s) => s.id === sessionId)
   const fresh = useQuery(() => client.request<Session>('sessions.retrieve', { id: sessionId }), [sessionId, listed?.updated_at])
-  const base = fresh.data?.id === sessionId ? fresh.data : listed
+  // Whichever copy is newer: the one just read, or the list's (updated at once after an action).
+  const own = fresh.data?.id === sessionId ? fresh.data : undefined
+  const base = own && listed ? (listed.updated_at > own.updated_at ? listed : own) : (own ?? listed)
   const data = useThread(sessionId, threadId)
   // The thread list is derived from the whole log by the engine (slow on a very long session):
   // read it after the timeline has drawn, and again only when a thread's lifecycle goes by.
@@ -79,7 +81,21 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
 
   return (
     <section className="thread-view" aria-label={sessionTitle(session)}>
-      <ThreadHeader session={session} envName={env?.name} pending={pending.length} running={running} onChanged={(s) => { upsert(s); fresh.reload(); refresh() }} />
+      <ThreadHeader
+        session={session}
+        envName={env?.name}
+        pending={pending.length}
+        running={running}
+        onChanged={(s) => {
+          upsert(s)
+          fresh.reload()
+          refresh()
+        }}
+        onDeleted={() => {
+          refresh()
+          window.location.hash = '/sessions'
+        }}
+      />
       {(subThreads.length > 0 || threadId) && (
         <nav className="thread-tabs" aria-label="Threads">
           <button type="button" className={`tab${threadId === null ? ' active' : ''}`} aria-current={threadId === null ? 'page' : undefined} onClick={() => onOpenThread(null)}>
@@ -124,7 +140,21 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   )
 }
 
-function ThreadHeader({ session, envName, pending, running, onChanged }: { session: Session; envName?: string; pending: number; running: boolean; onChanged: (s: Session) => void }) {
+function ThreadHeader({
+  session,
+  envName,
+  pending,
+  running,
+  onChanged,
+  onDeleted,
+}: {
+  session: Session
+  envName?: string
+  pending: number
+  running: boolean
+  onChanged: (s: Session) => void
+  onDeleted: () => void
+}) {
   const client = useClient()
   const [busy, setBusy] = useState<string>()
   const [err, setErr] = useState<unknown>()
@@ -174,12 +204,40 @@ function ThreadHeader({ session, envName, pending, running, onChanged }: { sessi
               <Icon name="box" size={13} /> {envName ?? session.environment_id}
             </span>
             <span title={session.updated_at}>updated {relativeTime(session.updated_at)}</span>
+            {session.resources.map((r, i) => (
+              <span key={i} className="chip-static" title={JSON.stringify(r)}>
+                <Icon name={r.type === 'github_repository' ? 'branch' : r.type === 'file' ? 'file' : 'history'} size={12} />
+                {resourceLabel(r as unknown as Record<string, unknown>)}
+              </span>
+            ))}
           </div>
         </div>
         <div className="thread-actions">
           {running && (
             <Button variant="danger" icon="stop" onClick={interrupt} disabled={busy === 'interrupt'} title="Interrupt the turn (Esc Esc)">
               Interrupt
+            </Button>
+          )}
+          {!running && (
+            <Button
+              variant="ghost"
+              disabled={!!busy}
+              title="Delete this session and its whole log"
+              onClick={() => {
+                if (window.confirm('Delete this session and its whole log? This cannot be undone.'))
+                  void (async () => {
+                    setBusy('delete')
+                    try {
+                      await client.request('sessions.delete', { id: session.id })
+                      onDeleted()
+                    } catch (e) {
+                      setErr(e)
+                      setBusy(undefined)
+                    }
+                  })()
+              }}
+            >
+              Delete
             </Button>
           )}
           {!session.archived_at && (
@@ -291,6 +349,7 @@ function TitleEditor({ session, onRenamed }: { session: Session; onRenamed: (s: 
   const [editing, setEditing] = useState(false)
   const [value, setValue] = useState('')
   const [err, setErr] = useState<string>()
+  const saving = useRef(false)
   if (!editing || session.archived_at) {
     return (
       <h1>
@@ -301,6 +360,7 @@ function TitleEditor({ session, onRenamed }: { session: Session; onRenamed: (s: 
           disabled={!!session.archived_at}
           onClick={() => {
             setValue(session.title ?? '')
+            setErr(undefined)
             setEditing(true)
           }}
         >
@@ -310,11 +370,18 @@ function TitleEditor({ session, onRenamed }: { session: Session; onRenamed: (s: 
     )
   }
   const save = async () => {
+    // Enter submits and the input then loses focus: one save, not two.
+    if (saving.current) return
+    saving.current = true
     try {
-      onRenamed(await client.request<Session>('sessions.update', { id: session.id }, { title: value.trim() || null }))
+      const title = value.trim() || null
+      const updated = title === session.title ? session : await client.request<Session>('sessions.update', { id: session.id }, { title })
       setEditing(false)
+      onRenamed(updated)
     } catch (e) {
       setErr((e as Error).message)
+    } finally {
+      saving.current = false
     }
   }
   return (
@@ -332,4 +399,10 @@ function TitleEditor({ session, onRenamed }: { session: Session; onRenamed: (s: 
       {err && <span className="confirm-err">{err}</span>}
     </form>
   )
+}
+
+function resourceLabel(r: Record<string, unknown>): string {
+  if (r.type === 'github_repository') return String(r.url ?? '').replace(/^https?:\/\/(www\.)?github\.com\//, '')
+  if (r.type === 'file') return String(r.mount_path ?? r.file_id ?? 'file')
+  return String(r.memory_store_id ?? 'memory store')
 }

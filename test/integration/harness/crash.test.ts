@@ -157,5 +157,5 @@ describe('crash safety', () => {
       await parent.close()
       await model.close()
     }
-  }, 240_000)
+  }, 420_000)
 })

@@ -3,7 +3,7 @@ import type { Statement } from 'better-sqlite3'
 import type { Agent, Session, SessionUsage } from '../../shared/api/types'
 import type { eventParamsSchema, sessionCreateSchema, sessionListQuerySchema, sessionUpdateSchema } from '../../shared/api/schemas'
 import { newId } from '../../shared/api/ids'
-import { conflict, invalid, notFound } from '../../shared/errors'
+import { CorralError, conflict, invalid, notFound } from '../../shared/errors'
 import type { Db } from './database'
 import type { AgentStore } from './agent-store'
 import { mergeMetadata, normalizeAgent } from './agent-store'
@@ -161,21 +161,46 @@ export class SessionStore {
     return rowToSession(row)
   }
 
-  update(id: string, input: SessionUpdateInput): Session {
-    return this.db.transaction(() => {
+  /**
+   * Applies an update and, when it changed anything, appends `session.updated` carrying the
+   * changed fields, in the same transaction (the log is the truth: the harness picks up new
+   * tools from the next turn). An update that changes nothing writes nothing.
+   */
+  async update(id: string, input: SessionUpdateInput): Promise<Session> {
+    const event: EventInput = { type: 'session.updated' }
+    // Metadata cleared to empty is a change the event shows by leaving `metadata` out (API rule).
+    let changedWithoutField = false
+    const apply = () => {
+      changedWithoutField = false
       const cur = this.retrieve(id)
       if (cur.archived_at) throw conflict(`session ${id} is archived and cannot be updated`)
-      const next: Session = {
-        ...cur,
-        title: input.title === undefined ? cur.title : input.title,
-        metadata: input.metadata === undefined ? cur.metadata : mergeMetadata(cur.metadata, input.metadata),
-        budget: input.budget === undefined ? cur.budget : input.budget,
-        vault_ids: input.vault_ids === undefined ? cur.vault_ids : this.checkVaults(input.vault_ids),
-        updated_at: this.clock().toISOString(),
+      for (const k of Object.keys(event)) if (k !== 'type') delete event[k]
+      const next: Session = { ...cur }
+      if (input.title !== undefined && input.title !== cur.title) event.title = next.title = input.title
+      if (input.budget !== undefined && JSON.stringify(input.budget) !== JSON.stringify(cur.budget)) event.budget = next.budget = input.budget
+      if (input.metadata !== undefined) {
+        const metadata = mergeMetadata(cur.metadata, input.metadata)
+        if (JSON.stringify(metadata) !== JSON.stringify(cur.metadata)) {
+          next.metadata = metadata
+          if (Object.keys(metadata).length > 0) event.metadata = metadata
+          else changedWithoutField = true
+        }
       }
+      if (input.vault_ids !== undefined && JSON.stringify(input.vault_ids) !== JSON.stringify(cur.vault_ids)) event.vault_ids = next.vault_ids = this.checkVaults(input.vault_ids)
+      if (input.agent && (input.agent.tools !== undefined || input.agent.mcp_servers !== undefined)) {
+        const agent = updatedAgent(cur.agent, input.agent)
+        if (JSON.stringify(agent) !== JSON.stringify(cur.agent)) event.agent = next.agent = agent
+      }
+      if (Object.keys(event).length === 1 && !changedWithoutField) throw NO_CHANGE
+      next.updated_at = this.clock().toISOString()
       this.db.prepare('UPDATE sessions SET updated_at = ?, data = ? WHERE id = ?').run(next.updated_at, JSON.stringify(next), id)
-      return this.retrieve(id)
-    })()
+    }
+    try {
+      await this.log.append(id, [event], { precheck: apply })
+    } catch (err) {
+      if (err !== NO_CHANGE) throw err
+    }
+    return this.retrieve(id)
   }
 
   archive(id: string): Session {
@@ -312,4 +337,21 @@ function addUsage(usage: SessionUsage, delta: Record<string, number> | undefined
     out.cache_creation = cc
   }
   return out as SessionUsage
+}
+
+/** Thrown from an update's precheck when nothing changed: nothing is appended or written. */
+const NO_CHANGE = new CorralError('invalid_request_error', 'the update changes nothing')
+
+/** The session agent with `tools` / `mcp_servers` replaced (normalized as on an agent). */
+function updatedAgent(cur: Session['agent'], patch: NonNullable<SessionUpdateInput['agent']>): Session['agent'] {
+  const draft = {
+    ...(cur as unknown as Record<string, unknown>),
+    ...(patch.tools !== undefined ? { tools: patch.tools } : {}),
+    ...(patch.mcp_servers !== undefined ? { mcp_servers: patch.mcp_servers } : {}),
+    created_at: '',
+    updated_at: '',
+    archived_at: null,
+  }
+  const normalized = normalizeAgent(draft as unknown as Parameters<typeof normalizeAgent>[0]) as unknown as Record<string, unknown>
+  return { ...cur, tools: normalized.tools, mcp_servers: normalized.mcp_servers } as Session['agent']
 }

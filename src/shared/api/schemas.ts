@@ -254,7 +254,8 @@ export const sessionCreateSchema = z.strictObject({
   vault_ids: z.array(z.string().min(1).max(128)).max(16).optional(),
 })
 export const sessionUpdateSchema = z.strictObject({
-  agent: z.looseObject({}).optional(),
+  /** Mid-session agent update: only tools and mcp_servers, each a full replacement. */
+  agent: z.strictObject({ tools: z.array(agentToolSchema).max(128).optional(), mcp_servers: z.array(mcpServerSchema).max(32).optional() }).optional(),
   budget: budgetSchema.nullable().optional(),
   metadata: metadataPatchSchema.nullable().optional(),
   title: z.string().max(512).nullable().optional(),

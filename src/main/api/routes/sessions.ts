@@ -30,7 +30,7 @@ export function sessionRoutes(app: Hono, s: ApiServices): void {
   app.post('/v1/sessions', async (c) => c.json(await s.sessions.create(validate(sessionCreateSchema, await readJson(c)))))
   app.get('/v1/sessions', (c) => c.json(s.sessions.list(validate(sessionListQuerySchema, query(c, ['statuses']), 'query'))))
   app.get('/v1/sessions/:id', (c) => (noQuery(c), c.json(s.sessions.retrieve(c.req.param('id')))))
-  app.post('/v1/sessions/:id', async (c) => c.json(s.sessions.update(c.req.param('id'), validate(sessionUpdateSchema, await readJson(c)))))
+  app.post('/v1/sessions/:id', async (c) => c.json(await s.sessions.update(c.req.param('id'), validate(sessionUpdateSchema, await readJson(c)))))
   app.delete('/v1/sessions/:id', (c) => (noQuery(c), c.json(s.sessions.delete(c.req.param('id')))))
   app.post('/v1/sessions/:id/archive', (c) => (noQuery(c), c.json(s.sessions.archive(c.req.param('id')))))
 

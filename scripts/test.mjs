@@ -35,7 +35,7 @@ if (vitestStatus !== 0) exit = 1
 
 if (args.length === 0 && existsSync('playwright.config.ts') && process.env.CORRAL_SKIP_E2E !== '1') {
   rmSync('test-results/playwright.json', { force: true })
-  const pwStatus = run(bin('playwright'), ['test'], { PLAYWRIGHT_JSON_OUTPUT_NAME: 'test-results/playwright.json' })
+  const pwStatus = run(bin('playwright'), ['test', '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: 'test-results/playwright.json' })
   if (existsSync('test-results/playwright.json')) {
     const r = JSON.parse(readFileSync('test-results/playwright.json', 'utf8'))
     passed += r.stats?.expected ?? 0

@@ -88,4 +88,21 @@ test.describe.serial('every kind of event in the thread view', () => {
     await tabs.getByRole('button', { name: 'Primary' }).click()
     await expect(page.locator('.tool-card')).toHaveCount(3)
   })
+
+  test('archives, then deletes a session with its whole log after asking', async ({ page }) => {
+    const asked: string[] = []
+    page.on('dialog', (d) => {
+      asked.push(d.message())
+      void d.accept()
+    })
+    await page.goto(`${serve.url}/?token=${TOKEN}#/sessions/${seeded.sessionId}`)
+    await page.getByRole('button', { name: 'Archive' }).click()
+    await expect(page.locator('.thread-header .status')).toHaveText('Archived')
+    await expect(page.getByLabel('Message', { exact: true })).toBeDisabled()
+    await page.getByRole('button', { name: 'Delete' }).click()
+    await expect(page).toHaveURL(/#\/sessions$/)
+    expect(asked).toEqual([expect.stringMatching(/^Archive this session/), expect.stringMatching(/^Delete this session/)])
+    const res = await fetch(`${serve.url}/v1/sessions/${seeded.sessionId}`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    expect(res.status).toBe(404)
+  })
 })

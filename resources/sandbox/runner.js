@@ -15,6 +15,12 @@
  *   place {path, tar_base64 | content_base64} -> {rid, type:'placed', existed}
  *   exists {path}                 -> {rid, type:'exists', exists}
  *   reset                         -> kills every process the shell started; {rid, type:'reset'}
+ *   egress {env, bridge}          -> the session's way out through Corral's egress proxy: `env` (proxy
+ *                                    variables, CA bundle, credential placeholders) for every later
+ *                                    shell, and `bridge` (argv) kept running beside the runner;
+ *                                    {rid, type:'egress', listening}
+ *   clone {url, path, branch?, sha?} -> git clone as the sandbox user through the egress proxy
+ *                                    (the proxy adds the repository's token); {rid, type:'cloned', existed}
  * Every reply to a bad request is {rid, type:'error', message}.
  *
  * Results are kept by tool_use_id in $CORRAL_STATE_DIR/calls/<id>.json (inside the workspace
@@ -74,8 +80,12 @@ process.on('SIGTERM', () => shutdown(0))
 process.stdout.on('error', () => {}) // the host went away; results are on disk
 
 function shutdown(code) {
+  shuttingDown = true
   try {
     shell.kill()
+  } catch {}
+  try {
+    if (bridge && bridge.child) process.kill(-bridge.child.pid, 'SIGKILL')
   } catch {}
   try {
     fs.rmSync(TMP_DIR, { recursive: true, force: true })
@@ -118,6 +128,10 @@ async function dispatch(req) {
     case 'reset':
       shell.kill()
       return send({ rid: req.rid, type: 'reset' })
+    case 'egress':
+      return send({ rid: req.rid, type: 'egress', ...(await egress(req)) })
+    case 'clone':
+      return send({ rid: req.rid, type: 'cloned', ...(await clone(req)) })
     default:
       throw new Error(`runner: unknown op ${JSON.stringify(req.op)}`)
   }
@@ -409,6 +423,8 @@ function oomKills() {
 function shellEnv() {
   const env = {}
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('CORRAL_') && !k.startsWith('NODE_')) env[k] = v
+  // The egress variables are the host's to set (NODE_EXTRA_CA_CERTS among them).
+  Object.assign(env, egressEnv)
   env.HOME = env.HOME || WORKSPACE
   env.TERM = 'dumb'
   env.PAGER = 'cat'
@@ -893,6 +909,101 @@ async function place(req) {
     tar.stdin.end(Buffer.from(req.tar_base64, 'base64'))
   })
   fs.renameSync(partial, abs)
+  return { existed: false }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Egress: the sandbox has no network; Corral's proxy is reached through a bridge on the sandbox's
+// own loopback (127.0.0.1:3128 → the proxy's unix socket, mounted read-only). Nothing secret
+// passes here: the proxy adds credentials outside the sandbox.
+
+let shuttingDown = false
+let egressEnv = {}
+let bridge // { argv: string[], child, ready: Promise<void> }
+
+async function egress(req) {
+  const env = {}
+  for (const [k, v] of Object.entries(req.env && typeof req.env === 'object' ? req.env : {})) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || typeof v !== 'string' || v.includes('\0')) throw new Error(`egress: env ${JSON.stringify(k)} must be a name and a string`)
+    env[k] = v
+  }
+  const changed = JSON.stringify(env) !== JSON.stringify(egressEnv)
+  egressEnv = env
+  // The shell takes the variables when it starts: restart an idle one (at provision, no call has run).
+  if (changed && shell.proc && !shell.current) {
+    shell.kill()
+    shell.ensure()
+  }
+  const argv = Array.isArray(req.bridge) ? req.bridge.map(String) : []
+  if (argv.length === 0) return { listening: false }
+  if (!bridge || bridge.argv.join('\0') !== argv.join('\0')) {
+    if (bridge && bridge.child) {
+      try {
+        process.kill(-bridge.child.pid, 'SIGKILL')
+      } catch {}
+    }
+    bridge = { argv }
+    startBridge(bridge)
+  }
+  await bridge.ready
+  return { listening: true }
+}
+
+function startBridge(b) {
+  b.ready = new Promise((resolve, reject) => {
+    // Its own session: a bash call's interrupt or timeout never reaches it. A minimal environment.
+    // `node` is the runner's own (in bubblewrap it may be bound outside PATH).
+    const child = cp.spawn(b.argv[0] === 'node' ? process.execPath : b.argv[0], b.argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH || '/usr/bin:/bin' } })
+    b.child = child
+    let out = ''
+    let err = ''
+    const timer = setTimeout(() => reject(new Error(`egress bridge did not start within 10 s: ${err.trim()}`)), 10000)
+    child.stdout.on('data', (d) => {
+      out += d
+      if (/listening/.test(out)) {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    child.stderr.on('data', (d) => (err = (err + d).slice(-2000)))
+    child.on('error', (e) => {
+      clearTimeout(timer)
+      reject(new Error(`egress bridge: ${e.message}`))
+    })
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer)
+      reject(new Error(`egress bridge exited (${signal || code}): ${err.trim()}`))
+      // Killed from inside the sandbox (or crashed): start it again, unless it was replaced.
+      if (!shuttingDown && bridge === b) setTimeout(() => bridge === b && !shuttingDown && startBridge(b), 200)
+    })
+  })
+  b.ready.catch(() => {})
+}
+
+/** Clones a repository the proxy serves (its token stays in the proxy) into the workspace, as the sandbox user. */
+async function clone(req) {
+  const abs = resolvePath(req.path, 'path')
+  if (fs.existsSync(abs)) return { existed: true }
+  const url = String(req.url || '')
+  if (!/^https?:\/\//.test(url)) throw new Error(`clone: ${JSON.stringify(url)} is not an http(s) URL`)
+  const partial = abs + '.corral-partial'
+  fs.rmSync(partial, { recursive: true, force: true })
+  fs.mkdirSync(path.dirname(abs), { recursive: true })
+  const env = { ...shellEnv(), GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1' }
+  const git = (args, cwd) =>
+    new Promise((resolve, reject) => {
+      cp.execFile('git', ['-c', 'protocol.ext.allow=never', '-c', 'core.hooksPath=/dev/null', ...args], { cwd, env, timeout: 300000, maxBuffer: 16 * 1024 * 1024 }, (e, _out, stderr) =>
+        e ? reject(new Error(`git ${args[0]} failed: ${String(stderr || e.message).trim()}`)) : resolve(),
+      )
+    })
+  try {
+    await git(['clone', '--quiet', ...(req.branch ? ['--branch', String(req.branch)] : []), '--', url, partial], WORKSPACE)
+    if (req.sha) await git(['checkout', '--quiet', '--detach', String(req.sha)], partial)
+    fs.renameSync(partial, abs)
+  } catch (err) {
+    fs.rmSync(partial, { recursive: true, force: true })
+    throw err
+  }
   return { existed: false }
 }
 

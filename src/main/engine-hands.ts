@@ -2,7 +2,10 @@ import { createHash } from 'node:crypto'
 import { join, resolve } from 'node:path'
 import type { ApiServices } from './api/services'
 import type { Settings } from './config'
-import { BubblewrapSandboxProvider, DockerSandboxProvider, SandboxToolRouter, type SandboxEnvironment, type SandboxProvider } from './hands'
+import { BubblewrapSandboxProvider, DockerSandboxProvider, SandboxToolRouter, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
+import type { Vault } from './vault/vault'
+
+type HandsServices = Pick<ApiServices, 'sessions' | 'environments' | 'vaults'>
 
 /**
  * The engine's default hands: a SandboxToolRouter over Docker and bubblewrap, with each
@@ -12,8 +15,10 @@ import { BubblewrapSandboxProvider, DockerSandboxProvider, SandboxToolRouter, ty
 export interface DefaultHandsParams {
   dataDir: string
   settings: Settings
-  /** The engine's services (sessions, environments); read on a session's first toolset call. */
-  services: () => Pick<ApiServices, 'sessions' | 'environments'>
+  /** The engine's services (sessions, environments, vaults); read on a session's first toolset call. */
+  services: () => HandsServices
+  /** The engine's vault (keychain + egress proxy); without one, no sandbox gets egress. */
+  vault?: Vault
   log?: (message: string) => void
   /** Docker label scope (`corral.managed`); default: one per data directory (dockerScopeFor). */
   dockerScope?: string
@@ -33,20 +38,38 @@ export function dockerScopeFor(dataDir: string): string {
  * `sandboxBackend` prefers bubblewrap. (An environment's `config.corral.backend` still picks
  * its own backend: the router honours it.) The bubblewrap workspaces live in `<dataDir>/sandboxes`.
  */
-export function defaultSandboxProviders(p: { dataDir: string; settings: Settings; log?: (m: string) => void; dockerScope?: string }): SandboxProvider[] {
-  const docker = new DockerSandboxProvider({ log: p.log, scope: p.dockerScope ?? dockerScopeFor(p.dataDir) })
+export function defaultSandboxProviders(p: { dataDir: string; settings: Settings; log?: (m: string) => void; dockerScope?: string; vault?: Vault }): SandboxProvider[] {
+  const vault = p.vault
+  const docker = new DockerSandboxProvider({
+    log: p.log,
+    scope: p.dockerScope ?? dockerScopeFor(p.dataDir),
+    // warm containers mount an egress directory that the claiming session's egress opens
+    reserveEgressDir: vault ? () => vault.reserveEgressDir() : undefined,
+  })
   const bubblewrap = new BubblewrapSandboxProvider({ dataDir: join(p.dataDir, 'sandboxes') })
   return p.settings.sandboxBackend === 'bubblewrap' ? [bubblewrap, docker] : [docker, bubblewrap]
 }
 
-/** A session's environment config and resources, as the hands need them at provision. */
-export function sessionSandboxEnvironment(services: Pick<ApiServices, 'sessions' | 'environments'>, sessionId: string): SandboxEnvironment {
+/**
+ * A session's environment config, resources and egress, as the hands need them at provision.
+ * The egress is the vault's `sessionEgress`, opened when the sandbox starts: a proxy when the
+ * environment's networking reaches something (unrestricted; limited with hosts, package
+ * managers or MCP servers) or the session has a repository whose token is in the keychain
+ * (then that repository alone); nothing otherwise. The sandbox's own network stays off in
+ * every case: egress is the proxy's unix socket, bridged to the sandbox's loopback.
+ */
+export function sessionSandboxEnvironment(services: HandsServices, sessionId: string, vault?: Vault): SandboxEnvironment {
   const session = services.sessions.retrieve(sessionId)
   const env = services.environments.retrieve(session.environment_id)
+  const egress: SandboxEgressSource | undefined = vault && {
+    open: (dir) => vault.sessionEgress(services, sessionId, { dir }),
+    release: () => vault.releaseSessionEgress(sessionId),
+  }
   return {
     environmentId: env.id,
     config: (env.config ?? { type: 'cloud' }) as unknown as Record<string, unknown>,
     resources: session.resources as unknown as Record<string, unknown>[],
+    egress,
   }
 }
 
@@ -54,6 +77,6 @@ export function sessionSandboxEnvironment(services: Pick<ApiServices, 'sessions'
 export function defaultSandboxRouter(p: DefaultHandsParams): SandboxToolRouter {
   return new SandboxToolRouter({
     providers: defaultSandboxProviders(p),
-    resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId),
+    resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId, p.vault),
   })
 }

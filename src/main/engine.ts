@@ -13,7 +13,7 @@ import { readSettings, resolveApiToken, type Settings } from './config'
 import { Brains, type BrainsOptions } from './orchestrator/brains'
 import type { ToolRouter } from './harness/tool-router'
 import type { ModelClient } from './harness/model-client'
-import { Vault } from './vault/vault'
+import { Vault, type VaultOptions } from './vault/vault'
 import type { Keychain } from './vault/keychain'
 import type { SafeStorageLike } from './vault/safe-storage-keychain'
 import { KeychainSecretSink, openKeychain, resolveEngineSecrets } from './vault/vault-services'
@@ -52,6 +52,11 @@ export interface EngineConfig {
    * (unless `secrets` says otherwise) and `engine.vault` holds the egress proxy.
    */
   keychain?: Keychain
+  /**
+   * The egress proxy's socket directory (default: a fresh one under $XDG_RUNTIME_DIR or the temp
+   * dir) and, for tests, its resolver, dialer and extra upstream CAs.
+   */
+  egress?: Pick<VaultOptions, 'egressRuntimeDir' | 'resolver' | 'dialer' | 'upstreamCa'>
 }
 
 /**
@@ -89,10 +94,10 @@ export class Engine {
     })
     const threads = new ThreadStore(log, sessions)
     const vaults = new VaultStore(db, config.secrets ?? (config.keychain ? new KeychainSecretSink(config.keychain) : undefined))
-    if (config.keychain) this.vault = new Vault({ keychain: config.keychain, dataDir: config.dataDir, env, log: config.log })
+    if (config.keychain) this.vault = new Vault({ keychain: config.keychain, dataDir: config.dataDir, env, log: config.log, ...config.egress })
     this.services = { db, log, agents, environments, sessions, threads, vaults, previews: new PreviewBus() }
     if (!config.toolRouter && config.defaultHands !== false) {
-      this.hands = defaultSandboxRouter({ dataDir: config.dataDir, settings: this.settings, services: () => this.services, log: config.log })
+      this.hands = defaultSandboxRouter({ dataDir: config.dataDir, settings: this.settings, services: () => this.services, vault: this.vault, log: config.log })
     }
     this.app = createApiApp({
       services: this.services,

@@ -1,4 +1,4 @@
-export type { CallRecovery, Sandbox, SandboxCall, SandboxProvider, SandboxProvisionParams, SandboxResult } from './sandbox'
+export type { CallRecovery, Sandbox, SandboxCall, SandboxEgress, SandboxEgressSource, SandboxProvider, SandboxProvisionParams, SandboxResult } from './sandbox'
 export { SandboxToolRouter, SANDBOX_TOOLS } from './router'
 export type { SandboxEnvironment, SandboxToolRouterOptions } from './router'
 export { detectBackends } from './doctor'

@@ -10,9 +10,10 @@ const run = promisify(execFile)
 
 /**
  * Session resources placed in the workspace when a sandbox is provisioned:
- * - `github_repository` {url, mount_path?, checkout?}: cloned on the host (a public URL or a
- *   local path; credentialed clones go through the vault proxy later), sent in as a tar and
- *   unpacked by the runner as the sandbox user;
+ * - `github_repository` {url, mount_path?, checkout?}: a repository the session's egress proxy
+ *   serves with its token (`egressRepositories`) is cloned inside the sandbox by the runner,
+ *   through the proxy, so the token never enters the sandbox; any other (a public URL or a local
+ *   path) is cloned on the host, sent in as a tar and unpacked by the runner as the sandbox user;
  * - `file` {file_id, mount_path?, content? | content_base64? | source_path?}: Corral's additions
  *   carry the bytes (or a host path in Corral's own file store, never a sandbox path).
  * Something already at the mount path is left alone, so a replacement sandbox does not re-clone.
@@ -20,13 +21,20 @@ const run = promisify(execFile)
 export interface ResourcePlacer {
   exists(path: string): Promise<boolean>
   place(params: { path: string; contentBase64?: string; tarBase64?: string }): Promise<{ existed: boolean }>
+  /** Clones inside the sandbox through its egress proxy. */
+  clone?(params: { url: string; path: string; branch?: string; sha?: string }): Promise<{ existed: boolean }>
+}
+
+export interface PlaceResourcesOptions {
+  /** http(s) URLs the sandbox's egress proxy serves with their token: cloned inside the sandbox. */
+  egressRepositories?: readonly string[]
 }
 
 const MAX_REPO_TAR_BYTES = 512 * 1024 * 1024
 
-export async function placeResources(runner: ResourcePlacer, resources: readonly Record<string, unknown>[] | undefined): Promise<void> {
+export async function placeResources(runner: ResourcePlacer, resources: readonly Record<string, unknown>[] | undefined, options: PlaceResourcesOptions = {}): Promise<void> {
   for (const res of resources ?? []) {
-    if (res.type === 'github_repository') await placeRepository(runner, res)
+    if (res.type === 'github_repository') await placeRepository(runner, res, options)
     else if (res.type === 'file') await placeFile(runner, res)
     // memory_store and unknown kinds are not the hands' business
   }
@@ -50,12 +58,20 @@ export function checkRepositoryUrl(url: unknown): string {
   throw new CorralError('invalid_request_error', `github_repository resource: url ${JSON.stringify(url)} must be an https://, http://, git://, file:// URL or an absolute local path`)
 }
 
-async function placeRepository(runner: ResourcePlacer, res: Record<string, unknown>): Promise<void> {
+async function placeRepository(runner: ResourcePlacer, res: Record<string, unknown>, options: PlaceResourcesOptions): Promise<void> {
   const url = checkRepositoryUrl(res.url)
   const name = basename(url.replace(/\/+$/, '')).replace(/\.git$/, '') || 'repository'
   const target = mountPath(res, `${WORKSPACE}/${name}`)
   if (await runner.exists(target)) return
   const checkout = res.checkout as { type?: string; name?: string; sha?: string } | null | undefined
+  if (runner.clone && /^https?:\/\//.test(url) && options.egressRepositories?.includes(url)) {
+    try {
+      await runner.clone({ url, path: target, branch: checkout?.type === 'branch' ? checkout.name : undefined, sha: checkout?.type === 'commit' ? checkout.sha : undefined })
+      return
+    } catch (err) {
+      throw new CorralError('sandbox_error', `could not clone ${url} into ${target} through the egress proxy: ${(err as Error).message.replace(/^the sandbox runner refused a request: /, '')}`, { cause: err })
+    }
+  }
   const dir = await mkdtemp(join(tmpdir(), 'corral-clone-'))
   const git = (args: string[], cwd?: string) =>
     run('git', ['-c', 'protocol.ext.allow=never', '-c', 'core.hooksPath=/dev/null', ...args], {

@@ -1,6 +1,6 @@
 import { CorralError, isCorralError } from '../../shared/errors'
 import type { ToolCall, ToolOutcome, ToolRouter } from '../harness/tool-router'
-import type { Sandbox, SandboxProvider } from './sandbox'
+import type { Sandbox, SandboxEgressSource, SandboxProvider } from './sandbox'
 import { sandboxSettings } from './settings'
 
 /** The toolset tools (agent_toolset_20260401) that run inside a session's sandbox. */
@@ -36,6 +36,8 @@ export interface SandboxEnvironment {
   config: Record<string, unknown>
   /** The session's resources (repositories, files) placed in the workspace at provision. */
   resources?: readonly Record<string, unknown>[]
+  /** The session's egress through Corral's proxy (opened when the sandbox starts); absent: no egress. */
+  egress?: SandboxEgressSource
 }
 
 export interface SandboxToolRouterOptions {
@@ -162,7 +164,7 @@ export class SandboxToolRouter implements ToolRouter {
     const env = await this.options.resolveEnvironment(sessionId)
     const settings = sandboxSettings(env.config)
     const provider = await this.chooseProvider(settings.backend, checkAvailable)
-    return provider.create({ sessionId, environmentId: env.environmentId, config: env.config, resources: env.resources })
+    return provider.create({ sessionId, environmentId: env.environmentId, config: env.config, resources: env.resources, egress: env.egress })
   }
 
   private async chooseProvider(wanted: string | undefined, checkAvailable: boolean): Promise<SandboxProvider> {

@@ -114,6 +114,20 @@ export class RunnerConnection {
     return { existed: reply.existed === true }
   }
 
+  /**
+   * Gives the sandbox its egress: `env` for every later shell, and the bridge to the proxy's
+   * socket started (and kept running) beside the runner. Resolves once the bridge listens.
+   */
+  async egress(params: { env: Readonly<Record<string, string>>; bridgeCommand: readonly string[] }, timeoutMs = 15_000): Promise<void> {
+    await this.request({ op: 'egress', env: params.env, bridge: params.bridgeCommand }, timeoutMs)
+  }
+
+  /** Clones an http(s) repository into an in-sandbox path as the sandbox user, through the egress proxy. */
+  async clone(params: { url: string; path: string; branch?: string; sha?: string }, timeoutMs = 320_000): Promise<{ existed: boolean }> {
+    const reply = await this.request({ op: 'clone', url: params.url, path: params.path, branch: params.branch, sha: params.sha }, timeoutMs)
+    return { existed: reply.existed === true }
+  }
+
   /** Closes the connection; pending requests fail with RunnerClosedError(reason). */
   close(reason = 'closed by the host'): void {
     if (this.closedReason !== undefined) return

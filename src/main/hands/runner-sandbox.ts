@@ -1,7 +1,7 @@
 import { CorralError, isCorralError } from '../../shared/errors'
 import { placeResources } from './resources'
 import { RunnerClosedError, type RunnerConnection } from './runner-connection'
-import type { CallRecovery, Sandbox, SandboxCall, SandboxProvisionParams, SandboxResult } from './sandbox'
+import type { CallRecovery, Sandbox, SandboxCall, SandboxEgress, SandboxProvisionParams, SandboxResult } from './sandbox'
 import { type SandboxSettings, WORKSPACE } from './settings'
 
 /** A started runner: the backend's handle (container, process) and the connection to it. */
@@ -9,6 +9,8 @@ export interface LiveRunner {
   connection: RunnerConnection
   /** Whether session resources still need placing (false for a reused, already provisioned runner). */
   fresh: boolean
+  /** The session's egress this runner's sandbox mounts; the runner is given its env and bridge at provision. */
+  egress?: SandboxEgress
 }
 
 /** What a backend found out about a runner whose connection closed. */
@@ -52,9 +54,11 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
       this.provisioning = (async () => {
         const live = await this.start()
         try {
-          if (live.fresh) await placeResources(live.connection, this.params.resources)
+          // Idempotent: a re-attached runner keeps its bridge and shell.
+          if (live.egress) await live.connection.egress({ env: live.egress.env, bridgeCommand: live.egress.bridgeCommand })
+          if (live.fresh) await placeResources(live.connection, this.params.resources, { egressRepositories: live.egress?.repositories })
         } catch (err) {
-          // A workspace without its resources is not ready; the next call tries again.
+          // A workspace without its resources (or its way out) is not ready; the next call tries again.
           live.connection.close('resources could not be placed')
           throw err
         }
@@ -107,6 +111,10 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
     const live = this.live
     this.live = undefined
     live?.connection.close('the sandbox was released')
-    await this.stop(live, options?.removeWorkspace === true)
+    try {
+      await this.stop(live, options?.removeWorkspace === true)
+    } finally {
+      await this.params.egress?.release().catch(() => undefined)
+    }
   }
 }

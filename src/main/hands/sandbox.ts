@@ -33,6 +33,33 @@ export type CallRecovery =
   | { state: 'running' }
   | { state: 'unknown' }
 
+/**
+ * A session's way out through Corral's egress proxy (the vault's EgressHandle has this shape).
+ * The sandbox itself keeps no network: it mounts `dir` read-only at `sandboxDir` (the proxy's
+ * socket, the CA bundle, the bridge program), gives its processes `env`, and runs
+ * `bridgeCommand` beside the runner (a loopback listener forwarding to the socket).
+ */
+export interface SandboxEgress {
+  readonly dir: string
+  readonly sandboxDir: string
+  readonly env: Readonly<Record<string, string>>
+  readonly bridgeCommand: readonly string[]
+  /** http(s) URLs of repositories the proxy serves with their token: cloned inside the sandbox, through the proxy. */
+  readonly repositories?: readonly string[]
+}
+
+/** Where a sandbox gets its session's egress from; opened by the backend when it starts the sandbox. */
+export interface SandboxEgressSource {
+  /**
+   * The session's egress, opened on the first call and the same afterwards; undefined when the
+   * session may reach nothing (the sandbox then gets no proxy at all). `dir`: a directory reserved
+   * earlier and already mounted into a warm sandbox, used when the egress is not open yet.
+   */
+  open(dir?: string): Promise<SandboxEgress | undefined>
+  /** Closes the session's egress (its sandbox is released). */
+  release(): Promise<void>
+}
+
 export interface SandboxProvisionParams {
   sessionId: string
   environmentId: string
@@ -40,6 +67,8 @@ export interface SandboxProvisionParams {
   config: Record<string, unknown>
   /** Session resources (repositories, files) to place in the workspace at provision. */
   resources?: readonly Record<string, unknown>[]
+  /** The session's egress; absent: the sandbox reaches nothing. */
+  egress?: SandboxEgressSource
 }
 
 /** One session's sandbox on one backend. */

@@ -122,6 +122,8 @@ export interface EgressHandle {
   readonly env: Readonly<Record<string, string>>
   /** Starts the in-sandbox bridge (a Node program; the sandbox image has node). */
   readonly bridgeCommand: readonly string[]
+  /** URLs of the repositories the proxy serves with their token (the sandbox clones them through it). */
+  readonly repositories: readonly string[]
   /** Replaces the policy (the environment or the vaults changed); open connections keep theirs. */
   update(policy: EgressPolicy): void
   close(): Promise<void>
@@ -240,6 +242,9 @@ export class EgressProxy {
         return env
       },
       bridgeCommand: ['node', `${SANDBOX_EGRESS_DIR}/bridge.js`, `${SANDBOX_EGRESS_DIR}/proxy.sock`, String(SANDBOX_PROXY_PORT)],
+      get repositories() {
+        return session.policy.repositories.map((r) => r.url)
+      },
       update: (policy) => {
         session.policy = policy
         Object.assign(env, this.sandboxEnv(policy))

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import type { StoredCredential, VaultStore } from '../session/vault-store'
 import { EgressCertificateAuthority } from './egress-ca'
-import { defaultEgressRuntimeDir, EgressProxy, type Dialer, type EgressHandle, type Resolver } from './egress-proxy'
+import { defaultEgressRuntimeDir, EgressProxy, SANDBOX_EGRESS_DIR, type Dialer, type EgressHandle, type Resolver } from './egress-proxy'
 import { keychainAccount, type Keychain } from './keychain'
 import type { McpSessionServers } from './mcp-router'
 import { buildEgressPolicy, egressNetworking } from './vault-services'
@@ -29,6 +29,8 @@ export interface SessionEgressParams {
   vaultIds: readonly string[]
   repositories?: readonly { url: string; tokenAccount: string }[]
   mcpServerUrls?: readonly string[]
+  /** A directory `reserveDir` made earlier (mounted into a warm sandbox) to open the egress in. */
+  dir?: string
 }
 
 /**
@@ -74,7 +76,7 @@ export class Vault {
   async openSessionEgress(vaults: VaultStore, p: SessionEgressParams): Promise<EgressHandle> {
     const credentials = credentialsOf(vaults, p.vaultIds)
     const policy = buildEgressPolicy({ keychain: this.keychain, environmentConfig: p.environmentConfig, credentials, repositories: p.repositories, mcpServerUrls: p.mcpServerUrls })
-    return (await this.egress()).open({ sessionId: p.sessionId, policy })
+    return (await this.egress()).open({ sessionId: p.sessionId, policy, dir: p.dir })
   }
 
   /**
@@ -83,9 +85,10 @@ export class Vault {
    * `keychainAccount.sessionResource`), and kept until `releaseSessionEgress`. Returns undefined
    * when the session may reach nothing (networking none, no repository with a token): the sandbox
    * then gets no proxy at all. For the hands: mount `dir` at `sandboxDir`, add `env`, start
-   * `bridgeCommand`.
+   * `bridgeCommand`. `options.dir`: a reserved directory (a warm sandbox mounts it) to open in,
+   * when the session's egress is not open yet.
    */
-  sessionEgress(services: SessionEgressServices, sessionId: string): Promise<EgressHandle | undefined> {
+  sessionEgress(services: SessionEgressServices, sessionId: string, options: { dir?: string } = {}): Promise<EgressHandle | undefined> {
     let h = this.sessions.get(sessionId)
     if (!h) {
       h = (async () => {
@@ -102,12 +105,20 @@ export class Vault {
         const n = egressNetworking(config, mcpServerUrls)
         // `limited` with nothing allowed (the API's default) reaches nothing, like `none`.
         if ((n.type === 'none' || (n.type === 'limited' && n.allowedHosts.length === 0)) && repositories.length === 0) return undefined
-        return this.openSessionEgress(services.vaults, { sessionId, environmentConfig: config, vaultIds: session.vault_ids ?? [], repositories, mcpServerUrls })
+        return this.openSessionEgress(services.vaults, { sessionId, environmentConfig: config, vaultIds: session.vault_ids ?? [], repositories, mcpServerUrls, dir: options.dir })
       })()
       this.sessions.set(sessionId, h)
       h.catch(() => this.sessions.delete(sessionId))
     }
     return h
+  }
+
+  /**
+   * An empty egress directory for a sandbox made before its session is known (a warm container):
+   * mount it at `sandboxDir`; `sessionEgress(..., { dir })` opens a session in it.
+   */
+  async reserveEgressDir(): Promise<{ dir: string; sandboxDir: string }> {
+    return { dir: (await this.egress()).reserveDir(), sandboxDir: SANDBOX_EGRESS_DIR }
   }
 
   /** Closes a session's egress (its sandbox is gone); idempotent. */

@@ -155,3 +155,32 @@ export async function webSocketViaProxy(socketPath: string, host: string, header
   await new Promise<void>((resolve) => secure.on('close', () => resolve()))
   return Buffer.concat(chunks).toString('latin1')
 }
+
+/** A python3 program (heredoc) for a sandbox shell. */
+export const py = (code: string) => `python3 - <<'PY'\nimport os, urllib.request, urllib.error\n${code}\nPY`
+/** python3 urllib GET/POST through the sandbox's proxy variables (or around them); prints STATUS/HTTPERROR/ERR. */
+export const fetchPy = (url: string, headers = '{}', proxy = true, cafile?: string) =>
+  py(`import ssl
+handlers = [${proxy ? '' : 'urllib.request.ProxyHandler({})'}]
+${cafile ? `handlers.append(urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=${JSON.stringify(cafile)})))` : ''}
+opener = urllib.request.build_opener(*[h for h in handlers if h])
+try:
+    r = opener.open(urllib.request.Request(${JSON.stringify(url)}, headers=${headers}), timeout=10)
+    print('STATUS', r.status)
+    print(r.read().decode())
+except urllib.error.HTTPError as e:
+    print('HTTPERROR', e.code, e.read().decode())
+except Exception as e:
+    print('ERR', type(e).__name__, e)`)
+
+/** python3 urllib request with a body; `url` and `headers`/`body` are Python expressions. */
+export const requestPy = (p: { url: string; method?: string; headers?: string; body?: string }) =>
+  py(`try:
+    req = urllib.request.Request(${p.url}, method=${JSON.stringify(p.method ?? 'GET')}, headers=${p.headers ?? '{}'}, data=${p.body ? `(${p.body}).encode()` : 'None'})
+    r = urllib.request.urlopen(req, timeout=10)
+    print('STATUS', r.status)
+    print(r.read().decode())
+except urllib.error.HTTPError as e:
+    print('HTTPERROR', e.code, e.read().decode())
+except Exception as e:
+    print('ERR', type(e).__name__, e)`)

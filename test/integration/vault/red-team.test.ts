@@ -14,10 +14,7 @@ import { keychainAccount } from '../../../src/main/vault/keychain'
 import { keychainProbe, requirement } from '../../support/requirements'
 import { callTool, say, ScriptedModelServer, toolResultsOf } from '../../support/model-server'
 import { bwrapReq, dockerReq } from '../hands/support'
-import type { EgressHandle } from '../../../src/main/vault/egress-proxy'
-import { Vault } from '../../../src/main/vault/vault'
-import { echoServer, fakeDialer, fakeResolver, upstreamPki } from './egress-helpers'
-import { EgressTestSandboxProvider, requestPy } from './egress-sandbox-fixture'
+import { echoServer, fakeDialer, fakeResolver, requestPy, upstreamPki } from './egress-helpers'
 
 /*
  * The red team: canaries in every credential kind (environment_variable, static_bearer,
@@ -100,17 +97,17 @@ const keychainReq = requirement('keychain', keychainProbe)
 
 interface RedTeamProviderContext {
   dataDir: string
-  /** With egress: the session's egress, from the real Vault (resolver and dialer point at the test's upstream). */
-  egressFor(sessionId: string): Promise<EgressHandle | undefined>
-  releaseEgress(sessionId: string): Promise<void>
 }
 
 /**
  * `probeExclude`: directories the file probe skips. bubblewrap binds the host's /usr read-only
  * (nothing a session writes can land there, and grepping it takes most of a minute).
+ * `makeProvider`: the hands' provider the test's own router uses (no egress). Without it, the
+ * engine's default hands run the session on `backend`, with the session's egress from the
+ * engine's vault.
  * `egress`: the environment allows api.example.test and the sandbox reaches Corral's proxy.
  */
-function describeRedTeam(p: { backend: 'docker' | 'bubblewrap'; ready: boolean; makeProvider: (c: RedTeamProviderContext) => SandboxProvider; probeExclude?: string[]; egress?: boolean }): void {
+function describeRedTeam(p: { backend: 'docker' | 'bubblewrap'; ready: boolean; makeProvider?: (c: RedTeamProviderContext) => SandboxProvider; probeExclude?: string[]; egress?: boolean }): void {
   const { backend, ready, makeProvider, probeExclude = [], egress = false } = p
   const attacks = egress ? [...ATTACKS, ...EGRESS_ATTACKS] : ATTACKS
   describe.skipIf(!ready || !keychainReq.ok)(`red team on ${backend}${egress ? ' with egress through the proxy' : ''}: nothing secret reaches the sandbox`, () => {
@@ -125,7 +122,7 @@ function describeRedTeam(p: { backend: 'docker' | 'bubblewrap'; ready: boolean; 
     let ctx: AttackContext
     let dropVault: (() => Promise<unknown>) | undefined
     let upstream: Awaited<ReturnType<typeof echoServer>> | undefined
-    let egressVault: Vault | undefined
+    let egressHooks: Parameters<typeof Engine.openWithKeychain>[0]['egress']
     const logs: string[] = []
 
     beforeAll(async () => {
@@ -146,42 +143,38 @@ function describeRedTeam(p: { backend: 'docker' | 'bubblewrap'; ready: boolean; 
       if (egress) {
         const pki = upstreamPki(['api.example.test', 'other.example.test'])
         upstream = await echoServer({ cert: pki.cert, key: pki.key })
-        egressVault = new Vault({
-          keychain,
-          dataDir,
+        egressHooks = {
           egressRuntimeDir: join(dataDir, 'egress'),
           resolver: fakeResolver({ 'api.example.test': ['203.0.113.10'], 'other.example.test': ['203.0.113.11'], 'exfil.example.test': ['203.0.113.66'], 'rebind.example.test': ['127.0.0.1'] }),
           dialer: fakeDialer({ '203.0.113.10:443': upstream.port, '203.0.113.11:443': upstream.port }),
           upstreamCa: [pki.caPem],
-          log: (l) => logs.push(l),
-        })
+        }
       }
       model = await ScriptedModelServer.start((req) => {
         const done = toolResultsOf(req).length
         if (done < attacks.length) return callTool('bash', { command: attacks[done]!.command(ctx) }, `Attempt ${done + 1}: ${attacks[done]!.name}`)
         return say('I could not find any secret.')
       })
-      const providerContext: RedTeamProviderContext = {
-        dataDir,
-        egressFor: async (id) => egressVault?.sessionEgress(engine.services, id),
-        releaseEgress: async (id) => egressVault?.releaseSessionEgress(id),
-      }
-      router = new SandboxToolRouter({
-        providers: [(provider = makeProvider(providerContext))],
-        resolveEnvironment: (id) => {
-          const s = engine.services.sessions.retrieve(id)
-          const env = engine.services.environments.retrieve(s.environment_id)
-          return { environmentId: env.id, config: env.config as unknown as Record<string, unknown>, resources: s.resources as unknown as Record<string, unknown>[] }
-        },
-      })
+      const own = makeProvider
+        ? new SandboxToolRouter({
+            providers: [(provider = makeProvider({ dataDir }))],
+            resolveEnvironment: (id) => {
+              const s = engine.services.sessions.retrieve(id)
+              const env = engine.services.environments.retrieve(s.environment_id)
+              return { environmentId: env.id, config: env.config as unknown as Record<string, unknown>, resources: s.resources as unknown as Record<string, unknown>[] }
+            },
+          })
+        : undefined
       engine = await Engine.openWithKeychain({
         dataDir,
         keychain,
         env: { PATH: process.env.PATH, ANTHROPIC_BASE_URL: model.url },
-        toolRouter: router,
+        toolRouter: own,
+        egress: egressHooks,
         harness: { backoffBaseMs: 5, backoffMaxMs: 40 },
         log: (l) => logs.push(l),
       })
+      router = own ?? engine.hands!
       const server = await engine.listen(0)
       ctx = { apiPort: Number(new URL(server.url).port), dataDir }
       const client = new Anthropic({ baseURL: server.url, apiKey: CANARIES.apiToken })
@@ -203,7 +196,7 @@ function describeRedTeam(p: { backend: 'docker' | 'bubblewrap'; ready: boolean; 
       const environment = await client.beta.environments.create({
         name: `red team ${backend}`,
         config: (egress
-          ? { type: 'cloud', networking: { type: 'limited', allowed_hosts: ['api.example.test', 'other.example.test', 'rebind.example.test'] } }
+          ? { type: 'cloud', networking: { type: 'limited', allowed_hosts: ['api.example.test', 'other.example.test', 'rebind.example.test'] }, corral: { backend } }
           : { type: 'cloud', networking: { type: 'unrestricted' }, corral: { backend } }) as unknown as Anthropic.Beta.BetaCloudConfigParams,
       })
       const agent = await client.beta.agents.create({ name: 'red team', model: 'claude-sonnet-5-5', tools: [{ type: 'agent_toolset_20260401' }] })
@@ -231,7 +224,6 @@ function describeRedTeam(p: { backend: 'docker' | 'bubblewrap'; ready: boolean; 
       await router?.release(sessionId, { removeWorkspace: true }).catch(() => {})
       await provider?.dispose()
       await dropVault?.().catch(() => {}) // its secrets leave the keychain with it
-      await egressVault?.dispose()
       await keychain.delete(keychainAccount.egressCaKey).catch(() => false)
       await upstream?.close()
       await engine?.close()
@@ -326,8 +318,8 @@ const docker = dockerReq()
 const bwrap = bwrapReq()
 describeRedTeam({ backend: 'docker', ready: docker.ok, makeProvider: () => new DockerSandboxProvider({}) })
 describeRedTeam({ backend: 'bubblewrap', ready: bwrap.ok, makeProvider: (c) => new BubblewrapSandboxProvider({ dataDir: join(c.dataDir, 'bwrap') }), probeExclude: ['usr'] })
-// The hands' providers take no egress option yet: these run the same attempts, plus egress ones,
-// in sandboxes built from the hands' hardening with the session's egress (egress-sandbox-fixture.ts).
+// The same attempts plus the egress ones, on the engine's own hands (the providers and the runner,
+// the session's egress from the engine's vault: bind-mounted socket directory, bridge, env).
 const hostPython = existsSync('/usr/bin/python3')
-describeRedTeam({ backend: 'docker', ready: docker.ok, egress: true, makeProvider: (c) => new EgressTestSandboxProvider('docker', { dir: join(c.dataDir, 'sbx'), egressFor: c.egressFor, release: c.releaseEgress }) })
-describeRedTeam({ backend: 'bubblewrap', ready: bwrap.ok && hostPython, egress: true, probeExclude: ['usr'], makeProvider: (c) => new EgressTestSandboxProvider('bubblewrap', { dir: join(c.dataDir, 'sbx'), egressFor: c.egressFor, release: c.releaseEgress }) })
+describeRedTeam({ backend: 'docker', ready: docker.ok, egress: true })
+describeRedTeam({ backend: 'bubblewrap', ready: bwrap.ok && hostPython, egress: true, probeExclude: ['usr'] })

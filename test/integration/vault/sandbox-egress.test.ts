@@ -6,17 +6,18 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EgressCertificateAuthority } from '../../../src/main/vault/egress-ca'
 import { EgressProxy, placeholderFor, type EgressHandle } from '../../../src/main/vault/egress-proxy'
+import { BubblewrapSandboxProvider, DockerSandboxProvider } from '../../../src/main/hands'
+import type { Sandbox, SandboxProvider } from '../../../src/main/hands/sandbox'
 import { bwrapReq, dockerReq } from '../hands/support'
 import { requirement } from '../../support/requirements'
-import { echoServer, fakeDialer, fakeResolver, upstreamPki } from './egress-helpers'
+import { echoServer, fakeDialer, fakeResolver, fetchPy, upstreamPki } from './egress-helpers'
 import { gitHttpServer } from './git-http-server'
-import { bubblewrapTarget, dockerTarget, fetchPy, type Target } from './egress-sandbox-fixture'
 
 /*
- * Allowed egress from inside real sandboxes, with the hardening of the hands' own backends
- * (their exported containerSpec / bwrapArgs) plus the egress mount, the proxy environment and
- * the bridge. The providers do not yet take an egress option, so this suite builds the sandbox
- * from those functions; the red-team suite covers the providers themselves (no network).
+ * Allowed egress from inside real sandboxes: the hands' own providers (Docker, bubblewrap) and
+ * runner, given the session's egress (the proxy's directory mounted read-only, its env, the
+ * bridge started by the runner). The sandboxes keep no network of their own. The session's
+ * repository is cloned at provision inside the sandbox, through the proxy, which adds its token.
  */
 
 const run = promisify(execFile)
@@ -24,20 +25,23 @@ const SECRET = 'canary-sandbox-egress-SECRET-5b2e'
 const GIT_TOKEN = 'ghp_canarySandboxGit00000000000000000000'
 const pki = upstreamPki(['api.example.test', 'other.example.test', 'git.example.test'])
 
-function describeSandboxEgress(backend: 'docker' | 'bubblewrap', ready: boolean, make: (h: EgressHandle, dir: string) => Promise<Target>): void {
+function describeSandboxEgress(backend: 'docker' | 'bubblewrap', ready: boolean, makeProvider: (dir: string) => SandboxProvider): void {
   describe.skipIf(!ready)(`allowed egress from a ${backend} sandbox through the proxy`, () => {
     const dir = mkdtempSync(join(tmpdir(), `corral-sbx-egress-${backend}-`))
     let https: Awaited<ReturnType<typeof echoServer>>
     let git: Awaited<ReturnType<typeof gitHttpServer>>
     let proxy: EgressProxy
     let handle: EgressHandle
-    let target: Target
+    let provider: SandboxProvider
+    let sandbox: Sandbox
+    let released = 0
+    let calls = 0
     const logs: string[] = []
     const outputs: string[] = []
     const sh = async (c: string) => {
-      const out = await target.shell(c)
-      outputs.push(out)
-      return out
+      const r = await sandbox.execute({ toolUseId: `toolu_egress_${backend}_${++calls}`, name: 'bash', input: { command: c } })
+      outputs.push(r.content)
+      return r.content
     }
 
     beforeAll(async () => {
@@ -72,15 +76,42 @@ function describeSandboxEgress(backend: 'docker' | 'bubblewrap', ready: boolean,
           repositories: [{ url: 'https://git.example.test/acme/widgets.git', token: async () => GIT_TOKEN }],
         },
       })
-      target = await make(handle, dir)
+      provider = makeProvider(dir)
+      sandbox = provider.create({
+        sessionId: `sesn_egress_${backend}_${process.pid}`,
+        environmentId: 'env_egress',
+        config: { type: 'cloud', corral: { pool_size: 0 } },
+        resources: [{ type: 'github_repository', url: 'https://git.example.test/acme/widgets.git', mount_path: 'widgets' }],
+        egress: {
+          open: async () => handle,
+          release: async () => {
+            released++
+          },
+        },
+      })
+      await sandbox.provision()
     }, 120_000)
 
     afterAll(async () => {
-      await target?.stop()
+      await sandbox?.dispose({ removeWorkspace: true })
+      await provider?.dispose()
       await proxy?.dispose()
       await https?.close()
       await git?.close()
       rmSync(dir, { recursive: true, force: true })
+    })
+
+    it('clones the session repository at provision inside the sandbox, through the proxy, with the token kept in the proxy', async () => {
+      const out = await sh('cat /workspace/widgets/README.md; git -C /workspace/widgets remote get-url origin; git -C /workspace/widgets config --list; grep -rl "ghp_" /workspace/widgets/.git 2>/dev/null; true')
+      expect(out).toMatch(/^widgets\nhttps:\/\/git\.example\.test\/acme\/widgets\.git\n/)
+      expect(out).not.toContain(GIT_TOKEN)
+      expect(git.authSeen.filter((a) => a.startsWith('Basic ')).length).toBeGreaterThan(0)
+    })
+
+    it('keeps its own network off: only loopback, and the proxy variables point at the bridge', async () => {
+      const out = await sh(`awk -F: 'NR>2{gsub(/ /,"",$1); print $1}' /proc/net/dev; echo "HTTPS_PROXY=$HTTPS_PROXY"`)
+      expect(out.split('\n').filter((l) => l && !l.startsWith('HTTPS_PROXY'))).toEqual(['lo'])
+      expect(out).toContain('HTTPS_PROXY=http://127.0.0.1:3128')
     })
 
     it('sees only a placeholder in its environment', async () => {
@@ -135,10 +166,19 @@ function describeSandboxEgress(backend: 'docker' | 'bubblewrap', ready: boolean,
       expect(all).not.toContain(GIT_TOKEN)
       expect(logs.join('\n')).not.toMatch(/canary|ghp_/)
     })
+
+    it("starts the bridge again when a command kills it", async () => {
+      const before = await sh('pgrep -f bridge.js')
+      const after = await sh('pkill -f bridge.js; for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/3128) 2>/dev/null && break; sleep 0.05; done; pgrep -f bridge.js')
+      expect(after.trim()).toMatch(/^\d+$/)
+      expect(after.trim()).not.toBe(before.trim())
+      expect(await sh(fetchPy('https://api.example.test/again'))).toMatch(/STATUS 200/)
+      expect(released).toBe(0)
+    })
   })
 }
 
-describeSandboxEgress('docker', dockerReq().ok, (h) => dockerTarget(h))
+describeSandboxEgress('docker', dockerReq().ok, () => new DockerSandboxProvider({ scope: `test-egress-${process.pid}` }))
 // Inside bubblewrap the programs are the host's own (/usr is bound read-only): python3 and git must be installed.
 const hostPython = requirement('python3 in /usr/bin (for the bubblewrap egress tests)', () => (existsSync('/usr/bin/python3') ? undefined : 'no /usr/bin/python3 (apt-get install python3)'))
-describeSandboxEgress('bubblewrap', bwrapReq().ok && hostPython.ok, (h, dir) => bubblewrapTarget(h, dir))
+describeSandboxEgress('bubblewrap', bwrapReq().ok && hostPython.ok, (dir) => new BubblewrapSandboxProvider({ dataDir: join(dir, 'bwrap') }))

@@ -8,7 +8,7 @@ import { CorralError } from '../../../shared/errors'
 import { runnerPath } from '../paths'
 import { RunnerConnection } from '../runner-connection'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sandbox'
-import type { SandboxProvider, SandboxProvisionParams } from '../sandbox'
+import type { SandboxEgress, SandboxProvider, SandboxProvisionParams } from '../sandbox'
 import { runnerEnv, type SandboxSettings, sandboxSettings, SESSION_MOUNT, WORKSPACE } from '../settings'
 
 const run = promisify(execFile)
@@ -47,10 +47,14 @@ export function hostNode(): { path: string; bind?: string } | undefined {
   return undefined
 }
 
-/** The bwrap command line for one session's runner. */
-export function bwrapArgs(p: { sessionDir: string; settings: SandboxSettings; runner: string; node?: { path: string; bind?: string } }): string[] {
+/**
+ * The bwrap command line for one session's runner. With `egress`, its directory is bound
+ * read-only at `egress.sandboxDir` and its env set; the network stays unshared (the runner
+ * starts the bridge to the proxy's socket).
+ */
+export function bwrapArgs(p: { sessionDir: string; settings: SandboxSettings; runner: string; node?: { path: string; bind?: string }; egress?: SandboxEgress }): string[] {
   const node = p.node ?? { path: '/usr/bin/node' }
-  const env: Record<string, string> = { ...runnerEnv(p.settings), PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/home/corral', LANG: 'C.UTF-8', USER: 'corral' }
+  const env: Record<string, string> = { ...runnerEnv(p.settings), PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/home/corral', LANG: 'C.UTF-8', USER: 'corral', ...p.egress?.env }
   const args = ['--unshare-all', '--die-with-parent', '--new-session', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--clearenv']
   for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v)
   args.push('--ro-bind', '/usr', '/usr')
@@ -59,6 +63,7 @@ export function bwrapArgs(p: { sessionDir: string; settings: SandboxSettings; ru
   args.push('--ro-bind', join(p.sessionDir, 'etc/passwd'), '/etc/passwd', '--ro-bind', join(p.sessionDir, 'etc/group'), '/etc/group')
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/home/corral', '--tmpfs', SESSION_MOUNT)
   for (const root of p.settings.extraRoots) if (root !== SESSION_MOUNT && root !== '/tmp') args.push('--tmpfs', root)
+  if (p.egress) args.push('--ro-bind', p.egress.dir, p.egress.sandboxDir)
   args.push('--bind', join(p.sessionDir, 'workspace'), WORKSPACE, '--ro-bind', p.runner, '/opt/corral/runner.js', '--chdir', WORKSPACE)
   if (node.bind) args.push('--ro-bind', node.bind, node.path)
   args.push(node.path, '/opt/corral/runner.js')
@@ -88,7 +93,8 @@ export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
     await writeFile(join(dir, 'etc/group'), 'root:x:0:\ncorral:x:1000:\nnogroup:x:65534:\n')
     const node = hostNode()
     if (!node) throw new CorralError('sandbox_error', 'no node binary to run the sandbox runner with (install nodejs)')
-    const child = spawn(this.options.bwrap ?? 'bwrap', bwrapArgs({ sessionDir: dir, settings: this.settings, runner: runnerPath(), node }), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+    const egress = await this.params.egress?.open()
+    const child = spawn(this.options.bwrap ?? 'bwrap', bwrapArgs({ sessionDir: dir, settings: this.settings, runner: runnerPath(), node, egress }), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
     let stderrTail = ''
     child.stderr!.on('data', (d: Buffer) => {
       stderrTail = (stderrTail + d.toString()).slice(-2000)
@@ -105,7 +111,7 @@ export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
       child.kill('SIGKILL')
       throw new CorralError('sandbox_error', `the bubblewrap sandbox did not start: ${(err as Error).message}${stderrTail ? `; bwrap said: ${stderrTail.trim()}` : ''}`, { cause: err })
     }
-    return { child, connection, exited, fresh: true, stderr: () => stderrTail }
+    return { child, connection, exited, fresh: true, stderr: () => stderrTail, egress }
   }
 
   protected async diagnose(live: BwrapLive): Promise<RunnerDeath> {

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto'
+import { rm } from 'node:fs/promises'
 import { PassThrough, type Writable } from 'node:stream'
 import Docker from 'dockerode'
 import { CorralError } from '../../../shared/errors'
 import { defaultImage, runnerPath } from '../paths'
 import { RunnerConnection } from '../runner-connection'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sandbox'
-import type { SandboxProvider, SandboxProvisionParams } from '../sandbox'
+import type { SandboxEgress, SandboxProvider, SandboxProvisionParams } from '../sandbox'
 import { runnerEnv, type SandboxSettings, sandboxSettings, SESSION_MOUNT, WORKSPACE } from '../settings'
 
 /**
@@ -37,6 +38,19 @@ export interface DockerSandboxProviderOptions {
    * Default `default`.
    */
   scope?: string
+  /**
+   * A directory for a warm container's egress, mounted before its session is known and opened by
+   * the session's egress when the container is claimed (the vault's `EgressProxy.reserveDir`).
+   * Without it, a session with egress never takes a warm container.
+   */
+  reserveEgressDir?: () => Promise<EgressMount>
+}
+
+/** A host directory bound read-only into a sandbox at `sandboxDir`, with the env its processes get. */
+export interface EgressMount {
+  dir: string
+  sandboxDir: string
+  env?: Readonly<Record<string, string>>
 }
 
 /** A session id as a Docker name part: itself when safe, else a hash. */
@@ -52,6 +66,8 @@ interface DockerLive extends LiveRunner {
   container: Docker.Container
   volume: string
   stderr: () => string
+  /** A warm container's reserved egress directory (mounted, not yet opened by a session). */
+  reservedEgress?: EgressMount
 }
 
 function isUnreachable(err: unknown): boolean {
@@ -81,9 +97,11 @@ export function containerSpec(p: {
   bindRunner: boolean
   /** Close the runner's stdin when the attached host goes away (the runner then exits): for warm containers. */
   stdinOnce?: boolean
+  /** The session's egress directory, bound read-only; the network stays `none` (the runner starts the bridge). */
+  egress?: EgressMount
 }): Docker.ContainerCreateOptions {
   const s = p.settings
-  const env = { ...runnerEnv(s), HOME: '/home/corral', LANG: 'C.UTF-8', PATH: '/usr/local/bin:/usr/bin:/bin' }
+  const env = { ...runnerEnv(s), HOME: '/home/corral', LANG: 'C.UTF-8', PATH: '/usr/local/bin:/usr/bin:/bin', ...p.egress?.env }
   const tmpfs = (size: string, owned: boolean) => `rw,exec,nosuid,nodev,size=${size}${owned ? ',uid=1000,gid=1000,mode=0755' : ',mode=1777'}`
   const extraTmpfs: Record<string, string> = {}
   for (const root of s.extraRoots) if (root !== SESSION_MOUNT && root !== '/tmp') extraTmpfs[root] = tmpfs('256m', true)
@@ -118,6 +136,7 @@ export function containerSpec(p: {
       Mounts: [
         { Type: 'volume', Source: p.volume, Target: WORKSPACE },
         ...(p.bindRunner ? [{ Type: 'bind' as const, Source: runnerPath(), Target: '/opt/corral/runner.js', ReadOnly: true }] : []),
+        ...(p.egress ? [{ Type: 'bind' as const, Source: p.egress.dir, Target: p.egress.sandboxDir, ReadOnly: true }] : []),
       ],
       Tmpfs: { '/tmp': tmpfs('512m', false), '/home/corral': tmpfs('128m', true), [SESSION_MOUNT]: tmpfs('256m', true), ...extraTmpfs },
     },
@@ -150,9 +169,18 @@ class WarmPool {
     while (!this.disposed && this.ready.length + this.inflight.size < this.settings.poolSize) {
       const volume = `corral-pool-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`
       const launching: Promise<void> = this.provider
+        .reserveEgress()
         // stdinOnce: a warm container whose host dies without disposing the pool stops by itself
         // (its runner sees EOF); the next sweep removes it.
-        .launch({ image: this.image, settings: this.settings, volume, labels: { [POOL]: this.key, 'corral.environment': this.environmentId }, volumeLabels: { [POOL]: this.key }, stdinOnce: true })
+        .then((egress) =>
+          this.provider
+            .launch({ image: this.image, settings: this.settings, volume, labels: { [POOL]: this.key, 'corral.environment': this.environmentId }, volumeLabels: { [POOL]: this.key }, stdinOnce: true, egress })
+            .then((live) => Object.assign(live, { reservedEgress: egress }))
+            .catch(async (err) => {
+              if (egress) await rm(egress.dir, { recursive: true, force: true })
+              throw err
+            }),
+        )
         .then((live) => {
           if (this.disposed) return this.provider.discard(live, true)
           live.connection.onClosed(() => {
@@ -232,7 +260,7 @@ export class DockerSandboxProvider implements SandboxProvider {
   readonly log: (message: string) => void
   readonly scope: string
 
-  constructor(options: DockerSandboxProviderOptions = {}) {
+  constructor(private readonly options: DockerSandboxProviderOptions = {}) {
     this.docker = options.docker ?? new Docker()
     this.scope = options.scope ?? 'default'
     this.defaultImageName = options.image
@@ -270,6 +298,17 @@ export class DockerSandboxProvider implements SandboxProvider {
     return new DockerSandbox(this, params, settings, this.imageFor(settings))
   }
 
+  /** A reserved egress directory for a warm container, or none (no reserver, or it failed: logged). */
+  async reserveEgress(): Promise<EgressMount | undefined> {
+    if (!this.options.reserveEgressDir) return undefined
+    try {
+      return await this.options.reserveEgressDir()
+    } catch (err) {
+      this.log(`warm pool: no egress directory (${(err as Error).message}); sessions with egress start cold`)
+      return undefined
+    }
+  }
+
   /** Fills the environment's warm pool and waits (up to `timeoutMs`) until it is full; returns its size. */
   async warm(params: { environmentId: string; config: Record<string, unknown> }, timeoutMs = 30_000): Promise<number> {
     const settings = sandboxSettings(params.config)
@@ -289,7 +328,7 @@ export class DockerSandboxProvider implements SandboxProvider {
   }
 
   /** Creates a container on `volume`, attaches to its stdio, starts it and waits for the runner. */
-  async launch(p: { image: string; settings: SandboxSettings; volume: string; name?: string; labels: Record<string, string>; volumeLabels: Record<string, string>; stdinOnce?: boolean }): Promise<DockerLive> {
+  async launch(p: { image: string; settings: SandboxSettings; volume: string; name?: string; labels: Record<string, string>; volumeLabels: Record<string, string>; stdinOnce?: boolean; egress?: EgressMount }): Promise<DockerLive> {
     let container: Docker.Container
     try {
       await this.docker.createVolume({ Name: p.volume, Labels: { [MANAGED]: this.scope, ...p.volumeLabels } })
@@ -367,17 +406,30 @@ export class DockerSandboxProvider implements SandboxProvider {
     const { sessionId, environmentId } = p.params
     const name = containerName(sessionId)
     let volume: string | undefined
+    let egress: SandboxEgress | undefined
+    let egressOpened = false
+    const openEgress = async (dir?: string) => {
+      if (!egressOpened) egress = await p.params.egress?.open(dir)
+      egressOpened = true
+      return egress
+    }
     try {
       const info = await this.docker.getContainer(name).inspect()
       volume = info.Mounts.find((m) => m.Destination === WORKSPACE)?.Name
       if (info.State.Running) {
-        try {
-          const live = await this.attach(this.docker.getContainer(info.Id), volume ?? '', false)
-          live.fresh = false
-          return { live }
-        } catch (err) {
-          this.log(`re-attaching ${name} failed, replacing it: ${(err as Error).message}`)
-        }
+        // A container mounts its egress directory for life: one from an earlier process's proxy is replaced.
+        const e = p.params.egress ? await openEgress() : undefined
+        const mounted = e ? info.Mounts.find((m) => m.Destination === e.sandboxDir)?.Source : undefined
+        if (!e || mounted === e.dir) {
+          try {
+            const live = await this.attach(this.docker.getContainer(info.Id), volume ?? '', false)
+            live.fresh = false
+            live.egress = e
+            return { live }
+          } catch (err) {
+            this.log(`re-attaching ${name} failed, replacing it: ${(err as Error).message}`)
+          }
+        } else this.log(`${name} mounts another process's egress directory; replacing it (the workspace stays)`)
       }
       await this.docker.getContainer(info.Id).remove({ force: true })
     } catch (err) {
@@ -388,13 +440,21 @@ export class DockerSandboxProvider implements SandboxProvider {
     if (!volume && pool) {
       const live = pool.claim()
       if (live) {
-        const claim = (async () => {
-          await live.container.rename({ name })
-          await this.docker.createVolume({ Name: refVolume(sessionId), Labels: { [MANAGED]: this.scope, [SESSION]: sessionId, [REF]: live.volume } })
-        })()
-        return { live, claim }
+        // The session's egress opens in the directory the warm container already mounts.
+        const e = await openEgress(live.reservedEgress?.dir)
+        if (!e || e.dir === live.reservedEgress?.dir) {
+          live.egress = e
+          live.reservedEgress = undefined
+          const claim = (async () => {
+            await live.container.rename({ name })
+            await this.docker.createVolume({ Name: refVolume(sessionId), Labels: { [MANAGED]: this.scope, [SESSION]: sessionId, [REF]: live.volume } })
+          })()
+          return { live, claim }
+        }
+        await this.discard(live, true)
       }
     }
+    const e = await openEgress()
     const live = await this.launch({
       image: p.image,
       settings: p.settings,
@@ -402,7 +462,9 @@ export class DockerSandboxProvider implements SandboxProvider {
       name,
       labels: { [SESSION]: sessionId, 'corral.environment': environmentId },
       volumeLabels: { [SESSION]: sessionId },
+      egress: e,
     })
+    live.egress = e
     pool?.fill()
     return { live }
   }
@@ -424,6 +486,8 @@ export class DockerSandboxProvider implements SandboxProvider {
 
   async discard(live: DockerLive, removeVolume: boolean): Promise<void> {
     live.connection.close('discarded')
+    // A warm container's egress directory that no session opened.
+    if (live.reservedEgress) await rm(live.reservedEgress.dir, { recursive: true, force: true })
     await live.container.remove({ force: true }).catch((err) => {
       if (statusOf(err) !== 404) this.log(`removing ${live.container.id}: ${(err as Error).message}`)
     })

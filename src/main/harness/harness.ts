@@ -56,15 +56,21 @@ export interface HarnessDeps {
 
 /**
  * How the orchestrator steers one running turn loop: `interrupt()` aborts the step in progress
- * (model stream or tool call) and lets the loop record the interrupt; `stop()` abandons the loop
- * without writing anything more (shutdown: the next process continues from the log).
+ * (model stream or tool call) and lets the loop record the interrupt; `stop('shutdown')` aborts
+ * it, records what the aborted step did, and ends the loop (the next process continues from the
+ * log); `stop('lease_lost')` ends it without writing anything (another brain owns the session).
  */
 export class TurnControl {
   private current = new AbortController()
   private isStopped = false
+  private reason: 'shutdown' | 'lease_lost' = 'shutdown'
 
   get stopped(): boolean {
     return this.isStopped
+  }
+  /** Whether the loop may still append what an aborted step did. */
+  get mayRecord(): boolean {
+    return !this.isStopped || this.reason === 'shutdown'
   }
   /** The signal of the step in progress: aborted by `interrupt()` and `stop()`. */
   get signal(): AbortSignal {
@@ -80,7 +86,8 @@ export class TurnControl {
   interrupt(): void {
     this.current.abort()
   }
-  stop(): void {
+  stop(reason: 'shutdown' | 'lease_lost' = 'shutdown'): void {
+    if (!this.isStopped) this.reason = reason
     this.isStopped = true
     this.current.abort()
   }
@@ -207,7 +214,12 @@ export class Harness {
       const signal = c.control.signal
       if (signal.aborted) return // an interrupt arrived: the loop records it
       const outcome = await this.executeOnce(t, c, signal)
-      if (c.control.stopped) return
+      if (!c.control.mayRecord) return
+      if (c.control.stopped) {
+        // shutdown: the model hears of it when the session continues
+        await this.deps.log.append(c.sessionId, [toolResult(t.id, { ...outcome, content: `Corral shut down while this call was running, and cancelled it. Output so far: ${outcome.content}`, isError: true })])
+        return
+      }
       await this.deps.log.append(c.sessionId, [toolResult(t.id, outcome, signal.aborted)])
     }
   }
@@ -290,9 +302,9 @@ export class Harness {
     } catch (err) {
       await startSpan()
       const e = err instanceof ModelRequestError ? err : new ModelRequestError('connection', (err as Error).message, { cause: err })
-      if (c.control.stopped) return
+      if (!c.control.mayRecord) return
       const end: EventInput = { type: 'span.model_request_end', model_request_start_id: startId, is_error: true, model_usage: usage, model }
-      if (e.kind === 'aborted') {
+      if (e.kind === 'aborted' || c.control.stopped) {
         await this.deps.log.append(c.sessionId, [{ ...end, interrupted: true }])
         return
       }
@@ -312,7 +324,7 @@ export class Harness {
       return
     }
     await startSpan()
-    if (c.control.stopped) return
+    if (!c.control.mayRecord) return
     const end: EventInput = {
       type: 'span.model_request_end',
       model_request_start_id: startId,

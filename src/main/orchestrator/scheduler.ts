@@ -53,7 +53,7 @@ export class Scheduler {
       if (release.length) this.p.leases.releaseAll(release)
       for (const lost of this.p.leases.renewAll([...this.held.keys()])) {
         this.held.delete(lost)
-        this.brains.get(lost)?.control.stop()
+        this.brains.get(lost)?.control.stop('lease_lost')
       }
       this.lastRenewAt = now
     } catch {

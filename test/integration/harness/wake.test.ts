@@ -176,3 +176,28 @@ describe('two engines on one database', () => {
     expect([a.brains.scheduler.running(), b.brains.scheduler.running()]).toEqual([[], []])
   })
 })
+
+describe('graceful shutdown', () => {
+  it('records a tool call cancelled by engine.close() and continues the turn in the next process', async () => {
+    const { dir, sessionId } = await prepare(() => [user('build it')])
+    const model = await ScriptedModelServer.start((req) => (toolResultsOf(req).length ? say('I will retry later.') : { kind: 'message', blocks: [{ type: 'tool_use', name: 'bash', input: { command: 'make' } }] }))
+    cleanups.push(() => model.close())
+    const router = new RecordingToolRouter(join(dir, 'effects.log'), { delayMs: 30_000 })
+    let running!: () => void
+    const started = new Promise<void>((r) => (running = r))
+    router.beforeRun = () => running()
+    const first = Engine.open({ dataDir: dir, token: 't', env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, toolRouter: router })
+    await started
+    await first.close()
+    const afterClose = new RecordingToolRouter(join(dir, 'effects.log'))
+    const second = Engine.open({ dataDir: dir, token: 't', env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, toolRouter: afterClose })
+    cleanups.push(() => second.close())
+    for (let i = 0; i < 500 && second.services.log.read(sessionId, { order: 'desc', limit: 1 })[0].event.type !== 'session.status_idle'; i++) await new Promise((r) => setTimeout(r, 10))
+    const [result] = toolResultsOf(model.requests[1])
+    expect(result.is_error).toBe(true)
+    expect(result.text).toMatch(/^Corral shut down while this call was running/)
+    expect(afterClose.calls).toHaveLength(0)
+    expect(router.effects()).toEqual([])
+    expect(second.services.log.read(sessionId, { order: 'desc', limit: 1 })[0].event).toMatchObject({ type: 'session.status_idle', stop_reason: { type: 'end_turn' } })
+  })
+})

@@ -44,8 +44,24 @@ const STATUS_BY_EVENT: Record<string, Session['status']> = {
   'session.status_terminated': 'terminated',
 }
 
+/** Secret fields of session resources: kept by `SessionResourceSecrets`, never in SQLite. */
+export type SessionResourceSecretField = 'authorization_token'
+
+/** Where session resources' secrets go (the engine's: the keychain, for the egress proxy). */
+export interface SessionResourceSecrets {
+  /** Keeps one secret; throws (CorralError) when it cannot. */
+  put(sessionId: string, resourceId: string, field: SessionResourceSecretField, value: string): Promise<void>
+  /** Forgets the secrets of these resources. Not awaited by the store: the implementation reports its own failures. */
+  delete(sessionId: string, resourceIds: readonly string[]): void
+}
+
 /** What the engine plugs into the session store. */
 export interface SessionStoreHooks {
+  /**
+   * Where a github_repository's `authorization_token` goes at create (it never goes into the
+   * database, an event or a response). Without it, a resource that carries a token is refused.
+   */
+  resourceSecrets?: SessionResourceSecrets
   /**
    * Called once a session is archived or deleted (the row change is committed): the engine
    * releases its hands. Not awaited; must not throw.
@@ -96,6 +112,47 @@ export class SessionStore {
 
   /** Creates the session, pinning a snapshot of its agent, then appends `initial_events`. */
   async create(input: SessionCreateInput): Promise<Session> {
+    const ids = { session: newId('session'), resources: (input.resources ?? []).map(() => newId('resource')) }
+    const kept = await this.keepResourceSecrets(ids, input.resources ?? [])
+    try {
+      return await this.insertSession(input, ids)
+    } catch (err) {
+      if (kept.length) this.hooks.resourceSecrets?.delete(ids.session, kept)
+      throw err
+    }
+  }
+
+  /**
+   * Hands every resource's `authorization_token` to `resourceSecrets` (before the session exists,
+   * so no session is ever without its token). Returns the ids of the resources whose token was kept.
+   * Throws invalid_request_error when there is a token and nowhere to keep it.
+   */
+  private async keepResourceSecrets(ids: { session: string; resources: string[] }, resources: readonly Record<string, unknown>[]): Promise<string[]> {
+    const tokens: { index: number; value: string }[] = []
+    resources.forEach((r, index) => {
+      if (typeof r.authorization_token === 'string' && r.authorization_token !== '') tokens.push({ index, value: r.authorization_token })
+    })
+    if (tokens.length === 0) return []
+    const sink = this.hooks.resourceSecrets
+    if (!sink) {
+      throw invalid(
+        `resources[${tokens[0].index}].authorization_token: cannot be kept because the keychain is unavailable in this Corral (a token is never written to the database); start Corral with a working OS keychain, or leave the token out for a public repository`,
+      )
+    }
+    const kept: string[] = []
+    try {
+      for (const t of tokens) {
+        await sink.put(ids.session, ids.resources[t.index], 'authorization_token', t.value)
+        kept.push(ids.resources[t.index])
+      }
+    } catch (err) {
+      if (kept.length) sink.delete(ids.session, kept)
+      throw err
+    }
+    return kept
+  }
+
+  private async insertSession(input: SessionCreateInput, ids: { session: string; resources: string[] }): Promise<Session> {
     const agent = this.resolveAgent(input.agent)
     const env = this.environments.retrieve(input.environment_id)
     if (env.archived_at) throw conflict(`environment_id: environment ${env.id} is archived`)
@@ -104,14 +161,14 @@ export class SessionStore {
     const { archived_at: _a, created_at: _c, updated_at: _u, metadata: _m, ...snapshot } = agent
     const session: Session = {
       type: 'session',
-      id: newId('session'),
+      id: ids.session,
       agent: snapshot as unknown as Session['agent'],
       environment_id: env.id,
       status: 'idle',
       title: input.title ?? null,
       metadata: input.metadata ?? {},
       budget: input.budget ?? null,
-      resources: (input.resources ?? []).map((r) => publicResource(r, now)),
+      resources: (input.resources ?? []).map((r, i) => publicResource(r, now, ids.resources[i])),
       vault_ids: input.vault_ids ?? [],
       outcome_evaluations: [],
       stats: {},
@@ -120,12 +177,15 @@ export class SessionStore {
       updated_at: now,
       archived_at: null,
     }
-    this.db
-      .prepare(
-        'INSERT INTO sessions (id, agent_id, agent_version, environment_id, status, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)',
-      )
-      .run(session.id, agent.id, agent.version, env.id, 'idle', now, now, JSON.stringify(session))
-    if (input.initial_events?.length) await this.log.append(session.id, input.initial_events as EventInput[])
+    const insert = () =>
+      this.db
+        .prepare(
+          'INSERT INTO sessions (id, agent_id, agent_version, environment_id, status, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)',
+        )
+        .run(session.id, agent.id, agent.version, env.id, 'idle', now, now, JSON.stringify(session))
+    // With initial events, the row and the events commit together: a crash leaves neither.
+    if (input.initial_events?.length) await this.log.append(session.id, input.initial_events as EventInput[], { precheck: insert })
+    else insert()
     return this.retrieve(session.id)
   }
 
@@ -225,6 +285,7 @@ export class SessionStore {
       this.db.prepare('DELETE FROM events WHERE session_rid = ?').run(rid)
       this.db.prepare('DELETE FROM sessions WHERE rid = ?').run(rid)
     })()
+    if (cur.resources.length) this.hooks.resourceSecrets?.delete(id, cur.resources.map((r) => (r as { id: string }).id))
     this.hooks.onRemoved?.(id, 'deleted')
     return { id, type: 'session_deleted' }
   }
@@ -318,11 +379,11 @@ function rowToSession(row: SessionRow): Session {
   return s
 }
 
-function publicResource(r: Record<string, unknown>, now: string): Session['resources'][number] {
-  // The authorization token is a secret: it never goes into this database (the vault issue
-  // routes it to the keychain). Everything else is kept as given.
+function publicResource(r: Record<string, unknown>, now: string, id: string): Session['resources'][number] {
+  // The authorization token is a secret: it never goes into this database (create hands it to
+  // resourceSecrets, the keychain). Everything else is kept as given.
   const { authorization_token: _secret, ...rest } = r
-  return { ...rest, id: newId('resource'), created_at: now, updated_at: now } as unknown as Session['resources'][number]
+  return { ...rest, id, created_at: now, updated_at: now } as unknown as Session['resources'][number]
 }
 
 function addUsage(usage: SessionUsage, delta: Record<string, number> | undefined): SessionUsage {

@@ -26,7 +26,8 @@ export type EventBatchProjector = (sessionRid: number, stored: readonly StoredEv
 
 export interface AppendOptions {
   /**
-   * Runs inside the append's transaction, just before the events are inserted, so a check
+   * Runs inside the append's transaction, before the session is looked up and its events are
+   * inserted, so a check
    * against the log (e.g. "this tool use is still unanswered") cannot race another append.
    * Throwing rejects this append only (nothing of it is written); other appends committed in
    * the same group are unaffected.
@@ -208,8 +209,10 @@ export class SqliteEventLog implements EventLog {
   }
 
   private appendOne(p: PendingAppend, pending: Map<string, Tip>): StoredEvent[] {
-    const rid = pending.get(p.sessionId)?.rid ?? this.ridOf(p.sessionId)
+    // The precheck runs first: it may even create the session row (SessionStore.create appends
+    // a new session's initial events in the transaction that inserts it).
     p.precheck?.()
+    const rid = pending.get(p.sessionId)?.rid ?? this.ridOf(p.sessionId)
     return this.insertAll(rid, p.sessionId, p.events, pending)
   }
 

@@ -112,3 +112,21 @@ describe('SessionStore.update', () => {
     expect(t.log.lastSeq(sid)).toBe(0)
   })
 })
+
+describe('SessionStore.create', () => {
+  it('commits a new session and its initial events together: when the events fail, there is no session', async () => {
+    t.log.addProjector((_rid, s) => {
+      if ((s.event as unknown as { content?: { text?: string }[] }).content?.[0]?.text === 'poison') throw new Error('projection failed')
+    })
+    const agent = t.agents.create({ name: 'c', model: 'claude-sonnet-4-6' })
+    const env = t.environments.create({ name: 'e' })
+    const before = t.sessions.list({}).data.length
+    await expect(
+      t.sessions.create({ agent: agent.id, environment_id: env.id, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'poison' }] }] }),
+    ).rejects.toThrow(/projection failed/)
+    expect(t.sessions.list({}).data.length).toBe(before)
+    const ok = await t.sessions.create({ agent: agent.id, environment_id: env.id, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'hello' }] }] })
+    expect(t.log.read(ok.id).map((s) => s.event.type)).toEqual(['user.message'])
+    expect(t.sessions.list({}).data.length).toBe(before + 1)
+  })
+})

@@ -5,7 +5,7 @@ import { ClientProvider, useClient } from './api/context'
 import { Button, Dialog, Empty, ErrorNote, Icon, Spinner } from './ui/components'
 import { isTypingTarget, useHashRoute, useQuery } from './ui/hooks'
 import { useTheme } from './ui/theme'
-import { SessionsProvider } from './features/sessions/SessionsProvider'
+import { SessionsProvider, useSessions } from './features/sessions/SessionsProvider'
 import { SessionList } from './features/sessions/SessionList'
 import { NewSessionDialog } from './features/sessions/NewSessionDialog'
 import { ConfirmationsProvider, useConfirmations } from './features/confirmations/ConfirmationsProvider'
@@ -189,12 +189,7 @@ function Shell() {
               {sessionId ? (
                 <ThreadView key={sessionId} sessionId={sessionId} threadId={threadId} onOpenThread={(t) => go(t ? `/sessions/${sessionId}/threads/${t}` : `/sessions/${sessionId}`)} />
               ) : (
-                <Empty icon="chat" title="Long-running agents, on your machine">
-                  <p>Pick a session, or start one.</p>
-                  <Button variant="primary" icon="plus" onClick={() => setShowNew(true)} kbd="N">
-                    New session
-                  </Button>
-                </Empty>
+                <Landing onNew={() => setShowNew(true)} go={go} />
               )}
             </main>
           </div>
@@ -249,5 +244,50 @@ function Shell() {
         </Dialog>
       )}
     </div>
+  )
+}
+
+/** The sessions page with nothing selected: what to do next, including on the very first start. */
+function Landing({ onNew, go }: { onNew: () => void; go: (path: string) => void }) {
+  const { agents, environments, sessions, loaded } = useSessions()
+  const hasAgent = agents.some((a) => !a.archived_at)
+  const hasEnv = environments.some((e) => !e.archived_at)
+  if (loaded && sessions.length === 0 && (!hasAgent || !hasEnv)) {
+    return (
+      <Empty icon="chat" title="Long-running agents, on your machine">
+        <ol className="onboarding">
+          <li className={hasAgent ? 'done' : ''}>
+            <strong>Create an agent</strong> — a model, a system prompt and its tools.{' '}
+            {!hasAgent && (
+              <button type="button" className="link-btn" onClick={() => go('/agents/new')}>
+                New agent
+              </button>
+            )}
+          </li>
+          <li className={hasEnv ? 'done' : ''}>
+            <strong>Pick where its tools run</strong> — a local sandbox (no network unless you allow hosts).{' '}
+            {!hasEnv && (
+              <button type="button" className="link-btn" onClick={() => go('/environments/new')}>
+                New environment
+              </button>
+            )}
+          </li>
+          <li>
+            <strong>Start a session</strong> and watch it work; approve what it asks for.
+          </li>
+        </ol>
+        <Button variant="primary" icon="plus" onClick={onNew} kbd="N">
+          New session
+        </Button>
+      </Empty>
+    )
+  }
+  return (
+    <Empty icon="chat" title="Long-running agents, on your machine">
+      <p>Pick a session, or start one.</p>
+      <Button variant="primary" icon="plus" onClick={onNew} kbd="N">
+        New session
+      </Button>
+    </Empty>
   )
 }

@@ -76,7 +76,10 @@ describe('TimelineBuilder', () => {
     expect(b.pending().map((t) => t.name)).toEqual(['bash', 'write'])
     b.append(ev('user.tool_confirmation', { tool_use_id: a.id, result: 'deny', deny_message: 'no' }))
     expect(b.pending().map((t) => t.name)).toEqual(['write'])
+    // The brain runs the answered call; the unanswered one still waits.
     b.append(ev('session.status_running'))
+    expect(b.pending().map((t) => t.name)).toEqual(['write'])
+    b.append(ev('session.status_idle', { stop_reason: { type: 'end_turn' } }))
     expect(b.pending()).toEqual([])
   })
 

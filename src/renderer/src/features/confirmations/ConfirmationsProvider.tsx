@@ -37,9 +37,7 @@ const PENDING_TYPES = [
   'user.custom_tool_result',
   'user.tool_result',
   'session.status_idle',
-  'session.status_running',
   'session.thread_status_idle',
-  'session.thread_status_running',
 ]
 
 function notify(item: PendingItem): void {

@@ -259,13 +259,17 @@ export class TimelineBuilder {
     }
   }
 
+  /**
+   * Only idles decide what a thread waits for: a `running` in between (the brain working on the
+   * calls already answered) does not end the wait for the ones still unanswered.
+   */
   private trackWaiting(e: TimelineEvent): boolean {
-    const primary = e.type === 'session.status_idle' || e.type === 'session.status_running'
-    const thread = e.type === 'session.thread_status_idle' || e.type === 'session.thread_status_running'
+    const primary = e.type === 'session.status_idle'
+    const thread = e.type === 'session.thread_status_idle'
     if (!primary && !thread) return false
     const key = primary ? '' : String(e.session_thread_id ?? '')
     const r = e.stop_reason as { type?: string; event_ids?: string[] } | undefined
-    const ids = e.type.endsWith('_idle') && r?.type === 'requires_action' ? new Set(r.event_ids ?? []) : new Set<string>()
+    const ids = r?.type === 'requires_action' ? new Set(r.event_ids ?? []) : new Set<string>()
     const had = this.waiting.get(key)
     this.waiting.set(key, ids)
     return (had?.size ?? 0) > 0 || ids.size > 0

@@ -1,11 +1,18 @@
 /**
- * The child process of the harness crash test: an engine with brains over `dataDir`, talking to
- * the parent's scripted model server, running tool calls through a RecordingToolRouter whose
- * side effects land in `effectsFile`. Prints `ready` once started; the parent kills it with
- * SIGKILL at random instants and starts it again.
- * Usage: node --import tsx harness-crash-child.ts <dataDir> <modelUrl> <effectsFile>
+ * The child process of the harness crash test: the session log and the brains over `dataDir`
+ * (what Engine.open builds for them, without the HTTP API, vault and hands, so a restart is
+ * quick), talking to the parent's scripted model server, running tool calls through a
+ * RecordingToolRouter whose side effects land in `effectsFile`. Wakes every session that needs
+ * a brain, prints `ready`; the parent kills it with SIGKILL at random instants and starts it again.
+ * Usage: node harness-crash-child.(ts|cjs) <dataDir> <modelUrl> <effectsFile>
  */
-import { Engine } from '../../src/main/engine'
+import { join } from 'node:path'
+import { openDatabase } from '../../src/main/session/database'
+import { SqliteEventLog } from '../../src/main/session/sqlite-event-log'
+import { AgentStore } from '../../src/main/session/agent-store'
+import { EnvironmentStore } from '../../src/main/session/environment-store'
+import { SessionStore } from '../../src/main/session/session-store'
+import { Brains } from '../../src/main/orchestrator/brains'
 import { RecordingToolRouter } from './harness-tool-router'
 
 const [dataDir, modelUrl, effectsFile] = process.argv.slice(2)
@@ -13,14 +20,20 @@ if (!dataDir || !modelUrl || !effectsFile) {
   console.error('usage: harness-crash-child <dataDir> <modelUrl> <effectsFile>')
   process.exit(2)
 }
-const router = new RecordingToolRouter(effectsFile, { delayMs: () => Math.floor(Math.random() * 12) })
-Engine.open({
-  dataDir,
-  token: 'crash-test',
+const db = openDatabase({ path: join(dataDir, 'corral.db') })
+const log = new SqliteEventLog(db)
+const sessions = new SessionStore(db, log, new AgentStore(db), new EnvironmentStore(db))
+const brains = new Brains({
+  db,
+  log,
+  sessions,
+  previews: { publish: () => {} },
+  settings: {},
   env: { ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'k' },
-  toolRouter: router,
-  harness: { leaseTtlMs: 10_000, backoffBaseMs: 5, backoffMaxMs: 20, stallTimeoutMs: 5_000, maxRetries: 20 },
-  log: (m) => process.stderr.write(m + '\n'),
+  router: new RecordingToolRouter(effectsFile, { delayMs: () => Math.floor(Math.random() * 12) }),
+  options: { leaseTtlMs: 10_000, backoffBaseMs: 5, backoffMaxMs: 20, stallTimeoutMs: 5_000, maxRetries: 20 },
+  onError: (m) => process.stderr.write(m + '\n'),
 })
+brains.start()
 process.stdout.write('ready\n')
 setInterval(() => {}, 1 << 30)

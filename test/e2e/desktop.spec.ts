@@ -58,6 +58,7 @@ async function respond(req: RecordedRequest): Promise<ScriptStep> {
       usage,
     }
   }
+  if (/ticket/i.test(text)) return { kind: 'message', blocks: [{ type: 'tool_use', name: 'lookup_ticket', input: { ticket: 'QA-142' } }], stopReason: 'tool_use', usage }
   if (/long task/i.test(text)) return { kind: 'stall', blocks: [{ type: 'text', text: 'Starting a very long piece of work that will take a while' }], afterEvents: 5 }
   return { kind: 'message', blocks: [{ type: 'text', text: 'OK.' }], usage }
 }
@@ -307,5 +308,28 @@ test.describe.serial('desktop renderer against corral serve', () => {
     await page.keyboard.press('Enter')
     await expect(page.getByRole('heading', { name: 'Greetings and tools' })).toBeVisible()
     await expect(page.locator('.session-item .session-title')).toHaveText('Greetings and tools')
+  })
+
+  test('answers a custom tool call from its card and the turn goes on', async ({ page }, info) => {
+    const api = (path: string, body: unknown) =>
+      fetch(`${serve.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<{ id: string }>)
+    const agent = await api('/v1/agents', {
+      name: 'Ticket agent',
+      model: 'claude-sonnet-4-5',
+      tools: [{ type: 'custom', name: 'lookup_ticket', description: 'Look a ticket up in the tracker', input_schema: { type: 'object', properties: { ticket: { type: 'string' } } } }],
+    })
+    const envs = (await fetch(`${serve.url}/v1/environments`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.json())) as { data: { id: string }[] }
+    const session = await api('/v1/sessions', { agent: agent.id, environment_id: envs.data[0].id, title: 'Ticket lookup', initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'What does ticket QA-142 say?' }] }] })
+    await open(page, serve.url, `#/sessions/${session.id}`)
+    const card = page.locator('.tool-card').filter({ hasText: 'lookup_ticket' })
+    await expect(card).toHaveClass(/tool-awaiting/)
+    await card.getByPlaceholder('Result to return to the agent').fill('QA-142: the date test fails at midnight UTC')
+    await shot(page, info, '15-custom-tool')
+    await card.getByRole('button', { name: 'Send result' }).click()
+    await expect(card).toHaveClass(/tool-done/)
+    await expect(card).toContainText('the date test fails at midnight UTC')
+    await expect(page.locator('.msg-agent').filter({ hasText: 'Both calls are settled' })).toBeVisible()
+    const request = model.requests[model.requests.length - 1]
+    expect(JSON.stringify(request.body.messages)).toContain('the date test fails at midnight UTC')
   })
 })

@@ -16,7 +16,7 @@ import type { ModelClient } from './harness/model-client'
 import { Vault, type VaultOptions } from './vault/vault'
 import type { Keychain } from './vault/keychain'
 import type { SafeStorageLike } from './vault/safe-storage-keychain'
-import { KeychainSecretSink, openKeychain, resolveEngineSecrets } from './vault/vault-services'
+import { KeychainResourceSecrets, KeychainSecretSink, openKeychain, resolveEngineSecrets } from './vault/vault-services'
 import { defaultSandboxRouter } from './engine-hands'
 import type { SandboxToolRouter } from './hands'
 
@@ -74,7 +74,7 @@ export class Engine {
   readonly vault?: Vault
   /** The engine's own hands, when it built them (no `toolRouter` given, `defaultHands` not false). */
   readonly hands?: SandboxToolRouter
-  /** Start-up sweep and hand releases still running; close() waits for them. */
+  /** Start-up sweep, hand releases and resource-secret deletions still running; close() waits for them. */
   private readonly handsWork = new Set<Promise<unknown>>()
   private server?: ListeningServer
   private closed = false
@@ -89,8 +89,14 @@ export class Engine {
     const log = new SqliteEventLog(db)
     const agents = new AgentStore(db)
     const environments = new EnvironmentStore(db)
+    // A repository's authorization_token goes to the keychain (for the egress proxy); without one it is refused.
+    const resourceKeychain = config.keychain && new KeychainResourceSecrets(config.keychain)
     const sessions = new SessionStore(db, log, agents, environments, undefined, {
       onRemoved: (sessionId) => this.releaseHands(sessionId),
+      resourceSecrets: resourceKeychain && {
+        put: (sessionId, resourceId, field, value) => resourceKeychain.put(sessionId, resourceId, field, value),
+        delete: (sessionId, resourceIds) => this.trackHands(resourceKeychain.delete(sessionId, resourceIds)),
+      },
     })
     const threads = new ThreadStore(log, sessions)
     const vaults = new VaultStore(db, config.secrets ?? (config.keychain ? new KeychainSecretSink(config.keychain) : undefined))
@@ -159,7 +165,7 @@ export class Engine {
     this.handsWork.add(p)
   }
 
-  /** Resolves once the start-up sweep and every release begun so far have finished. */
+  /** Resolves once the start-up sweep and every release (hands, resource secrets) begun so far have finished. */
   async handsSettled(): Promise<void> {
     while (this.handsWork.size) await Promise.all([...this.handsWork])
   }

@@ -8,8 +8,8 @@ import { CorralError } from '../../shared/errors'
  */
 export const CorralSandboxConfigSchema = z
   .object({
-    /** Which backend runs the environment's sandboxes; default: docker where an engine answers, else bubblewrap. */
-    backend: z.enum(['docker', 'bubblewrap']).optional(),
+    /** Which backend runs the environment's sandboxes; default (or `auto`): docker where an engine answers, else bubblewrap. */
+    backend: z.enum(['docker', 'bubblewrap', 'auto']).optional(),
     /** A Docker image to use instead of the default corral-sandbox image (it must contain node and the runner's tools). */
     image: z.string().min(1).optional(),
     /** Docker runtime, e.g. `runsc` for gVisor. */
@@ -19,6 +19,8 @@ export const CorralSandboxConfigSchema = z
     pids: z.number().int().min(16).max(1_000_000).optional(),
     /** Warm containers kept ready for this environment (0 turns the pool off). */
     pool_size: z.number().int().min(0).max(16).optional(),
+    /** The API schema's name for pool_size (src/shared/api/schemas.ts corralSandboxSchema); pool_size wins when both are given. */
+    warm_pool: z.number().int().min(0).max(16).optional(),
     /** Cap on one tool result's text, in bytes; longer output is truncated and saved in the sandbox. */
     output_cap_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
     /** Default timeout of a bash call, in ms. */
@@ -73,13 +75,13 @@ export function sandboxSettings(config: Record<string, unknown> | undefined): Sa
   const c = parsed.data
   const networking = (config?.networking as { type?: unknown } | undefined)?.type
   return {
-    backend: c.backend,
+    backend: c.backend === 'auto' ? undefined : c.backend,
     image: c.image,
     runtime: c.runtime,
     memoryMb: c.memory_mb ?? SANDBOX_DEFAULTS.memoryMb,
     cpus: c.cpus ?? SANDBOX_DEFAULTS.cpus,
     pids: c.pids ?? SANDBOX_DEFAULTS.pids,
-    poolSize: c.pool_size ?? SANDBOX_DEFAULTS.poolSize,
+    poolSize: c.pool_size ?? c.warm_pool ?? SANDBOX_DEFAULTS.poolSize,
     outputCapBytes: c.output_cap_bytes ?? SANDBOX_DEFAULTS.outputCapBytes,
     bashTimeoutMs: c.bash_timeout_ms ?? SANDBOX_DEFAULTS.bashTimeoutMs,
     extraRoots: [SESSION_MOUNT, ...(c.extra_roots ?? []).filter((r) => r !== SESSION_MOUNT && r !== WORKSPACE)],

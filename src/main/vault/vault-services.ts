@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import { CorralError } from '../../shared/errors'
 import type { CredentialKind, CredentialSecretFields, SecretSink, StoredCredential } from '../session/vault-store'
+import type { SessionResourceSecretField, SessionResourceSecrets } from '../session/session-store'
 import { keychainAccount, type Keychain } from './keychain'
 import { KeyringKeychain } from './keyring-keychain'
 import { FileCiphertextStore, SafeStorageKeychain, type SafeStorageLike } from './safe-storage-keychain'
@@ -26,6 +27,23 @@ export class KeychainSecretSink implements SecretSink {
 
   async delete(credentialId: string): Promise<void> {
     for (const field of SECRET_FIELDS) await this.keychain.delete(keychainAccount.credential(credentialId, field))
+  }
+}
+
+/**
+ * The session store's SessionResourceSecrets backed by a Keychain: a session resource's secret
+ * (a github_repository's `authorization_token`) is its own account,
+ * `session/<sesn id>/resource/<sres id>/<field>`, read back only by the egress proxy.
+ */
+export class KeychainResourceSecrets implements SessionResourceSecrets {
+  constructor(private readonly keychain: Keychain) {}
+
+  async put(sessionId: string, resourceId: string, field: SessionResourceSecretField, value: string): Promise<void> {
+    await this.keychain.set(keychainAccount.sessionResource(sessionId, resourceId, field), value)
+  }
+
+  async delete(sessionId: string, resourceIds: readonly string[]): Promise<void> {
+    for (const id of resourceIds) await this.keychain.delete(keychainAccount.sessionResource(sessionId, id, 'authorization_token'))
   }
 }
 

@@ -17,6 +17,12 @@ describe('sandboxSettings', () => {
     expect(runnerEnv(s)).toMatchObject({ CORRAL_WORKSPACE: '/workspace', CORRAL_ROOTS: '/mnt/session:/tmp' })
   })
 
+  it('reads what the API schema accepts for config.corral: backend auto and warm_pool', () => {
+    expect(sandboxSettings({ type: 'cloud', corral: { backend: 'auto', warm_pool: 3 } })).toMatchObject({ backend: undefined, poolSize: 3 })
+    expect(sandboxSettings({ type: 'cloud', corral: { warm_pool: 3, pool_size: 0 } }).poolSize).toBe(0)
+    expect(() => sandboxSettings({ corral: { warm_pool: 99 } })).toThrow(/config\.corral\.warm_pool/)
+  })
+
   it('rejects a bad addition with the field and the rule', () => {
     expect(() => sandboxSettings({ corral: { pids: 3 } })).toThrow(/config\.corral\.pids/)
     expect(() => sandboxSettings({ corral: { runtime: 'runsc --privileged' } })).toThrow(/config\.corral\.runtime: a runtime name/)

@@ -8,6 +8,8 @@ import { SqliteLeaseStore } from './leases'
 import { Scheduler } from './scheduler'
 import { SqliteToolJournal } from './tool-journal'
 
+let warnedNoEndpoint = false
+
 /** Harness settings an engine takes (EngineConfig.harness). */
 export interface BrainsOptions extends HarnessOptions {
   /** false: build the harness but never run a brain (tools that only read or write the log). */
@@ -94,7 +96,8 @@ export class Brains {
     if (this.p.options?.enabled === false || this.started) return []
     const endpoint = resolveModelEndpoint(this.p.env, this.p.settings)
     if (!this.p.model && !endpoint.apiKey && !endpoint.baseUrl) {
-      ;(this.p.onError ?? console.warn)('[corral] no model endpoint configured (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL or settings.model): sessions will not run')
+      if (!warnedNoEndpoint) (this.p.onError ?? console.warn)('[corral] no model endpoint configured (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL or settings.model): sessions will not run')
+      warnedNoEndpoint = true
       return []
     }
     this.started = true

@@ -365,7 +365,9 @@ export class Harness {
         const route = routeTool(c.agent.tools ?? [], b.name)
         if (route.kind === 'custom') out.push({ id, type: 'agent.custom_tool_use', name: b.name, input: b.input })
         else if (route.kind === 'toolset' || route.kind === 'mcp') {
-          out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: route.permission, evaluation: { type: route.policy === 'auto' ? 'always_ask' : route.policy } })
+          // `auto` is evaluated as ask: Corral has no classifier to judge a single call
+          const evaluation = route.policy === 'auto' ? { type: 'auto', evaluated_permission: { type: 'ask', reason_code: 'no_local_classifier' } } : { type: route.policy }
+          out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: route.permission, evaluation })
         } else out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: 'allow' })
       }
     })

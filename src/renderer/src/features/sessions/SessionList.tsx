@@ -12,7 +12,7 @@ interface SessionListProps {
 
 /** The sessions sidebar: search, status, agent, last activity and what waits for you. */
 export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(function SessionList({ selectedId, onSelect, onNew }, searchRef) {
-  const { sessions, loaded, includeArchived, setIncludeArchived, error } = useSessions()
+  const { sessions, loaded, truncated, includeArchived, setIncludeArchived, error } = useSessions()
   const { countFor } = useConfirmations()
   const [query, setQuery] = useState('')
   const [status, setStatus] = useState<'all' | 'running' | 'waiting' | 'idle'>('all')
@@ -77,6 +77,7 @@ export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(functi
             </li>
           )
         })}
+        {truncated && <li className="session-empty">The {sessions.length} most recent sessions are shown; search finds among them.</li>}
       </ul>
       <label className="sidebar-foot">
         <input type="checkbox" checked={includeArchived} onChange={(e) => setIncludeArchived(e.target.checked)} /> Show archived

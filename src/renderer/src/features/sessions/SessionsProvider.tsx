@@ -8,6 +8,8 @@ interface SessionsState {
   agents: Agent[]
   environments: Environment[]
   loaded: boolean
+  /** True when there are more sessions than the list holds (the 200 most recent are shown). */
+  truncated: boolean
   error: ApiError | Error | undefined
   includeArchived: boolean
   setIncludeArchived: (v: boolean) => void
@@ -28,6 +30,7 @@ export function SessionsProvider({ children }: { children: ReactNode }) {
   const [agents, setAgents] = useState<Agent[]>([])
   const [environments, setEnvironments] = useState<Environment[]>([])
   const [loaded, setLoaded] = useState(false)
+  const [truncated, setTruncated] = useState(false)
   const [error, setError] = useState<Error>()
   const [includeArchived, setIncludeArchived] = useState(false)
   const [tick, setTick] = useState(0)
@@ -46,6 +49,7 @@ export function SessionsProvider({ children }: { children: ReactNode }) {
         ])
         if (!live) return
         setSessions(s.data)
+        setTruncated(s.next_page !== null)
         setAgents(a.data)
         setEnvironments(e.data)
         setError(undefined)
@@ -70,8 +74,8 @@ export function SessionsProvider({ children }: { children: ReactNode }) {
   const refresh = useCallback(() => setTick((t) => t + 1), [])
   const upsert = useCallback((s: Session) => setSessions((list) => (list.some((x) => x.id === s.id) ? list.map((x) => (x.id === s.id ? s : x)) : [s, ...list])), [])
   const value = useMemo(
-    () => ({ sessions, agents, environments, loaded, error, includeArchived, setIncludeArchived, refresh, upsert }),
-    [sessions, agents, environments, loaded, error, includeArchived, refresh, upsert],
+    () => ({ sessions, agents, environments, loaded, truncated, error, includeArchived, setIncludeArchived, refresh, upsert }),
+    [sessions, agents, environments, loaded, truncated, error, includeArchived, refresh, upsert],
   )
   return <SessionsContext.Provider value={value}>{children}</SessionsContext.Provider>
 }

@@ -100,7 +100,7 @@ test.describe.serial('desktop renderer against corral serve', () => {
     rmSync(dataDir, { recursive: true, force: true })
   })
 
-  test('opening the address with ?token= signs the browser in with an HttpOnly cookie and strips the token', async ({ page, context }) => {
+  test('opening the address with ?token= signs the browser in with an HttpOnly cookie and strips the token', async ({ page, context }, info) => {
     const res = await page.goto(`${serve.url}/?token=${TOKEN}`)
     expect(new URL(page.url()).search).toBe('')
     expect(res?.headers()['content-security-policy']).toContain("script-src 'self'")
@@ -109,15 +109,19 @@ test.describe.serial('desktop renderer against corral serve', () => {
     expect(cookie?.sameSite).toBe('Strict')
     await expect(page.getByRole('navigation', { name: 'Sections' })).toBeVisible()
     expect(await page.evaluate(() => document.cookie)).not.toContain('corral_token')
+    // First start: the sessions page says what to do first.
+    await expect(page.getByText('Create an agent')).toBeVisible()
+    await shot(page, info, '00-first-run')
   })
 
-  test('a wrong token is refused and the sign-in form is shown without a cookie', async ({ browser }) => {
+  test('a wrong token is refused and the sign-in form is shown without a cookie', async ({ browser }, info) => {
     const ctx = await browser.newContext()
     const page = await ctx.newPage()
     const res = await page.goto(`${serve.url}/?token=wrong`)
     expect(res?.status()).toBe(401)
     await page.goto(serve.url)
     await expect(page.getByRole('heading', { name: 'Sign in to this Corral' })).toBeVisible()
+    await shot(page, info, '00-sign-in')
     await page.getByLabel('API token').fill(TOKEN)
     await page.getByRole('button', { name: 'Sign in' }).click()
     await expect(page.getByRole('navigation', { name: 'Sections' })).toBeVisible()

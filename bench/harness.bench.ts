@@ -100,7 +100,7 @@ async function openBench(model: ModelProcess, params: { enabled?: boolean } = {}
     env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'bench' },
     harness: { enabled: params.enabled ?? true },
     // no default sandboxes: their Docker sweep would be counted as harness CPU
-    ...({ defaultHands: false } as object),
+    defaultHands: false,
   })
   if (process.env.CORRAL_BENCH_TRACE) {
     const l = engine.services.log as unknown as { flush: () => void }

@@ -80,7 +80,7 @@ describe('crash safety', () => {
   it(`survives kill -9 at ${KILLS} random instants: every session ends its turns, no event or side effect twice, one result per tool call`, async () => {
     const model = await ScriptedModelServer.start(responder)
     const effects = join(dir, 'effects.log')
-    const parent = Engine.open({ dataDir: dir, token: 'crash-test', env: {}, harness: { enabled: false } })
+    const parent = Engine.open({ dataDir: dir, token: 'crash-test', env: {}, harness: { enabled: false }, defaultHands: false })
     try {
       const agent = parent.services.agents.create({ name: 'crash', model: 'claude-sonnet-5-5', tools: [{ type: 'agent_toolset_20260401' }] } as never)
       const env = parent.services.environments.create({ name: 'crash', config: { type: 'cloud' } })

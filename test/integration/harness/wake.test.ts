@@ -19,7 +19,7 @@ afterEach(async () => {
 async function prepare(events: (ids: { toolUseId: string }) => EventInput[], journalStarted = false) {
   const dir = mkdtempSync(join(tmpdir(), 'corral-wake-'))
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
-  const engine = Engine.open({ dataDir: dir, token: 't', env: {}, harness: { enabled: false } })
+  const engine = Engine.open({ dataDir: dir, token: 't', env: {}, harness: { enabled: false }, defaultHands: false })
   const agent = engine.services.agents.create({ name: 'a', model: 'claude-sonnet-5-5', tools: [{ type: 'agent_toolset_20260401' }] } as never)
   const env = engine.services.environments.create({ name: 'e', config: { type: 'cloud' } })
   const session = await engine.services.sessions.create({ agent: agent.id, environment_id: env.id } as never)
@@ -124,7 +124,7 @@ describe('wake on a fresh process', () => {
 describe('leases', () => {
   it('keeps a second brain off a session while the first holds its lease, and lets it in once the holder is gone', async () => {
     const { dir } = await prepare(() => [])
-    const engine = Engine.open({ dataDir: dir, token: 't', env: {}, harness: { enabled: false } })
+    const engine = Engine.open({ dataDir: dir, token: 't', env: {}, harness: { enabled: false }, defaultHands: false })
     cleanups.push(() => engine.close())
     let now = 1_000
     const a = new SqliteLeaseStore(engine.db, { ttlMs: 100, clock: () => now })
@@ -141,7 +141,7 @@ describe('leases', () => {
 
   it('takes over at once from an owner process on this host that no longer exists', async () => {
     const { dir } = await prepare(() => [])
-    const engine = Engine.open({ dataDir: dir, token: 't', env: {}, harness: { enabled: false } })
+    const engine = Engine.open({ dataDir: dir, token: 't', env: {}, harness: { enabled: false }, defaultHands: false })
     cleanups.push(() => engine.close())
     const { hostname } = await import('node:os')
     const { spawnSync } = await import('node:child_process')
@@ -159,7 +159,7 @@ describe('two engines on one database', () => {
   it('answers a pending message once when two processes start on the same data at the same time', async () => {
     const { dir, sessionId } = await prepare(() => [user('who answers?')])
     const model = await ScriptedModelServer.start(() => say('only one of us', { delayMs: 50 }))
-    const open = () => Engine.open({ dataDir: dir, token: 't', env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, harness: { leaseTtlMs: 5000 } })
+    const open = () => Engine.open({ dataDir: dir, token: 't', env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, harness: { leaseTtlMs: 5000 }, defaultHands: false })
     const a = open()
     const b = open()
     cleanups.push(async () => {

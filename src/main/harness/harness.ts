@@ -345,7 +345,7 @@ export class Harness {
     const out = this.responseEvents(response, previewIds, c)
     // A final answer (no tool calls) ends the turn in the same commit: one fsync fewer per turn.
     // The idle carries context_seq too, so input that arrived meanwhile is still answered.
-    const final = !out.some((e) => e.type === 'agent.tool_use' || e.type === 'agent.custom_tool_use')
+    const final = response.stopReason !== 'pause_turn' && !out.some((e) => e.type === 'agent.tool_use' || e.type === 'agent.custom_tool_use')
     const idle: EventInput[] = final
       ? [{ type: 'session.status_idle', stop_reason: { type: response.stopReason === 'refusal' ? 'refusal' : 'end_turn' }, stop_details: null, context_seq: contextSeq }]
       : []

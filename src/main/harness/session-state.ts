@@ -101,6 +101,8 @@ export function foldSession(events: readonly ViewEvent[], into?: SessionState): 
           // input appended while the request ran (after the part of the log it saw) is still news
           const sawThrough = typeof e.context_seq === 'number' ? e.context_seq : seq
           if (s.newInputSeq <= sawThrough) s.newInputSeq = 0
+          // pause_turn: the endpoint paused a long turn; sending the conversation again continues it
+          if (e.stop_reason === 'pause_turn') s.newInputSeq = seq
         }
         break
       }

@@ -132,4 +132,13 @@ describe('the turn loop', () => {
     expect(texts).toEqual(['answer one, streamed slowly', 'answer two'])
     expect(fx.model.requests).toHaveLength(2)
   })
+
+  it('sends the conversation again after pause_turn and ends the turn when the model finishes', async () => {
+    fx = await openHarnessFixture({ script: [say('part one', { stopReason: 'pause_turn' }), say('part two')] })
+    const id = await fx.createSession('long task')
+    await fx.waitFor(id, (e) => e.filter((x) => x.type === 'agent.message').length === 2 && e.at(-1)?.type === 'session.status_idle')
+    expect(fx.model.requests).toHaveLength(2)
+    expect(fx.model.requests[1].body.messages.at(-1)).toMatchObject({ role: 'assistant', content: [{ type: 'text', text: 'part one' }] })
+    expect(fx.events(id).filter((e) => e.type === 'session.status_idle')).toHaveLength(1)
+  })
 })

@@ -118,4 +118,22 @@ describe('deciding the next step from the log', () => {
     const covered = log(['user.message'], ['span.model_request_start', { id: 's' }], end({ context_seq: 1 }), ['session.status_idle', { stop_reason: { type: 'end_turn' }, context_seq: 1 }])
     expect(decide(covered)).toEqual({ kind: 'none' })
   })
+
+  it('continues a turn the endpoint paused (pause_turn)', () => {
+    expect(decide(log(['user.message'], ['agent.message'], end({ stop_reason: 'pause_turn' })))).toEqual({ kind: 'model', attempt: 0 })
+  })
+
+  it('on an interrupt while calls wait for confirmation, answers them as not run and ends the turn', () => {
+    const waiting: [string, Record<string, unknown>?][] = [
+      ['user.message'],
+      ['session.status_running'],
+      ['agent.tool_use', { id: 'u1', evaluated_permission: 'ask' }],
+      ['agent.custom_tool_use', { id: 'c1' }],
+      end({ stop_reason: 'tool_use' }),
+      ['session.status_idle', { stop_reason: { type: 'requires_action', event_ids: ['u1', 'c1'] } }],
+      ['user.interrupt'],
+    ]
+    expect(decide(log(...waiting))).toMatchObject({ kind: 'stop_tools', toolUses: [{ id: 'u1' }] })
+    expect(decide(log(...waiting, ['agent.tool_result', { tool_use_id: 'u1', is_error: true, interrupted: true }]))).toEqual({ kind: 'idle', stopReason: { type: 'end_turn' } })
+  })
 })

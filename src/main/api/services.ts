@@ -36,7 +36,16 @@ export class PreviewBus {
 
   publish(sessionId: string, event: PreviewEvent): void {
     const set = this.listeners.get(sessionId)
-    if (set) for (const l of [...set]) l(event)
+    if (!set) return
+    for (const l of [...set]) {
+      try {
+        l(event)
+      } catch (err) {
+        // A subscriber's failure is its own: the publisher (the harness mid-stream) and the
+        // other subscribers carry on.
+        console.error('[corral] preview subscriber threw:', err)
+      }
+    }
   }
 
   subscribe(sessionId: string, listener: (e: PreviewEvent) => void): () => void {

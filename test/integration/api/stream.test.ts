@@ -112,4 +112,26 @@ describe('the SSE stream', () => {
     expect(bad.status).toBe(400)
     expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/event_deltas\[0\]/)
   })
+
+  it('replays a long history at the pace the client reads it, then goes live without a gap', async () => {
+    const agent = await t.client.beta.agents.create({ name: 'long', model: 'claude-sonnet-4-6' })
+    const env = await t.client.beta.environments.create({ name: 'long' })
+    const long = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: env.id })).id
+    const N = 20_000
+    const text = 'x'.repeat(1000)
+    for (let b = 0; b < N; b += 2000) t.engine.services.log.appendSync(long, Array.from({ length: 2000 }, (_, i) => ({ type: 'agent.message', n: b + i, content: [{ type: 'text', text }] })))
+    const live = () => ((t.engine.services.log as unknown as { sessionListeners: Map<string, Set<unknown>> }).sessionListeners.get(long)?.size ?? 0)
+    const s = await openStream(`/v1/sessions/${long}/events/stream?after=0`)
+    s.res.pause()
+    await new Promise((r) => setTimeout(r, 300))
+    // ~20 MB of history cannot have been written yet: the server is waiting for the client.
+    expect(live()).toBe(0)
+    s.res.resume()
+    const history = await s.next(N)
+    expect(history.map((m) => Number(m.id))).toEqual(Array.from({ length: N }, (_, i) => i + 1))
+    for (let i = 0; i < 50 && live() === 0; i++) await new Promise((r) => setTimeout(r, 20))
+    await t.engine.services.log.append(long, [{ type: 'agent.message', n: N }])
+    expect((await s.next(1)).map((m) => Number(m.id))).toEqual([N + 1])
+    s.res.destroy()
+  })
 })

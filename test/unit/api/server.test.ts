@@ -84,3 +84,25 @@ describe('parseQuery', () => {
     expect(q).toEqual({ types: ['a', 'b'], statuses: ['idle'], 'created_at[gte]': '2026-01-01T00:00:00Z', x: ['1', '2'] })
   })
 })
+
+describe('PreviewBus', () => {
+  it('keeps publishing to the other subscribers when one throws, and never throws to the publisher', () => {
+    const bus = new PreviewBus()
+    const got: string[] = []
+    const quiet = console.error
+    console.error = () => {}
+    try {
+      bus.subscribe('sesn_1', () => {
+        throw new Error('subscriber bug')
+      })
+      const stop = bus.subscribe('sesn_1', (e) => got.push(e.type))
+      bus.subscribe('sesn_2', (e) => got.push(`other:${e.type}`))
+      bus.publish('sesn_1', { type: 'event_start', event: { id: 'sevt_1', type: 'agent.message' } })
+      stop()
+      bus.publish('sesn_1', { type: 'event_delta', event_id: 'sevt_1', delta: {} })
+    } finally {
+      console.error = quiet
+    }
+    expect(got).toEqual(['event_start'])
+  })
+})

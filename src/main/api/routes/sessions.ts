@@ -15,6 +15,9 @@ const streamQuerySchema = z.strictObject({
   after: z.coerce.number().int().min(0).optional(),
 })
 
+/** Events per page when a stream replays history. */
+const REPLAY_PAGE = 500
+
 /** Event-list cursors carry the seq of the last event returned and the direction. */
 function encodeSeqCursor(seq: number): string {
   return Buffer.from(`s${seq}`).toString('base64url')
@@ -90,31 +93,52 @@ function openStream(c: import('hono').Context, s: ApiServices, sessionId: string
     res.write(`event: ${type}\n${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(data)}\n\n`)
   }
   const disposers: (() => void)[] = []
-  disposers.push(
-    s.log.tail(sessionId, after, (stored) => {
-      if (threadId !== undefined && (stored.event.session_thread_id ?? null) !== threadId) return
-      write(stored.event.type, stored.event, stored.seq)
-    }),
-  )
-  if (q.event_deltas?.length) {
-    const wanted = new Set(q.event_deltas)
-    const open = new Set<string>()
-    disposers.push(
-      s.previews.subscribe(sessionId, (p: PreviewEvent) => {
-        if (p.type === 'event_start') {
-          const ev = p.event as { id: string; type: 'agent.message' | 'agent.thinking' }
-          if (!wanted.has(ev.type)) return
-          open.add(ev.id)
-        } else if (!open.has(p.event_id as string)) return
-        write(p.type, p)
-      }),
-    )
-  }
+  let closed = false
   const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000)
   keepAlive.unref()
   res.on('close', () => {
+    closed = true
     clearInterval(keepAlive)
     for (const d of disposers) d()
   })
+  const goLive = (from: number) => {
+    if (closed) return
+    disposers.push(
+      s.log.tail(sessionId, from, (stored) => {
+        if (threadId !== undefined && (stored.event.session_thread_id ?? null) !== threadId) return
+        write(stored.event.type, stored.event, stored.seq)
+      }),
+    )
+    if (q.event_deltas?.length) {
+      const wanted = new Set(q.event_deltas)
+      const open = new Set<string>()
+      disposers.push(
+        s.previews.subscribe(sessionId, (p: PreviewEvent) => {
+          if (p.type === 'event_start') {
+            const ev = p.event as { id: string; type: 'agent.message' | 'agent.thinking' }
+            if (!wanted.has(ev.type)) return
+            open.add(ev.id)
+          } else if (!open.has(p.event_id as string)) return
+          write(p.type, p)
+        }),
+      )
+    }
+  }
+  // A resume far back (after=0 on a long session) is replayed a page at a time, waiting for the
+  // socket to drain, instead of buffering the whole history in memory; then the live tail takes
+  // over from the last replayed seq (its own catch-up closes the gap, exactly once).
+  const replay = async () => {
+    let from = after
+    for (;;) {
+      if (closed) return
+      const page = s.log.read(sessionId, { after: from, limit: REPLAY_PAGE, threadId })
+      for (const e of page) write(e.event.type, e.event, e.seq)
+      if (page.length > 0) from = page[page.length - 1].seq
+      if (page.length < REPLAY_PAGE) break
+      if (res.writableNeedDrain) await new Promise<void>((r) => (res.once('drain', r), res.once('close', r)))
+    }
+    goLive(from)
+  }
+  replay().catch(() => res.end())
   return RESPONSE_ALREADY_SENT
 }

@@ -12,7 +12,7 @@ export interface SchedulerParams {
   harness: Harness
   leases: SqliteLeaseStore
   onError?: (sessionId: string, err: unknown) => void
-  /** A lease stays held this long after its session's brain last ran (default 60 s), so the next turn wakes without a database write. */
+  /** A lease stays held this long after its session's brain last ran (default 5 s), so a quick next turn wakes without a database write. */
   idleReleaseMs?: number
 }
 
@@ -46,7 +46,7 @@ export class Scheduler {
    */
   private renewHeld(): void {
     const now = Date.now()
-    const idleFor = this.p.idleReleaseMs ?? 60_000
+    const idleFor = this.p.idleReleaseMs ?? 5_000
     const release = [...this.held].filter(([id, at]) => !this.brains.has(id) && now - at > idleFor).map(([id]) => id)
     for (const id of release) this.held.delete(id)
     try {
@@ -124,12 +124,12 @@ export class Scheduler {
       return
     }
     if (!acquired) {
-      // Another live brain holds it; look again when its lease could have lapsed.
+      // Another live brain holds it (another process on this data): look again shortly.
       if (!this.retryTimers.has(sessionId)) {
         const t = setTimeout(() => {
           this.retryTimers.delete(sessionId)
           this.wake(sessionId)
-        }, this.p.leases.ttlMs)
+        }, Math.min(this.p.leases.ttlMs, 2_000))
         t.unref()
         this.retryTimers.set(sessionId, t)
       }

@@ -16,7 +16,7 @@ import { dockerReq } from './support'
  */
 
 const docker = dockerReq()
-describe.skipIf(!docker.ok)('a warm Docker container and its session egress', () => {
+describe.skipIf(!docker.ok)('Docker sandboxes and their session egress: warm claims and re-attaches', () => {
   const dir = mkdtempSync(join(tmpdir(), 'corral-warm-egress-'))
   const runtimeDir = join(dir, 'egress')
   const scope = `test-warm-egress-${process.pid}`
@@ -96,5 +96,33 @@ describe.skipIf(!docker.ok)('a warm Docker container and its session egress', ()
     await provider.dispose()
     expect(existsSync(reserved[1]!)).toBe(false)
     expect(readdirSync(runtimeDir)).toEqual([])
+  }, 90_000)
+
+  it("replaces a session container that mounts an earlier process's egress directory, keeping the workspace", async () => {
+    const sessionId = `sesn_reattach_${process.pid}`
+    const policy: EgressPolicy = { networking: { type: 'limited', allowedHosts: ['api.example.test'] }, credentials: [], repositories: [] }
+    const config = { type: 'cloud', corral: { pool_size: 0 } }
+    // The first process: its proxy's directory is mounted; it dies without releasing anything.
+    const first = await proxy.open({ sessionId, policy })
+    const before = new DockerSandboxProvider({ scope }).create({ sessionId, environmentId: 'env_re', config, egress: { open: async () => first, release: async () => {} } })
+    expect((await before.execute({ toolUseId: 'toolu_re_1', name: 'bash', input: { command: `echo kept > /workspace/note; ${fetchPy('http://api.example.test/first')}` } })).content).toMatch(/STATUS 200/)
+    const oldId = (await api.getContainer(containerName(sessionId)).inspect()).Id
+    await first.close()
+
+    // The next process opens the session's egress in a new directory.
+    let second: EgressHandle | undefined
+    const after = new DockerSandboxProvider({ scope }).create({
+      sessionId,
+      environmentId: 'env_re',
+      config,
+      egress: { open: async () => (second ??= await proxy.open({ sessionId, policy })), release: async () => second?.close() },
+    })
+    const r = await after.execute({ toolUseId: 'toolu_re_2', name: 'bash', input: { command: `cat /workspace/note; ${fetchPy('http://api.example.test/second')}` } })
+    expect(r.content).toMatch(/^kept\n[\s\S]*STATUS 200/)
+    const info = await api.getContainer(containerName(sessionId)).inspect()
+    expect(info.Id).not.toBe(oldId)
+    expect(info.Mounts.find((m) => m.Destination === SANDBOX_EGRESS_DIR)?.Source).toBe(second!.dir)
+    await after.dispose({ removeWorkspace: true })
+    await (before as unknown as { dispose(): Promise<void> }).dispose().catch(() => {})
   }, 90_000)
 })

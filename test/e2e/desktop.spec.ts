@@ -34,7 +34,9 @@ function lastUserText(req: RecordedRequest): { text: string; toolResults: number
   const last = req.body.messages[req.body.messages.length - 1]
   if (typeof last.content === 'string') return { text: last.content, toolResults: 0 }
   const blocks = last.content as { type: string; text?: string }[]
-  return { text: blocks.map((b) => b.text ?? '').join(' '), toolResults: blocks.filter((b) => b.type === 'tool_result').length }
+  // Consecutive user turns (one interrupted before any reply) arrive as one message: the newest text decides.
+  const texts = blocks.filter((b) => b.type === 'text').map((b) => b.text ?? '')
+  return { text: texts[texts.length - 1] ?? '', toolResults: blocks.filter((b) => b.type === 'tool_result').length }
 }
 
 /** Holds the greeting back until the test has the thread open, so the streaming is seen live. */
@@ -253,14 +255,21 @@ test.describe.serial('desktop renderer against corral serve', () => {
     await shot(page, info, '10-new-session')
   })
 
-  test('after a restart of the server the whole history is there', async ({ page }, info) => {
-    await serve.stop()
-    serve = await startServe({ dataDir, token: TOKEN, modelUrl: model.url })
-    // Same host, new port: the HttpOnly cookie (host-scoped) still signs the browser in.
-    const path = new URL(sessionUrl)
+  test('after a restart of the server the open page reconnects and the whole history is there', async ({ page }, info) => {
     // Tall enough that the virtualized timeline renders every row of this short session.
     await page.setViewportSize({ width: 1360, height: 4000 })
-    await open(page, serve.url, path.hash)
+    const hash = new URL(sessionUrl).hash
+    await open(page, serve.url, hash)
+    await expect(page.locator('.msg-user')).toHaveCount(3)
+    const port = Number(new URL(serve.url).port)
+
+    await serve.stop()
+    await expect(page.getByText('Corral is not reachable — retrying…')).toBeVisible()
+    serve = await startServe({ dataDir, token: TOKEN, modelUrl: model.url, port })
+    await expect(page.getByText('Corral is not reachable — retrying…')).toHaveCount(0, { timeout: 20_000 })
+
+    // A fresh load reads everything back from the log.
+    await page.reload()
     await expect(page.locator('.msg-user')).toHaveCount(3)
     await expect(page.locator('.msg-agent').filter({ hasText: 'running on your machine' })).toBeVisible()
     await expect(page.locator('.tool-card')).toHaveCount(2)
@@ -268,6 +277,26 @@ test.describe.serial('desktop renderer against corral serve', () => {
     await expect(page.locator('.divider-interrupt')).toBeVisible()
     await expect(page.locator('.session-item')).toHaveCount(1)
     await shot(page, info, '11-after-restart')
+  })
+
+  test('an open thread picks its live stream back up after the server restarts', async ({ page }) => {
+    await open(page, serve.url, new URL(sessionUrl).hash)
+    await expect(page.locator('.msg-user')).not.toHaveCount(0)
+    const port = Number(new URL(serve.url).port)
+    await serve.stop()
+    await expect(page.getByRole('status').filter({ hasText: 'Reconnecting to the live stream' })).toBeVisible()
+    serve = await startServe({ dataDir, token: TOKEN, modelUrl: model.url, port })
+    await expect(page.getByRole('status').filter({ hasText: 'Reconnecting to the live stream' })).toHaveCount(0, { timeout: 20_000 })
+    // Another client sends a message; the reply streams into the page that never reloaded.
+    const sessionId = new URL(sessionUrl).hash.split('/')[2]
+    await fetch(`${serve.url}/v1/sessions/${sessionId}/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ events: [{ type: 'user.message', content: [{ type: 'text', text: 'are you still there?' }] }] }),
+    })
+    await expect(page.locator('.msg-user').filter({ hasText: 'are you still there?' })).toBeVisible()
+    await expect(page.locator('.msg-agent').last()).toContainText('OK.')
+    await expect(page.locator('.thread-header .status')).toHaveText('Idle')
   })
 
   test('a confirmation that arrives while the window is in the background raises a desktop notification', async ({ page, context }) => {

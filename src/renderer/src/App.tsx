@@ -14,6 +14,7 @@ import { ThreadView } from './features/thread/ThreadView'
 import { AgentsView } from './features/agents/AgentsView'
 import { EnvironmentsView } from './features/environments/EnvironmentsView'
 import { SettingsView } from './features/settings/SettingsView'
+import { ErrorBoundary } from './ui/ErrorBoundary'
 
 export function App({ client }: { client: CorralClient }) {
   return (
@@ -187,13 +188,16 @@ function Shell() {
             <SessionList ref={searchRef} selectedId={sessionId} onSelect={openSession} onNew={() => setShowNew(true)} />
             <main className="pane" id="main">
               {sessionId ? (
-                <ThreadView key={sessionId} sessionId={sessionId} threadId={threadId} onOpenThread={(t) => go(t ? `/sessions/${sessionId}/threads/${t}` : `/sessions/${sessionId}`)} />
+                <ErrorBoundary key={sessionId} what="this session">
+                  <ThreadView sessionId={sessionId} threadId={threadId} onOpenThread={(t) => go(t ? `/sessions/${sessionId}/threads/${t}` : `/sessions/${sessionId}`)} />
+                </ErrorBoundary>
               ) : (
                 <Landing onNew={() => setShowNew(true)} go={go} />
               )}
             </main>
           </div>
         )}
+        <ConnectionBanner />
         {section === 'agents' && <AgentsView selectedId={route[1]} onSelect={(id) => go(id ? `/agents/${id}` : '/agents')} />}
         {section === 'environments' && <EnvironmentsView selectedId={route[1]} onSelect={(id) => go(id ? `/environments/${id}` : '/environments')} />}
         {section === 'settings' && <SettingsView theme={theme} setTheme={setTheme} />}
@@ -289,5 +293,16 @@ function Landing({ onNew, go }: { onNew: () => void; go: (path: string) => void 
         New session
       </Button>
     </Empty>
+  )
+}
+
+/** Says so when the engine stops answering (the server stopped, the laptop slept); polling retries. */
+function ConnectionBanner() {
+  const { error } = useSessions()
+  if (!(error instanceof ApiError) || (error.type !== 'connection_error' && error.status < 500)) return null
+  return (
+    <div className="conn-banner conn-banner-app" role="status">
+      {error.type === 'connection_error' ? 'Corral is not reachable — retrying…' : `Corral answered with an error (${error.message}) — retrying…`}
+    </div>
   )
 }

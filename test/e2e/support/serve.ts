@@ -16,6 +16,8 @@ export interface ServeParams {
   token: string
   /** The scripted model server's URL (ANTHROPIC_BASE_URL). */
   modelUrl?: string
+  /** A port to listen on (default: any free one). */
+  port?: number
 }
 
 /**
@@ -33,7 +35,7 @@ export async function startServe(p: ServeParams): Promise<ServeProcess> {
   }
   if (p.modelUrl) env.ANTHROPIC_BASE_URL = p.modelUrl
   else delete env.ANTHROPIC_BASE_URL
-  const child: ChildProcess = spawn(join(ROOT, 'node_modules/.bin/tsx'), ['src/main/cli/main.ts', 'serve', '--port', '0', '--data-dir', p.dataDir], {
+  const child: ChildProcess = spawn(join(ROOT, 'node_modules/.bin/tsx'), ['src/main/cli/main.ts', 'serve', '--port', String(p.port ?? 0), '--data-dir', p.dataDir], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

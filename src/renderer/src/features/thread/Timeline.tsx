@@ -5,6 +5,7 @@ import { Markdown } from '../../ui/Markdown'
 import { clock } from '../../ui/format'
 import type { TimelineItem, ToolItem } from './timeline'
 import { ToolCard } from './ToolCard'
+import { ErrorBoundary } from '../../ui/ErrorBoundary'
 
 export interface TimelineProps {
   items: TimelineItem[]
@@ -94,7 +95,13 @@ export function Timeline(props: TimelineProps) {
             const item = items[v.index]
             return (
               <div key={v.key} data-index={v.index} ref={virtualizer.measureElement} className="timeline-row" style={{ transform: `translateY(${v.start}px)` }}>
-                {item ? <Row item={item} sessionIdle={props.sessionIdle} pendingIds={props.pendingIds} onAnswer={props.onAnswer} onOpenThread={props.onOpenThread} /> : <EndRow busy={props.modelBusy} loadingOlder={loadingOlder} />}
+                {item ? (
+                  <ErrorBoundary what={`this ${item.kind} event`} compact>
+                    <Row item={item} sessionIdle={props.sessionIdle} pendingIds={props.pendingIds} onAnswer={props.onAnswer} onOpenThread={props.onOpenThread} />
+                  </ErrorBoundary>
+                ) : (
+                  <EndRow busy={props.modelBusy} loadingOlder={loadingOlder} />
+                )}
               </div>
             )
           })}

@@ -12,7 +12,7 @@ import { EnvironmentStore } from '../../../src/main/session/environment-store'
 import { SessionStore } from '../../../src/main/session/session-store'
 
 const SESSIONS = 4
-const WRITERS = 16
+const WRITERS = 8
 
 async function main(): Promise<void> {
   const db = openDatabase({ path: process.argv[2] })

@@ -89,8 +89,8 @@ describe('the session log under kill -9', () => {
     let totalAcks = 0
     let killsMidAppend = 0
     for (let k = 0; k < KILLS; k++) {
-      // 0–150 ms into the appending: mid-transaction, mid-fsync, between commit and ack, ...
-      const { acks, stderr } = await runAndKill(Math.floor(rand() * 150))
+      // 0–100 ms into the appending: mid-transaction, mid-fsync, between commit and ack, ...
+      const { acks, stderr } = await runAndKill(Math.floor(rand() * 100))
       expect(stderr, `kill ${k}: the writer reported an error`).toBe('')
       if (acks.length > 0) killsMidAppend++
       for (const a of acks) {

@@ -28,8 +28,8 @@ export function App({ client }: { client: CorralClient }) {
 function AuthGate() {
   const client = useClient()
   const probe = useQuery(() => client.request('agents.list', {}, { limit: 1 }), [])
-  const [theme] = useTheme()
-  void theme
+  // Applies the theme (and follows the system) on the sign-in and error screens too.
+  useTheme()
   if (probe.loading && !probe.data) {
     return (
       <div className="center full">

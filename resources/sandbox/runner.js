@@ -15,10 +15,10 @@
  *   place {path, tar_base64 | content_base64} -> {rid, type:'placed', existed}
  *   exists {path}                 -> {rid, type:'exists', exists}
  *   reset                         -> kills every process the shell started; {rid, type:'reset'}
- *   egress {env, bridge}          -> the session's way out through Corral's egress proxy: `env` (proxy
+ *   egress {env, socket, port}    -> the session's way out through Corral's egress proxy: `env` (proxy
  *                                    variables, CA bundle, credential placeholders) for every later
- *                                    shell, and `bridge` (argv) kept running beside the runner;
- *                                    {rid, type:'egress', listening}
+ *                                    shell, and a bridge in this process from 127.0.0.1:<port> to the
+ *                                    proxy's unix `socket` (mounted); {rid, type:'egress', listening}
  *   clone {url, path, branch?, sha?} -> git clone as the sandbox user through the egress proxy
  *                                    (the proxy adds the repository's token); {rid, type:'cloned', existed}
  * Every reply to a bad request is {rid, type:'error', message}.
@@ -33,6 +33,7 @@ const fs = require('fs')
 const path = require('path')
 const cp = require('child_process')
 const crypto = require('crypto')
+const net = require('net')
 const { StringDecoder } = require('string_decoder')
 
 const VERSION = 1
@@ -80,12 +81,8 @@ process.on('SIGTERM', () => shutdown(0))
 process.stdout.on('error', () => {}) // the host went away; results are on disk
 
 function shutdown(code) {
-  shuttingDown = true
   try {
     shell.kill()
-  } catch {}
-  try {
-    if (bridge && bridge.child) process.kill(-bridge.child.pid, 'SIGKILL')
   } catch {}
   try {
     fs.rmSync(TMP_DIR, { recursive: true, force: true })
@@ -917,9 +914,8 @@ async function place(req) {
 // own loopback (127.0.0.1:3128 → the proxy's unix socket, mounted read-only). Nothing secret
 // passes here: the proxy adds credentials outside the sandbox.
 
-let shuttingDown = false
 let egressEnv = {}
-let bridge // { argv: string[], child, ready: Promise<void> }
+let bridge // { socket, port, server, ready: Promise<void> }
 
 async function egress(req) {
   const env = {}
@@ -927,57 +923,44 @@ async function egress(req) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || typeof v !== 'string' || v.includes('\0')) throw new Error(`egress: env ${JSON.stringify(k)} must be a name and a string`)
     env[k] = v
   }
+  const removed = Object.keys(egressEnv).filter((k) => !(k in env))
   const changed = JSON.stringify(env) !== JSON.stringify(egressEnv)
   egressEnv = env
-  // The shell takes the variables when it starts: restart an idle one (at provision, no call has run).
+  // A shell started from now on takes the variables from shellEnv(); the running one (started
+  // ahead, idle at provision) gets them exported, so the first call does not wait for a new shell.
   if (changed && shell.proc && !shell.current) {
-    shell.kill()
-    shell.ensure()
+    const q = (v) => `'${v.replace(/'/g, `'\\''`)}'`
+    const lines = [...removed.map((k) => `unset ${k}`), ...Object.entries(env).map(([k, v]) => `export ${k}=${q(v)}`)]
+    shell.proc.stdin.write(lines.join('; ') + '\n')
   }
-  const argv = Array.isArray(req.bridge) ? req.bridge.map(String) : []
-  if (argv.length === 0) return { listening: false }
-  if (!bridge || bridge.argv.join('\0') !== argv.join('\0')) {
-    if (bridge && bridge.child) {
-      try {
-        process.kill(-bridge.child.pid, 'SIGKILL')
-      } catch {}
+  const socket = typeof req.socket === 'string' ? req.socket : ''
+  if (!socket) return { listening: false }
+  const port = posInt(req.port, 3128)
+  if (!bridge || bridge.socket !== socket || bridge.port !== port) {
+    if (bridge) bridge.server.close()
+    // The bridge lives in the runner (no process to start, none a command can kill on its own):
+    // each loopback connection is piped to the proxy's socket, which decides everything.
+    const server = net.createServer((client) => {
+      const upstream = net.connect(socket)
+      client.on('error', () => upstream.destroy())
+      upstream.on('error', () => client.destroy())
+      client.pipe(upstream).pipe(client)
+    })
+    const b = { socket, port, server }
+    b.ready = new Promise((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, '127.0.0.1', resolve)
+    })
+    bridge = b
+    try {
+      await b.ready
+    } catch (err) {
+      if (bridge === b) bridge = undefined
+      throw new Error(`egress: the bridge cannot listen on 127.0.0.1:${port}: ${err.message}`)
     }
-    bridge = { argv }
-    startBridge(bridge)
   }
   await bridge.ready
   return { listening: true }
-}
-
-function startBridge(b) {
-  b.ready = new Promise((resolve, reject) => {
-    // Its own session: a bash call's interrupt or timeout never reaches it. A minimal environment.
-    // `node` is the runner's own (in bubblewrap it may be bound outside PATH).
-    const child = cp.spawn(b.argv[0] === 'node' ? process.execPath : b.argv[0], b.argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH || '/usr/bin:/bin' } })
-    b.child = child
-    let out = ''
-    let err = ''
-    const timer = setTimeout(() => reject(new Error(`egress bridge did not start within 10 s: ${err.trim()}`)), 10000)
-    child.stdout.on('data', (d) => {
-      out += d
-      if (/listening/.test(out)) {
-        clearTimeout(timer)
-        resolve()
-      }
-    })
-    child.stderr.on('data', (d) => (err = (err + d).slice(-2000)))
-    child.on('error', (e) => {
-      clearTimeout(timer)
-      reject(new Error(`egress bridge: ${e.message}`))
-    })
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer)
-      reject(new Error(`egress bridge exited (${signal || code}): ${err.trim()}`))
-      // Killed from inside the sandbox (or crashed): start it again, unless it was replaced.
-      if (!shuttingDown && bridge === b) setTimeout(() => bridge === b && !shuttingDown && startBridge(b), 200)
-    })
-  })
-  b.ready.catch(() => {})
 }
 
 /** Clones a repository the proxy serves (its token stays in the proxy) into the workspace, as the sandbox user. */

@@ -115,11 +115,11 @@ export class RunnerConnection {
   }
 
   /**
-   * Gives the sandbox its egress: `env` for every later shell, and the bridge to the proxy's
-   * socket started (and kept running) beside the runner. Resolves once the bridge listens.
+   * Gives the sandbox its egress: `env` for every later shell, and a bridge in the runner from
+   * 127.0.0.1:`port` to the proxy's `socket` (in-sandbox path). Resolves once the bridge listens.
    */
-  async egress(params: { env: Readonly<Record<string, string>>; bridgeCommand: readonly string[] }, timeoutMs = 15_000): Promise<void> {
-    await this.request({ op: 'egress', env: params.env, bridge: params.bridgeCommand }, timeoutMs)
+  async egress(params: { env: Readonly<Record<string, string>>; socket: string; port: number }, timeoutMs = 15_000): Promise<void> {
+    await this.request({ op: 'egress', env: params.env, socket: params.socket, port: params.port }, timeoutMs)
   }
 
   /** Clones an http(s) repository into an in-sandbox path as the sandbox user, through the egress proxy. */

@@ -36,14 +36,14 @@ export type CallRecovery =
 /**
  * A session's way out through Corral's egress proxy (the vault's EgressHandle has this shape).
  * The sandbox itself keeps no network: it mounts `dir` read-only at `sandboxDir` (the proxy's
- * socket, the CA bundle, the bridge program), gives its processes `env`, and runs
- * `bridgeCommand` beside the runner (a loopback listener forwarding to the socket).
+ * socket, the CA bundle), gives its processes `env`, and the runner bridges 127.0.0.1:`bridge.port`
+ * to the socket at `bridge.socket` (an in-sandbox path).
  */
 export interface SandboxEgress {
   readonly dir: string
   readonly sandboxDir: string
   readonly env: Readonly<Record<string, string>>
-  readonly bridgeCommand: readonly string[]
+  readonly bridge: { readonly socket: string; readonly port: number }
   /** http(s) URLs of repositories the proxy serves with their token: cloned inside the sandbox, through the proxy. */
   readonly repositories?: readonly string[]
 }

@@ -122,6 +122,8 @@ export interface EgressHandle {
   readonly env: Readonly<Record<string, string>>
   /** Starts the in-sandbox bridge (a Node program; the sandbox image has node). */
   readonly bridgeCommand: readonly string[]
+  /** What the bridge connects: 127.0.0.1:`port` in the sandbox → `socket` (the in-sandbox path of the proxy's socket). */
+  readonly bridge: { readonly socket: string; readonly port: number }
   /** URLs of the repositories the proxy serves with their token (the sandbox clones them through it). */
   readonly repositories: readonly string[]
   /** Replaces the policy (the environment or the vaults changed); open connections keep theirs. */
@@ -242,6 +244,7 @@ export class EgressProxy {
         return env
       },
       bridgeCommand: ['node', `${SANDBOX_EGRESS_DIR}/bridge.js`, `${SANDBOX_EGRESS_DIR}/proxy.sock`, String(SANDBOX_PROXY_PORT)],
+      bridge: { socket: `${SANDBOX_EGRESS_DIR}/proxy.sock`, port: SANDBOX_PROXY_PORT },
       get repositories() {
         return session.policy.repositories.map((r) => r.url)
       },

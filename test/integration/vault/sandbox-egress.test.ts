@@ -167,12 +167,15 @@ function describeSandboxEgress(backend: 'docker' | 'bubblewrap', ready: boolean,
       expect(logs.join('\n')).not.toMatch(/canary|ghp_/)
     })
 
-    it("starts the bridge again when a command kills it", async () => {
-      const before = await sh('pgrep -f bridge.js')
-      const after = await sh('pkill -f bridge.js; for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/3128) 2>/dev/null && break; sleep 0.05; done; pgrep -f bridge.js')
-      expect(after.trim()).toMatch(/^\d+$/)
-      expect(after.trim()).not.toBe(before.trim())
+    it('keeps the bridge in the runner: a fresh shell, an interrupted command and a kill of every other process leave it up', async () => {
+      await sandbox.execute({ toolUseId: `toolu_egress_${backend}_restart`, name: 'bash', input: { restart: true } })
+      const timedOut = await sandbox.execute({ toolUseId: `toolu_egress_${backend}_timeout`, name: 'bash', input: { command: 'sleep 30', timeout_ms: 300 } })
+      expect(timedOut.isError).toBe(true)
+      // every process of the sandbox user but the runner itself
+      const killed = await sh('n=0; for p in $(pgrep -u "$(id -u)"); do case "$p" in "$$"|"$PPID"|1) continue;; esac; kill -9 "$p" 2>/dev/null && n=$((n+1)); done; grep -l runner.js /proc/$PPID/cmdline >/dev/null && echo "runner kept, $n killed"')
+      expect(killed).toMatch(/^runner kept, \d+ killed/)
       expect(await sh(fetchPy('https://api.example.test/again'))).toMatch(/STATUS 200/)
+      expect(await sh('echo "$API_TOKEN"')).toContain(placeholderFor('vcrd_sbx'))
       expect(released).toBe(0)
     })
   })

@@ -34,7 +34,7 @@ export class RecordingToolRouter implements ToolRouter {
     }
     const output = outputOf(call)
     this.line(`effect ${call.toolUseId} ${JSON.stringify({ name: call.name, input: call.input, output })}`)
-    return { content: output, isError: false }
+    return { content: output, isError: false, durationMs: delay, ...(call.name === 'bash' ? { exitCode: 0 } : {}) }
   }
 
   async recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<ToolRecovery> {

@@ -387,6 +387,10 @@ interface RunContext {
 function toolResult(toolUseId: string, o: ToolOutcome, interrupted = false): EventInput {
   const ev: EventInput = { type: 'agent.tool_result', tool_use_id: toolUseId, content: [{ type: 'text', text: o.content }], is_error: o.isError }
   if (interrupted) ev.interrupted = true
+  // Corral additions (the API has no such fields; nothing shared changes meaning): what the
+  // renderer shows on a tool card.
+  if (typeof o.exitCode === 'number') ev.exit_code = o.exitCode
+  if (typeof o.durationMs === 'number') ev.duration_ms = Math.round(o.durationMs)
   return ev
 }
 

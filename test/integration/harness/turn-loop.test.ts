@@ -68,7 +68,8 @@ describe('the turn loop', () => {
     ])
     const use = evs[4] as unknown as { id: string; name: string; input: unknown; evaluated_permission: string }
     expect(use).toMatchObject({ name: 'bash', input: { command: 'echo 1' }, evaluated_permission: 'allow' })
-    expect(evs[6]).toMatchObject({ tool_use_id: use.id, is_error: false, content: [{ type: 'text', text: 'ran bash: echo 1' }] })
+    expect(evs[6]).toMatchObject({ tool_use_id: use.id, is_error: false, content: [{ type: 'text', text: 'ran bash: echo 1' }], exit_code: 0 })
+    expect(typeof (evs[6] as unknown as { duration_ms: unknown }).duration_ms).toBe('number')
     expect(fx.router.effects()).toEqual([use.id])
     expect(toolResultsOf(fx.model.requests[1])).toEqual([{ tool_use_id: use.id, text: 'ran bash: echo 1', is_error: false }])
     // the second request replays the first answer: text and tool_use in one assistant turn

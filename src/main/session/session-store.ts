@@ -306,6 +306,13 @@ export class SessionStore {
       where.push(`status IN (${q.statuses.map(() => '?').join(',')})`)
       args.push(...q.statuses)
     }
+    if (q.memory_store_id) {
+      where.push(`EXISTS (SELECT 1 FROM json_each(data, '$.resources') r WHERE json_extract(r.value, '$.type') = 'memory_store' AND json_extract(r.value, '$.memory_store_id') = ?)`)
+      args.push(q.memory_store_id)
+    }
+    // Corral has no deployments: no session was started by one, so the filter matches none
+    // (ignoring it would list every session).
+    if (q.deployment_id) where.push('0')
     createdAtFilters(q, where, args)
     return keysetList<Session, SessionRow>(this.db, { table: SESSION_ROWS, where, args, order: q.order ?? 'desc', limit: q.limit ?? 20, page: q.page }, rowToSession)
   }

@@ -7,9 +7,14 @@ import { EnvironmentStore } from './session/environment-store'
 import { SessionStore } from './session/session-store'
 import { VaultStore, type SecretSink } from './session/vault-store'
 import { ThreadStore } from './session/thread-store'
-import { PreviewBus, type ApiServices } from './api/services'
+import { PreviewBus, type ApiServices, type CorralSettingsView } from './api/services'
 import { createApiApp, listen, type ListeningServer } from './api/server'
-import { readSettings, resolveApiToken, type Settings } from './config'
+import { readSettings, resolveApiToken, writeSettings, type Settings } from './config'
+import { runDoctor } from './doctor'
+import type { z } from 'zod'
+import type { corralSettingsUpdateSchema } from '../shared/api/schemas'
+import { CorralError } from '../shared/errors'
+import { keychainAccount } from './vault/keychain'
 import { Brains, type BrainsOptions } from './orchestrator/brains'
 import type { ToolRouter } from './harness/tool-router'
 import type { ModelClient } from './harness/model-client'
@@ -52,6 +57,8 @@ export interface EngineConfig {
    * (unless `secrets` says otherwise) and `engine.vault` holds the egress proxy.
    */
   keychain?: Keychain
+  /** Where the ANTHROPIC_API_KEY in `env` came from (openWithKeychain sets it). */
+  apiKeySource?: 'environment' | 'keychain'
   /**
    * The egress proxy's socket directory (default: a fresh one under $XDG_RUNTIME_DIR or the temp
    * dir) and, for tests, its resolver, dialer and extra upstream CAs.
@@ -78,12 +85,17 @@ export class Engine {
   private readonly handsWork = new Set<Promise<unknown>>()
   private server?: ListeningServer
   private closed = false
+  /** The environment the engine reads model settings from (a copy: the settings API edits it). */
+  private readonly env: NodeJS.ProcessEnv
+  /** Where ANTHROPIC_API_KEY in `env` came from, if it is set. */
+  private apiKeySource?: 'environment' | 'keychain'
 
   private constructor(
     readonly config: EngineConfig,
     readonly db: Db,
   ) {
-    const env = config.env ?? process.env
+    const env = (this.env = { ...(config.env ?? process.env) })
+    this.apiKeySource = config.apiKeySource ?? (env.ANTHROPIC_API_KEY ? 'environment' : undefined)
     this.token = config.token ?? resolveApiToken(config.dataDir, env)
     this.settings = readSettings(config.dataDir)
     const log = new SqliteEventLog(db)
@@ -102,6 +114,11 @@ export class Engine {
     const vaults = new VaultStore(db, config.secrets ?? (config.keychain ? new KeychainSecretSink(config.keychain) : undefined))
     if (config.keychain) this.vault = new Vault({ keychain: config.keychain, dataDir: config.dataDir, env, log: config.log, ...config.egress })
     this.services = { db, log, agents, environments, sessions, threads, vaults, previews: new PreviewBus() }
+    this.services.admin = {
+      getSettings: () => this.settingsView(),
+      updateSettings: (input) => this.updateSettings(input),
+      doctor: () => runDoctor({ dataDir: config.dataDir, env: this.env }),
+    }
     if (!config.toolRouter && config.defaultHands !== false) {
       this.hands = defaultSandboxRouter({ dataDir: config.dataDir, settings: this.settings, services: () => this.services, vault: this.vault, log: config.log })
     }
@@ -187,7 +204,59 @@ export class Engine {
       keychain,
       token: config.token ?? found.apiToken,
       env: found.anthropicApiKey ? { ...env, ANTHROPIC_API_KEY: found.anthropicApiKey } : env,
+      apiKeySource: env.ANTHROPIC_API_KEY ? 'environment' : found.anthropicApiKey ? 'keychain' : undefined,
     })
+  }
+
+  /** Settings as the API shows them: never a secret, only whether the API key is set and where from. */
+  async settingsView(): Promise<CorralSettingsView> {
+    const m = this.settings.model ?? {}
+    const source = this.apiKeySource ?? null
+    return {
+      model: { base_url: m.baseUrl ?? null, compatibility_mode: m.compatibilityMode === true, default_model: m.defaultModel ?? null },
+      sandbox_backend: this.settings.sandboxBackend ?? 'auto',
+      api_key: { set: source !== null, source },
+    }
+  }
+
+  /**
+   * Applies a settings change: non-secret fields go to settings.json, the API key to the OS
+   * keychain (never to a file); later model requests use the new endpoint at once.
+   * ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL in the environment still win over both.
+   */
+  async updateSettings(input: z.infer<typeof corralSettingsUpdateSchema>): Promise<CorralSettingsView> {
+    if (input.api_key !== undefined) {
+      const keychain = this.config.keychain
+      if (!keychain) throw new CorralError('keychain_error', 'no OS keychain is available to this engine, so the API key cannot be stored; set ANTHROPIC_API_KEY in its environment instead')
+      if (input.api_key === null) await keychain.delete(keychainAccount.anthropicApiKey)
+      else await keychain.set(keychainAccount.anthropicApiKey, input.api_key)
+      if (this.apiKeySource !== 'environment') {
+        if (input.api_key === null) delete this.env.ANTHROPIC_API_KEY
+        else this.env.ANTHROPIC_API_KEY = input.api_key
+        this.apiKeySource = input.api_key === null ? undefined : 'keychain'
+      }
+    }
+    const next: Settings = { ...readSettings(this.config.dataDir) }
+    if (input.model) {
+      const model = { ...(next.model ?? {}) }
+      if (input.model.base_url !== undefined) {
+        if (input.model.base_url === null) delete model.baseUrl
+        else model.baseUrl = input.model.base_url
+      }
+      if (input.model.compatibility_mode !== undefined) model.compatibilityMode = input.model.compatibility_mode
+      if (input.model.default_model !== undefined) {
+        if (input.model.default_model === null) delete model.defaultModel
+        else model.defaultModel = input.model.default_model
+      }
+      next.model = model
+    }
+    if (input.sandbox_backend !== undefined) next.sandboxBackend = input.sandbox_backend
+    writeSettings(this.config.dataDir, next)
+    // the same object the hands and brains hold: they see the change
+    for (const k of Object.keys(this.settings)) delete this.settings[k]
+    Object.assign(this.settings, next)
+    this.brains.reconfigure(this.env, this.settings)
+    return this.settingsView()
   }
 
   /** Starts the HTTP API on 127.0.0.1:port (0 = any free port). */

@@ -9,6 +9,7 @@ import type { ApiServices } from './services'
 import { agentRoutes } from './routes/agents'
 import { environmentRoutes } from './routes/environments'
 import { sessionRoutes } from './routes/sessions'
+import { corralRoutes } from './routes/corral'
 import { threadRoutes } from './routes/threads'
 import { vaultRoutes } from './routes/vaults'
 
@@ -49,6 +50,7 @@ export function createApiApp(params: ApiAppParams): Hono {
   sessionRoutes(app, services)
   threadRoutes(app, services)
   vaultRoutes(app, services)
+  corralRoutes(app, services)
 
   app.notFound((c) => c.json(new CorralError('not_found_error', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404))
   app.onError((err, c) => {

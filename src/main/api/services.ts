@@ -22,6 +22,22 @@ export interface ApiServices {
   vaults: VaultStore
   /** Preview (`event_start` / `event_delta`) events: streamed to subscribers, never stored. */
   previews: PreviewBus
+  /** Corral's own operations (settings, doctor); absent in engines built without them. */
+  admin?: AdminServices
+}
+
+/** Settings as the API shows them: no secret, only whether the API key is set and where from. */
+export interface CorralSettingsView {
+  model: { base_url: string | null; compatibility_mode: boolean; default_model: string | null }
+  sandbox_backend: 'auto' | 'docker' | 'bubblewrap'
+  api_key: { set: boolean; source: 'environment' | 'keychain' | null }
+}
+
+/** Corral additions beyond the Managed Agents API (`/v1/corral/*`). */
+export interface AdminServices {
+  getSettings(): Promise<CorralSettingsView>
+  updateSettings(input: import('zod').infer<typeof import('../../shared/api/schemas').corralSettingsUpdateSchema>): Promise<CorralSettingsView>
+  doctor(): Promise<{ area: string; ok: boolean; detail: string }[]>
 }
 
 /** A stream-only preview of an event being generated (never stored). */

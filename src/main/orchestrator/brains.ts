@@ -34,6 +34,14 @@ export class NoHandsToolRouter implements ToolRouter {
   async release(): Promise<void> {}
 }
 
+/** A ModelClient whose endpoint can change under running brains (settings updates). */
+class SwitchableModelClient implements ModelClient {
+  constructor(public inner: ModelClient) {}
+  stream(...args: Parameters<ModelClient['stream']>): ReturnType<ModelClient['stream']> {
+    return this.inner.stream(...args)
+  }
+}
+
 export interface BrainsParams {
   db: Db
   log: EventLog
@@ -53,19 +61,13 @@ export class Brains {
   readonly scheduler: Scheduler
   readonly leases: SqliteLeaseStore
   readonly router: ToolRouter
+  private readonly model: SwitchableModelClient
   private started = false
 
-  constructor(private readonly p: BrainsParams) {
+  constructor(private readonly p: BrainsParams & { env: NodeJS.ProcessEnv; settings: Settings }) {
     const endpoint = resolveModelEndpoint(p.env, p.settings)
-    const model =
-      p.model ??
-      new AnthropicModelClient({
-        apiKey: endpoint.apiKey,
-        baseURL: endpoint.baseUrl,
-        compatibilityMode: endpoint.compatibilityMode,
-        stallTimeoutMs: p.options?.stallTimeoutMs ?? endpoint.stallTimeoutMs,
-        requestTimeoutMs: endpoint.requestTimeoutMs,
-      })
+    this.model = new SwitchableModelClient(p.model ?? this.endpointClient(endpoint))
+    const model = this.model
     this.router = p.router ?? new NoHandsToolRouter()
     this.harness = new Harness({
       log: p.log,
@@ -102,6 +104,28 @@ export class Brains {
     }
     this.started = true
     return this.scheduler.start()
+  }
+
+  /**
+   * New model endpoint settings (the settings API, a key stored in the keychain): later model
+   * requests use them, and brains start if they could not before. A ModelClient given at
+   * construction is kept.
+   */
+  reconfigure(env: NodeJS.ProcessEnv, settings: Settings): string[] {
+    this.p.env = env
+    this.p.settings = settings
+    if (!this.p.model) this.model.inner = this.endpointClient(resolveModelEndpoint(env, settings))
+    return this.start()
+  }
+
+  private endpointClient(endpoint: ReturnType<typeof resolveModelEndpoint>): ModelClient {
+    return new AnthropicModelClient({
+      apiKey: endpoint.apiKey,
+      baseURL: endpoint.baseUrl,
+      compatibilityMode: endpoint.compatibilityMode,
+      stallTimeoutMs: this.p.options?.stallTimeoutMs ?? endpoint.stallTimeoutMs,
+      requestTimeoutMs: endpoint.requestTimeoutMs,
+    })
   }
 
   async stop(): Promise<void> {

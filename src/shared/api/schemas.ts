@@ -412,3 +412,20 @@ export const includeArchivedQuerySchema = pageQuerySchema.extend({ include_archi
 // ---------- threads ----------
 export const THREAD_STATUSES = ['running', 'idle', 'rescheduling', 'terminated'] as const
 export const threadListQuerySchema = pageQuerySchema.extend({ statuses: z.array(z.enum(THREAD_STATUSES)).optional() })
+
+// ---------- Corral additions: settings ----------
+/**
+ * `POST /v1/corral/settings`. `api_key` is write-only: it goes to the OS keychain and is never
+ * returned; null removes it. Other fields go to settings.json.
+ */
+export const corralSettingsUpdateSchema = z.strictObject({
+  model: z
+    .strictObject({
+      base_url: z.url({ protocol: /^https?$/ }).nullable().optional(),
+      compatibility_mode: z.boolean().optional(),
+      default_model: z.string().min(1).max(256).nullable().optional(),
+    })
+    .optional(),
+  sandbox_backend: z.enum(['auto', 'docker', 'bubblewrap']).optional(),
+  api_key: z.string().min(8, 'an API key is at least 8 characters').max(4096).regex(/^\S+$/, 'no whitespace').nullable().optional(),
+})

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { runDoctor } from '../../../src/main/cli/doctor'
+import { runDoctor } from '../../../src/main/doctor'
 import { bubblewrapProbe, dockerProbe, requirement } from '../../support/requirements'
 
 const bwrap = requirement('bubblewrap', bubblewrapProbe)

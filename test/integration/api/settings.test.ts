@@ -1,0 +1,105 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Anthropic from '@anthropic-ai/sdk'
+import { Engine } from '../../../src/main/engine'
+import { MemoryKeychain } from '../../../src/main/vault/memory-keychain'
+import { keychainAccount } from '../../../src/main/vault/keychain'
+import { ScriptedModelServer, say } from '../../support/model-server'
+
+const cleanups: (() => Promise<void> | void)[] = []
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c()
+})
+
+async function open(opts: { keychain?: MemoryKeychain; env?: NodeJS.ProcessEnv } = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'corral-settings-'))
+  const engine = Engine.open({ dataDir, token: 'tok', env: opts.env ?? {}, keychain: opts.keychain, defaultHands: false })
+  const server = await engine.listen(0)
+  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }), () => engine.close())
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(server.url + path, {
+      method,
+      headers: { authorization: 'Bearer tok', 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    return { status: res.status, body: (await res.json()) as Record<string, any> }
+  }
+  return { engine, server, dataDir, call }
+}
+
+describe('settings API (/v1/corral/settings)', () => {
+  it('shows the defaults without any secret', async () => {
+    const { call } = await open({ keychain: new MemoryKeychain() })
+    const r = await call('GET', '/v1/corral/settings')
+    expect(r.status).toBe(200)
+    expect(r.body).toEqual({ model: { base_url: null, compatibility_mode: false, default_model: null }, sandbox_backend: 'auto', api_key: { set: false, source: null } })
+  })
+
+  it('keeps the API key in the keychain, never in settings.json, the database or a response', async () => {
+    const keychain = new MemoryKeychain()
+    const { call, dataDir, engine } = await open({ keychain })
+    const key = 'sk-canary-settings-0123456789'
+    const r = await call('POST', '/v1/corral/settings', { api_key: key, model: { compatibility_mode: true, default_model: 'local-model' }, sandbox_backend: 'bubblewrap' })
+    expect(r.status).toBe(200)
+    expect(JSON.stringify(r.body)).not.toContain(key)
+    expect(r.body).toMatchObject({ api_key: { set: true, source: 'keychain' }, sandbox_backend: 'bubblewrap', model: { compatibility_mode: true, default_model: 'local-model' } })
+    expect(await keychain.get(keychainAccount.anthropicApiKey)).toBe(key)
+    expect(readFileSync(join(dataDir, 'settings.json'), 'utf8')).not.toContain(key)
+    engine.db.pragma('wal_checkpoint(TRUNCATE)')
+    expect(readFileSync(join(dataDir, 'corral.db')).includes(Buffer.from(key))).toBe(false)
+    const removed = await call('POST', '/v1/corral/settings', { api_key: null })
+    expect(removed.body.api_key).toEqual({ set: false, source: null })
+    expect(await keychain.get(keychainAccount.anthropicApiKey)).toBeUndefined()
+  })
+
+  it('refuses a bad field with a 400 that names it, and changes nothing', async () => {
+    const { call, dataDir } = await open({ keychain: new MemoryKeychain() })
+    const r = await call('POST', '/v1/corral/settings', { model: { base_url: 'ftp://nope' }, sandbox_backend: 'auto' })
+    expect(r.status).toBe(400)
+    expect(r.body.error.message).toContain('model.base_url')
+    const typo = await call('POST', '/v1/corral/settings', { sandbox: 'docker' })
+    expect(typo.status).toBe(400)
+    expect(() => readFileSync(join(dataDir, 'settings.json'))).toThrow()
+  })
+
+  it('says clearly that a key cannot be stored when the engine has no keychain', async () => {
+    const { call } = await open()
+    const r = await call('POST', '/v1/corral/settings', { api_key: 'sk-some-key-123' })
+    expect(r.status).toBe(500)
+    expect(r.body.error.message).toContain('ANTHROPIC_API_KEY')
+  })
+
+  it('points running brains at a new model endpoint at once: a session waiting for one gets its answer', async () => {
+    const model = await ScriptedModelServer.start([say('hello from the new endpoint')])
+    cleanups.push(() => model.close())
+    const { call, server } = await open({ keychain: new MemoryKeychain() })
+    const client = new Anthropic({ baseURL: server.url, apiKey: 'tok' })
+    const agent = await client.beta.agents.create({ name: 'a', model: 'claude-sonnet-4-6' })
+    const env = await client.beta.environments.create({ name: 'e' })
+    const r = await call('POST', '/v1/corral/settings', { api_key: 'sk-test-key-abcdef', model: { base_url: model.url } })
+    expect(r.status).toBe(200)
+    const session = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] })
+    const deadline = Date.now() + 20_000
+    let types: string[] = []
+    while (Date.now() < deadline) {
+      types = (await client.beta.sessions.events.list(session.id)).data.map((e) => e.type)
+      if (types.includes('session.status_idle')) break
+      await new Promise((res) => setTimeout(res, 50))
+    }
+    expect(types).toContain('agent.message')
+    // the SDK (1.14) sends the key as a bearer token
+    expect(model.requests.map((r) => r.headers.authorization)).toContain('Bearer sk-test-key-abcdef')
+  })
+})
+
+describe('doctor API (/v1/corral/doctor)', () => {
+  it('returns the same findings as corral doctor', async () => {
+    const { call } = await open()
+    const r = await call('GET', '/v1/corral/doctor')
+    expect(r.status).toBe(200)
+    const areas = (r.body.findings as { area: string }[]).map((f) => f.area)
+    expect(areas).toEqual(expect.arrayContaining(['sandbox: docker', 'sandbox: bubblewrap', 'keychain', 'model endpoint', 'data directory']))
+  })
+})

@@ -4,6 +4,7 @@ import type { ApiServices } from './api/services'
 import type { Settings } from './config'
 import { BubblewrapSandboxProvider, DockerSandboxProvider, SandboxToolRouter, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
 import type { Vault } from './vault/vault'
+import { isCorralError } from '../shared/errors'
 
 type HandsServices = Pick<ApiServices, 'sessions' | 'environments' | 'vaults'>
 
@@ -58,11 +59,18 @@ export function defaultSandboxProviders(p: { dataDir: string; settings: Settings
  * (then that repository alone); nothing otherwise. The sandbox's own network stays off in
  * every case: egress is the proxy's unix socket, bridged to the sandbox's loopback.
  */
-export function sessionSandboxEnvironment(services: HandsServices, sessionId: string, vault?: Vault): SandboxEnvironment {
+export function sessionSandboxEnvironment(services: HandsServices, sessionId: string, vault?: Vault, log?: (m: string) => void): SandboxEnvironment {
   const session = services.sessions.retrieve(sessionId)
   const env = services.environments.retrieve(session.environment_id)
   const egress: SandboxEgressSource | undefined = vault && {
-    open: (dir) => vault.sessionEgress(services, sessionId, { dir }),
+    // A keychain that cannot be read (no CA key, no repository token) leaves the sandbox without
+    // egress rather than without hands: offline work still runs, and the log says why.
+    open: (dir) =>
+      vault.sessionEgress(services, sessionId, { dir }).catch((err: unknown) => {
+        if (!isCorralError(err) || err.code !== 'keychain_error') throw err
+        ;(log ?? console.warn)(`[corral] session ${sessionId} gets no network: ${err.message}`)
+        return undefined
+      }),
     release: () => vault.releaseSessionEgress(sessionId),
   }
   return {
@@ -77,6 +85,6 @@ export function sessionSandboxEnvironment(services: HandsServices, sessionId: st
 export function defaultSandboxRouter(p: DefaultHandsParams): SandboxToolRouter {
   return new SandboxToolRouter({
     providers: defaultSandboxProviders(p),
-    resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId, p.vault),
+    resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId, p.vault, p.log),
   })
 }

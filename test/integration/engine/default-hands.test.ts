@@ -9,6 +9,7 @@ import { dockerScopeFor } from '../../../src/main/engine-hands'
 import { DockerSandboxProvider } from '../../../src/main/hands'
 import { bubblewrapKey } from '../../../src/main/hands/bubblewrap/bubblewrap-sandbox'
 import type { LoggedEvent } from '../../../src/main/session/event-log'
+import { keychainError, type Keychain } from '../../../src/main/vault/keychain'
 import { callTool, say, ScriptedModelServer, toolResultsOf } from '../../support/model-server'
 import { bwrapReq, dockerLeftovers, dockerReq } from '../hands/support'
 
@@ -127,6 +128,29 @@ describe.skipIf(!bwrap.ok)('engine default hands on bubblewrap', () => {
     await engine.handsSettled()
     expect(existsSync(join(dataDir, 'sandboxes', bubblewrapKey(sessionId)))).toBe(false)
   }, 60_000)
+
+  it('runs the tools without network, and says why in the log, when the environment asks for network but the keychain cannot be read', async () => {
+    const m = await ScriptedModelServer.start((req) => (toolResultsOf(req).length === 0 ? callTool('bash', { command: 'echo "proxy=[$HTTPS_PROXY]"; ls /run/corral-egress 2>&1 | head -1' }) : say('Done.')))
+    const logs: string[] = []
+    // What an OS keychain without a session bus answers: every call refused.
+    const refusing: Keychain = {
+      backend: 'keyring',
+      set: async (account) => Promise.reject(keychainError('store', account, new Error('no session bus'))),
+      get: async (account) => Promise.reject(keychainError('read', account, new Error('no session bus'))),
+      delete: async (account) => Promise.reject(keychainError('delete', account, new Error('no session bus'))),
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'corral-hands-nokeychain-'))
+    const e = Engine.open({ dataDir: dir, token: 'test-token', keychain: refusing, env: { PATH: process.env.PATH, ANTHROPIC_BASE_URL: m.url, ANTHROPIC_API_KEY: 'k' }, harness: { backoffBaseMs: 5 }, log: (l) => logs.push(l) })
+    try {
+      const { events } = await runBashSession(e, { type: 'cloud', networking: { type: 'unrestricted' }, corral: { backend: 'bubblewrap' } })
+      expect(bashResult(events)).toEqual({ text: expect.stringMatching(/^proxy=\[\]\nls: cannot access/), isError: false })
+      expect(logs.join('\n')).toMatch(/gets no network: the keychain could not read egress-ca-private-key/)
+    } finally {
+      await e.close()
+      await m.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 30_000)
 
   it('answers sandbox tools with an error naming what is missing when the default hands are turned off', async () => {
     const m = await bashOnce()

@@ -67,7 +67,7 @@ export async function run(log: (message: string) => void): Promise<Record<string
     dialer: (address, port) =>
       new Promise<Duplex>((resolve, reject) => {
         if (address !== '203.0.113.10' || port !== 80) return reject(new Error(`no route to ${address}:${port}`))
-        const s = net.connect({ host: '127.0.0.1', port: upstreamPort })
+        const s = net.connect({ host: '127.0.0.1', port: upstreamPort, noDelay: true })
         s.once('connect', () => resolve(s))
         s.once('error', reject)
       }),

@@ -16,6 +16,7 @@ if (!socketPath || !Number.isInteger(port)) {
   process.exit(2)
 }
 const server = net.createServer((client) => {
+  client.setNoDelay(true)
   const upstream = net.connect(socketPath)
   client.on('error', () => upstream.destroy())
   upstream.on('error', () => client.destroy())

@@ -1,34 +1,13 @@
 import { z } from 'zod'
+import { corralSandboxSchema } from '../../shared/api/schemas'
 import { CorralError } from '../../shared/errors'
 
 /**
  * Corral's optional additions to an environment's `config`, under `config.corral`. They never
  * change a shared field's meaning: a `cloud` config the official SDK sends runs on the default
- * local backend with these defaults.
+ * local backend with these defaults. One definition, the API boundary's, serves both.
  */
-export const CorralSandboxConfigSchema = z
-  .object({
-    /** Which backend runs the environment's sandboxes; default (or `auto`): docker where an engine answers, else bubblewrap. */
-    backend: z.enum(['docker', 'bubblewrap', 'auto']).optional(),
-    /** A Docker image to use instead of the default corral-sandbox image (it must contain node and the runner's tools). */
-    image: z.string().min(1).optional(),
-    /** Docker runtime, e.g. `runsc` for gVisor. */
-    runtime: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'a runtime name (letters, digits, _ . -)').optional(),
-    memory_mb: z.number().int().min(32).max(1024 * 1024).optional(),
-    cpus: z.number().positive().max(1024).optional(),
-    pids: z.number().int().min(16).max(1_000_000).optional(),
-    /** Warm containers kept ready for this environment (0 turns the pool off). */
-    pool_size: z.number().int().min(0).max(16).optional(),
-    /** The API schema's name for pool_size (src/shared/api/schemas.ts corralSandboxSchema); pool_size wins when both are given. */
-    warm_pool: z.number().int().min(0).max(16).optional(),
-    /** Cap on one tool result's text, in bytes; longer output is truncated and saved in the sandbox. */
-    output_cap_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
-    /** Default timeout of a bash call, in ms. */
-    bash_timeout_ms: z.number().int().min(100).max(3_600_000).optional(),
-    /** Absolute in-sandbox directories besides /workspace that file tools may use (e.g. /tmp). */
-    extra_roots: z.array(z.string().regex(/^\/[^\0:]*$/, 'an absolute path without ":"')).max(16).optional(),
-  })
-  .strict()
+export const CorralSandboxConfigSchema = corralSandboxSchema
 
 export type CorralSandboxConfig = z.infer<typeof CorralSandboxConfigSchema>
 

@@ -125,13 +125,25 @@ const packagesSchema = z.strictObject({
 })
 /** Corral's own, optional additions to a `cloud` config: never change a shared field's meaning. */
 export const corralSandboxSchema = z.strictObject({
+  /** Which backend runs the environment's sandboxes; default (or `auto`): docker where an engine answers, else bubblewrap. */
   backend: z.enum(['docker', 'bubblewrap', 'auto']).optional(),
+  /** A Docker image instead of the default corral-sandbox image (it must contain node, bash and rg). */
   image: z.string().min(1).max(256).optional(),
-  runtime: z.enum(['runc', 'runsc']).optional(),
-  memory_mb: z.number().int().min(64).max(1_048_576).optional(),
+  /** Docker runtime, e.g. `runsc` for gVisor. */
+  runtime: z.string().max(64).regex(/^[A-Za-z0-9_.-]+$/, 'a runtime name (letters, digits, _ . -)').optional(),
+  memory_mb: z.number().int().min(32).max(1_048_576).optional(),
   cpus: z.number().positive().max(256).optional(),
   pids: z.number().int().min(16).max(1_000_000).optional(),
+  /** Warm containers kept ready for this environment (0 turns the pool off). */
+  pool_size: z.number().int().min(0).max(16).optional(),
+  /** Another name for pool_size; pool_size wins when both are given. */
   warm_pool: z.number().int().min(0).max(16).optional(),
+  /** Cap on one tool result's text, in bytes; longer output is truncated and saved in the sandbox. */
+  output_cap_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
+  /** Default timeout of a bash call, in ms. */
+  bash_timeout_ms: z.number().int().min(100).max(3_600_000).optional(),
+  /** Absolute in-sandbox directories besides /workspace that file tools may use (e.g. /tmp). */
+  extra_roots: z.array(z.string().max(1024).regex(/^\/[^\0:]*$/, 'an absolute path without ":"')).max(16).optional(),
 })
 export const environmentConfigSchema = z.discriminatedUnion('type', [
   z.strictObject({

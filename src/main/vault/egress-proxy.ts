@@ -420,17 +420,9 @@ export class EgressProxy {
    */
   private async onUpgrade(session: Session, req: http.IncomingMessage, client: Duplex, head: Buffer, tunnel: Target | undefined): Promise<void> {
     client.on('error', () => client.destroy())
-    let target: Target
-    let path: string
-    if (tunnel) {
-      target = tunnel
-      path = req.url ?? '/'
-    } else {
-      const u = safeUrl(req.url ?? '')
-      if (!u || u.protocol !== 'http:') return refuseSocket(client, 400, 'the egress proxy takes absolute http:// URLs and CONNECT for https')
-      target = { host: u.hostname.replace(/^\[|\]$/g, ''), port: portOf(u), tls: false }
-      path = u.pathname + u.search
-    }
+    const where = requestTarget(req, tunnel)
+    if (!where) return refuseSocket(client, 400, NOT_A_PROXY_REQUEST)
+    const { target, path } = where
     const policy = session.policy
     const repo = this.repositoryFor(policy, target, path)
     const label = `UPGRADE ${target.tls ? 'https' : 'http'}://${target.host}:${target.port}`
@@ -479,17 +471,9 @@ export class EgressProxy {
   // --- HTTP requests (plain, or inside an intercepted tunnel) -------------------------------
 
   private async onRequest(session: Session, req: http.IncomingMessage, res: http.ServerResponse, tunnel: Target | undefined): Promise<void> {
-    let target: Target
-    let path: string
-    if (tunnel) {
-      target = tunnel
-      path = req.url ?? '/'
-    } else {
-      const u = safeUrl(req.url ?? '')
-      if (!u || u.protocol !== 'http:') return refuse(res, 400, 'the egress proxy takes absolute http:// URLs and CONNECT for https')
-      target = { host: u.hostname.replace(/^\[|\]$/g, ''), port: portOf(u), tls: false }
-      path = u.pathname + u.search
-    }
+    const where = requestTarget(req, tunnel)
+    if (!where) return refuse(res, 400, NOT_A_PROXY_REQUEST)
+    const { target, path } = where
     const policy = session.policy
     const repo = this.repositoryFor(policy, target, path)
     const label = `${req.method} ${target.tls ? 'https' : 'http'}://${target.host}:${target.port}`
@@ -676,4 +660,17 @@ export class SecretScrubber extends Transform {
   override _flush(done: TransformCallback): void {
     done(null, this.scrub(this.tail))
   }
+}
+
+const NOT_A_PROXY_REQUEST = 'the egress proxy takes absolute http:// URLs and CONNECT for https'
+
+/**
+ * Where a request goes: inside an intercepted tunnel, the tunnel's target and the request's
+ * path; otherwise the absolute http:// URL a proxy client sends (undefined when it is not one).
+ */
+function requestTarget(req: http.IncomingMessage, tunnel: Target | undefined): { target: Target; path: string } | undefined {
+  if (tunnel) return { target: tunnel, path: req.url ?? '/' }
+  const u = safeUrl(req.url ?? '')
+  if (!u || u.protocol !== 'http:') return undefined
+  return { target: { host: u.hostname.replace(/^\[|\]$/g, ''), port: portOf(u), tls: false }, path: u.pathname + u.search }
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Agent, request } from 'node:http'
 import { startApiServer, type TestApiServer } from '../../support/api-server'
+import { mulberry32 } from '../../support/random'
 
 /**
  * Malformed requests against a real server: every one must get a 4xx with the API's error
@@ -9,17 +10,6 @@ import { startApiServer, type TestApiServer } from '../../support/api-server'
  */
 const SEED = Number(process.env.FUZZ_SEED ?? 20261130)
 const CASES = Number(process.env.FUZZ_CASES ?? 1200)
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = a
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 interface FuzzCase {
   method: string

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { buildSync } from 'esbuild'
+import { mulberry32 } from '../../support/random'
 
 /**
  * Kill -9 at random instants: a child appends with group commit (synchronous=FULL) and prints
@@ -28,17 +29,6 @@ beforeAll(() => {
   buildSync({ entryPoints: [join(__dirname, 'durability-writer.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', external: ['better-sqlite3'], outfile: bundle, logLevel: 'error' })
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = a
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 interface Ack {
   sessionId: string

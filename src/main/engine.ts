@@ -15,10 +15,11 @@ import type { z } from 'zod'
 import type { corralSettingsUpdateSchema } from '../shared/api/schemas'
 import { CorralError } from '../shared/errors'
 import { keychainAccount } from './vault/keychain'
-import { Brains, type BrainsOptions } from './orchestrator/brains'
+import { Brains, NoHandsToolRouter, type BrainsOptions } from './orchestrator/brains'
 import type { ToolRouter } from './harness/tool-router'
 import type { ModelClient } from './harness/model-client'
-import { Vault, type VaultOptions } from './vault/vault'
+import { Vault, sessionMcpServers, type VaultOptions } from './vault/vault'
+import { McpToolRouter } from './vault/mcp-router'
 import type { Keychain } from './vault/keychain'
 import type { SafeStorageLike } from './vault/safe-storage-keychain'
 import { KeychainResourceSecrets, KeychainSecretSink, openKeychain, resolveEngineSecrets } from './vault/vault-services'
@@ -81,6 +82,11 @@ export class Engine {
   readonly vault?: Vault
   /** The engine's own hands, when it built them (no `toolRouter` given, `defaultHands` not false). */
   readonly hands?: SandboxToolRouter
+  /**
+   * Remote MCP servers (present with a keychain): `<server>__<tool>` calls go to the session's
+   * MCP servers with its vaults' credentials, every other call to `toolRouter` or the default hands.
+   */
+  readonly mcp?: McpToolRouter
   /** Start-up sweep, hand releases and resource-secret deletions still running; close() waits for them. */
   private readonly handsWork = new Set<Promise<unknown>>()
   private server?: ListeningServer
@@ -128,6 +134,20 @@ export class Engine {
       extend: config.extendApp,
       onInternalError: (err) => (config.log ?? console.error)(`[corral] internal error: ${(err as Error).stack ?? String(err)}`),
     })
+    const sandboxRouter = config.toolRouter ?? this.hands
+    if (config.keychain) {
+      this.mcp = new McpToolRouter({
+        inner: sandboxRouter ?? new NoHandsToolRouter(),
+        keychain: config.keychain,
+        serversFor: (sessionId) => sessionMcpServers(vaults, sessions.retrieve(sessionId)),
+        // an unreachable server or a refused credential is the session's error (never a token: the client scrubs)
+        onServerError: (sessionId, error) => {
+          if (this.closed) return
+          log.append(sessionId, [{ type: 'session.error', error }]).catch((err: unknown) => (config.log ?? console.error)(`[corral] could not record an MCP error of ${sessionId}: ${(err as Error).message}`))
+        },
+        log: config.log,
+      })
+    }
     this.brains = new Brains({
       db,
       log,
@@ -135,7 +155,8 @@ export class Engine {
       previews: this.services.previews,
       settings: this.settings,
       env,
-      router: config.toolRouter ?? this.hands,
+      router: this.mcp ?? sandboxRouter,
+      mcp: this.mcp,
       model: config.modelClient,
       options: config.harness,
       onError: config.log,
@@ -168,7 +189,7 @@ export class Engine {
   /** An archived or deleted session's hands: no container, workspace or egress is left behind. */
   private releaseHands(sessionId: string): void {
     if (this.closed) return
-    const router = this.config.toolRouter ?? this.hands
+    const router = this.mcp ?? this.config.toolRouter ?? this.hands
     this.trackHands(
       (async () => {
         await router?.release(sessionId, { removeWorkspace: true })
@@ -272,6 +293,7 @@ export class Engine {
     await this.server?.close()
     await this.brains.stop()
     await this.handsSettled()
+    await this.mcp?.dispose()
     await this.hands?.dispose()
     await this.vault?.dispose()
     await this.services.log.drain()

@@ -6,7 +6,7 @@ import { budgetCents, listCostCents } from './pricing'
 import { readSessionHistory } from './session-history'
 import { decideNext, foldSession, type NextStep, type OpenToolUse, type SessionState } from './session-state'
 import type { ToolOutcome, ToolRouter } from './tool-router'
-import { routeTool, type AgentToolConfig } from './tools'
+import { routeTool, type AgentToolConfig, type McpToolDefinition } from './tools'
 
 /** Where the harness publishes never-stored previews (`event_start` / `event_delta`). */
 export interface PreviewSink {
@@ -26,6 +26,14 @@ export interface SessionSource {
 export interface ToolJournal {
   markStarted(sessionId: string, toolUseId: string): void
   wasStarted(toolUseId: string): boolean
+}
+
+/**
+ * The tools a session's remote MCP servers list (McpToolRouter in the vault). A server that
+ * cannot be listed is left out; the source reports it to the session itself (`session.error`).
+ */
+export interface McpToolSource {
+  tools(sessionId: string): Promise<{ tools: readonly McpToolDefinition[] }>
 }
 
 export interface HarnessOptions {
@@ -51,6 +59,8 @@ export interface HarnessDeps {
   router: ToolRouter
   journal: ToolJournal
   previews?: PreviewSink
+  /** The session's MCP tools, offered to the model when the agent has `mcp_toolset` entries. */
+  mcp?: McpToolSource
   options?: HarnessOptions
 }
 
@@ -178,7 +188,7 @@ export class Harness {
           step.toolUses.map((t) => {
             const started = this.deps.journal.wasStarted(t.id)
             const text = started ? 'Interrupted by the user while running; it may have partly run.' : interrupted ? INTERRUPTED_TEXT : ABANDONED_TEXT
-            return toolResult(t.id, { content: text, isError: true }, true)
+            return toolResult(t, { content: text, isError: true }, true)
           }),
         )
         return
@@ -205,7 +215,7 @@ export class Harness {
       await this.deps.log.append(c.sessionId, [
         ...prefix,
         ...deny.map((t) =>
-          toolResult(t.id, { content: t.confirmation?.deny_message ? `The user denied this call: ${t.confirmation.deny_message}` : 'The user denied this call.', isError: true }),
+          toolResult(t, { content: t.confirmation?.deny_message ? `The user denied this call: ${t.confirmation.deny_message}` : 'The user denied this call.', isError: true }),
         ),
       ])
     }
@@ -217,10 +227,10 @@ export class Harness {
       if (!c.control.mayRecord) return
       if (c.control.stopped) {
         // shutdown: the model hears of it when the session continues
-        await this.deps.log.append(c.sessionId, [toolResult(t.id, { ...outcome, content: `Corral shut down while this call was running, and cancelled it. Output so far: ${outcome.content}`, isError: true })])
+        await this.deps.log.append(c.sessionId, [toolResult(t, { ...outcome, content: `Corral shut down while this call was running, and cancelled it. Output so far: ${outcome.content}`, isError: true })])
         return
       }
-      await this.deps.log.append(c.sessionId, [toolResult(t.id, outcome, signal.aborted)])
+      await this.deps.log.append(c.sessionId, [toolResult(t, outcome, signal.aborted)])
     }
   }
 
@@ -261,7 +271,7 @@ export class Harness {
       await this.deps.log.append(c.sessionId, [{ type: 'session.status_idle', stop_reason: { type: 'budget_reached' }, stop_details: null }])
       return
     }
-    const view = buildContextView(c.events, c.agent, this.o.context)
+    const view = buildContextView(c.events, c.agent, this.o.context, await this.mcpTools(c))
     const request = view.compaction?.request ?? view.request
     const signal = c.control.signal
     if (signal.aborted) return
@@ -345,11 +355,21 @@ export class Harness {
     const out = this.responseEvents(response, previewIds, c)
     // A final answer (no tool calls) ends the turn in the same commit: one fsync fewer per turn.
     // The idle carries context_seq too, so input that arrived meanwhile is still answered.
-    const final = response.stopReason !== 'pause_turn' && !out.some((e) => e.type === 'agent.tool_use' || e.type === 'agent.custom_tool_use')
+    const final = response.stopReason !== 'pause_turn' && !out.some((e) => e.type === 'agent.tool_use' || e.type === 'agent.mcp_tool_use' || e.type === 'agent.custom_tool_use')
     const idle: EventInput[] = final
       ? [{ type: 'session.status_idle', stop_reason: { type: response.stopReason === 'refusal' ? 'refusal' : 'end_turn' }, stop_details: null, context_seq: contextSeq }]
       : []
     await this.deps.log.append(c.sessionId, [...out, end, ...idle])
+  }
+
+  /** The MCP tools of the session's servers, when its agent has an mcp_toolset (none otherwise). */
+  private async mcpTools(c: RunContext): Promise<readonly McpToolDefinition[]> {
+    if (!this.deps.mcp || !(c.agent.tools ?? []).some((t) => t.type === 'mcp_toolset')) return []
+    try {
+      return (await this.deps.mcp.tools(c.sessionId)).tools
+    } catch {
+      return [] // the source reports unreachable servers itself; the turn goes on without them
+    }
   }
 
   /** The events a finished response becomes, in order; previews' pre-assigned ids are kept. */
@@ -367,7 +387,10 @@ export class Harness {
         else if (route.kind === 'toolset' || route.kind === 'mcp') {
           // `auto` is evaluated as ask: Corral has no classifier to judge a single call
           const evaluation = route.policy === 'auto' ? { type: 'auto', evaluated_permission: { type: 'ask', reason_code: 'no_local_classifier' } } : { type: route.policy }
-          out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: route.permission, evaluation })
+          if (route.kind === 'mcp') {
+            const name = b.name.slice(route.serverName.length + 2)
+            out.push({ id, type: 'agent.mcp_tool_use', mcp_server_name: route.serverName, name, input: b.input, evaluated_permission: route.permission, evaluation })
+          } else out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: route.permission, evaluation })
         } else out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: 'allow' })
       }
     })
@@ -384,8 +407,13 @@ interface RunContext {
   control: TurnControl
 }
 
-function toolResult(toolUseId: string, o: ToolOutcome, interrupted = false): EventInput {
-  const ev: EventInput = { type: 'agent.tool_result', tool_use_id: toolUseId, content: [{ type: 'text', text: o.content }], is_error: o.isError }
+/** The result event of a call: `agent.mcp_tool_result` for an MCP tool, `agent.tool_result` otherwise. */
+function toolResult(t: Pick<OpenToolUse, 'id' | 'type'>, o: ToolOutcome, interrupted = false): EventInput {
+  const content = [{ type: 'text', text: o.content }]
+  const ev: EventInput =
+    t.type === 'agent.mcp_tool_use'
+      ? { type: 'agent.mcp_tool_result', mcp_tool_use_id: t.id, content, is_error: o.isError }
+      : { type: 'agent.tool_result', tool_use_id: t.id, content, is_error: o.isError }
   if (interrupted) ev.interrupted = true
   // Corral additions (the API has no such fields; nothing shared changes meaning): what the
   // renderer shows on a tool card.

@@ -5,7 +5,8 @@ import type { ModelUsage } from './model-client'
 export interface OpenToolUse {
   id: string
   seq: number
-  type: 'agent.tool_use' | 'agent.custom_tool_use'
+  type: 'agent.tool_use' | 'agent.mcp_tool_use' | 'agent.custom_tool_use'
+  /** The name the model called (`<server>__<tool>` for an MCP tool). */
   name: string
   input: Record<string, unknown>
   permission: 'allow' | 'ask' | null
@@ -107,19 +108,21 @@ export function foldSession(events: readonly ViewEvent[], into?: SessionState): 
         break
       }
       case 'session.error': {
-        const rs = (e.error as { retry_status?: { type?: string } } | undefined)?.retry_status?.type
-        if (rs === 'retrying') s.failures++
+        const err = e.error as { type?: string; retry_status?: { type?: string } } | undefined
+        // an MCP server's failure is not a failed model request: it does not delay the next one
+        if (err?.retry_status?.type === 'retrying' && !err.type?.startsWith('mcp_')) s.failures++
         break
       }
       case 'agent.tool_use':
+      case 'agent.mcp_tool_use':
       case 'agent.custom_tool_use':
         s.openToolUses.push({
           id: e.id,
           seq,
           type: e.type,
-          name: String(e.name),
+          name: e.type === 'agent.mcp_tool_use' ? `${String(e.mcp_server_name)}__${String(e.name)}` : String(e.name),
           input: (e.input as Record<string, unknown>) ?? {},
-          permission: e.type === 'agent.tool_use' ? ((e.evaluated_permission as 'allow' | 'ask' | undefined) ?? 'allow') : null,
+          permission: e.type === 'agent.custom_tool_use' ? null : ((e.evaluated_permission as 'allow' | 'ask' | undefined) ?? (e.type === 'agent.mcp_tool_use' ? 'ask' : 'allow')),
         })
         break
       case 'user.tool_confirmation': {
@@ -130,8 +133,8 @@ export function foldSession(events: readonly ViewEvent[], into?: SessionState): 
       default:
         break
     }
-    if (e.type === 'agent.tool_result' || e.type === 'user.tool_result' || e.type === 'user.custom_tool_result') {
-      const useId = (e.type === 'user.custom_tool_result' ? e.custom_tool_use_id : e.tool_use_id) as string
+    if (e.type === 'agent.tool_result' || e.type === 'user.tool_result' || e.type === 'user.custom_tool_result' || e.type === 'agent.mcp_tool_result') {
+      const useId = (e.type === 'user.custom_tool_result' ? e.custom_tool_use_id : e.type === 'agent.mcp_tool_result' ? e.mcp_tool_use_id : e.tool_use_id) as string
       s.openToolUses = s.openToolUses.filter((t) => t.id !== useId)
     }
     // Results the harness writes while stopping a turn are not news for the model.
@@ -166,7 +169,7 @@ export function decideNext(s: SessionState): NextStep {
   const interruptPending = s.lastInterruptSeq > (s.lastIdle?.seq ?? 0) && s.lastInterruptSeq > s.lastAnswerSeq
   const unconfirmedOrCustom = (t: OpenToolUse) => t.type === 'agent.custom_tool_use' || (t.permission === 'ask' && !t.confirmation)
   if (interruptPending) {
-    const toolUses = s.openToolUses.filter((t) => t.type === 'agent.tool_use')
+    const toolUses = s.openToolUses.filter(isHarnessRun)
     if (toolUses.length) return { kind: 'stop_tools', toolUses }
     if (s.openSpanId) return { kind: 'close_span', spanId: s.openSpanId }
     if (s.newInputSeq > s.lastInterruptSeq) return { kind: 'model', attempt: s.failures }
@@ -175,8 +178,8 @@ export function decideNext(s: SessionState): NextStep {
   }
   if (s.openSpanId) return { kind: 'close_span', spanId: s.openSpanId }
 
-  const run = s.openToolUses.filter((t) => t.type === 'agent.tool_use' && (t.permission === 'allow' || t.confirmation?.result === 'allow'))
-  const deny = s.openToolUses.filter((t) => t.type === 'agent.tool_use' && t.permission === 'ask' && t.confirmation?.result === 'deny')
+  const run = s.openToolUses.filter((t) => isHarnessRun(t) && (t.permission === 'allow' || t.confirmation?.result === 'allow'))
+  const deny = s.openToolUses.filter((t) => isHarnessRun(t) && t.permission === 'ask' && t.confirmation?.result === 'deny')
   const waiting = s.openToolUses.filter(unconfirmedOrCustom)
   // A new user message while calls wait for confirmation: those calls are abandoned (the model hears so).
   const abandoned = waiting.filter((t) => t.seq < s.lastUserMessageSeq)
@@ -193,6 +196,11 @@ export function decideNext(s: SessionState): NextStep {
     return { kind: 'idle', stopReason: s.lastStopReason === 'refusal' ? { type: 'refusal' } : { type: 'end_turn' } }
   }
   return { kind: 'none' }
+}
+
+/** A call the harness runs itself (a toolset or MCP tool), not one the client answers. */
+function isHarnessRun(t: OpenToolUse): boolean {
+  return t.type === 'agent.tool_use' || t.type === 'agent.mcp_tool_use'
 }
 
 function sameSet(a: readonly string[], b: readonly string[]): boolean {

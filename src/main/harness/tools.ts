@@ -123,12 +123,19 @@ function resolvePolicy(p: Policy, fallback: 'always_allow' | 'always_ask'): 'alw
 // `auto` asks: Corral has no classifier to judge a call on its own, and asking is the safe reading.
 const permissionOf = (policy: 'always_allow' | 'always_ask' | 'auto'): EvaluatedPermission => (policy === 'always_allow' ? 'allow' : 'ask')
 
+/** A tool an MCP server lists, named as the model calls it (`<server>__<tool>`). */
+export interface McpToolDefinition {
+  name: string
+  description?: string
+  input_schema: Record<string, unknown>
+}
+
 /**
- * The tools the model sees for an agent: enabled toolset tools, custom tools, and
- * `session_history`. MCP tools need their server's tool list, which the hands provide; until
- * then none are offered.
+ * The tools the model sees for an agent: enabled toolset tools, custom tools, the listed MCP
+ * tools its `mcp_toolset` entries enable, and `session_history`. `mcpTools` is what the
+ * session's MCP servers listed (the harness asks its McpToolSource).
  */
-export function modelTools(tools: readonly AgentToolConfig[]): ModelToolDefinition[] {
+export function modelTools(tools: readonly AgentToolConfig[], mcpTools: readonly McpToolDefinition[] = []): ModelToolDefinition[] {
   const out: ModelToolDefinition[] = []
   for (const t of tools) {
     if (t.type === 'agent_toolset_20260401') {
@@ -143,6 +150,11 @@ export function modelTools(tools: readonly AgentToolConfig[]): ModelToolDefiniti
       const c = t as CustomToolConfig
       out.push({ name: c.name, description: c.description, input_schema: c.input_schema as ModelToolDefinition['input_schema'] })
     }
+  }
+  for (const m of mcpTools) {
+    if (routeTool(tools, m.name).kind !== 'mcp') continue
+    const schema = m.input_schema && m.input_schema.type === 'object' ? m.input_schema : { ...m.input_schema, type: 'object' }
+    out.push({ name: m.name, description: m.description ?? '', input_schema: schema as ModelToolDefinition['input_schema'] })
   }
   out.push(SESSION_HISTORY_DEFINITION)
   return out

@@ -1,7 +1,7 @@
 import type { Db } from '../session/database'
 import type { EventLog } from '../session/event-log'
 import { resolveModelEndpoint, type Settings } from '../config'
-import { Harness, type HarnessOptions, type PreviewSink, type SessionSource } from '../harness/harness'
+import { Harness, type HarnessOptions, type McpToolSource, type PreviewSink, type SessionSource } from '../harness/harness'
 import { AnthropicModelClient, type ModelClient } from '../harness/model-client'
 import type { ToolOutcome, ToolRecovery, ToolRouter } from '../harness/tool-router'
 import { SqliteLeaseStore } from './leases'
@@ -50,6 +50,8 @@ export interface BrainsParams {
   settings: Settings
   env: NodeJS.ProcessEnv
   router?: ToolRouter
+  /** The sessions' MCP tools (the engine's McpToolRouter, which is also `router`). */
+  mcp?: McpToolSource
   model?: ModelClient
   options?: BrainsOptions
   onError?: (msg: string) => void
@@ -76,6 +78,7 @@ export class Brains {
       router: this.router,
       journal: new SqliteToolJournal(p.db),
       previews: p.previews,
+      mcp: p.mcp,
       options: { maxRetries: endpoint.maxRetries, ...p.options },
     })
     this.leases = new SqliteLeaseStore(p.db, { ttlMs: p.options?.leaseTtlMs })

@@ -73,6 +73,13 @@ export class McpToolRouter implements ToolRouter {
     await this.options.inner.release(sessionId, options)
   }
 
+  /** Closes every MCP connection (engine shutdown); the inner router is its owner's to dispose. */
+  async dispose(): Promise<void> {
+    const all = [...this.connections.values()].flatMap((m) => [...m.values()])
+    this.connections.clear()
+    for (const c of all) await (await c.catch(() => undefined))?.close()
+  }
+
   private async serverOf(sessionId: string, toolName: string): Promise<McpServerSpec | undefined> {
     if (!toolName.includes('__')) return undefined
     const { servers } = await this.options.serversFor(sessionId)

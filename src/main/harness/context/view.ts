@@ -1,5 +1,5 @@
 import type { ModelRequest } from '../model-client'
-import { modelTools, type AgentToolConfig } from '../tools'
+import { modelTools, type AgentToolConfig, type McpToolDefinition } from '../tools'
 
 /** An event of the log with its position (the view needs both). */
 export interface ViewEvent {
@@ -61,8 +61,9 @@ export function modelId(agent: ViewAgent): string {
  * - A tool call with no answer by the time the conversation moves on gets a synthetic error
  *   result, so the request is always well-formed.
  * - Cache breakpoints: the system prompt, the last tool, and the conversation tail.
+ * - `mcpTools`: what the session's MCP servers list; those the agent's mcp_toolsets enable are offered.
  */
-export function buildContextView(events: readonly ViewEvent[], agent: ViewAgent, options: ContextViewOptions = {}): ContextView {
+export function buildContextView(events: readonly ViewEvent[], agent: ViewAgent, options: ContextViewOptions = {}, mcpTools: readonly McpToolDefinition[] = []): ContextView {
   const clearAt = options.clearThresholdTokens ?? 100_000
   const compactAt = options.compactThresholdTokens ?? 150_000
   const keepRecent = options.keepRecentToolResults ?? 3
@@ -84,7 +85,7 @@ export function buildContextView(events: readonly ViewEvent[], agent: ViewAgent,
   }
 
   const messages = toMessages(primary.slice(start), summary)
-  const tools = modelTools(agent.tools ?? []).map((t) => ({ ...t })) as unknown as NonNullable<ModelRequest['tools']>
+  const tools = modelTools(agent.tools ?? [], mcpTools).map((t) => ({ ...t })) as unknown as NonNullable<ModelRequest['tools']>
   const system = agent.system ? [{ type: 'text' as const, text: agent.system }] : undefined
 
   const baseSize = estimate(system ?? '') + estimate(tools)

@@ -365,10 +365,20 @@ export class Harness {
   /** The MCP tools of the session's servers, when its agent has an mcp_toolset (none otherwise). */
   private async mcpTools(c: RunContext): Promise<readonly McpToolDefinition[]> {
     if (!this.deps.mcp || !(c.agent.tools ?? []).some((t) => t.type === 'mcp_toolset')) return []
+    const signal = c.control.signal
+    if (signal.aborted) return []
+    // a server that takes long to answer must not hold up an interrupt or a shutdown
+    let onAbort = () => {}
+    const aborted = new Promise<{ tools: readonly McpToolDefinition[] }>((resolve) => {
+      onAbort = () => resolve({ tools: [] })
+      signal.addEventListener('abort', onAbort, { once: true })
+    })
     try {
-      return (await this.deps.mcp.tools(c.sessionId)).tools
+      return (await Promise.race([this.deps.mcp.tools(c.sessionId), aborted])).tools
     } catch {
       return [] // the source reports unreachable servers itself; the turn goes on without them
+    } finally {
+      signal.removeEventListener('abort', onAbort)
     }
   }
 

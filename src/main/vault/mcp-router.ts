@@ -29,6 +29,8 @@ export interface McpToolRouterOptions {
  */
 export class McpToolRouter implements ToolRouter {
   private readonly connections = new Map<string, Map<string, Promise<McpConnection>>>()
+  /** The error type last reported per session and server, until a connection succeeds: a dead server is reported once, not per model request. */
+  private readonly reported = new Map<string, Map<string, string>>()
 
   constructor(private readonly options: McpToolRouterOptions) {}
 
@@ -69,6 +71,7 @@ export class McpToolRouter implements ToolRouter {
   async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
     const conns = this.connections.get(sessionId)
     this.connections.delete(sessionId)
+    this.reported.delete(sessionId)
     for (const c of conns?.values() ?? []) await (await c.catch(() => undefined))?.close()
     await this.options.inner.release(sessionId, options)
   }
@@ -77,6 +80,7 @@ export class McpToolRouter implements ToolRouter {
   async dispose(): Promise<void> {
     const all = [...this.connections.values()].flatMap((m) => [...m.values()])
     this.connections.clear()
+    this.reported.clear()
     for (const c of all) await (await c.catch(() => undefined))?.close()
   }
 
@@ -97,11 +101,20 @@ export class McpToolRouter implements ToolRouter {
         return McpConnection.connect(server, credentials, { keychain: this.options.keychain, connectAttempts: this.options.connectAttempts, timeoutMs: this.options.timeoutMs, log: this.options.log })
       })()
       perSession.set(server.name, conn)
-      conn.catch((err: unknown) => {
-        // A failed connection is forgotten, so the next call tries again; the session is told once per failure.
-        if (perSession.get(server.name) === conn) perSession.delete(server.name)
-        this.options.onServerError?.(sessionId, toErrorObject(server, err))
-      })
+      conn.then(
+        () => this.reported.get(sessionId)?.delete(server.name),
+        (err: unknown) => {
+          // A failed connection is forgotten, so the next call tries again; the session is told
+          // of a failure once, and again only when it changes or after the server worked.
+          if (perSession.get(server.name) === conn) perSession.delete(server.name)
+          const e = toErrorObject(server, err)
+          let seen = this.reported.get(sessionId)
+          if (!seen) this.reported.set(sessionId, (seen = new Map()))
+          if (seen.get(server.name) === e.type) return
+          seen.set(server.name, e.type)
+          this.options.onServerError?.(sessionId, e)
+        },
+      )
     }
     return conn
   }

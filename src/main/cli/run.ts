@@ -101,10 +101,14 @@ export async function runTask(p: RunTaskParams): Promise<RunTaskResult> {
         break
       case 'agent.tool_use':
       case 'agent.custom_tool_use':
+      case 'agent.mcp_tool_use':
         endLine()
-        p.out.write(`> ${String(x.name)} ${JSON.stringify(x.input)}${x.evaluated_permission === 'ask' ? '  [needs confirmation]' : ''}\n`)
+        p.out.write(
+          `> ${x.mcp_server_name ? `${String(x.mcp_server_name)}/` : ''}${String(x.name)} ${JSON.stringify(x.input)}${x.evaluated_permission === 'ask' ? '  [needs confirmation]' : ''}\n`,
+        )
         break
-      case 'agent.tool_result': {
+      case 'agent.tool_result':
+      case 'agent.mcp_tool_result': {
         const text = ((x.content as { text?: string }[]) ?? []).map((b) => b.text ?? '').join('')
         p.out.write(`${x.is_error ? '! ' : '< '}${text.length > 2000 ? text.slice(0, 2000) + ` … (${text.length} chars)` : text}\n`)
         break

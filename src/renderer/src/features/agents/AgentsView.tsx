@@ -6,6 +6,7 @@ import { CodeBlock } from '../../ui/Code'
 import { modelIdOf, relativeTime } from '../../ui/format'
 import { useQuery } from '../../ui/hooks'
 import { useSessions } from '../sessions/SessionsProvider'
+import { ResourceSidebar } from '../../ui/ResourceSidebar'
 
 const TOOLS = ['bash', 'read', 'write', 'edit', 'glob', 'grep', 'web_fetch', 'web_search'] as const
 type Policy = 'always_allow' | 'always_ask'
@@ -82,40 +83,19 @@ function paramsOf(d: Draft): Record<string, unknown> {
 /** Agents: list, create, edit (each save is a new version), archive, and the version history. */
 export function AgentsView({ selectedId, onSelect }: { selectedId?: string; onSelect: (id: string) => void }) {
   const { agents, refresh } = useSessions()
-  const [showArchived, setShowArchived] = useState(false)
-  const list = agents.filter((a) => showArchived || !a.archived_at)
   const creating = selectedId === 'new'
   const selected = creating ? undefined : agents.find((a) => a.id === selectedId)
   return (
     <div className="split">
-      <aside className="sidebar" aria-label="Agents">
-        <div className="sidebar-head">
-          <h2 className="sidebar-title">Agents</h2>
-          <Button variant="primary" icon="plus" onClick={() => onSelect('new')}>
-            New
-          </Button>
-        </div>
-        <ul className="session-list">
-          {list.length === 0 && <li className="session-empty">No agents yet.</li>}
-          {list.map((a) => (
-            <li key={a.id}>
-              <button type="button" className={`session-item${a.id === selectedId ? ' selected' : ''}`} aria-current={a.id === selectedId ? 'page' : undefined} onClick={() => onSelect(a.id)}>
-                <span className="session-item-top">
-                  <span className="session-title">{a.name}</span>
-                  <span className="muted">v{a.version}</span>
-                </span>
-                <span className="session-item-bottom">
-                  <span className="mono">{modelIdOf(a.model)}</span>
-                  {a.archived_at && <span className="pill">archived</span>}
-                </span>
-              </button>
-            </li>
-          ))}
-        </ul>
-        <label className="sidebar-foot">
-          <input type="checkbox" checked={showArchived} onChange={(e) => setShowArchived(e.target.checked)} /> Show archived
-        </label>
-      </aside>
+      <ResourceSidebar
+        title="Agents"
+        items={agents}
+        selectedId={selectedId}
+        onSelect={onSelect}
+        emptyText="No agents yet."
+        meta={(a) => <span className="muted">v{a.version}</span>}
+        detail={(a) => <span className="mono">{modelIdOf(a.model)}</span>}
+      />
       <div className="pane">
         {creating || selected ? (
           <AgentEditor key={selected ? `${selected.id}:${selected.version}` : 'new'} agent={selected} onSaved={(a) => { refresh(); onSelect(a.id) }} />

@@ -4,6 +4,7 @@ import type { Environment } from '../../api/types'
 import { Button, Empty, ErrorNote, Field } from '../../ui/components'
 import { relativeTime } from '../../ui/format'
 import { useSessions } from '../sessions/SessionsProvider'
+import { ResourceSidebar } from '../../ui/ResourceSidebar'
 
 interface Draft {
   name: string
@@ -75,39 +76,18 @@ function paramsOf(d: Draft): Record<string, unknown> {
 /** Environments: where sessions' hands run (a local sandbox or a self-hosted worker queue). */
 export function EnvironmentsView({ selectedId, onSelect }: { selectedId?: string; onSelect: (id: string) => void }) {
   const { environments, refresh } = useSessions()
-  const [showArchived, setShowArchived] = useState(false)
-  const shown = environments.filter((e) => showArchived || !e.archived_at)
   const creating = selectedId === 'new'
   const selected = creating ? undefined : environments.find((e) => e.id === selectedId)
   return (
     <div className="split">
-      <aside className="sidebar" aria-label="Environments">
-        <div className="sidebar-head">
-          <h2 className="sidebar-title">Environments</h2>
-          <Button variant="primary" icon="plus" onClick={() => onSelect('new')}>
-            New
-          </Button>
-        </div>
-        <ul className="session-list">
-          {shown.length === 0 && <li className="session-empty">No environments yet.</li>}
-          {shown.map((e) => (
-            <li key={e.id}>
-              <button type="button" className={`session-item${e.id === selectedId ? ' selected' : ''}`} aria-current={e.id === selectedId ? 'page' : undefined} onClick={() => onSelect(e.id)}>
-                <span className="session-item-top">
-                  <span className="session-title">{e.name}</span>
-                </span>
-                <span className="session-item-bottom">
-                  <span>{e.config.type === 'self_hosted' ? 'self-hosted' : 'local sandbox'}</span>
-                  {e.archived_at && <span className="pill">archived</span>}
-                </span>
-              </button>
-            </li>
-          ))}
-        </ul>
-        <label className="sidebar-foot">
-          <input type="checkbox" checked={showArchived} onChange={(e) => setShowArchived(e.target.checked)} /> Show archived
-        </label>
-      </aside>
+      <ResourceSidebar
+        title="Environments"
+        items={environments}
+        selectedId={selectedId}
+        onSelect={onSelect}
+        emptyText="No environments yet."
+        detail={(e) => <span>{e.config.type === 'self_hosted' ? 'self-hosted' : 'local sandbox'}</span>}
+      />
       <div className="pane">
         {creating || selected ? (
           <EnvironmentEditor key={selected ? `${selected.id}:${selected.updated_at}` : 'new'} env={selected} onSaved={(e) => { refresh(); onSelect(e.id) }} onDeleted={() => { refresh(); onSelect('') }} />

@@ -16,15 +16,7 @@ export const CodeBlock = memo(function CodeBlock({ code, language, maxHeight }: 
       </div>
       <pre className="code" style={maxHeight ? { maxHeight } : undefined} tabIndex={0}>
         <code>
-          {tokens.map((t, i) =>
-            t.type === 'plain' ? (
-              t.text
-            ) : (
-              <span key={i} className={`tok-${t.type}`}>
-                {t.text}
-              </span>
-            ),
-          )}
+          <Tokens tokens={tokens} />
         </code>
       </pre>
     </div>
@@ -122,15 +114,7 @@ export function CodeInline({ code, language }: { code: string; language?: string
   const tokens = useMemo(() => tokenize(code, languageOf(language)), [code, language])
   return (
     <code className="code-inline-hl">
-      {tokens.map((t, i) =>
-        t.type === 'plain' ? (
-          t.text
-        ) : (
-          <span key={i} className={`tok-${t.type}`}>
-            {t.text}
-          </span>
-        ),
-      )}
+      <Tokens tokens={tokens} />
     </code>
   )
 }
@@ -176,3 +160,20 @@ export const DiffView = memo(function DiffView({ before, after, path }: { before
     </div>
   )
 })
+
+/** Highlighted tokens: plain text as is, the rest in a span with the token's class. */
+function Tokens({ tokens }: { tokens: ReturnType<typeof tokenize> }) {
+  return (
+    <>
+      {tokens.map((t, i) =>
+        t.type === 'plain' ? (
+          t.text
+        ) : (
+          <span key={i} className={`tok-${t.type}`}>
+            {t.text}
+          </span>
+        ),
+      )}
+    </>
+  )
+}

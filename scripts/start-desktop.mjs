@@ -1,19 +1,30 @@
 #!/usr/bin/env node
-// `npm start`: launches the built desktop app with the Electron binary when it is installed.
-// Where it is not (no binary could be downloaded), says so and how to use browser mode instead.
-import { spawn } from 'node:child_process'
+// `npm start`: launches the built desktop app with the Electron binary. Electron's package
+// fetches its binary on first use (no install script); this does the same, once, and where it
+// cannot be fetched (no network to Electron's download server) says so and how to use browser
+// mode instead.
+import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 // Read the binary's location the way the electron package records it (path.txt + dist/),
-// without require('electron'), which would try to download the binary.
+// without require('electron'), which would start a download with no control over its failure.
 const pkg = join(process.cwd(), 'node_modules', 'electron')
-const pathFile = join(pkg, 'path.txt')
-const electronPath = existsSync(pathFile) ? join(pkg, 'dist', readFileSync(pathFile, 'utf8').trim()) : undefined
+const binary = () => {
+  const pathFile = join(pkg, 'path.txt')
+  return existsSync(pathFile) ? join(pkg, 'dist', readFileSync(pathFile, 'utf8').trim()) : undefined
+}
+
+let electronPath = binary()
+if ((!electronPath || !existsSync(electronPath)) && existsSync(join(pkg, 'install.js')) && process.env.ELECTRON_SKIP_BINARY_DOWNLOAD !== '1') {
+  console.error('corral: fetching the Electron binary (first start)…')
+  spawnSync(process.execPath, [join(pkg, 'install.js')], { stdio: 'inherit' })
+  electronPath = binary()
+}
 if (!electronPath || !existsSync(electronPath)) {
   console.error(
-    'corral: the Electron binary is not installed on this machine, so the desktop window cannot open.\n' +
-      '  Install it with:   npm install electron   (with network access to the Electron download server)\n' +
+    'corral: the Electron binary is not installed and could not be fetched, so the desktop window cannot open.\n' +
+      '  Fetch it with:     node node_modules/electron/install.js   (needs access to the Electron download server)\n' +
       '  Or use browser mode now:   npm run serve   and open the URL it prints.',
   )
   process.exit(1)

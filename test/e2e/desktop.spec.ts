@@ -210,11 +210,14 @@ test.describe.serial('desktop renderer against corral serve', () => {
     await page.getByLabel('Message', { exact: true }).fill('Start a long task')
     await page.keyboard.press('Enter')
     await expect(page.locator('.thread-header .status')).toHaveText('Running')
+    // The list row follows the open thread's live stream at once, not at its next poll (2.5 s).
+    await expect(page.locator('.session-item.selected .status')).toHaveText('Running', { timeout: 250 })
     await expect(page.locator('.msg-agent.streaming')).toContainText('Starting a very long')
     await shot(page, info, '07-running')
     await page.getByRole('button', { name: 'Interrupt' }).click()
     await expect(page.locator('.divider-interrupt')).toBeVisible()
     await expect(page.locator('.thread-header .status')).toHaveText('Idle')
+    await expect(page.locator('.session-item.selected .status')).toHaveText('Idle', { timeout: 250 })
     await expect(page.getByRole('button', { name: 'Interrupt' })).toHaveCount(0)
   })
 

@@ -41,6 +41,10 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const subThreads = (threads.data?.data ?? []).filter((t) => t.parent_thread_id !== null)
   // The stream's latest status event is fresher than the polled resource.
   const session = base && data.liveStatus && threadId === null ? { ...base, status: data.liveStatus } : base
+  // ...and the sessions list (polled) shows it at once too, not at its next poll.
+  useEffect(() => {
+    if (listed && data.liveStatus && threadId === null && listed.status !== data.liveStatus) upsert({ ...listed, status: data.liveStatus })
+  }, [data.liveStatus, listed, threadId, upsert])
 
   // A request or an answer went by on the stream: re-read this session's queue entries now
   // rather than at the next poll. (refreshSession changes with the session list; not a trigger.)

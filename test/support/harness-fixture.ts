@@ -23,6 +23,8 @@ export interface HarnessFixture {
   waitFor(sessionId: string, done: (events: LoggedEvent[]) => boolean, timeoutMs?: number): Promise<LoggedEvent[]>
   /** Waits for the next `session.status_idle` after the last one seen now. */
   waitForIdle(sessionId: string, timeoutMs?: number): Promise<LoggedEvent & { stop_reason: { type: string; event_ids?: string[] } }>
+  /** Resolves at the session's next streamed `event_delta` preview (subscribe before sending). */
+  nextDelta(sessionId: string): Promise<void>
   close(): Promise<void>
 }
 
@@ -94,6 +96,15 @@ export async function openHarnessFixture(p: HarnessFixtureParams = {}): Promise<
     },
     events,
     waitFor,
+    nextDelta(sessionId) {
+      return new Promise<void>((resolve) => {
+        const stop = engine.services.previews.subscribe(sessionId, (p) => {
+          if (p.type !== 'event_delta') return
+          stop()
+          resolve()
+        })
+      })
+    },
     async waitForIdle(sessionId, timeoutMs) {
       const before = events(sessionId).filter((e) => e.type === 'session.status_idle').length
       const evs = await waitFor(sessionId, (e) => e.filter((x) => x.type === 'session.status_idle').length > before, timeoutMs)

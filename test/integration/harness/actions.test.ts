@@ -80,9 +80,7 @@ describe('user.interrupt', () => {
   it('aborts a streaming model response: no half message is stored, the span is closed, and the session idles', async () => {
     fx = await openHarnessFixture({ script: [say('x'.repeat(400), { chunkSize: 4, chunkDelayMs: 10 })] })
     const id = await fx.createSession()
-    let sawDelta!: () => void
-    const delta = new Promise<void>((r) => (sawDelta = r))
-    fx.engine.services.previews.subscribe(id, (p) => p.type === 'event_delta' && sawDelta())
+    const delta = fx.nextDelta(id)
     await fx.send(id, [{ type: 'user.message', content: [{ type: 'text', text: 'talk a lot' }] }])
     await delta
     await fx.send(id, [{ type: 'user.interrupt' }])
@@ -122,9 +120,7 @@ describe('user.interrupt', () => {
       script: (req) => (JSON.stringify(req.body.messages).includes('second') ? say('answer to second') : say('y'.repeat(400), { chunkSize: 2, chunkDelayMs: 10 })),
     })
     const id = await fx.createSession()
-    let sawDelta!: () => void
-    const delta = new Promise<void>((r) => (sawDelta = r))
-    fx.engine.services.previews.subscribe(id, (p) => p.type === 'event_delta' && sawDelta())
+    const delta = fx.nextDelta(id)
     await fx.send(id, [{ type: 'user.message', content: [{ type: 'text', text: 'first' }] }])
     await delta
     await fx.send(id, [{ type: 'user.interrupt' }, { type: 'user.message', content: [{ type: 'text', text: 'second' }] }])

@@ -122,9 +122,7 @@ describe('the turn loop', () => {
       script: (req) => (JSON.stringify(req.body.messages).includes('second') ? say('answer two') : say('answer one, streamed slowly', { chunkSize: 2, chunkDelayMs: 15 })),
     })
     const id = await fx.createSession()
-    let sawDelta!: () => void
-    const delta = new Promise<void>((r) => (sawDelta = r))
-    fx.engine.services.previews.subscribe(id, (p) => p.type === 'event_delta' && sawDelta())
+    const delta = fx.nextDelta(id)
     await fx.send(id, [{ type: 'user.message', content: [{ type: 'text', text: 'first' }] }])
     await delta
     await fx.send(id, [{ type: 'user.message', content: [{ type: 'text', text: 'second' }] }])

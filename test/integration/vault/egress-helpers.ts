@@ -157,6 +157,14 @@ export async function webSocketViaProxy(socketPath: string, host: string, header
 }
 
 /** A python3 program (heredoc) for a sandbox shell. */
+/** Python lines that print a response `r` (opened inside a `try:`) or the error, as the tests read them. */
+const PRINT_RESPONSE = `    print('STATUS', r.status)
+    print(r.read().decode())
+except urllib.error.HTTPError as e:
+    print('HTTPERROR', e.code, e.read().decode())
+except Exception as e:
+    print('ERR', type(e).__name__, e)`
+
 export const py = (code: string) => `python3 - <<'PY'\nimport os, urllib.request, urllib.error\n${code}\nPY`
 /** python3 urllib GET/POST through the sandbox's proxy variables (or around them); prints STATUS/HTTPERROR/ERR. */
 export const fetchPy = (url: string, headers = '{}', proxy = true, cafile?: string) =>
@@ -166,21 +174,11 @@ ${cafile ? `handlers.append(urllib.request.HTTPSHandler(context=ssl.create_defau
 opener = urllib.request.build_opener(*[h for h in handlers if h])
 try:
     r = opener.open(urllib.request.Request(${JSON.stringify(url)}, headers=${headers}), timeout=10)
-    print('STATUS', r.status)
-    print(r.read().decode())
-except urllib.error.HTTPError as e:
-    print('HTTPERROR', e.code, e.read().decode())
-except Exception as e:
-    print('ERR', type(e).__name__, e)`)
+${PRINT_RESPONSE}`)
 
 /** python3 urllib request with a body; `url` and `headers`/`body` are Python expressions. */
 export const requestPy = (p: { url: string; method?: string; headers?: string; body?: string }) =>
   py(`try:
     req = urllib.request.Request(${p.url}, method=${JSON.stringify(p.method ?? 'GET')}, headers=${p.headers ?? '{}'}, data=${p.body ? `(${p.body}).encode()` : 'None'})
     r = urllib.request.urlopen(req, timeout=10)
-    print('STATUS', r.status)
-    print(r.read().decode())
-except urllib.error.HTTPError as e:
-    print('HTTPERROR', e.code, e.read().decode())
-except Exception as e:
-    print('ERR', type(e).__name__, e)`)
+${PRINT_RESPONSE}`)

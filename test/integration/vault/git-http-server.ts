@@ -1,4 +1,7 @@
-import { spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
 import http from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
@@ -68,4 +71,26 @@ export async function gitHttpServer(p: { projectRoot: string; token: string; tls
     authSeen,
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }),
   }
+}
+
+const run = promisify(execFile)
+
+/**
+ * A bare repository `<root>/srv/acme/widgets.git` with one commit (README.md = `readme`), pushes
+ * allowed over HTTP. Returns the project root to hand to gitHttpServer.
+ */
+export async function seedBareRepository(root: string, readme = 'widgets\n'): Promise<{ projectRoot: string }> {
+  const projectRoot = join(root, 'srv')
+  const bare = join(projectRoot, 'acme', 'widgets.git')
+  mkdirSync(bare, { recursive: true })
+  const env = { ...process.env, HOME: root, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@x', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@x' }
+  await run('git', ['init', '-q', '--bare', '-b', 'main', bare], { env })
+  await run('git', ['config', 'http.receivepack', 'true'], { cwd: bare, env })
+  const seed = join(root, 'seed')
+  await run('git', ['init', '-q', '-b', 'main', seed], { env })
+  writeFileSync(join(seed, 'README.md'), readme)
+  await run('git', ['add', '.'], { cwd: seed, env })
+  await run('git', ['commit', '-q', '-m', 'seed'], { cwd: seed, env })
+  await run('git', ['push', '-q', bare, 'main'], { cwd: seed, env })
+  return { projectRoot }
 }

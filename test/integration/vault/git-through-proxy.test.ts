@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EgressCertificateAuthority } from '../../../src/main/vault/egress-ca'
 import { EgressProxy, type EgressHandle } from '../../../src/main/vault/egress-proxy'
 import { fakeDialer, fakeResolver, upstreamPki } from './egress-helpers'
-import { gitHttpServer } from './git-http-server'
+import { gitHttpServer, seedBareRepository } from './git-http-server'
 
 const run = promisify(execFile)
 const TOKEN = 'ghp_canaryGitToken0000000000000000000000'
@@ -47,18 +47,7 @@ describe('git clone, push and pull through the egress proxy', () => {
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), 'corral-git-'))
-    const project = join(root, 'srv')
-    const bare = join(project, 'acme', 'widgets.git')
-    mkdirSync(bare, { recursive: true })
-    const plainEnv = { ...process.env, HOME: root, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@x', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@x' }
-    await run('git', ['init', '-q', '--bare', '-b', 'main', bare], { env: plainEnv })
-    await run('git', ['config', 'http.receivepack', 'true'], { cwd: bare, env: plainEnv })
-    const seed = join(root, 'seed')
-    await run('git', ['init', '-q', '-b', 'main', seed], { env: plainEnv })
-    writeFileSync(join(seed, 'README.md'), 'widgets\n')
-    await run('git', ['add', '.'], { cwd: seed, env: plainEnv })
-    await run('git', ['commit', '-q', '-m', 'seed'], { cwd: seed, env: plainEnv })
-    await run('git', ['push', '-q', bare, 'main'], { cwd: seed, env: plainEnv })
+    const { projectRoot: project } = await seedBareRepository(root)
 
     server = await gitHttpServer({ projectRoot: project, token: TOKEN, tls: { cert: pki.cert, key: pki.key } })
     proxy = new EgressProxy({

@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EgressCertificateAuthority } from '../../../src/main/vault/egress-ca'
 import { EgressProxy, placeholderFor, type EgressHandle } from '../../../src/main/vault/egress-proxy'
@@ -11,7 +9,7 @@ import type { Sandbox, SandboxProvider } from '../../../src/main/hands/sandbox'
 import { bwrapReq, dockerReq } from '../hands/support'
 import { requirement } from '../../support/requirements'
 import { echoServer, fakeDialer, fakeResolver, fetchPy, upstreamPki } from './egress-helpers'
-import { gitHttpServer } from './git-http-server'
+import { gitHttpServer, seedBareRepository } from './git-http-server'
 
 /*
  * Allowed egress from inside real sandboxes: the hands' own providers (Docker, bubblewrap) and
@@ -20,7 +18,6 @@ import { gitHttpServer } from './git-http-server'
  * repository is cloned at provision inside the sandbox, through the proxy, which adds its token.
  */
 
-const run = promisify(execFile)
 const SECRET = 'canary-sandbox-egress-SECRET-5b2e'
 const GIT_TOKEN = 'ghp_canarySandboxGit00000000000000000000'
 const pki = upstreamPki(['api.example.test', 'other.example.test', 'git.example.test'])
@@ -45,18 +42,7 @@ function describeSandboxEgress(backend: 'docker' | 'bubblewrap', ready: boolean,
     }
 
     beforeAll(async () => {
-      const project = join(dir, 'srv')
-      const bare = join(project, 'acme', 'widgets.git')
-      mkdirSync(bare, { recursive: true })
-      const genv = { ...process.env, HOME: dir, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@x', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@x' }
-      await run('git', ['init', '-q', '--bare', '-b', 'main', bare], { env: genv })
-      await run('git', ['config', 'http.receivepack', 'true'], { cwd: bare, env: genv })
-      const seed = join(dir, 'seed')
-      await run('git', ['init', '-q', '-b', 'main', seed], { env: genv })
-      writeFileSync(join(seed, 'README.md'), 'widgets\n')
-      await run('git', ['add', '.'], { cwd: seed, env: genv })
-      await run('git', ['commit', '-q', '-m', 'seed'], { cwd: seed, env: genv })
-      await run('git', ['push', '-q', bare, 'main'], { cwd: seed, env: genv })
+      const { projectRoot: project } = await seedBareRepository(dir)
 
       https = await echoServer({ cert: pki.cert, key: pki.key })
       git = await gitHttpServer({ projectRoot: project, token: GIT_TOKEN, tls: { cert: pki.cert, key: pki.key } })

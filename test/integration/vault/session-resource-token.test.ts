@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Engine } from '../../../src/main/engine'
@@ -13,7 +11,7 @@ import { callTool, say, ScriptedModelServer, toolResultsOf } from '../../support
 import { keychainProbe, requirement } from '../../support/requirements'
 import { bwrapReq, dockerReq } from '../hands/support'
 import { fakeDialer, fakeResolver, upstreamPki } from './egress-helpers'
-import { gitHttpServer } from './git-http-server'
+import { gitHttpServer, seedBareRepository } from './git-http-server'
 
 /*
  * A session's github_repository with an authorization_token, created through the API: the token
@@ -22,7 +20,6 @@ import { gitHttpServer } from './git-http-server'
  * the session deletes the token.
  */
 
-const run = promisify(execFile)
 const TOKEN = `ghp_sessionResourceCanary${Date.now()}`
 const REPO_URL = 'https://git.example.test/acme/widgets.git'
 const keychainReq = requirement('keychain', keychainProbe)
@@ -53,17 +50,7 @@ function describeCredentialedClone(backend: 'docker' | 'bubblewrap', ready: bool
     let events: LoggedEvent[] = []
 
     beforeAll(async () => {
-      const project = join(root, 'srv')
-      const bare = join(project, 'acme', 'widgets.git')
-      mkdirSync(bare, { recursive: true })
-      const genv = { ...process.env, HOME: root, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@x', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@x' }
-      await run('git', ['init', '-q', '--bare', '-b', 'main', bare], { env: genv })
-      const seed = join(root, 'seed')
-      await run('git', ['init', '-q', '-b', 'main', seed], { env: genv })
-      writeFileSync(join(seed, 'README.md'), 'private widgets\n')
-      await run('git', ['add', '.'], { cwd: seed, env: genv })
-      await run('git', ['commit', '-q', '-m', 'seed'], { cwd: seed, env: genv })
-      await run('git', ['push', '-q', bare, 'main'], { cwd: seed, env: genv })
+      const { projectRoot: project } = await seedBareRepository(root, 'private widgets\n')
       git = await gitHttpServer({ projectRoot: project, token: TOKEN, tls: { cert: pki.cert, key: pki.key } })
       model = await ScriptedModelServer.start((req) =>
         toolResultsOf(req).length === 0 ? callTool('bash', { command: 'cat /workspace/widgets/README.md; git -C /workspace/widgets log --oneline | wc -l; env | grep -c ghp_; true' }) : say('Read it.'),

@@ -14,6 +14,9 @@ REPO=${CORRAL_SANDBOX_IMAGE_REPO:-corral-sandbox}
 SUITE=bookworm
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PACKAGES=bash,coreutils,findutils,grep,sed,tar,gzip,git,python3,nodejs,ripgrep,ca-certificates,procps,less,diffutils
+# Installed with apt inside the new root (debootstrap's own resolver cannot configure npm's
+# dependency tree): the package managers an environment's `packages` use.
+EXTRA_PACKAGES="npm python3-pip xz-utils"
 CACHE=${CORRAL_CACHE_DIR:-/var/cache/corral}
 
 TAG=$(cat "$HERE/build-image.sh" "$HERE/runner.js" | sha256sum | cut -c1-12)
@@ -35,7 +38,7 @@ done
 [ "$(id -u)" = 0 ] || { echo "sandbox:image: debootstrap needs root" >&2; exit 1; }
 
 mkdir -p "$CACHE"
-ROOTFS_KEY=$(printf '%s %s %s' "$SUITE" "$PACKAGES" v1 | sha256sum | cut -c1-12)
+ROOTFS_KEY=$(printf '%s %s %s %s' "$SUITE" "$PACKAGES" "$EXTRA_PACKAGES" v1 | sha256sum | cut -c1-12)
 ROOTFS_TAR="$CACHE/rootfs-$SUITE-$ROOTFS_KEY.tar"
 WORK=$(mktemp -d /tmp/corral-image.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
@@ -51,6 +54,20 @@ else
   debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOT" "$MIRROR" 2>&1 \
     | while IFS= read -r line; do case "$line" in I:\ Retriev*|I:\ Valid*) ;; *) step "debootstrap: $line";; esac; done
   [ -x "$ROOT/usr/bin/node" ] || { echo "sandbox:image: debootstrap did not install node" >&2; exit 1; }
+  step "apt-get install $EXTRA_PACKAGES in the new root"
+  cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+  cp "$ROOT/etc/hosts" "$WORK/hosts.image" 2>/dev/null || : > "$WORK/hosts.image"
+  cp /etc/hosts "$ROOT/etc/hosts"
+  mount -t proc proc "$ROOT/proc"
+  trap 'umount "$ROOT/proc" 2>/dev/null; rm -rf "$WORK"' EXIT
+  printf 'deb %s %s main\n' "$MIRROR" "$SUITE" > "$ROOT/etc/apt/sources.list"
+  chroot "$ROOT" apt-get -q -o APT::Sandbox::User=root update 2>&1 | while IFS= read -r line; do step "apt: $line"; done
+  DEBIAN_FRONTEND=noninteractive chroot "$ROOT" apt-get -q -y -o APT::Sandbox::User=root --no-install-recommends install $EXTRA_PACKAGES 2>&1 \
+    | while IFS= read -r line; do case "$line" in Get:*|Selecting*|Preparing*|Unpacking*) ;; *) step "apt: $line";; esac; done
+  umount "$ROOT/proc"
+  cp "$WORK/hosts.image" "$ROOT/etc/hosts"
+  rm -f "$ROOT/etc/resolv.conf"
+  [ -x "$ROOT/usr/bin/npm" ] && chroot "$ROOT" python3 -m pip --version >/dev/null || { echo "sandbox:image: npm or pip did not install" >&2; exit 1; }
   step "trimming docs, man pages, locales and apt lists"
   rm -rf "$ROOT"/usr/share/doc/* "$ROOT"/usr/share/man/* "$ROOT"/usr/share/info/* \
          "$ROOT"/var/cache/apt/archives/*.deb "$ROOT"/var/lib/apt/lists/* "$ROOT"/var/log/*

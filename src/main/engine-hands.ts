@@ -78,6 +78,7 @@ export function sessionSandboxEnvironment(services: HandsServices, sessionId: st
     config: (env.config ?? { type: 'cloud' }) as unknown as Record<string, unknown>,
     resources: session.resources as unknown as Record<string, unknown>[],
     egress,
+    packageEgress: vault && ((hosts) => vault.packageEgress(hosts)),
   }
 }
 

@@ -1,5 +1,6 @@
 import { CorralError, isCorralError } from '../../shared/errors'
 import type { ToolCall, ToolOutcome, ToolRouter } from '../harness/tool-router'
+import type { PackageEgressOpener } from './packages'
 import type { Sandbox, SandboxEgressSource, SandboxProvider } from './sandbox'
 import { sandboxSettings } from './settings'
 
@@ -38,6 +39,8 @@ export interface SandboxEnvironment {
   resources?: readonly Record<string, unknown>[]
   /** The session's egress through Corral's proxy (opened when the sandbox starts); absent: no egress. */
   egress?: SandboxEgressSource
+  /** Opens the egress that installs the environment's `packages` at provision (the vault's packageEgress). */
+  packageEgress?: PackageEgressOpener
 }
 
 export interface SandboxToolRouterOptions {
@@ -164,7 +167,7 @@ export class SandboxToolRouter implements ToolRouter {
     const env = await this.options.resolveEnvironment(sessionId)
     const settings = sandboxSettings(env.config)
     const provider = await this.chooseProvider(settings.backend, checkAvailable)
-    return provider.create({ sessionId, environmentId: env.environmentId, config: env.config, resources: env.resources, egress: env.egress })
+    return provider.create({ sessionId, environmentId: env.environmentId, config: env.config, resources: env.resources, egress: env.egress, packageEgress: env.packageEgress })
   }
 
   private async chooseProvider(wanted: string | undefined, checkAvailable: boolean): Promise<SandboxProvider> {

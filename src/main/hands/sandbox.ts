@@ -1,10 +1,11 @@
+import type { PackageEgressOpener } from './packages'
+
 /**
  * The hands: where the model's code runs and its files live. A brain reaches a sandbox only
  * through `execute(name, input) → string` (see ToolRouter); a Sandbox is one backend's handle
  * on one session's hands. Hands are cattle: provisioned lazily on the first tool call that
  * needs one, replaced when they die, and never holding anything secret.
  */
-
 /** One tool call as a sandbox runs it. */
 export interface SandboxCall {
   /** The `agent.tool_use` event id: the runner keeps results by it so a restarted brain can collect them. */
@@ -69,6 +70,11 @@ export interface SandboxProvisionParams {
   resources?: readonly Record<string, unknown>[]
   /** The session's egress; absent: the sandbox reaches nothing. */
   egress?: SandboxEgressSource
+  /**
+   * Opens the egress that installs the environment's `packages` (registries and mirrors only).
+   * Absent: an environment that lists packages cannot provision (the error says why).
+   */
+  packageEgress?: PackageEgressOpener
 }
 
 /** One session's sandbox on one backend. */

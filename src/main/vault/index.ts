@@ -8,7 +8,7 @@ export { EgressProxy, placeholderFor, defaultEgressRuntimeDir, SANDBOX_EGRESS_DI
 export type { EgressHandle, EgressPolicy, EgressCredential, EgressRepository, EgressNetworking, EgressProxyOptions, Resolver, Dialer } from './egress-proxy'
 export { EgressCertificateAuthority } from './egress-ca'
 export { forbiddenAddressReason, forbiddenHostnameReason, hostMatches, hostAllowed } from './address-policy'
-export { KeychainSecretSink, KeychainResourceSecrets, openKeychain, resolveEngineSecrets, buildEgressPolicy, egressNetworking, PACKAGE_MANAGER_HOSTS } from './vault-services'
+export { KeychainSecretSink, KeychainResourceSecrets, openKeychain, resolveEngineSecrets, buildEgressPolicy, egressNetworking, packageEgressPolicy, PACKAGE_MANAGER_HOSTS } from './vault-services'
 export type { EngineSecrets, EgressPolicyParams } from './vault-services'
 export { Vault, credentialsOf, sessionMcpServers } from './vault'
 export type { VaultOptions, SessionEgressParams, SessionEgressServices } from './vault'

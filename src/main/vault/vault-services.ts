@@ -104,6 +104,14 @@ export const PACKAGE_MANAGER_HOSTS: readonly string[] = [
   'repo1.maven.org',
 ]
 
+/**
+ * The policy of a package install's egress: the package registries and `extraHosts` (an
+ * environment's mirrors), no credential, no repository.
+ */
+export function packageEgressPolicy(extraHosts: readonly string[] = []): EgressPolicy {
+  return { networking: { type: 'limited', allowedHosts: [...new Set([...PACKAGE_MANAGER_HOSTS, ...extraHosts])] }, credentials: [], repositories: [] }
+}
+
 /** The egress part of an environment's stored `config` (the API's `networking`). */
 export function egressNetworking(config: Record<string, unknown> | undefined, mcpServerUrls: readonly string[] = []): EgressNetworking {
   const n = (config?.networking ?? null) as { type?: string; allowed_hosts?: string[] | null; allow_package_managers?: boolean | null; allow_mcp_servers?: boolean | null } | null

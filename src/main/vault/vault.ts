@@ -1,10 +1,11 @@
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import type { StoredCredential, VaultStore } from '../session/vault-store'
 import { EgressCertificateAuthority } from './egress-ca'
 import { defaultEgressRuntimeDir, EgressProxy, SANDBOX_EGRESS_DIR, type Dialer, type EgressHandle, type Resolver } from './egress-proxy'
 import { keychainAccount, type Keychain } from './keychain'
 import type { McpSessionServers } from './mcp-router'
-import { buildEgressPolicy, egressNetworking } from './vault-services'
+import { buildEgressPolicy, egressNetworking, packageEgressPolicy } from './vault-services'
 import type { SessionStore } from '../session/session-store'
 import type { EnvironmentStore } from '../session/environment-store'
 
@@ -111,6 +112,15 @@ export class Vault {
       h.catch(() => this.sessions.delete(sessionId))
     }
     return h
+  }
+
+  /**
+   * An egress for installing an environment's packages at provision: the package registries
+   * (PACKAGE_MANAGER_HOSTS) and `extraHosts` (the environment's mirrors), no credential, whatever
+   * the environment's own networking. The caller closes it when the install ends.
+   */
+  async packageEgress(extraHosts: readonly string[] = []): Promise<EgressHandle> {
+    return (await this.egress()).open({ sessionId: `packages-${randomBytes(6).toString('hex')}`, policy: packageEgressPolicy(extraHosts) })
   }
 
   /**

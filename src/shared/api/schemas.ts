@@ -113,7 +113,10 @@ const networkingSchema = z.discriminatedUnion('type', [
     allow_package_managers: z.boolean().nullable().optional(),
   }),
 ])
-const pkgList = z.array(z.string().min(1).max(256).regex(/^[^\s;&|`$]+$/, 'a package spec without spaces or shell characters')).max(256).nullable().optional()
+/** A package spec as apt, pip, npm, gem, cargo or go take it; never an option (no leading -), never shell. */
+export const PACKAGE_SPEC = /^[A-Za-z0-9@_.+=<>~^:/*,[\]!][A-Za-z0-9@_.+=<>~^:/*,[\]!-]*$/
+const pkgList = z.array(z.string().min(1).max(256).regex(PACKAGE_SPEC, 'a package spec: letters, digits and @ _ . + = < > ~ ^ : / * , [ ] ! -, not starting with -')).max(256).nullable().optional()
+const mirrorUrl = z.string().max(2048).regex(/^https?:\/\/[^\s'"\\@]+$/, 'an http(s) URL without credentials')
 const packagesSchema = z.strictObject({
   type: z.literal('packages').optional(),
   apt: pkgList,
@@ -144,6 +147,17 @@ export const corralSandboxSchema = z.strictObject({
   bash_timeout_ms: z.number().int().min(100).max(3_600_000).optional(),
   /** Absolute in-sandbox directories besides /workspace that file tools may use (e.g. /tmp). */
   extra_roots: z.array(z.string().max(1024).regex(/^\/[^\0:]*$/, 'an absolute path without ":"')).max(16).optional(),
+  /**
+   * Registry mirrors for installing `packages` (offline or company registries): `apt` replaces the
+   * image's sources.list with these lines, `npm` is a registry URL, `pip` an index URL.
+   */
+  package_sources: z
+    .strictObject({
+      apt: z.array(z.string().max(1024).regex(/^deb(\s+\[[^\]\n'"\\]*\])?\s+https?:\/\/[^\s'"\\@]+(\s+[^\s'"\\]+)+$/, 'a sources.list line: deb [options] http(s)://host/path suite [components]')).max(16).optional(),
+      npm: mirrorUrl.optional(),
+      pip: mirrorUrl.optional(),
+    })
+    .optional(),
 })
 export const environmentConfigSchema = z.discriminatedUnion('type', [
   z.strictObject({

@@ -3,11 +3,14 @@ import { rm } from 'node:fs/promises'
 import { PassThrough, type Writable } from 'node:stream'
 import Docker from 'dockerode'
 import { CorralError } from '../../../shared/errors'
-import { defaultImage, runnerPath } from '../paths'
+import { defaultImage } from '../paths'
+import { InstallFlights, packagePlan } from '../packages'
 import { RunnerConnection } from '../runner-connection'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sandbox'
 import type { SandboxEgress, SandboxProvider, SandboxProvisionParams } from '../sandbox'
-import { runnerEnv, type SandboxSettings, sandboxSettings, SESSION_MOUNT, WORKSPACE } from '../settings'
+import { type SandboxSettings, sandboxSettings, WORKSPACE } from '../settings'
+import { containerSpec, MANAGED, type EgressMount } from './container-spec'
+import { INSTALL_NAME_PREFIX, packageImage, sweepPackageImages } from './package-image'
 
 /**
  * Docker sandboxes: one container per session running the runner as its main process, reached
@@ -20,10 +23,11 @@ import { runnerEnv, type SandboxSettings, sandboxSettings, SESSION_MOUNT, WORKSP
  * from the pool is a `corral-pool-*` volume named by a `corral-ref-<key>` marker volume
  * (label `corral.workspace`), so the mapping lives in Docker and survives a restart.
  */
-const MANAGED = 'corral.managed'
 const SESSION = 'corral.session'
 const POOL = 'corral.pool'
 const REF = 'corral.workspace'
+
+export { containerSpec, type EgressMount } from './container-spec'
 
 export interface DockerSandboxProviderOptions {
   /** A dockerode client; default: the local engine (DOCKER_HOST or /var/run/docker.sock). */
@@ -46,12 +50,6 @@ export interface DockerSandboxProviderOptions {
   reserveEgressDir?: () => Promise<EgressMount>
 }
 
-/** A host directory bound read-only into a sandbox at `sandboxDir`, with the env its processes get. */
-export interface EgressMount {
-  dir: string
-  sandboxDir: string
-  env?: Readonly<Record<string, string>>
-}
 
 /** A session id as a Docker name part: itself when safe, else a hash. */
 export function sessionKey(sessionId: string): string {
@@ -85,62 +83,6 @@ export function dockerError(err: unknown, doing: string): CorralError {
     return new CorralError('sandbox_error', `the Docker engine is not answering (${(err as { code?: string }).code}: ${(err as Error).message}); start it (scripts/start-dockerd.sh) and sandboxes work again as soon as it answers`, { cause: err })
   }
   return new CorralError('sandbox_error', `docker ${doing} failed: ${message}`, { cause: err })
-}
-
-/** The container a runner lives in, as Docker's create API wants it. */
-export function containerSpec(p: {
-  image: string
-  settings: SandboxSettings
-  volume: string
-  name?: string
-  labels: Record<string, string>
-  bindRunner: boolean
-  /** Close the runner's stdin when the attached host goes away (the runner then exits): for warm containers. */
-  stdinOnce?: boolean
-  /** The session's egress directory, bound read-only; the network stays `none` (the runner starts the bridge). */
-  egress?: EgressMount
-}): Docker.ContainerCreateOptions {
-  const s = p.settings
-  const env = { ...runnerEnv(s), HOME: '/home/corral', LANG: 'C.UTF-8', PATH: '/usr/local/bin:/usr/bin:/bin', ...p.egress?.env }
-  const tmpfs = (size: string, owned: boolean) => `rw,exec,nosuid,nodev,size=${size}${owned ? ',uid=1000,gid=1000,mode=0755' : ',mode=1777'}`
-  const extraTmpfs: Record<string, string> = {}
-  for (const root of s.extraRoots) if (root !== SESSION_MOUNT && root !== '/tmp') extraTmpfs[root] = tmpfs('256m', true)
-  return {
-    name: p.name,
-    Image: p.image,
-    Cmd: ['node', '/opt/corral/runner.js'],
-    User: '1000:1000',
-    WorkingDir: WORKSPACE,
-    Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-    Labels: { [MANAGED]: '1', ...p.labels },
-    OpenStdin: true,
-    StdinOnce: p.stdinOnce === true,
-    AttachStdin: true,
-    AttachStdout: true,
-    AttachStderr: true,
-    Tty: false,
-    NetworkDisabled: true,
-    HostConfig: {
-      NetworkMode: 'none',
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      ReadonlyRootfs: true,
-      Init: true,
-      PidsLimit: s.pids,
-      Memory: s.memoryMb * 1024 * 1024,
-      MemorySwap: s.memoryMb * 1024 * 1024,
-      NanoCpus: Math.round(s.cpus * 1e9),
-      ...(s.runtime ? { Runtime: s.runtime } : {}),
-      // The runner's stdout is the protocol: nothing to keep in a log file.
-      LogConfig: { Type: 'none', Config: {} },
-      Mounts: [
-        { Type: 'volume', Source: p.volume, Target: WORKSPACE },
-        ...(p.bindRunner ? [{ Type: 'bind' as const, Source: runnerPath(), Target: '/opt/corral/runner.js', ReadOnly: true }] : []),
-        ...(p.egress ? [{ Type: 'bind' as const, Source: p.egress.dir, Target: p.egress.sandboxDir, ReadOnly: true }] : []),
-      ],
-      Tmpfs: { '/tmp': tmpfs('512m', false), '/home/corral': tmpfs('128m', true), [SESSION_MOUNT]: tmpfs('256m', true), ...extraTmpfs },
-    },
-  }
 }
 
 /** One environment's warm containers, started and answering, waiting for a session. */
@@ -237,7 +179,8 @@ export class DockerSandbox extends RunnerSandbox<DockerLive> {
 
   protected async start(): Promise<DockerLive> {
     await this.pendingClaim
-    const { live, claim } = await this.provider.acquire({ params: this.params, settings: this.settings, image: this.image })
+    const image = await this.provider.sandboxImage(this.params, this.settings, this.image)
+    const { live, claim } = await this.provider.acquire({ params: this.params, settings: this.settings, image })
     if (claim) this.pendingClaim = claim.catch((err) => this.provider.log(`claiming a warm container for ${this.params.sessionId}: ${(err as Error).message}`))
     return live
   }
@@ -257,6 +200,7 @@ export class DockerSandboxProvider implements SandboxProvider {
   readonly docker: Docker
   private readonly defaultImageName: string | undefined
   private readonly pools = new Map<string, WarmPool>()
+  private readonly packageFlights = new InstallFlights()
   readonly log: (message: string) => void
   readonly scope: string
 
@@ -296,6 +240,19 @@ export class DockerSandboxProvider implements SandboxProvider {
   create(params: SandboxProvisionParams): DockerSandbox {
     const settings = sandboxSettings(params.config)
     return new DockerSandbox(this, params, settings, this.imageFor(settings))
+  }
+
+  /**
+   * The image a sandbox of these params starts from: `base`, or, when the environment lists
+   * packages, `base` with them installed (built once per environment and cached: package-image.ts).
+   */
+  async sandboxImage(params: SandboxProvisionParams, settings: SandboxSettings, base: string): Promise<string> {
+    const plan = packagePlan(params.config)
+    if (!plan) return base
+    return packageImage(
+      { docker: this.docker, labels: { [MANAGED]: this.scope }, attach: (c) => this.attach(c, '', true), log: this.log },
+      { base, plan, settings, environmentId: params.environmentId, openEgress: params.packageEgress, flights: this.packageFlights },
+    )
   }
 
   /** A reserved egress directory for a warm container, or none (no reserver, or it failed: logged). */
@@ -549,6 +506,8 @@ export class DockerSandboxProvider implements SandboxProvider {
     const ownPool = (id: string) => [...this.pools.values()].some((p) => p.owns(id))
     for (const c of containers) {
       if (c.Names.some((n) => keepNames.has(n)) || ownPool(c.Id)) continue
+      // A package install of this process's still running.
+      if (c.Names.some((n) => n.startsWith(`/${INSTALL_NAME_PREFIX}`)) && this.packageFlights.size > 0) continue
       await this.docker
         .getContainer(c.Id)
         .remove({ force: true })
@@ -562,6 +521,11 @@ export class DockerSandboxProvider implements SandboxProvider {
       for (const v of pooled ?? []) if (!claimed.has(v.Name)) await this.docker.getVolume(v.Name).remove().catch(() => undefined)
     } catch (err) {
       this.log(`sweeping pool volumes: ${(err as Error).message}`)
+    }
+    try {
+      for (const image of await sweepPackageImages(this.docker, this.log)) this.log(`removed ${image}: its base image has moved on`)
+    } catch (err) {
+      this.log(`sweeping environment images: ${(err as Error).message}`)
     }
     return removed
   }

@@ -1,0 +1,69 @@
+import type Docker from 'dockerode'
+import { runnerPath } from '../paths'
+import { runnerEnv, type SandboxSettings, SESSION_MOUNT, WORKSPACE } from '../settings'
+
+/** The label every container, volume and image Corral makes carries: `corral.managed=<scope>`. */
+export const MANAGED = 'corral.managed'
+
+/** A host directory bound read-only into a sandbox at `sandboxDir`, with the env its processes get. */
+export interface EgressMount {
+  dir: string
+  sandboxDir: string
+  env?: Readonly<Record<string, string>>
+}
+
+/** The container a runner lives in, as Docker's create API wants it. */
+export function containerSpec(p: {
+  image: string
+  settings: SandboxSettings
+  volume: string
+  name?: string
+  labels: Record<string, string>
+  bindRunner: boolean
+  /** Close the runner's stdin when the attached host goes away (the runner then exits): for warm containers. */
+  stdinOnce?: boolean
+  /** The session's egress directory, bound read-only; the network stays `none` (the runner starts the bridge). */
+  egress?: EgressMount
+}): Docker.ContainerCreateOptions {
+  const s = p.settings
+  const env = { ...runnerEnv(s), HOME: '/home/corral', LANG: 'C.UTF-8', PATH: '/usr/local/bin:/usr/bin:/bin', ...p.egress?.env }
+  const tmpfs = (size: string, owned: boolean) => `rw,exec,nosuid,nodev,size=${size}${owned ? ',uid=1000,gid=1000,mode=0755' : ',mode=1777'}`
+  const extraTmpfs: Record<string, string> = {}
+  for (const root of s.extraRoots) if (root !== SESSION_MOUNT && root !== '/tmp') extraTmpfs[root] = tmpfs('256m', true)
+  return {
+    name: p.name,
+    Image: p.image,
+    Cmd: ['node', '/opt/corral/runner.js'],
+    User: '1000:1000',
+    WorkingDir: WORKSPACE,
+    Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    Labels: { [MANAGED]: '1', ...p.labels },
+    OpenStdin: true,
+    StdinOnce: p.stdinOnce === true,
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    NetworkDisabled: true,
+    HostConfig: {
+      NetworkMode: 'none',
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      ReadonlyRootfs: true,
+      Init: true,
+      PidsLimit: s.pids,
+      Memory: s.memoryMb * 1024 * 1024,
+      MemorySwap: s.memoryMb * 1024 * 1024,
+      NanoCpus: Math.round(s.cpus * 1e9),
+      ...(s.runtime ? { Runtime: s.runtime } : {}),
+      // The runner's stdout is the protocol: nothing to keep in a log file.
+      LogConfig: { Type: 'none', Config: {} },
+      Mounts: [
+        { Type: 'volume', Source: p.volume, Target: WORKSPACE },
+        ...(p.bindRunner ? [{ Type: 'bind' as const, Source: runnerPath(), Target: '/opt/corral/runner.js', ReadOnly: true }] : []),
+        ...(p.egress ? [{ Type: 'bind' as const, Source: p.egress.dir, Target: p.egress.sandboxDir, ReadOnly: true }] : []),
+      ],
+      Tmpfs: { '/tmp': tmpfs('512m', false), '/home/corral': tmpfs('128m', true), [SESSION_MOUNT]: tmpfs('256m', true), ...extraTmpfs },
+    },
+  }
+}

@@ -47,7 +47,7 @@ export function defaultSandboxProviders(p: { dataDir: string; settings: Settings
     // warm containers mount an egress directory that the claiming session's egress opens
     reserveEgressDir: vault ? () => vault.reserveEgressDir() : undefined,
   })
-  const bubblewrap = new BubblewrapSandboxProvider({ dataDir: join(p.dataDir, 'sandboxes') })
+  const bubblewrap = new BubblewrapSandboxProvider({ dataDir: join(p.dataDir, 'sandboxes'), log: p.log })
   return p.settings.sandboxBackend === 'bubblewrap' ? [bubblewrap, docker] : [docker, bubblewrap]
 }
 

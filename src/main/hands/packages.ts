@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto'
 import { PACKAGE_SPEC } from '../../shared/api/schemas'
 import { CorralError } from '../../shared/errors'
-import type { SandboxEgress } from './sandbox'
+import type { RunnerConnection } from './runner-connection'
+import type { SandboxEgress, SandboxResult } from './sandbox'
 
 /**
  * An environment's `packages` (the API's apt / cargo / gem / go / npm / pip lists), installed
@@ -143,7 +144,7 @@ export function installScript(plan: PackagePlan, options: { prefix?: string } = 
   if (p.pip.length) {
     lines.push('python3 -m pip --version >/dev/null 2>&1 || fail "packages.pip needs pip, which this sandbox image does not have: add python3-pip to packages.apt"')
     const index = plan.sources.pip ? ` --index-url ${q(plan.sources.pip)}${plan.sources.pip.startsWith('http:') ? ` --trusted-host ${q(new URL(plan.sources.pip).host)}` : ''}` : ''
-    const target = pre ? ` --prefix ${q(`${pre}/python`)}` : ' --break-system-packages'
+    const target = pre ? ` --target ${q(`${pre}/python`)}` : ' --break-system-packages'
     lines.push(
       `say "pip: installing ${p.pip.length} package(s)"`,
       `python3 -m pip install --no-cache-dir --disable-pip-version-check --no-input --root-user-action=ignore --progress-bar off${target}${index} ${words(p.pip)} 2>&1 || fail "packages.pip: pip install failed"`,
@@ -178,13 +179,39 @@ export function installScript(plan: PackagePlan, options: { prefix?: string } = 
 }
 
 /** The environment variables that put a prefix install (bubblewrap) on the sandbox's paths. */
-export function prefixEnv(prefix: string, pythonVersion = '3'): Record<string, string> {
+export function prefixEnv(prefix: string): Record<string, string> {
   return {
     PATH: `${prefix}/bin:${prefix}/npm/bin:${prefix}/python/bin:${prefix}/cargo/bin:/usr/local/bin:/usr/bin:/bin`,
     NODE_PATH: `${prefix}/npm/lib/node_modules`,
     GEM_PATH: `${prefix}/gem`,
-    PYTHONPATH: `${prefix}/python/lib/python${pythonVersion}/site-packages`,
+    PYTHONPATH: `${prefix}/python`,
   }
+}
+
+/** Longest an install may take before it is abandoned. */
+export const INSTALL_TIMEOUT_MS = 30 * 60_000
+
+/**
+ * Runs an install script through a started runner (whose egress is already open), passing each
+ * `[packages]` progress line to `progress` as it comes. Returns the result and the output's tail.
+ */
+export async function runInstall(connection: RunnerConnection, script: string, idPrefix: string, progress: (line: string) => void): Promise<{ result: SandboxResult; output: string }> {
+  let output = ''
+  let pending = ''
+  const result = await connection.call({
+    toolUseId: `${idPrefix}-${Date.now().toString(36)}`,
+    name: 'bash',
+    input: { command: script, timeout_ms: INSTALL_TIMEOUT_MS },
+    cap: 4 * 1024 * 1024,
+    onOutput: (chunk) => {
+      output = (output + chunk).slice(-64 * 1024)
+      pending += chunk
+      const lines = pending.split(/\r?\n/)
+      pending = lines.pop() ?? ''
+      for (const line of lines) if (line.startsWith('[packages] ')) progress(line.slice(11))
+    },
+  })
+  return { result, output }
 }
 
 /**

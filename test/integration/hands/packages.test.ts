@@ -1,8 +1,9 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { BubblewrapSandboxProvider } from '../../../src/main/hands/bubblewrap/bubblewrap-sandbox'
 import { DockerSandboxProvider } from '../../../src/main/hands/docker/docker-sandbox'
 import { INSTALL_NAME_PREFIX, PACKAGES_LABEL } from '../../../src/main/hands/docker/package-image'
 import type { PackageEgressOpener } from '../../../src/main/hands/packages'
@@ -11,7 +12,7 @@ import { EgressProxy, type EgressHandle } from '../../../src/main/vault/egress-p
 import { packageEgressPolicy } from '../../../src/main/vault/vault-services'
 import { fakeDialer, fakeResolver } from '../vault/egress-helpers'
 import { MIRROR_OUTPUT, packageMirror, type PackageMirror } from './package-mirror'
-import { dockerReq } from './support'
+import { bwrapReq, dockerReq } from './support'
 
 /*
  * An environment's `packages` are installed by real apt, pip and npm inside a root setup
@@ -151,4 +152,76 @@ describe.skipIf(!docker.ok)('environment packages: installed at provision throug
     expect(r.content).toContain('environment env_pk_noegress lists packages (pip: corral-pyhello other) but this Corral has no egress proxy')
     await sandbox.dispose({ removeWorkspace: true })
   }, 60_000)
+})
+
+const bwrap = bwrapReq()
+describe.skipIf(!bwrap.ok)('environment packages on bubblewrap: a per-environment prefix, installed once by the host toolchain inside bwrap', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-packages-bwrap-'))
+  const logs: string[] = []
+  const opened: EgressHandle[] = []
+  let mirror: PackageMirror
+  let proxy: EgressProxy
+  let provider: BubblewrapSandboxProvider
+  const openEgress: PackageEgressOpener = async (hosts) => {
+    const handle = await proxy.open({ sessionId: `packages-bwrap-${opened.length}`, policy: packageEgressPolicy(hosts) })
+    opened.push(handle)
+    return handle
+  }
+  const config = (packages: Record<string, string[]>) => ({ type: 'cloud', packages, corral: { backend: 'bubblewrap', package_sources: { npm: 'http://npm.mirror.test/npm/', pip: 'http://pypi.mirror.test/simple/' } } })
+  const bash = (command: string) => ({ toolUseId: `tu_${Math.random().toString(36).slice(2)}`, name: 'bash', input: { command } })
+
+  beforeAll(async () => {
+    mirror = await packageMirror({ npm: 'npm.mirror.test', pip: 'pypi.mirror.test', apt: 'apt.mirror.test' })
+    proxy = new EgressProxy({
+      runtimeDir: join(dir, 'egress'),
+      ca: EgressCertificateAuthority.generate(),
+      resolver: fakeResolver({ 'npm.mirror.test': [MIRROR_ADDRESS], 'pypi.mirror.test': [MIRROR_ADDRESS] }),
+      dialer: fakeDialer({ [`${MIRROR_ADDRESS}:80`]: mirror.port }),
+    })
+    provider = new BubblewrapSandboxProvider({ dataDir: join(dir, 'sandboxes'), log: (m) => logs.push(m) })
+  })
+  afterAll(async () => {
+    await provider?.dispose()
+    await proxy?.dispose()
+    await mirror?.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('installs npm and pip packages into the environment prefix once; the next sandbox reuses it read-only', async () => {
+    const cfg = config({ npm: ['corral-greet'], pip: ['corral-pyhello'] })
+    const check = 'corral-greet && python3 -c "import corral_pyhello; print(corral_pyhello.hello())" && id -u'
+    const first = provider.create({ sessionId: `sesn_pkb1_${process.pid}`, environmentId: 'env_pkb', config: cfg, packageEgress: openEgress })
+    const r1 = await first.execute(bash(check))
+    expect(r1.isError, r1.content).toBe(false)
+    expect(r1.content).toContain(MIRROR_OUTPUT.npm)
+    expect(r1.content).toContain(MIRROR_OUTPUT.pip)
+    expect(opened).toHaveLength(1)
+    expect(existsSync(opened[0]!.socketPath)).toBe(false)
+    expect(logs.some((l) => l.includes('npm: installing 1 package(s)'))).toBe(true)
+    const requests = mirror.requests.length
+
+    const second = provider.create({ sessionId: `sesn_pkb2_${process.pid}`, environmentId: 'env_pkb', config: cfg, packageEgress: openEgress })
+    const r2 = await second.execute(bash(`${check}; touch /opt/corral/env/x 2>&1 | grep -c 'Read-only'`))
+    expect(r2.isError, r2.content).toBe(false)
+    expect(r2.content).toContain(MIRROR_OUTPUT.pip)
+    expect(r2.content.trim().split('\n').at(-1)).toBe('1') // the cache is read-only to sessions
+    expect(mirror.requests.length).toBe(requests)
+    expect(opened).toHaveLength(1)
+    await Promise.all([first.dispose({ removeWorkspace: true }), second.dispose({ removeWorkspace: true })])
+  }, 300_000)
+
+  it('refuses apt packages with a message that names the docker backend, and leaves no partial prefix after a failed install', async () => {
+    const apt = provider.create({ sessionId: `sesn_pkb3_${process.pid}`, environmentId: 'env_pkb_apt', config: config({ apt: ['jq'] }), packageEgress: openEgress })
+    const r = await apt.execute(bash('true'))
+    expect(r.isError).toBe(true)
+    expect(r.content).toContain('apt needs a root filesystem of its own')
+    expect(r.content).toContain('docker backend')
+
+    const bad = provider.create({ sessionId: `sesn_pkb4_${process.pid}`, environmentId: 'env_pkb_bad', config: config({ pip: ['corral-no-such-package'] }), packageEgress: openEgress })
+    const b = await bad.execute(bash('true'))
+    expect(b.isError).toBe(true)
+    expect(b.content).toContain('packages.pip: pip install failed')
+    expect(readdirSync(join(dir, 'sandboxes', '.packages')).filter((n) => n.includes('install'))).toEqual([])
+    await Promise.all([apt.dispose({ removeWorkspace: true }), bad.dispose({ removeWorkspace: true })])
+  }, 300_000)
 })

@@ -69,7 +69,7 @@ describe('installScript', () => {
   it('installs under a prefix for a backend without a root of its own, and refuses apt there', () => {
     const script = installScript(packagePlan({ packages: { npm: ['a'], pip: ['b'] } })!, { prefix: '/opt/corral/env' })
     expect(script).toContain("--prefix '/opt/corral/env/npm'")
-    expect(script).toContain("--prefix '/opt/corral/env/python'")
+    expect(script).toContain("--target '/opt/corral/env/python'")
     expect(script).not.toContain('--break-system-packages')
     const withApt = installScript(packagePlan({ packages: { apt: ['jq'] } })!, { prefix: '/p' })
     expect(withApt).toContain('packages.apt needs a root filesystem of its own')

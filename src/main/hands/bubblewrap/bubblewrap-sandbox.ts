@@ -1,10 +1,11 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { CorralError } from '../../../shared/errors'
+import { InstallFlights, installFailure, installScript, packageCacheKey, packagePlan, prefixEnv, runInstall } from '../packages'
 import { runnerPath } from '../paths'
 import { RunnerConnection } from '../runner-connection'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sandbox'
@@ -25,6 +26,8 @@ export interface BubblewrapSandboxProviderOptions {
   dataDir: string
   /** The bwrap binary; default `bwrap` on PATH. */
   bwrap?: string
+  /** Progress (package installs). */
+  log?: (message: string) => void
 }
 
 interface BwrapLive extends LiveRunner {
@@ -52,9 +55,25 @@ export function hostNode(): { path: string; bind?: string } | undefined {
  * read-only at `egress.sandboxDir` and its env set; the network stays unshared (the runner
  * starts the bridge to the proxy's socket).
  */
-export function bwrapArgs(p: { sessionDir: string; settings: SandboxSettings; runner: string; node?: { path: string; bind?: string }; egress?: SandboxEgress }): string[] {
+export function bwrapArgs(p: {
+  sessionDir: string
+  settings: SandboxSettings
+  runner: string
+  node?: { path: string; bind?: string }
+  egress?: SandboxEgress
+  /** The environment's installed packages (a prefix directory), at PACKAGES_PREFIX; writable only while installing. */
+  packages?: { dir: string; writable?: boolean }
+}): string[] {
   const node = p.node ?? { path: '/usr/bin/node' }
-  const env: Record<string, string> = { ...runnerEnv(p.settings), PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/home/corral', LANG: 'C.UTF-8', USER: 'corral', ...p.egress?.env }
+  const env: Record<string, string> = {
+    ...runnerEnv(p.settings),
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    HOME: '/home/corral',
+    LANG: 'C.UTF-8',
+    USER: 'corral',
+    ...(p.packages ? prefixEnv(PACKAGES_PREFIX) : {}),
+    ...p.egress?.env,
+  }
   const args = ['--unshare-all', '--die-with-parent', '--new-session', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--clearenv']
   for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v)
   args.push('--ro-bind', '/usr', '/usr')
@@ -64,16 +83,50 @@ export function bwrapArgs(p: { sessionDir: string; settings: SandboxSettings; ru
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/home/corral', '--tmpfs', SESSION_MOUNT)
   for (const root of p.settings.extraRoots) if (root !== SESSION_MOUNT && root !== '/tmp') args.push('--tmpfs', root)
   if (p.egress) args.push('--ro-bind', p.egress.dir, p.egress.sandboxDir)
+  if (p.packages) args.push(p.packages.writable ? '--bind' : '--ro-bind', p.packages.dir, PACKAGES_PREFIX)
   args.push('--bind', join(p.sessionDir, 'workspace'), WORKSPACE, '--ro-bind', p.runner, '/opt/corral/runner.js', '--chdir', WORKSPACE)
   if (node.bind) args.push('--ro-bind', node.bind, node.path)
   args.push(node.path, '/opt/corral/runner.js')
   return args
 }
 
+/** Where an environment's packages appear inside a bubblewrap sandbox. */
+export const PACKAGES_PREFIX = '/opt/corral/env'
+
+/** Makes `dir` a sandbox's home on the host (workspace, passwd, group) and starts its runner in bwrap. */
+async function launchBwrap(p: { options: BubblewrapSandboxProviderOptions; dir: string; settings: SandboxSettings; egress?: SandboxEgress; packages?: { dir: string; writable?: boolean } }): Promise<Omit<BwrapLive, 'egress'>> {
+  const dir = p.dir
+  await mkdir(join(dir, 'workspace'), { recursive: true })
+  await mkdir(join(dir, 'etc'), { recursive: true })
+  await writeFile(join(dir, 'etc/passwd'), 'root:x:0:0:root:/root:/usr/sbin/nologin\ncorral:x:1000:1000:Corral sandbox:/home/corral:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n')
+  await writeFile(join(dir, 'etc/group'), 'root:x:0:\ncorral:x:1000:\nnogroup:x:65534:\n')
+  const node = hostNode()
+  if (!node) throw new CorralError('sandbox_error', 'no node binary to run the sandbox runner with (install nodejs)')
+  const child = spawn(p.options.bwrap ?? 'bwrap', bwrapArgs({ sessionDir: dir, settings: p.settings, runner: runnerPath(), node, egress: p.egress, packages: p.packages }), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+  let stderrTail = ''
+  child.stderr!.on('data', (d: Buffer) => {
+    stderrTail = (stderrTail + d.toString()).slice(-2000)
+  })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => resolve({ code, signal }))
+    child.on('error', () => resolve({ code: null, signal: null }))
+  })
+  const connection = new RunnerConnection({ input: child.stdin!, output: child.stdout! })
+  child.on('error', (err) => connection.close(`bwrap could not start: ${err.message}`))
+  try {
+    await connection.hello(15_000)
+  } catch (err) {
+    child.kill('SIGKILL')
+    throw new CorralError('sandbox_error', `the bubblewrap sandbox did not start: ${(err as Error).message}${stderrTail ? `; bwrap said: ${stderrTail.trim()}` : ''}`, { cause: err })
+  }
+  return { child, connection, exited, fresh: true, stderr: () => stderrTail }
+}
+
 export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
   readonly backend = 'bubblewrap'
 
   constructor(
+    private readonly provider: BubblewrapSandboxProvider,
     private readonly options: BubblewrapSandboxProviderOptions,
     params: SandboxProvisionParams,
     settings: SandboxSettings,
@@ -86,32 +139,10 @@ export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
   }
 
   protected async start(): Promise<BwrapLive> {
-    const dir = this.sessionDir
-    await mkdir(join(dir, 'workspace'), { recursive: true })
-    await mkdir(join(dir, 'etc'), { recursive: true })
-    await writeFile(join(dir, 'etc/passwd'), 'root:x:0:0:root:/root:/usr/sbin/nologin\ncorral:x:1000:1000:Corral sandbox:/home/corral:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n')
-    await writeFile(join(dir, 'etc/group'), 'root:x:0:\ncorral:x:1000:\nnogroup:x:65534:\n')
-    const node = hostNode()
-    if (!node) throw new CorralError('sandbox_error', 'no node binary to run the sandbox runner with (install nodejs)')
+    const packages = await this.provider.packagePrefix(this.params, this.settings)
     const egress = await this.params.egress?.open()
-    const child = spawn(this.options.bwrap ?? 'bwrap', bwrapArgs({ sessionDir: dir, settings: this.settings, runner: runnerPath(), node, egress }), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
-    let stderrTail = ''
-    child.stderr!.on('data', (d: Buffer) => {
-      stderrTail = (stderrTail + d.toString()).slice(-2000)
-    })
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-      child.on('exit', (code, signal) => resolve({ code, signal }))
-      child.on('error', () => resolve({ code: null, signal: null }))
-    })
-    const connection = new RunnerConnection({ input: child.stdin!, output: child.stdout! })
-    child.on('error', (err) => connection.close(`bwrap could not start: ${err.message}`))
-    try {
-      await connection.hello(15_000)
-    } catch (err) {
-      child.kill('SIGKILL')
-      throw new CorralError('sandbox_error', `the bubblewrap sandbox did not start: ${(err as Error).message}${stderrTail ? `; bwrap said: ${stderrTail.trim()}` : ''}`, { cause: err })
-    }
-    return { child, connection, exited, fresh: true, stderr: () => stderrTail, egress }
+    const live = await launchBwrap({ options: this.options, dir: this.sessionDir, settings: this.settings, egress, packages: packages ? { dir: packages } : undefined })
+    return { ...live, egress }
   }
 
   protected async diagnose(live: BwrapLive): Promise<RunnerDeath> {
@@ -137,8 +168,68 @@ export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
 export class BubblewrapSandboxProvider implements SandboxProvider {
   readonly backend = 'bubblewrap'
   private readonly live = new Set<BubblewrapSandbox>()
+  private readonly packageFlights = new InstallFlights()
+  private base: Promise<string> | undefined
 
   constructor(private readonly options: BubblewrapSandboxProviderOptions) {}
+
+  /**
+   * The host directory holding the environment's installed packages (npm, pip, gem, cargo, go;
+   * apt needs a root of its own: Docker), bound read-only at PACKAGES_PREFIX; undefined when the
+   * environment lists none. Installed once per environment and host toolchain, by the host's own
+   * package managers running inside bwrap as the sandbox user, through a registries-only egress,
+   * into `<dataDir>/.packages/<key>` (renamed into place only when complete).
+   */
+  async packagePrefix(params: SandboxProvisionParams, settings: SandboxSettings): Promise<string | undefined> {
+    const plan = packagePlan(params.config)
+    if (!plan) return undefined
+    if (plan.packages.apt.length) {
+      throw new CorralError('sandbox_error', `environment ${params.environmentId} lists apt packages (${plan.packages.apt.join(' ')}); apt needs a root filesystem of its own, which bubblewrap sandboxes share with the host: use the docker backend for this environment (config.corral.backend)`)
+    }
+    const key = packageCacheKey(plan, await this.toolchain())
+    const root = join(this.options.dataDir, '.packages')
+    const final = join(root, key)
+    if (existsSync(final)) return final
+    return this.packageFlights.run(key, async () => {
+      if (existsSync(final)) return final
+      if (!params.packageEgress) {
+        throw new CorralError('sandbox_error', `environment ${params.environmentId} lists packages (${plan.summary}) but this Corral has no egress proxy to install them through (it needs the OS keychain: see corral doctor)`)
+      }
+      const work = join(root, `${key}.install-${Date.now().toString(36)}`)
+      const prefix = join(work, 'prefix')
+      await mkdir(prefix, { recursive: true })
+      const egress = await params.packageEgress(plan.mirrorHosts)
+      let live: Omit<BwrapLive, 'egress'> | undefined
+      const log = this.options.log ?? (() => {})
+      const started = Date.now()
+      log(`packages for ${params.environmentId} (${final}): installing ${plan.summary}`)
+      try {
+        live = await launchBwrap({ options: this.options, dir: join(work, 'home'), settings, egress, packages: { dir: prefix, writable: true } })
+        await live.connection.egress({ env: egress.env, socket: egress.bridge.socket, port: egress.bridge.port })
+        const { output, result } = await runInstall(live.connection, installScript(plan, { prefix: PACKAGES_PREFIX }), `packages-${key}`, (line) => log(`packages for ${params.environmentId}: ${line}`))
+        if (result.isError || (result.exitCode ?? 0) !== 0) throw new CorralError('sandbox_error', `installing the packages of environment ${params.environmentId} failed: ${installFailure(output || result.content)}`)
+        await rename(prefix, final)
+        log(`packages for ${params.environmentId}: built in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+        return final
+      } finally {
+        live?.connection.close('install finished')
+        live?.child.kill('SIGKILL')
+        if (live) await Promise.race([live.exited, new Promise((r) => setTimeout(r, 2000))])
+        await egress.close().catch(() => undefined)
+        await rm(work, { recursive: true, force: true })
+      }
+    })
+  }
+
+  /** What the host's package managers are, for the cache key: a new node, npm or python installs again. */
+  private toolchain(): Promise<string> {
+    this.base ??= (async () => {
+      const version = async (cmd: string, args: string[]) => (await run(cmd, args, { timeout: 10_000 }).catch(() => ({ stdout: 'none' }))).stdout.trim()
+      const [node, npm, python] = await Promise.all([version('/usr/bin/node', ['--version']), version('/usr/bin/npm', ['--version']), version('/usr/bin/python3', ['--version'])])
+      return `bubblewrap node ${node} npm ${npm} ${python}`
+    })()
+    return this.base
+  }
 
   async available(): Promise<{ ok: boolean; reason?: string }> {
     if (process.platform !== 'linux') return { ok: false, reason: `bubblewrap needs Linux (this is ${process.platform})` }
@@ -154,7 +245,7 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
   }
 
   create(params: SandboxProvisionParams): BubblewrapSandbox {
-    const sandbox = new BubblewrapSandbox(this.options, params, sandboxSettings(params.config))
+    const sandbox = new BubblewrapSandbox(this, this.options, params, sandboxSettings(params.config))
     this.live.add(sandbox)
     return sandbox
   }

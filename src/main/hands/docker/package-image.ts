@@ -1,6 +1,6 @@
 import type Docker from 'dockerode'
 import { CorralError } from '../../../shared/errors'
-import { installFailure, installScript, packageCacheKey, type PackageEgressOpener, type PackagePlan } from '../packages'
+import { installFailure, installScript, packageCacheKey, runInstall, type PackageEgressOpener, type PackagePlan } from '../packages'
 import type { RunnerConnection } from '../runner-connection'
 import { runnerEnv, type SandboxSettings, WORKSPACE } from '../settings'
 import { containerSpec } from './container-spec'
@@ -17,9 +17,6 @@ export const INSTALL_NAME_PREFIX = 'corral-pkg-'
 export const PACKAGES_BASE_LABEL = 'corral.packages.base'
 /** The base image's name when built: an image whose name now points elsewhere (or nowhere) is stale. */
 export const PACKAGES_BASE_REF_LABEL = 'corral.packages.base-ref'
-
-/** Longest an install may take before it is abandoned. */
-export const INSTALL_TIMEOUT_MS = 30 * 60_000
 
 export interface PackageImageDeps {
   docker: Docker
@@ -92,21 +89,7 @@ async function build(deps: PackageImageDeps, p: { base: string; baseId: string; 
     })
     const { connection } = await deps.attach(container)
     await connection.egress({ env: egress.env, socket: egress.bridge.socket, port: egress.bridge.port })
-    let output = ''
-    let pending = ''
-    const result = await connection.call({
-      toolUseId: `packages-${p.key}-${Date.now().toString(36)}`,
-      name: 'bash',
-      input: { command: installScript(p.plan), timeout_ms: INSTALL_TIMEOUT_MS },
-      cap: 4 * 1024 * 1024,
-      onOutput: (chunk) => {
-        output = (output + chunk).slice(-64 * 1024)
-        pending += chunk
-        const lines = pending.split(/\r?\n/)
-        pending = lines.pop() ?? ''
-        for (const line of lines) if (line.startsWith('[packages] ')) say(line.slice(11))
-      },
-    })
+    const { result, output } = await runInstall(connection, installScript(p.plan), `packages-${p.key}`, say)
     connection.close('install finished')
     if (result.isError || (result.exitCode ?? 0) !== 0) {
       throw new CorralError('sandbox_error', `installing the packages of environment ${p.environmentId} failed: ${installFailure(output || result.content)}`)

@@ -416,7 +416,7 @@ export class EgressProxy {
   /**
    * Same decisions and header injection as a request; then the two connections are spliced.
    * Frames coming back are scrubbed of injected secrets with a same-length mask, so frame
-   * lengths stay valid (a compressed frame is not scrubbed: see the trade-offs above).
+   * lengths stay valid; such a connection negotiates no extension, so no frame is compressed.
    */
   private async onUpgrade(session: Session, req: http.IncomingMessage, client: Duplex, head: Buffer, tunnel: Target | undefined): Promise<void> {
     client.on('error', () => client.destroy())
@@ -449,6 +449,9 @@ export class EgressProxy {
         secrets.push(token)
       }
       if (Object.values(headers).flat().some((v) => /[\r\n]/.test(v)) || /\s/.test(path)) throw new Refusal(400, 'a header value or the path carries a line break or space')
+      // A compressed frame (permessage-deflate) would hide a reflected secret from the mask:
+      // a connection that carries one negotiates no extension at all.
+      if (secrets.length) delete headers['sec-websocket-extensions']
       const raw = await this.connectUpstream(target)
       const upstream: Duplex = target.tls ? tls.connect({ socket: raw, host: target.host, servername: isIP(target.host) ? undefined : target.host, ca: this.options.upstreamCa ? [...this.options.upstreamCa] : undefined }) : raw
       this.log(`egress ${session.id} ${label}${secrets.length ? ' (credentials injected)' : ''}`)

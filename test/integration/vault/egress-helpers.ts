@@ -126,17 +126,20 @@ function collect(res: http.IncomingMessage, resolve: (r: ProxiedResponse) => voi
 export async function reflectingWebSocketServer(tlsOptions: { cert: string; key: string }) {
   const { createHash } = await import('node:crypto')
   const seen: string[] = []
+  /** The `sec-websocket-extensions` each upgrade offered ('' for none). */
+  const extensions: string[] = []
   const server = https.createServer(tlsOptions)
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex) => {
     const auth = String(req.headers.authorization ?? '')
     seen.push(auth)
+    extensions.push(String(req.headers['sec-websocket-extensions'] ?? ''))
     const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64')
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ${accept}\r\n\r\n`)
     const payload = Buffer.from(`you sent ${auth}`)
     socket.end(Buffer.concat([Buffer.from([0x81, payload.length]), payload]))
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  return { port: (server.address() as AddressInfo).port, seen, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
+  return { port: (server.address() as AddressInfo).port, seen, extensions, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
 }
 
 /** Opens a WebSocket through the proxy (CONNECT + TLS + upgrade) and returns everything the server sent back. */

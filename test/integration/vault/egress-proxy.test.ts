@@ -106,13 +106,14 @@ describe('EgressProxy', () => {
     expect(dialer.dials.slice(-2)).toEqual(['203.0.113.99:80', '203.0.113.11:80'])
   })
 
-  it('injects into a WebSocket upgrade and masks the secret, length kept, in frames the server reflects', async () => {
+  it('injects into a WebSocket upgrade and masks the secret, length kept, in frames the server reflects (compression is never negotiated, so no frame escapes the mask)', async () => {
     const ws = await reflectingWebSocketServer({ cert: pki.cert, key: pki.key })
     const wsProxy = new EgressProxy({ runtimeDir: join(dir, 'egress-ws'), ca, resolver: fakeResolver({ 'api.example.test': ['203.0.113.10'] }), dialer: fakeDialer({ '203.0.113.10:443': ws.port }), upstreamCa: [pki.caPem] })
     const h = await wsProxy.open({ sessionId: 'sesn_ws', policy: policy() })
     try {
-      const out = await webSocketViaProxy(h.socketPath, 'api.example.test', { authorization: `Bearer ${placeholderFor('vcrd_header')}` }, [ca.certPem])
+      const out = await webSocketViaProxy(h.socketPath, 'api.example.test', { authorization: `Bearer ${placeholderFor('vcrd_header')}`, 'sec-websocket-extensions': 'permessage-deflate; client_max_window_bits' }, [ca.certPem])
       expect(ws.seen).toEqual([`Bearer ${CANARY}`])
+      expect(ws.extensions).toEqual([''])
       expect(out).toMatch(/^HTTP\/1.1 101/)
       expect(out).not.toContain(CANARY)
       const frame = out.slice(out.indexOf('\r\n\r\n') + 4)

@@ -66,6 +66,10 @@ export interface McpClientOptions {
   connectAttempts?: number
   /** Per-request timeout in ms (default 30 s). */
   timeoutMs?: number
+  /** Wait before attempt n+1 is n × this, in ms (default 500). */
+  retryDelayMs?: number
+  /** Told of each failed attempt that will be retried (`retry_status: retrying`). */
+  onRetry?: (error: McpServerError) => void
   log?: (line: string) => void
 }
 
@@ -110,6 +114,10 @@ export class McpConnection {
         last = classify(server, err, credential !== undefined, attempt < attempts, tokens?.known() ?? [])
         options.log?.(`mcp ${server.name}: ${last.type}: ${last.message}`)
         if (last.type === 'mcp_authentication_failed_error') throw last
+        if (attempt < attempts) {
+          options.onRetry?.(last)
+          await new Promise((r) => setTimeout(r, attempt * (options.retryDelayMs ?? 500)))
+        }
       }
     }
     throw new McpServerError(last!.type, server.name, last!.message, { type: 'exhausted' }, { cause: last })

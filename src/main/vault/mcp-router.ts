@@ -19,6 +19,7 @@ export interface McpToolRouterOptions {
   onServerError?(sessionId: string, error: McpErrorObject): void
   connectAttempts?: number
   timeoutMs?: number
+  retryDelayMs?: number
   log?: (line: string) => void
 }
 
@@ -98,7 +99,18 @@ export class McpToolRouter implements ToolRouter {
     if (!conn) {
       conn = (async () => {
         const { credentials } = await this.options.serversFor(sessionId)
-        return McpConnection.connect(server, credentials, { keychain: this.options.keychain, connectAttempts: this.options.connectAttempts, timeoutMs: this.options.timeoutMs, log: this.options.log })
+        return McpConnection.connect(server, credentials, {
+          keychain: this.options.keychain,
+          connectAttempts: this.options.connectAttempts,
+          timeoutMs: this.options.timeoutMs,
+          retryDelayMs: this.options.retryDelayMs,
+          log: this.options.log,
+          // The session hears `retrying` while its first connection to a server keeps failing;
+          // a server already reported as failed is not reported again on every reconnect.
+          onRetry: (e) => {
+            if (!this.reported.get(sessionId)?.has(server.name)) this.options.onServerError?.(sessionId, e.toErrorObject())
+          },
+        })
       })()
       perSession.set(server.name, conn)
       conn.then(

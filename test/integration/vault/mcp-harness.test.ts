@@ -152,7 +152,8 @@ describe('MCP tools in a session', () => {
     expect(errors).toContainEqual(expect.objectContaining({ type: 'mcp_connection_failed_error', mcp_server_name: 'gone', retry_status: { type: 'exhausted' } }))
     expect(errors).toContainEqual(expect.objectContaining({ type: 'mcp_authentication_failed_error', mcp_server_name: 'locked', retry_status: { type: 'terminal' } }))
     // both model requests and the calls tried each server again: each failure is reported once
-    expect(errors.map((e) => e.mcp_server_name).sort()).toEqual(['gone', 'locked'])
+    // (the unreachable one first as `retrying`, while its first connection was being retried)
+    expect(errors.map((e) => `${e.mcp_server_name}:${(e.retry_status as { type: string }).type}`).sort()).toEqual(['gone:exhausted', 'gone:retrying', 'locked:terminal'])
     const results = evs.filter((e) => e.type === 'agent.mcp_tool_result')
     expect(results).toHaveLength(2)
     expect(results.every((r) => r.is_error === true)).toBe(true)

@@ -90,4 +90,22 @@ describe.skipIf(!keychainReq.ok)('McpToolRouter with an engine, its vaults and a
     expect(tools.map((t) => t.name)).toContain('docs__echo')
     expect(errors).toEqual([expect.objectContaining({ type: 'mcp_connection_failed_error', mcp_server_name: 'gone', retry_status: { type: 'exhausted' } })])
   })
+
+  it('tells the session `retrying` while a first connection keeps failing, then `exhausted`, and stays quiet on later reconnects', async () => {
+    const sessionId = await sessionWith([{ name: 'flaky', url: 'http://127.0.0.1:9/mcp' }], false)
+    const retrying = new McpToolRouter({
+      inner,
+      keychain,
+      connectAttempts: 3,
+      retryDelayMs: 5,
+      serversFor: (id) => sessionMcpServers(engine.services.vaults, engine.services.sessions.retrieve(id)),
+      onServerError: (id, e) => reported.push([id, e]),
+    })
+    await retrying.tools(sessionId)
+    const statuses = () => reported.filter(([s]) => s === sessionId).map(([, e]) => `${e.type}:${e.retry_status.type}`)
+    expect(statuses()).toEqual(['mcp_connection_failed_error:retrying', 'mcp_connection_failed_error:retrying', 'mcp_connection_failed_error:exhausted'])
+    await retrying.execute({ sessionId, toolUseId: 'sevt_9', name: 'flaky__echo', input: {} })
+    expect(statuses()).toHaveLength(3)
+    await retrying.dispose()
+  })
 })

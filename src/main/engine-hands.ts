@@ -87,5 +87,10 @@ export function defaultSandboxRouter(p: DefaultHandsParams): SandboxToolRouter {
   return new SandboxToolRouter({
     providers: defaultSandboxProviders(p),
     resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId, p.vault, p.log),
+    resolveEnvironmentById: (environmentId) => {
+      const env = p.services().environments.retrieve(environmentId)
+      const vault = p.vault
+      return { environmentId: env.id, config: (env.config ?? { type: 'cloud' }) as unknown as Record<string, unknown>, packageEgress: vault && ((hosts) => vault.packageEgress(hosts)) }
+    },
   })
 }

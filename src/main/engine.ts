@@ -124,6 +124,10 @@ export class Engine {
       getSettings: () => this.settingsView(),
       updateSettings: (input) => this.updateSettings(input),
       doctor: () => runDoctor({ dataDir: config.dataDir, env: this.env }),
+      packages: {
+        status: (id) => this.localHands().packageStatus(id),
+        prepare: (id) => this.localHands().preparePackages(id),
+      },
     }
     if (!config.toolRouter && config.defaultHands !== false) {
       this.hands = defaultSandboxRouter({ dataDir: config.dataDir, settings: this.settings, services: () => this.services, vault: this.vault, log: config.log })
@@ -215,6 +219,12 @@ export class Engine {
    * A keychain that cannot be read is reported through `config.log` and the engine still starts
    * (token from its file, no model key).
    */
+  /** The default hands, or a 404 naming why there are none (an engine given its own toolRouter). */
+  private localHands(): SandboxToolRouter {
+    if (!this.hands) throw new CorralError('not_found_error', 'this engine has no local sandboxes to install packages in')
+    return this.hands
+  }
+
   static async openWithKeychain(config: EngineConfig & { safeStorage?: SafeStorageLike }): Promise<Engine> {
     const env = config.env ?? process.env
     const keychain = config.keychain ?? openKeychain({ dataDir: config.dataDir, env, safeStorage: config.safeStorage })

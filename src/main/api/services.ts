@@ -1,3 +1,4 @@
+import type { PackageStatus } from '../../shared/api/types'
 import type { AgentStore } from '../session/agent-store'
 import type { EnvironmentStore } from '../session/environment-store'
 import type { SessionStore } from '../session/session-store'
@@ -38,6 +39,11 @@ export interface AdminServices {
   getSettings(): Promise<CorralSettingsView>
   updateSettings(input: import('zod').infer<typeof import('../../shared/api/schemas').corralSettingsUpdateSchema>): Promise<CorralSettingsView>
   doctor(): Promise<{ area: string; ok: boolean; detail: string }[]>
+  /** An environment's packages on the local sandboxes; absent when this engine has no local hands. */
+  packages?: {
+    status(environmentId: string): Promise<PackageStatus>
+    prepare(environmentId: string): Promise<PackageStatus>
+  }
 }
 
 /** A stream-only preview of an event being generated (never stored). */

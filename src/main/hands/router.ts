@@ -1,6 +1,6 @@
 import { CorralError, isCorralError } from '../../shared/errors'
 import type { ToolCall, ToolOutcome, ToolRouter } from '../harness/tool-router'
-import type { PackageEgressOpener } from './packages'
+import { packagePlan, PackageStatusBoard, type PackageEgressOpener, type PackagePlan, type PackageStatus } from './packages'
 import type { Sandbox, SandboxEgressSource, SandboxProvider } from './sandbox'
 import { sandboxSettings } from './settings'
 
@@ -48,6 +48,8 @@ export interface SandboxToolRouterOptions {
   providers: readonly SandboxProvider[]
   /** The session's environment and resources; called once, on the session's first toolset call. */
   resolveEnvironment(sessionId: string): Promise<SandboxEnvironment> | SandboxEnvironment
+  /** An environment by id (config and package egress; no session): for `packageStatus` / `preparePackages`. */
+  resolveEnvironmentById?(environmentId: string): Promise<Omit<SandboxEnvironment, 'resources' | 'egress'>> | Omit<SandboxEnvironment, 'resources' | 'egress'>
   /** Largest tool input (as JSON) sent into a sandbox; default 8 MiB. */
   maxInputBytes?: number
   /** How long a backend's availability answer is trusted, in ms; default 5 s. */
@@ -65,6 +67,8 @@ export class SandboxToolRouter implements ToolRouter {
   private readonly availability = new Map<SandboxProvider, { at: number; result: Promise<{ ok: boolean; reason?: string }> }>()
   private readonly maxInputBytes: number
   private readonly ttl: number
+  /** This process's package installs, by environment. */
+  readonly packages = new PackageStatusBoard()
 
   constructor(private readonly options: SandboxToolRouterOptions) {
     if (options.providers.length === 0) throw new CorralError('api_error', 'SandboxToolRouter needs at least one sandbox provider')
@@ -167,7 +171,58 @@ export class SandboxToolRouter implements ToolRouter {
     const env = await this.options.resolveEnvironment(sessionId)
     const settings = sandboxSettings(env.config)
     const provider = await this.chooseProvider(settings.backend, checkAvailable)
-    return provider.create({ sessionId, environmentId: env.environmentId, config: env.config, resources: env.resources, egress: env.egress, packageEgress: env.packageEgress })
+    return provider.create({
+      sessionId,
+      environmentId: env.environmentId,
+      config: env.config,
+      resources: env.resources,
+      egress: env.egress,
+      packageEgress: env.packageEgress,
+      packageProgress: this.packages.reporter(env.environmentId, provider.backend),
+    })
+  }
+
+  /**
+   * Where an environment's packages stand on the backend its sandboxes would use: an install of
+   * this process (installing, or how the last one ended) for the current package list, else
+   * whether the backend has them cached (ready) or not (missing).
+   */
+  async packageStatus(environmentId: string): Promise<PackageStatus> {
+    const { env, plan, provider } = await this.packageTarget(environmentId)
+    if (!plan || !provider) return { environment_id: environmentId, state: 'none', progress: [] }
+    const known = this.packages.get(environmentId)
+    const current = known && known.summary === plan.summary && known.backend === provider.backend ? known : undefined
+    if (current?.state === 'installing') return current
+    const ready = await provider.packagesReady?.({ sessionId: '', environmentId, config: env.config })
+    if (ready) return { ...(current ?? { progress: [] }), environment_id: environmentId, state: 'ready', backend: provider.backend, summary: plan.summary, error: undefined }
+    if (current?.state === 'failed') return current
+    return { environment_id: environmentId, state: 'missing', backend: provider.backend, summary: plan.summary, progress: [] }
+  }
+
+  /**
+   * Starts installing an environment's packages now (what its first sandbox would otherwise do)
+   * and returns at once with the status (`installing`, or `ready` when cached). A failure ends up
+   * in the status, not here; a bad config or no backend throws.
+   */
+  async preparePackages(environmentId: string): Promise<PackageStatus> {
+    const { env, plan, provider } = await this.packageTarget(environmentId)
+    if (!plan || !provider) return { environment_id: environmentId, state: 'none', progress: [] }
+    if (!provider.preparePackages) throw new CorralError('sandbox_error', `the ${provider.backend} backend cannot install packages ahead of a session`)
+    const started = provider.preparePackages({ sessionId: '', environmentId, config: env.config, packageEgress: env.packageEgress, packageProgress: this.packages.reporter(environmentId, provider.backend) })
+    started.catch(() => undefined) // the status carries the failure
+    // Give a cached environment a moment to answer `ready` rather than a flash of `installing`.
+    await Promise.race([started.catch(() => undefined), new Promise((r) => setTimeout(r, 50))])
+    return this.packageStatus(environmentId)
+  }
+
+  /** The environment, its install plan, and (when it has one) the backend its sandboxes would use. */
+  private async packageTarget(environmentId: string): Promise<{ env: Omit<SandboxEnvironment, 'resources' | 'egress'>; plan?: PackagePlan; provider?: SandboxProvider }> {
+    if (!this.options.resolveEnvironmentById) throw new CorralError('api_error', 'this sandbox router cannot look environments up by id')
+    const env = await this.options.resolveEnvironmentById(environmentId)
+    if (env.config.type === 'self_hosted') return { env }
+    const plan = packagePlan(env.config)
+    if (!plan) return { env }
+    return { env, plan, provider: await this.chooseProvider(sandboxSettings(env.config).backend, true) }
   }
 
   private async chooseProvider(wanted: string | undefined, checkAvailable: boolean): Promise<SandboxProvider> {

@@ -1,4 +1,4 @@
-import type { PackageEgressOpener } from './packages'
+import type { PackageEgressOpener, PackageProgress } from './packages'
 
 /**
  * The hands: where the model's code runs and its files live. A brain reaches a sandbox only
@@ -75,6 +75,8 @@ export interface SandboxProvisionParams {
    * Absent: an environment that lists packages cannot provision (the error says why).
    */
   packageEgress?: PackageEgressOpener
+  /** Told how an install of the environment's packages goes (start, progress lines, ready or failed). */
+  packageProgress?: PackageProgress
 }
 
 /** One session's sandbox on one backend. */
@@ -96,6 +98,10 @@ export interface SandboxProvider {
   /** Whether this backend works on this machine, and why not. */
   available(): Promise<{ ok: boolean; reason?: string }>
   create(params: SandboxProvisionParams): Sandbox
+  /** Whether the environment's packages are installed and cached for this backend (undefined: it lists none). */
+  packagesReady?(params: SandboxProvisionParams): Promise<boolean | undefined>
+  /** Installs the environment's packages now, if they are not cached yet (what the first sandbox would do). */
+  preparePackages?(params: SandboxProvisionParams): Promise<void>
   /** Removes what earlier runs left behind (containers labelled with session ids, ...). */
   sweep?(keepSessionIds: ReadonlySet<string>): Promise<number>
   dispose(): Promise<void>

@@ -38,3 +38,27 @@ export type {
   CredentialCreateParams,
   CredentialUpdateParams,
 } from '@anthropic-ai/sdk/resources/beta/vaults/credentials'
+
+// ---------- Corral additions ----------
+
+/**
+ * Where an environment's packages stand, as `GET /v1/corral/environments/{id}/packages` shows it (a Corral addition):
+ * `none` (it lists none), `missing` (not installed yet: the next sandbox installs them),
+ * `installing`, `ready` (cached), `failed` (the last install failed; the next try starts over).
+ */
+export type PackageState = 'none' | 'missing' | 'installing' | 'ready' | 'failed'
+
+export interface PackageStatus {
+  environment_id: string
+  state: PackageState
+  backend?: string
+  /** "apt: jq; npm: left-pad" */
+  summary?: string
+  started_at?: string
+  finished_at?: string
+  /** The install's latest progress lines (at most 20). */
+  progress: string[]
+  /** Why the last install failed (the package manager's last lines). */
+  error?: string
+}
+

@@ -14,7 +14,7 @@ import { keychainProbe, requirement } from '../../support/requirements'
 import { MIRROR_OUTPUT, packageMirror, type PackageMirror } from '../hands/package-mirror'
 import { dockerReq } from '../hands/support'
 import { fakeDialer, fakeResolver } from '../vault/egress-helpers'
-import { bashResult, runBashSession } from './support'
+import { bashResult, runBashSession, waitForIdle } from './support'
 
 /*
  * Packages end to end: an environment created through the official SDK lists npm and pip
@@ -81,6 +81,58 @@ describe.skipIf(!docker.ok || !keychainReq.ok)('engine: environment packages thr
     expect(r.text).toContain('proxies: 0')
     expect(mirror.requests).toContain('GET /npm/corral-greet')
     expect(logs.some((l) => /packages for env_\w+ .*: built in/.test(l)), logs.join('\n')).toBe(true)
+  }, 300_000)
+
+  it('shows where an environment\'s packages stand and installs them ahead of a session on request (Corral addition)', async () => {
+    const { url } = await engine.listen(0)
+    const call = async (method: string, path: string) => {
+      const r = await fetch(`${url}${path}`, { method, headers: { authorization: 'Bearer test-token' } })
+      return { status: r.status, body: (await r.json()) as Record<string, unknown> & { state: string; progress: string[]; error?: string } }
+    }
+    const client = new Anthropic({ baseURL: url, apiKey: 'test-token', maxRetries: 0 })
+    const corral = { backend: 'docker', pool_size: 0, package_sources: { pip: 'http://pypi.mirror.test/simple/' } }
+    const env = await client.beta.environments.create({ name: 'prepared', config: { type: 'cloud', packages: { type: 'packages', pip: ['corral-pyhello'] }, corral } as unknown as Anthropic.Beta.BetaCloudConfigParams })
+    expect((await call('GET', `/v1/corral/environments/${env.id}/packages`)).body).toMatchObject({ environment_id: env.id, state: 'missing', backend: 'docker', summary: 'pip: corral-pyhello' })
+
+    const started = await call('POST', `/v1/corral/environments/${env.id}/packages/prepare`)
+    expect(started.status).toBe(202)
+    expect(['installing', 'ready']).toContain(started.body.state)
+    let status = started.body
+    for (const deadline = Date.now() + 120_000; status.state === 'installing' && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 100))
+      status = (await call('GET', `/v1/corral/environments/${env.id}/packages`)).body
+    }
+    expect(status.state, JSON.stringify(status)).toBe('ready')
+    expect(status.progress).toEqual(expect.arrayContaining(['pip: installing 1 package(s)', 'done']))
+    expect(status.finished_at).toEqual(expect.any(String))
+
+    // The session's first tool call finds the image: nothing is fetched again.
+    const requests = mirror.requests.length
+    const agent = await client.beta.agents.create({ name: 'p', model: 'claude-sonnet-5-5', tools: [{ type: 'agent_toolset_20260401' }] })
+    const session = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id })
+    await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }] })
+    const r = bashResult(await waitForIdle(engine, session.id))
+    expect(r.text).toContain(MIRROR_OUTPUT.pip)
+    expect(mirror.requests.length).toBe(requests)
+
+    // A failed install is in the status, with the package manager's words; the next prepare tries again.
+    const bad = await client.beta.environments.create({ name: 'bad', config: { type: 'cloud', packages: { type: 'packages', pip: ['corral-no-such-package'] }, corral } as unknown as Anthropic.Beta.BetaCloudConfigParams })
+    status = (await call('POST', `/v1/corral/environments/${bad.id}/packages/prepare`)).body
+    for (const deadline = Date.now() + 120_000; status.state === 'installing' && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 100))
+      status = (await call('GET', `/v1/corral/environments/${bad.id}/packages`)).body
+    }
+    expect(status.state).toBe('failed')
+    expect(status.error).toContain('packages.pip: pip install failed')
+
+    // No packages, a self-hosted environment, an unknown id.
+    const plain = await client.beta.environments.create({ name: 'plain', config: { type: 'cloud' } })
+    expect((await call('GET', `/v1/corral/environments/${plain.id}/packages`)).body.state).toBe('none')
+    const worker = await client.beta.environments.create({ name: 'worker', config: { type: 'self_hosted' } as unknown as Anthropic.Beta.BetaCloudConfigParams })
+    expect((await call('POST', `/v1/corral/environments/${worker.id}/packages/prepare`)).body.state).toBe('none')
+    const missing = await call('GET', '/v1/corral/environments/env_nope/packages')
+    expect(missing.status).toBe(404)
+    expect(missing.body).toMatchObject({ type: 'error', error: { type: 'not_found_error' } })
   }, 300_000)
 
   it('refuses a package spec that would be read as an option, naming the field, and creates nothing', async () => {

@@ -158,3 +158,60 @@ describe('inputSize', () => {
     expect(inputSize({ a: 'é' }, 1000)).toBe(1 + 4 + 2 + 2)
   })
 })
+
+describe('SandboxToolRouter: environment packages', () => {
+  /** A backend whose installs the test finishes by hand. */
+  class PackagingProvider extends FakeProvider {
+    cached = false
+    installs: { resolve: () => void; reject: (e: Error) => void }[] = []
+    async packagesReady(): Promise<boolean> {
+      return this.cached
+    }
+    preparePackages(params: SandboxProvisionParams): Promise<void> {
+      params.packageProgress?.({ kind: 'start', summary: 'npm: left-pad' })
+      params.packageProgress?.({ kind: 'line', line: 'npm: installing 1 package(s)' })
+      return new Promise<void>((resolve, reject) => this.installs.push({ resolve, reject })).then(
+        () => {
+          this.cached = true
+          params.packageProgress?.({ kind: 'ready' })
+        },
+        (e: Error) => {
+          params.packageProgress?.({ kind: 'failed', message: e.message })
+          throw e
+        },
+      )
+    }
+  }
+  const config = (npm: string[]) => ({ type: 'cloud', packages: { npm } })
+
+  it('goes missing → installing → ready, and shows a failure until the list changes', async () => {
+    const docker = new PackagingProvider('docker', { ok: true })
+    let cfg: Record<string, unknown> = config(['left-pad'])
+    const router = new SandboxToolRouter({ providers: [docker], resolveEnvironment: () => env(cfg), resolveEnvironmentById: (id) => ({ environmentId: id, config: cfg }) })
+    expect(await router.packageStatus('env_1')).toMatchObject({ state: 'missing', backend: 'docker', summary: 'npm: left-pad' })
+    const started = await router.preparePackages('env_1')
+    expect(started).toMatchObject({ state: 'installing', progress: ['npm: installing 1 package(s)'], started_at: expect.any(String) })
+    docker.installs[0]!.resolve()
+    await new Promise((r) => setTimeout(r, 0))
+    expect(await router.packageStatus('env_1')).toMatchObject({ state: 'ready', finished_at: expect.any(String) })
+
+    docker.cached = false
+    await router.preparePackages('env_1')
+    docker.installs[1]!.reject(new Error('packages.npm: npm install failed'))
+    await new Promise((r) => setTimeout(r, 0))
+    expect(await router.packageStatus('env_1')).toMatchObject({ state: 'failed', error: 'packages.npm: npm install failed' })
+    cfg = config(['left-pad', 'right-pad'])
+    expect(await router.packageStatus('env_1')).toMatchObject({ state: 'missing', summary: 'npm: left-pad right-pad' })
+  })
+
+  it('says none for an environment without packages or a self-hosted one, without asking a backend', async () => {
+    const down = new PackagingProvider('docker', { ok: false, reason: 'no engine' })
+    let cfg: Record<string, unknown> = { type: 'cloud' }
+    const router = new SandboxToolRouter({ providers: [down], resolveEnvironment: () => env(cfg), resolveEnvironmentById: (id) => ({ environmentId: id, config: cfg }) })
+    expect((await router.packageStatus('env_1')).state).toBe('none')
+    cfg = { type: 'self_hosted' }
+    expect((await router.preparePackages('env_1')).state).toBe('none')
+    cfg = config(['x'])
+    await expect(router.packageStatus('env_1')).rejects.toThrow(/no sandbox backend is available \(docker: no engine\)/)
+  })
+})

@@ -5,7 +5,7 @@ import type { AdminServices, ApiServices } from '../services'
 import { validate } from '../validate'
 import { readJson } from './common'
 
-/** Corral's own routes (not in the Managed Agents API): settings and doctor findings. */
+/** Corral's own routes (not in the Managed Agents API): settings, doctor findings, environment packages. */
 export function corralRoutes(app: Hono, s: ApiServices): void {
   const admin = (): AdminServices => {
     if (!s.admin) throw new CorralError('not_found_error', 'this engine offers no settings API')
@@ -14,4 +14,14 @@ export function corralRoutes(app: Hono, s: ApiServices): void {
   app.get('/v1/corral/settings', async (c) => c.json(await admin().getSettings()))
   app.post('/v1/corral/settings', async (c) => c.json(await admin().updateSettings(validate(corralSettingsUpdateSchema, await readJson(c)))))
   app.get('/v1/corral/doctor', async (c) => c.json({ findings: await admin().doctor() }))
+
+  // An environment's packages on the local sandboxes: where they stand, and installing them ahead of a session.
+  const packages = (id: string) => {
+    s.environments.retrieve(id) // 404 for an unknown environment
+    const p = admin().packages
+    if (!p) throw new CorralError('not_found_error', 'this engine has no local sandboxes to install packages in')
+    return p
+  }
+  app.get('/v1/corral/environments/:id/packages', async (c) => c.json(await packages(c.req.param('id')).status(c.req.param('id'))))
+  app.post('/v1/corral/environments/:id/packages/prepare', async (c) => c.json(await packages(c.req.param('id')).prepare(c.req.param('id')), 202))
 }

@@ -2,10 +2,10 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import { CorralError } from '../../../shared/errors'
-import { InstallFlights, installFailure, installScript, packageCacheKey, packagePlan, prefixEnv, runInstall } from '../packages'
+import { InstallFlights, installFailure, installScript, packageCacheKey, packagePlan, prefixEnv, runInstall, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
 import { runnerPath } from '../paths'
 import { RunnerConnection } from '../runner-connection'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sandbox'
@@ -186,39 +186,68 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
     if (plan.packages.apt.length) {
       throw new CorralError('sandbox_error', `environment ${params.environmentId} lists apt packages (${plan.packages.apt.join(' ')}); apt needs a root filesystem of its own, which bubblewrap sandboxes share with the host: use the docker backend for this environment (config.corral.backend)`)
     }
-    const key = packageCacheKey(plan, await this.toolchain())
-    const root = join(this.options.dataDir, '.packages')
-    const final = join(root, key)
+    const final = await this.prefixFor(plan)
     if (existsSync(final)) return final
+    const key = basename(final)
+    const root = dirname(final)
     return this.packageFlights.run(key, async () => {
       if (existsSync(final)) return final
-      if (!params.packageEgress) {
-        throw new CorralError('sandbox_error', `environment ${params.environmentId} lists packages (${plan.summary}) but this Corral has no egress proxy to install them through (it needs the OS keychain: see corral doctor)`)
-      }
-      const work = join(root, `${key}.install-${Date.now().toString(36)}`)
-      const prefix = join(work, 'prefix')
-      await mkdir(prefix, { recursive: true })
-      const egress = await params.packageEgress(plan.mirrorHosts)
-      let live: Omit<BwrapLive, 'egress'> | undefined
-      const log = this.options.log ?? (() => {})
-      const started = Date.now()
-      log(`packages for ${params.environmentId} (${final}): installing ${plan.summary}`)
+      const progress = params.packageProgress ?? (() => {})
+      progress({ kind: 'start', summary: plan.summary })
       try {
-        live = await launchBwrap({ options: this.options, dir: join(work, 'home'), settings, egress, packages: { dir: prefix, writable: true } })
-        await live.connection.egress({ env: egress.env, socket: egress.bridge.socket, port: egress.bridge.port })
-        const { output, result } = await runInstall(live.connection, installScript(plan, { prefix: PACKAGES_PREFIX }), `packages-${key}`, (line) => log(`packages for ${params.environmentId}: ${line}`))
-        if (result.isError || (result.exitCode ?? 0) !== 0) throw new CorralError('sandbox_error', `installing the packages of environment ${params.environmentId} failed: ${installFailure(output || result.content)}`)
-        await rename(prefix, final)
-        log(`packages for ${params.environmentId}: built in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+        if (!params.packageEgress) {
+          throw new CorralError('sandbox_error', `environment ${params.environmentId} lists packages (${plan.summary}) but this Corral has no egress proxy to install them through (it needs the OS keychain: see corral doctor)`)
+        }
+        await this.install(params, settings, plan, { key, root, final, egress: params.packageEgress, progress })
+        progress({ kind: 'ready' })
         return final
-      } finally {
-        live?.connection.close('install finished')
-        live?.child.kill('SIGKILL')
-        if (live) await Promise.race([live.exited, new Promise((r) => setTimeout(r, 2000))])
-        await egress.close().catch(() => undefined)
-        await rm(work, { recursive: true, force: true })
+      } catch (err) {
+        progress({ kind: 'failed', message: (err as Error).message })
+        throw err
       }
     })
+  }
+
+  async packagesReady(params: SandboxProvisionParams): Promise<boolean | undefined> {
+    const plan = packagePlan(params.config)
+    if (!plan) return undefined
+    return !plan.packages.apt.length && existsSync(await this.prefixFor(plan))
+  }
+
+  async preparePackages(params: SandboxProvisionParams): Promise<void> {
+    await this.packagePrefix(params, sandboxSettings(params.config))
+  }
+
+  private async prefixFor(plan: PackagePlan): Promise<string> {
+    return join(this.options.dataDir, '.packages', packageCacheKey(plan, await this.toolchain()))
+  }
+
+  private async install(params: SandboxProvisionParams, settings: SandboxSettings, plan: PackagePlan, p: { key: string; root: string; final: string; egress: PackageEgressOpener; progress: PackageProgress }): Promise<void> {
+    const work = join(p.root, `${p.key}.install-${Date.now().toString(36)}`)
+    const prefix = join(work, 'prefix')
+    await mkdir(prefix, { recursive: true })
+    const egress = await p.egress(plan.mirrorHosts)
+    let live: Omit<BwrapLive, 'egress'> | undefined
+    const log = this.options.log ?? (() => {})
+    const started = Date.now()
+    log(`packages for ${params.environmentId} (${p.final}): installing ${plan.summary}`)
+    try {
+      live = await launchBwrap({ options: this.options, dir: join(work, 'home'), settings, egress, packages: { dir: prefix, writable: true } })
+      await live.connection.egress({ env: egress.env, socket: egress.bridge.socket, port: egress.bridge.port })
+      const { output, result } = await runInstall(live.connection, installScript(plan, { prefix: PACKAGES_PREFIX }), `packages-${p.key}`, (line) => {
+        log(`packages for ${params.environmentId}: ${line}`)
+        p.progress({ kind: 'line', line })
+      })
+      if (result.isError || (result.exitCode ?? 0) !== 0) throw new CorralError('sandbox_error', `installing the packages of environment ${params.environmentId} failed: ${installFailure(output || result.content)}`)
+      await rename(prefix, p.final)
+      log(`packages for ${params.environmentId}: built in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    } finally {
+      live?.connection.close('install finished')
+      live?.child.kill('SIGKILL')
+      if (live) await Promise.race([live.exited, new Promise((r) => setTimeout(r, 2000))])
+      await egress.close().catch(() => undefined)
+      await rm(work, { recursive: true, force: true })
+    }
   }
 
   /** What the host's package managers are, for the cache key: a new node, npm or python installs again. */

@@ -10,7 +10,7 @@ import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sand
 import type { SandboxEgress, SandboxProvider, SandboxProvisionParams } from '../sandbox'
 import { type SandboxSettings, sandboxSettings, WORKSPACE } from '../settings'
 import { containerSpec, MANAGED, type EgressMount } from './container-spec'
-import { INSTALL_NAME_PREFIX, packageImage, sweepPackageImages } from './package-image'
+import { imageExists, INSTALL_NAME_PREFIX, packageImage, packageImageName, sweepPackageImages } from './package-image'
 
 /**
  * Docker sandboxes: one container per session running the runner as its main process, reached
@@ -251,8 +251,20 @@ export class DockerSandboxProvider implements SandboxProvider {
     if (!plan) return base
     return packageImage(
       { docker: this.docker, labels: { [MANAGED]: this.scope }, attach: (c) => this.attach(c, '', true), log: this.log },
-      { base, plan, settings, environmentId: params.environmentId, openEgress: params.packageEgress, flights: this.packageFlights },
+      { base, plan, settings, environmentId: params.environmentId, openEgress: params.packageEgress, progress: params.packageProgress, flights: this.packageFlights },
     )
+  }
+
+  async packagesReady(params: SandboxProvisionParams): Promise<boolean | undefined> {
+    const plan = packagePlan(params.config)
+    if (!plan) return undefined
+    const settings = sandboxSettings(params.config)
+    return imageExists(this.docker, (await packageImageName(this.docker, this.imageFor(settings), plan)).image)
+  }
+
+  async preparePackages(params: SandboxProvisionParams): Promise<void> {
+    const settings = sandboxSettings(params.config)
+    await this.sandboxImage(params, settings, this.imageFor(settings))
   }
 
   /** A reserved egress directory for a warm container, or none (no reserver, or it failed: logged). */

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode'
 import { CorralError } from '../../../shared/errors'
-import { installFailure, installScript, packageCacheKey, runInstall, type PackageEgressOpener, type PackagePlan } from '../packages'
+import { installFailure, installScript, packageCacheKey, runInstall, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
 import type { RunnerConnection } from '../runner-connection'
 import { runnerEnv, type SandboxSettings, WORKSPACE } from '../settings'
 import { containerSpec } from './container-spec'
@@ -35,32 +35,61 @@ export interface PackageImageDeps {
  */
 export async function packageImage(
   deps: PackageImageDeps,
-  p: { base: string; plan: PackagePlan; settings: SandboxSettings; environmentId: string; openEgress?: PackageEgressOpener; flights: { run(key: string, f: () => Promise<string>): Promise<string> } },
+  p: {
+    base: string
+    plan: PackagePlan
+    settings: SandboxSettings
+    environmentId: string
+    openEgress?: PackageEgressOpener
+    progress?: PackageProgress
+    flights: { run(key: string, f: () => Promise<string>): Promise<string> }
+  },
 ): Promise<string> {
-  let baseId: string
-  try {
-    baseId = ((await deps.docker.getImage(p.base).inspect()) as { Id: string }).Id
-  } catch (err) {
-    throw new CorralError('sandbox_error', `the sandbox image ${p.base} is not there: build it with npm run sandbox:image (or name an image that exists)`, { cause: err })
-  }
-  const key = packageCacheKey(p.plan, baseId)
-  const image = `${PACKAGE_IMAGE_REPO}:${key}`
+  const { image, key, baseId } = await packageImageName(deps.docker, p.base, p.plan)
   return p.flights.run(key, async () => {
+    if (await imageExists(deps.docker, image)) return image
+    const progress = p.progress ?? (() => {})
+    progress({ kind: 'start', summary: p.plan.summary })
     try {
-      await deps.docker.getImage(image).inspect()
+      if (!p.openEgress) {
+        throw new CorralError('sandbox_error', `environment ${p.environmentId} lists packages (${p.plan.summary}) but this Corral has no egress proxy to install them through (it needs the OS keychain: see corral doctor)`)
+      }
+      await build(deps, { ...p, baseId, key, image, openEgress: p.openEgress, progress })
+      progress({ kind: 'ready' })
       return image
     } catch (err) {
-      if ((err as { statusCode?: number }).statusCode !== 404) throw new CorralError('sandbox_error', `docker image inspect ${image} failed: ${(err as Error).message}`, { cause: err })
+      progress({ kind: 'failed', message: (err as Error).message })
+      throw err
     }
-    if (!p.openEgress) {
-      throw new CorralError('sandbox_error', `environment ${p.environmentId} lists packages (${p.plan.summary}) but this Corral has no egress proxy to install them through (it needs the OS keychain: see corral doctor)`)
-    }
-    await build(deps, { ...p, baseId, key, image, openEgress: p.openEgress })
-    return image
   })
 }
 
-async function build(deps: PackageImageDeps, p: { base: string; baseId: string; key: string; image: string; plan: PackagePlan; settings: SandboxSettings; environmentId: string; openEgress: PackageEgressOpener }): Promise<void> {
+/** The environment image's name (`corral-env:<key>`) for a plan on `base`. Throws when `base` is not there. */
+export async function packageImageName(docker: Docker, base: string, plan: PackagePlan): Promise<{ image: string; key: string; baseId: string }> {
+  let baseId: string
+  try {
+    baseId = ((await docker.getImage(base).inspect()) as { Id: string }).Id
+  } catch (err) {
+    throw new CorralError('sandbox_error', `the sandbox image ${base} is not there: build it with npm run sandbox:image (or name an image that exists)`, { cause: err })
+  }
+  const key = packageCacheKey(plan, baseId)
+  return { image: `${PACKAGE_IMAGE_REPO}:${key}`, key, baseId }
+}
+
+export async function imageExists(docker: Docker, image: string): Promise<boolean> {
+  try {
+    await docker.getImage(image).inspect()
+    return true
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 404) return false
+    throw new CorralError('sandbox_error', `docker image inspect ${image} failed: ${(err as Error).message}`, { cause: err })
+  }
+}
+
+async function build(
+  deps: PackageImageDeps,
+  p: { base: string; baseId: string; key: string; image: string; plan: PackagePlan; settings: SandboxSettings; environmentId: string; openEgress: PackageEgressOpener; progress: PackageProgress },
+): Promise<void> {
   const started = Date.now()
   const say = (m: string) => deps.log(`packages for ${p.environmentId} (${p.image}): ${m}`)
   say(`installing ${p.plan.summary}`)
@@ -89,7 +118,10 @@ async function build(deps: PackageImageDeps, p: { base: string; baseId: string; 
     })
     const { connection } = await deps.attach(container)
     await connection.egress({ env: egress.env, socket: egress.bridge.socket, port: egress.bridge.port })
-    const { result, output } = await runInstall(connection, installScript(p.plan), `packages-${p.key}`, say)
+    const { result, output } = await runInstall(connection, installScript(p.plan), `packages-${p.key}`, (line) => {
+      say(line)
+      p.progress({ kind: 'line', line })
+    })
     connection.close('install finished')
     if (result.isError || (result.exitCode ?? 0) !== 0) {
       throw new CorralError('sandbox_error', `installing the packages of environment ${p.environmentId} failed: ${installFailure(output || result.content)}`)

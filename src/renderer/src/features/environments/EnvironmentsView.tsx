@@ -5,73 +5,8 @@ import { Button, Empty, ErrorNote, Field } from '../../ui/components'
 import { relativeTime } from '../../ui/format'
 import { useSessions } from '../sessions/SessionsProvider'
 import { ResourceSidebar } from '../../ui/ResourceSidebar'
-
-interface Draft {
-  name: string
-  description: string
-  type: 'cloud' | 'self_hosted'
-  networking: 'none' | 'limited' | 'unrestricted'
-  allowedHosts: string
-  allowPackageManagers: boolean
-  allowMcp: boolean
-  apt: string
-  npm: string
-  pip: string
-  backend: 'auto' | 'docker' | 'bubblewrap'
-  image: string
-  memoryMb: string
-  cpus: string
-}
-
-type CloudConfig = {
-  type: 'cloud'
-  networking?: { type: string; allowed_hosts?: string[] | null; allow_package_managers?: boolean | null; allow_mcp_servers?: boolean | null } | null
-  packages?: { apt?: string[] | null; npm?: string[] | null; pip?: string[] | null } | null
-  corral?: { backend?: Draft['backend']; image?: string; memory_mb?: number; cpus?: number }
-}
-
-function draftOf(env?: Environment): Draft {
-  const c = (env?.config.type === 'cloud' ? env.config : undefined) as CloudConfig | undefined
-  const net = c?.networking
-  const hosts = net?.allowed_hosts ?? []
-  return {
-    name: env?.name ?? '',
-    description: env?.description ?? '',
-    type: env?.config.type ?? 'cloud',
-    networking: net?.type === 'unrestricted' ? 'unrestricted' : net?.type === 'limited' && (hosts.length || net.allow_package_managers || net.allow_mcp_servers) ? 'limited' : 'none',
-    allowedHosts: hosts.join('\n'),
-    allowPackageManagers: !!net?.allow_package_managers,
-    allowMcp: !!net?.allow_mcp_servers,
-    apt: (c?.packages?.apt ?? []).join(' '),
-    npm: (c?.packages?.npm ?? []).join(' '),
-    pip: (c?.packages?.pip ?? []).join(' '),
-    backend: c?.corral?.backend ?? 'auto',
-    image: c?.corral?.image ?? '',
-    memoryMb: c?.corral?.memory_mb ? String(c.corral.memory_mb) : '',
-    cpus: c?.corral?.cpus ? String(c.corral.cpus) : '',
-  }
-}
-
-const list = (s: string) => s.split(/[\s,]+/).map((x) => x.trim()).filter(Boolean)
-
-function paramsOf(d: Draft): Record<string, unknown> {
-  if (d.type === 'self_hosted') return { name: d.name.trim(), description: d.description.trim() || null, config: { type: 'self_hosted' } }
-  const networking =
-    d.networking === 'unrestricted'
-      ? { type: 'unrestricted' }
-      : d.networking === 'limited'
-        ? { type: 'limited', allowed_hosts: list(d.allowedHosts), allow_package_managers: d.allowPackageManagers, allow_mcp_servers: d.allowMcp }
-        : { type: 'limited', allowed_hosts: [], allow_package_managers: false, allow_mcp_servers: false }
-  const corral: Record<string, unknown> = { backend: d.backend }
-  if (d.image.trim()) corral.image = d.image.trim()
-  if (d.memoryMb.trim()) corral.memory_mb = Number(d.memoryMb)
-  if (d.cpus.trim()) corral.cpus = Number(d.cpus)
-  return {
-    name: d.name.trim(),
-    description: d.description.trim() || null,
-    config: { type: 'cloud', networking, packages: { apt: list(d.apt), npm: list(d.npm), pip: list(d.pip) }, corral },
-  }
-}
+import { draftOf, hasPackages, paramsOf, type Draft } from './draft'
+import { PackagesStatus } from './PackagesStatus'
 
 /** Environments: where sessions' hands run (a local sandbox or a self-hosted worker queue). */
 export function EnvironmentsView({ selectedId, onSelect }: { selectedId?: string; onSelect: (id: string) => void }) {
@@ -111,8 +46,11 @@ function EnvironmentEditor({ env, onSaved, onDeleted }: { env?: Environment; onS
     setBusy(true)
     setErr(undefined)
     try {
-      const p = paramsOf(d)
-      onSaved(env ? await client.request<Environment>('environments.update', { id: env.id }, p) : await client.request<Environment>('environments.create', {}, p))
+      const p = paramsOf(d, env)
+      const saved = env ? await client.request<Environment>('environments.update', { id: env.id }, p) : await client.request<Environment>('environments.create', {}, p)
+      // Install the packages now, so the environment's first session does not wait for them.
+      if (hasPackages(saved)) await client.request('environments.packages.prepare', { id: saved.id }).catch(() => undefined)
+      onSaved(saved)
     } catch (e) {
       setErr(e)
     } finally {
@@ -223,7 +161,8 @@ function EnvironmentEditor({ env, onSaved, onDeleted }: { env?: Environment; onS
               )}
             </fieldset>
             <fieldset>
-              <legend>Packages (installed at provision, cached)</legend>
+              <legend>Packages (installed once per environment, cached)</legend>
+              {env && <PackagesStatus environmentId={env.id} version={env.updated_at} />}
               <div className="form-row three">
                 <Field id="env-apt" label="apt">
                   <input id="env-apt" className="mono" value={d.apt} onChange={(e) => set({ apt: e.target.value })} placeholder="ripgrep jq" />

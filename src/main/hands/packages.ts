@@ -228,6 +228,14 @@ export function installFailure(output: string, max = 1500): string {
   return detail ? `${head}; its output ended with:\n${detail}` : head
 }
 
+/** An install's failure as the sandbox_error sessions and the status show: it always says what failed. */
+export function installError(environmentId: string, err: unknown): CorralError {
+  const prefix = `installing the packages of environment ${environmentId} failed: `
+  const message = err instanceof Error ? err.message : String(err)
+  if (err instanceof CorralError && err.code === 'sandbox_error' && message.startsWith(prefix)) return err
+  return new CorralError('sandbox_error', message.startsWith(prefix) ? message : prefix + message, { cause: err })
+}
+
 /** Single-flight by key: one install per cache key at a time in this process. */
 export class InstallFlights {
   private readonly flights = new Map<string, Promise<string>>()

@@ -149,7 +149,7 @@ describe.skipIf(!docker.ok)('environment packages: installed at provision throug
     const sandbox = provider.create({ sessionId: `sesn_pk5_${process.pid}`, environmentId: 'env_pk_noegress', config: config({ pip: ['corral-pyhello', 'other'] }) })
     const r = await sandbox.execute(bash('true'))
     expect(r.isError).toBe(true)
-    expect(r.content).toContain('environment env_pk_noegress lists packages (pip: corral-pyhello other) but this Corral has no egress proxy')
+    expect(r.content).toContain('installing the packages of environment env_pk_noegress failed: this Corral has no egress proxy to install them through (pip: corral-pyhello other; the proxy needs the OS keychain')
     await sandbox.dispose({ removeWorkspace: true })
   }, 60_000)
 })

@@ -5,7 +5,7 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import { CorralError } from '../../../shared/errors'
-import { InstallFlights, installFailure, installScript, packageCacheKey, packagePlan, prefixEnv, runInstall, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
+import { InstallFlights, installError, installFailure, installScript, packageCacheKey, packagePlan, prefixEnv, runInstall, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
 import { runnerPath } from '../paths'
 import { RunnerConnection } from '../runner-connection'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sandbox'
@@ -196,14 +196,15 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
       progress({ kind: 'start', summary: plan.summary })
       try {
         if (!params.packageEgress) {
-          throw new CorralError('sandbox_error', `environment ${params.environmentId} lists packages (${plan.summary}) but this Corral has no egress proxy to install them through (it needs the OS keychain: see corral doctor)`)
+          throw new CorralError('sandbox_error', `this Corral has no egress proxy to install them through (${plan.summary}; the proxy needs the OS keychain: see corral doctor)`)
         }
         await this.install(params, settings, plan, { key, root, final, egress: params.packageEgress, progress })
         progress({ kind: 'ready' })
         return final
       } catch (err) {
-        progress({ kind: 'failed', message: (err as Error).message })
-        throw err
+        const failed = installError(params.environmentId, err)
+        progress({ kind: 'failed', message: failed.message })
+        throw failed
       }
     })
   }

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode'
 import { CorralError } from '../../../shared/errors'
-import { installFailure, installScript, packageCacheKey, runInstall, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
+import { installError, installFailure, installScript, packageCacheKey, runInstall, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
 import type { RunnerConnection } from '../runner-connection'
 import { runnerEnv, type SandboxSettings, WORKSPACE } from '../settings'
 import { containerSpec } from './container-spec'
@@ -52,14 +52,15 @@ export async function packageImage(
     progress({ kind: 'start', summary: p.plan.summary })
     try {
       if (!p.openEgress) {
-        throw new CorralError('sandbox_error', `environment ${p.environmentId} lists packages (${p.plan.summary}) but this Corral has no egress proxy to install them through (it needs the OS keychain: see corral doctor)`)
+        throw new CorralError('sandbox_error', `this Corral has no egress proxy to install them through (${p.plan.summary}; the proxy needs the OS keychain: see corral doctor)`)
       }
       await build(deps, { ...p, baseId, key, image, openEgress: p.openEgress, progress })
       progress({ kind: 'ready' })
       return image
     } catch (err) {
-      progress({ kind: 'failed', message: (err as Error).message })
-      throw err
+      const failed = installError(p.environmentId, err)
+      progress({ kind: 'failed', message: failed.message })
+      throw failed
     }
   })
 }

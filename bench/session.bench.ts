@@ -63,8 +63,12 @@ function fsyncCost(): ReturnType<typeof summary> {
   return summary(sample)
 }
 
-/** `writers` async writers each appending one event at a time for `ms`; appends/s and CPU per append. */
-async function durable(writers: number, sessionCount: number, ms: number): Promise<{ appends_per_s: number; cpu_us_per_append: number; commit_groups: number }> {
+/**
+ * `writers` async writers each appending one event at a time for `ms`; appends/s and CPU per append.
+ * With `mixed`, each writer cycles through TYPES (dense and other types alike) instead of one
+ * agent.message.
+ */
+async function durable(writers: number, sessionCount: number, ms: number, mixed = false): Promise<{ appends_per_s: number; cpu_us_per_append: number; commit_groups: number }> {
   const f = fixture()
   try {
     const ids: string[] = []
@@ -81,8 +85,9 @@ async function durable(writers: number, sessionCount: number, ms: number): Promi
     await Promise.all(
       Array.from({ length: writers }, async (_, w) => {
         const sid = ids[w % ids.length]
+        let k = w
         while (performance.now() - start < ms) {
-          await f.log.append(sid, [EVENT])
+          await f.log.append(sid, [mixed ? { ...EVENT, type: TYPES[k++ % TYPES.length] } : EVENT])
           n++
         }
       }),
@@ -125,14 +130,17 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
   log(`fsync p50 ${(out.fsync_4k_ms as { p50_ms: number }).p50_ms} ms`)
 
   const REPS = 3
-  for (const [label, sessions] of [
-    ['durable_64_writers_64_sessions', 64],
-    ['durable_64_writers_1_session', 1],
+  for (const [label, sessions, mixed] of [
+    ['durable_64_writers_64_sessions', 64, false],
+    ['durable_64_writers_1_session', 1, false],
+    // No target of its own: the same load with TYPES' mix, where 4 in 10 events are of types the
+    // type index lists in full (so their appends write its leaf too).
+    ['durable_64_writers_64_sessions_mixed_types', 64, true],
   ] as const) {
     const runs = []
-    for (let r = 0; r < REPS; r++) runs.push(await durable(64, sessions, 3000))
+    for (let r = 0; r < REPS; r++) runs.push(await durable(64, sessions, 3000, mixed))
     out[label] = {
-      target_appends_per_s: 20_000,
+      ...(mixed ? {} : { target_appends_per_s: 20_000 }),
       median_appends_per_s: median(runs.map((x) => x.appends_per_s)),
       median_cpu_us_per_append: median(runs.map((x) => x.cpu_us_per_append)),
       runs,
@@ -150,7 +158,8 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
   }
   log(`bulk: ${JSON.stringify(out.bulk_append_sync_1000_per_call)}`)
 
-  // A 1,000,000-event session: ten event types round-robin, plus a rare type every 1000th event.
+  // A 1,000,000-event session: ten event types round-robin, plus a rare type every 1000th event,
+  // and every 1000th another rare one that is of a dense type (its type index lists only a few).
   const f = fixture()
   try {
     const sid = await f.newSession()
@@ -162,7 +171,9 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
         sid,
         Array.from({ length: chunk }, (_, i) => {
           const k = base + i
-          return k % 1000 === 999 ? { type: 'session.error', n: k } : { type: TYPES[k % TYPES.length], n: k, content: [{ type: 'text', text: 'x'.repeat(60) }] }
+          if (k % 1000 === 999) return { type: 'session.error', n: k }
+          if (k % 1000 === 499) return { type: 'agent.mcp_tool_result', n: k, content: [{ type: 'text', text: 'x'.repeat(60) }] }
+          return { type: TYPES[k % TYPES.length], n: k, content: [{ type: 'text', text: 'x'.repeat(60) }] }
         }),
       )
     }
@@ -177,6 +188,8 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       ['desc_types_10pct', { order: 'desc', types: ['agent.message'] }],
       ['asc_types_2_of_10', { order: 'asc', types: ['agent.message', 'user.message'] }],
       ['asc_types_rare_0.1pct', { order: 'asc', types: ['session.error'] }],
+      ['asc_types_dense_listed_rare_0.1pct', { order: 'asc', types: ['agent.mcp_tool_result'] }],
+      ['desc_types_dense_listed_rare_0.1pct', { order: 'desc', types: ['agent.mcp_tool_result'] }],
     ]
     for (const [name, p] of cases) {
       const sample: number[] = []

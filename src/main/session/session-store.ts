@@ -366,9 +366,10 @@ export class SessionStore {
     if (answerType === 'user.tool_confirmation' && (req.event as { evaluated_permission?: string }).evaluated_permission !== 'ask') {
       throw invalid(`${where}: tool use ${useId} did not ask for confirmation`)
     }
+    // Answers are never of a dense type, so the type index lists every one of them.
     const prior = this.db
       .prepare(
-        `SELECT 1 FROM events e JOIN sessions s ON s.rid = e.session_rid WHERE s.id = ? AND e.seq > ? AND e.type = ? AND json_extract(e.data, '$.${field}') = ? LIMIT 1`,
+        `SELECT 1 FROM events e INDEXED BY events_type_marks JOIN sessions s ON s.rid = e.session_rid WHERE s.id = ? AND e.seq > ? AND e.type = ? AND e.type_mark IS NOT 0 AND json_extract(e.data, '$.${field}') = ? LIMIT 1`,
       )
       .get(sessionId, req.seq, answerType, useId)
     if (prior || answered.has(useId)) throw invalid(`${where}: ${useId} has already been answered`)

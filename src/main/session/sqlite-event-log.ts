@@ -35,7 +35,11 @@ export interface AppendOptions {
   precheck?: () => void
 }
 
-/** A raw event row, as `scan` visits it; `data` is the event's JSON text. */
+/**
+ * A raw event row, as `scan` visits it. `data` is the JSON text of the event's own fields: without
+ * `id`, `type` and `processed_at`, which are columns (rows stored before schema version 4 still
+ * repeat them in `data`, with the same values).
+ */
 export interface ScannedEvent {
   seq: number
   threadId: string | null
@@ -60,6 +64,23 @@ interface PendingAppend {
 interface Tip {
   rid: number
   seq: number
+  /** The dense types already marked in the session's current block (see DENSE_EVENT_TYPES). */
+  marked: MarkedBlock | undefined
+}
+
+/** Which dense types have a marked event in one TYPE_BLOCK-seq block of a session. Never mutated once shared. */
+interface MarkedBlock {
+  block: number
+  types: string[]
+}
+
+/** An event row as reads select it. */
+interface EventRow {
+  seq: number
+  id: string
+  type: string
+  processed_at: string
+  data: string
 }
 
 type Outcome = { ok: true; stored: StoredEvent[] } | { ok: false; err: unknown }
@@ -71,7 +92,37 @@ interface SessionRow {
 
 const MAX_READ_LIMIT = 1000
 /** Rows per multi-row INSERT in bulk appends. */
-const INSERT_ROWS = 16
+const INSERT_ROWS = 32
+/** Parameters per row of the INSERTs (the session and processed_at are bound once per statement). */
+const ROW_PARAMS = 6
+const EVENT_COLUMNS = 'seq, id, type, processed_at, data'
+
+/**
+ * Event types that come once or more per model request or tool call. In a working session each is
+ * a sizeable share of the log, so a page of one is found by scanning the session in seq order, and
+ * listing every one in the type index would cost each append an index leaf per session (with many
+ * sessions appending at once, about half of the pages a commit writes). So an event of these types
+ * is marked (listed in `events_type_marks`) only when it is the first of its type in its block of
+ * TYPE_BLOCK seqs, as far as this log knows; any other event is always marked.
+ * Invariant: every unmarked event has a marked event of its type earlier in the same block. A read
+ * of a dense type therefore scans only the blocks that hold a mark, from the mark on, and a dense
+ * type that is rare in some session still costs at most one short block scan per event found.
+ * Adding a type here is safe at any time; removing one is not (its unmarked events would be missed
+ * by reads that trust the index to list every event of a non-dense type).
+ */
+export const DENSE_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'agent.message',
+  'agent.thinking',
+  'agent.tool_use',
+  'agent.tool_result',
+  'agent.mcp_tool_use',
+  'agent.mcp_tool_result',
+  'span.model_request_start',
+  'span.model_request_end',
+])
+const TYPE_BLOCK = 32
+/** Sessions whose current block's marks are remembered; past this the memory starts over (more marks, never fewer). */
+const MAX_MARKED_SESSIONS = 4096
 
 /**
  * The event log on SQLite. Appends are group-committed: every append queued during one turn of
@@ -87,6 +138,8 @@ export class SqliteEventLog implements EventLog {
   private readonly projectors: EventProjector[] = []
   private readonly batchProjectors: EventBatchProjector[] = []
   private readonly readCache = new Map<string, Statement>()
+  /** Per session id: the marked dense types of its current block, as of the last commit of this log. */
+  private readonly markedBlocks = new Map<string, MarkedBlock>()
   private readonly insert: Statement
   private readonly insertMany: Statement
   private readonly maxSeq: Statement
@@ -101,19 +154,21 @@ export class SqliteEventLog implements EventLog {
     options: { clock?: () => Date } = {},
   ) {
     this.clock = options.clock ?? (() => new Date())
-    this.insert = db.prepare(
-      'INSERT INTO events (session_rid, seq, id, thread_id, type, processed_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    )
-    this.insertMany = db.prepare(
-      `INSERT INTO events (session_rid, seq, id, thread_id, type, processed_at, data) VALUES ${Array(INSERT_ROWS).fill('(?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
-    )
+    // OR FAIL, not the default ABORT: a multi-row statement that may abort makes SQLite keep a
+    // statement journal (every page the statement touches copied to a temp file first), which was
+    // a third of a bulk append's CPU. Nothing is lost: a failed append rolls back its whole
+    // transaction or savepoint, never just the statement.
+    const insertSql = (n: number) =>
+      `INSERT OR FAIL INTO events (session_rid, processed_at, seq, id, thread_id, type, data, type_mark) VALUES ${Array(n).fill('(@rid, @at, ?, ?, ?, ?, ?, ?)').join(', ')}`
+    this.insert = db.prepare(insertSql(1))
+    this.insertMany = db.prepare(insertSql(INSERT_ROWS))
     this.maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) AS s FROM events WHERE session_rid = ?').pluck()
     // Built once: better-sqlite3 runs a transaction function called inside another as a savepoint.
     this.groupTx = db.transaction((batch: readonly PendingAppend[], isolate: boolean, pending: Map<string, Tip>) => this.runGroup(batch, isolate, pending))
     this.savepointTx = db.transaction((p: PendingAppend, pending: Map<string, Tip>) => this.appendOne(p, pending))
     this.sessionByPublicId = db.prepare('SELECT rid, deleting FROM sessions WHERE id = ?')
     this.byId = db.prepare(
-      'SELECT e.seq, s.id AS sessionId, e.data FROM events e JOIN sessions s ON s.rid = e.session_rid WHERE e.id = ?',
+      'SELECT e.seq, e.id, e.type, e.processed_at, e.data, s.id AS sessionId FROM events e JOIN sessions s ON s.rid = e.session_rid WHERE e.id = ?',
     )
   }
 
@@ -151,11 +206,13 @@ export class SqliteEventLog implements EventLog {
     if (events.length === 0) return []
     checkTypes(events)
     let out: StoredEvent[]
+    const pending = new Map<string, Tip>()
     try {
-      out = this.db.transaction(() => this.insertAll(this.ridOf(sessionId), sessionId, events, new Map())).immediate()
+      out = this.db.transaction(() => this.insertAll(this.ridOf(sessionId), sessionId, events, pending)).immediate()
     } catch (err) {
       throw asCorralError(err)
     }
+    this.committed(pending)
     this.notify(out)
     return out
   }
@@ -172,17 +229,20 @@ export class SqliteEventLog implements EventLog {
     // BEGIN IMMEDIATE: the write lock is taken before MAX(seq) is read, so another process
     // writing the same file (the CLI, a second engine) cannot slip an event in between.
     let outcomes: Outcome[]
+    let pending = new Map<string, Tip>()
     try {
       try {
-        outcomes = this.groupTx.immediate(batch, false, new Map())
+        outcomes = this.groupTx.immediate(batch, false, pending)
       } catch {
-        outcomes = this.groupTx.immediate(batch, true, new Map())
+        pending = new Map()
+        outcomes = this.groupTx.immediate(batch, true, pending)
       }
     } catch (cause) {
       const err = asCorralError(cause)
       for (const p of batch) p.reject(err)
       return
     }
+    this.committed(pending)
     for (let i = 0; i < batch.length; i++) {
       const o = outcomes[i]
       if (o.ok) {
@@ -226,25 +286,49 @@ export class SqliteEventLog implements EventLog {
     // Within one group transaction an earlier append's last seq is known; otherwise read it
     // (never from a cache: another process may have appended since).
     const tip = pending.get(sessionId)
-    let seq = (tip && tip.rid === rid ? tip.seq : (this.maxSeq.get(rid) as number)) + 1
+    const inGroup = tip !== undefined && tip.rid === rid
+    let seq = (inGroup ? tip.seq : (this.maxSeq.get(rid) as number)) + 1
+    // Copied before the first change: if this append rolls back, the state it started from stands.
+    let marked = inGroup ? tip.marked : this.markedBlocks.get(sessionId)
+    let markedOwn = false
     const processedAt = this.clock().toISOString()
     const now = Date.now()
+    const bound = { rid, at: processedAt }
     const out: StoredEvent[] = []
     const rows: unknown[] = []
+    let lastId: string | undefined
     for (const input of events) {
+      const type = input.type
       // The harness may pre-assign an id so stream previews (event_start/event_delta) can name
       // the event they become; client input never carries one (the boundary schemas refuse it).
+      // The ids an append makes count up from a random one (as ULIDs do within a millisecond):
+      // each lands just after the last in the id index instead of at a random place in it.
       const preassigned = typeof input.id === 'string' && input.id.startsWith('sevt_')
-      const id = preassigned ? (input.id as string) : newId('event', now, pooledRandom)
-      // Object.assign + two stores, not `{ ...input, id, processed_at }`: same keys in the same
-      // order, but the spread was the single most expensive step of a bulk append.
-      const event = Object.assign({}, input) as unknown as LoggedEvent
+      const id = preassigned ? (input.id as string) : (lastId = lastId === undefined ? newId('event', now, pooledRandom) : successorId(lastId))
+      // `data` holds the event's own fields; id, type and processed_at are columns. The event
+      // handed back is built as a read rebuilds it, so both have the same keys in the same order.
+      const own: Record<string, unknown> = {}
+      for (const k in input) if (k !== 'type' && k !== 'id' && k !== 'processed_at') own[k] = input[k]
+      const event = Object.assign({ type }, own) as unknown as LoggedEvent
       event.id = id
       event.processed_at = processedAt
+      let mark = 1
+      if (DENSE_EVENT_TYPES.has(type)) {
+        const block = Math.floor(seq / TYPE_BLOCK)
+        if (marked === undefined || marked.block !== block) {
+          marked = { block, types: [type] }
+          markedOwn = true
+        } else if (marked.types.includes(type)) mark = 0
+        else {
+          if (!markedOwn) marked = { block, types: marked.types.slice() }
+          markedOwn = true
+          marked.types.push(type)
+        }
+      }
       const threadId = typeof input.session_thread_id === 'string' ? input.session_thread_id : null
-      rows.push(rid, seq, id, threadId, input.type, processedAt, JSON.stringify(event))
-      if (rows.length === INSERT_ROWS * 7) {
-        this.insertMany.run(rows)
+      rows.push(seq, id, threadId, type, JSON.stringify(own), mark)
+      if (rows.length === INSERT_ROWS * ROW_PARAMS) {
+        this.insertMany.run(rows, bound)
         rows.length = 0
       }
       const stored: StoredEvent = { seq, sessionId, event }
@@ -253,11 +337,20 @@ export class SqliteEventLog implements EventLog {
       seq++
     }
     // The rest one row at a time (a multi-row statement saves per-statement overhead in bulk).
-    for (let i = 0; i < rows.length; i += 7) this.insert.run(rows.slice(i, i + 7))
+    for (let i = 0; i < rows.length; i += ROW_PARAMS) this.insert.run(rows.slice(i, i + ROW_PARAMS), bound)
     for (const project of this.batchProjectors) project(rid, out)
     // Only now: if anything above threw, the savepoint rolls back and the seqs stay free.
-    pending.set(sessionId, { rid, seq: seq - 1 })
+    pending.set(sessionId, { rid, seq: seq - 1, marked })
     return out
+  }
+
+  /** After a commit: the marks it wrote become what later appends of this log build on. */
+  private committed(pending: Map<string, Tip>): void {
+    for (const [sessionId, tip] of pending) {
+      if (!tip.marked) continue
+      if (this.markedBlocks.size >= MAX_MARKED_SESSIONS && !this.markedBlocks.has(sessionId)) this.markedBlocks.clear()
+      this.markedBlocks.set(sessionId, tip.marked)
+    }
   }
 
   private notify(stored: StoredEvent[]): void {
@@ -276,20 +369,12 @@ export class SqliteEventLog implements EventLog {
     const row = this.sessionByPublicId.get(sessionId) as SessionRow | undefined
     if (!row) throw notFound('session', sessionId)
     const limit = Math.min(Math.max(params.limit ?? 100, 1), MAX_READ_LIMIT)
-    const order = params.order === 'desc' ? 'DESC' : 'ASC'
-    const where = ['session_rid = ?']
-    const args: unknown[] = [row.rid]
-    if (params.after !== undefined) {
-      where.push('seq > ?')
-      args.push(params.after)
-    }
-    if (params.before !== undefined) {
-      where.push('seq < ?')
-      args.push(params.before)
-    }
-    if (params.threadId === null) where.push('thread_id IS NULL')
+    const desc = params.order === 'desc'
+    const terms: string[] = []
+    const args: unknown[] = []
+    if (params.threadId === null) terms.push(' AND thread_id IS NULL')
     else if (params.threadId !== undefined) {
-      where.push('thread_id = ?')
+      terms.push(' AND thread_id = ?')
       args.push(params.threadId)
     }
     const at = params.processedAt
@@ -300,28 +385,100 @@ export class SqliteEventLog implements EventLog {
         if (v === undefined) continue
         const t = Date.parse(v)
         if (Number.isNaN(t)) throw invalid(`created_at[${k}]: not an RFC 3339 date-time`)
-        where.push(`processed_at ${op} ?`)
+        terms.push(` AND processed_at ${op} ?`)
         args.push(new Date(t).toISOString())
       }
     }
-    let rows: { seq: number; data: string }[]
+    const q: RangeQuery = { rid: row.rid, filter: terms.join(''), args, desc }
+    // Exclusive bounds on seq.
+    const lo = params.after ?? 0
+    const hi = params.before ?? Number.MAX_SAFE_INTEGER
+    let rows: EventRow[]
     const types = params.types && params.types.length > 0 ? [...new Set(params.types)] : undefined
-    if (!types) {
-      rows = this.cached(`SELECT seq, data FROM events WHERE ${where.join(' AND ')} ORDER BY seq ${order} LIMIT ?`).all(...args, limit) as typeof rows
-    } else {
-      // One index walk per type (session_rid, type, seq), each stopping after `limit` rows, then
-      // a merge by seq: a page costs the same whether a type is common or rare, and SQLite
-      // never has to collect and sort every match of an IN list.
-      const sql = `SELECT seq, data FROM events INDEXED BY events_type WHERE ${where.join(' AND ')} AND type = ? ORDER BY seq ${order} LIMIT ?`
-      const stmt = this.cached(sql)
+    if (!types) rows = this.readRange(q, lo, hi, undefined, limit)
+    else {
+      // Each type on its own, each stopping after `limit` rows, then a merge by seq: SQLite never
+      // has to collect and sort every match of an IN list.
       rows = []
-      for (const type of types) rows.push(...(stmt.all(...args, type, limit) as typeof rows))
+      for (const type of types) rows.push(...(DENSE_EVENT_TYPES.has(type) ? this.readDense(q, lo, hi, type, limit) : this.readListed(q, lo, hi, type, limit)))
       if (types.length > 1) {
-        rows.sort(order === 'ASC' ? (a, b) => a.seq - b.seq : (a, b) => b.seq - a.seq)
+        rows.sort(desc ? (a, b) => b.seq - a.seq : (a, b) => a.seq - b.seq)
         rows.length = Math.min(rows.length, limit)
       }
     }
-    return rows.map((r) => ({ seq: r.seq, sessionId, event: JSON.parse(r.data) as LoggedEvent }))
+    return rows.map((r) => ({ seq: r.seq, sessionId, event: toEvent(r) }))
+  }
+
+  /** Events in (lo, hi) in seq order (of one type: a scan of the session that skips the others). */
+  private readRange(q: RangeQuery, lo: number, hi: number, type: string | undefined, limit: number): EventRow[] {
+    const typed = type === undefined ? '' : ' AND type = ?'
+    const sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE session_rid = ? AND seq > ? AND seq < ?${typed}${q.filter} ORDER BY seq ${q.desc ? 'DESC' : 'ASC'} LIMIT ?`
+    const stmt = this.cached(sql)
+    return (type === undefined ? stmt.all(q.rid, lo, hi, ...q.args, limit) : stmt.all(q.rid, lo, hi, type, ...q.args, limit)) as EventRow[]
+  }
+
+  /** Events of a type that is not dense: every one is listed in the type index. */
+  private readListed(q: RangeQuery, lo: number, hi: number, type: string, limit: number): EventRow[] {
+    const sql = `SELECT ${EVENT_COLUMNS} FROM events INDEXED BY events_type_marks WHERE session_rid = ? AND type = ? AND type_mark IS NOT 0 AND seq > ? AND seq < ?${q.filter} ORDER BY seq ${q.desc ? 'DESC' : 'ASC'} LIMIT ?`
+    return this.cached(sql).all(q.rid, type, lo, hi, ...q.args, limit) as EventRow[]
+  }
+
+  /**
+   * Events of a dense type (see DENSE_EVENT_TYPES), found through its marks: every such event lies
+   * in a block holding a mark of its type, at or after that mark. Each round takes the next marks
+   * beyond `cur` (the point up to which every event of the type has been read) and reads the
+   * region they cover: with a plain scan where the marks' blocks are mostly contiguous (the type
+   * is common here), else block by block from each mark (it is rare here).
+   */
+  private readDense(q: RangeQuery, lo: number, hi: number, type: string, limit: number): EventRow[] {
+    const order = q.desc ? 'DESC' : 'ASC'
+    const marksOf = this.cached(
+      `SELECT seq FROM events INDEXED BY events_type_marks WHERE session_rid = ? AND type = ? AND type_mark IS NOT 0 AND seq >= ? AND seq < ? ORDER BY seq ${order} LIMIT ?`,
+    )
+    const blockwise = this.cached(
+      `SELECT e.seq, e.id, e.type, e.processed_at, e.data FROM (SELECT seq AS m FROM events INDEXED BY events_type_marks WHERE session_rid = ? AND type = ? AND type_mark IS NOT 0 AND seq >= ? AND seq <= ?) k ` +
+        // CROSS JOIN: the marks drive the loop (SQLite would otherwise scan the session for rows).
+        `CROSS JOIN events e WHERE e.session_rid = ? AND e.seq >= k.m AND e.seq <= k.m - k.m % ${TYPE_BLOCK} + ${TYPE_BLOCK - 1} AND e.type = ? AND e.seq > ? AND e.seq < ?${q.filter} ORDER BY e.seq ${order} LIMIT ?`,
+    )
+    const perRound = limit + 1
+    const out: EventRow[] = []
+    let cur = q.desc ? hi : lo
+    for (;;) {
+      // Ascending, a mark before `cur` in cur's block may cover events after it; descending, an
+      // event's mark is never after the event.
+      const marks = (q.desc ? marksOf.all(q.rid, type, blockStart(lo + 1), cur, perRound) : marksOf.all(q.rid, type, blockStart(cur + 1), hi, perRound)).map(
+        (r) => (r as { seq: number }).seq,
+      )
+      if (marks.length === 0) break
+      const first = marks[0]
+      const last = marks[marks.length - 1]
+      // The exclusive bounds of the region these marks cover completely.
+      const a = q.desc ? Math.max(lo, last - 1) : Math.max(cur, blockStart(first) - 1)
+      const b = q.desc ? Math.min(cur, blockStart(first) + TYPE_BLOCK) : Math.min(hi, blockStart(last) + TYPE_BLOCK)
+      let blocks = 1
+      for (let i = 1; i < marks.length; i++) if (blockStart(marks[i]) !== blockStart(marks[i - 1])) blocks++
+      const span = Math.abs(blockStart(last) - blockStart(first)) / TYPE_BLOCK + 1
+      const need = limit - out.length
+      const rows =
+        span <= 2 * blocks
+          ? this.readRange(q, a, b, type, need)
+          : (blockwise.all(q.rid, type, Math.min(first, last), Math.max(first, last), q.rid, type, a, b, ...q.args, need) as EventRow[])
+      // Blockwise, a block with two marks (stored before version 4, or by two processes) yields its rows twice.
+      let prev = out.length > 0 ? out[out.length - 1].seq : NaN
+      for (const r of rows) {
+        if (r.seq === prev) continue
+        out.push(r)
+        prev = r.seq
+      }
+      if (out.length >= limit) break
+      if (rows.length >= need) {
+        cur = rows[rows.length - 1].seq
+        continue
+      }
+      if (marks.length < perRound || (q.desc ? a <= lo : b >= hi)) break
+      cur = q.desc ? a + 1 : b - 1
+    }
+    return out
   }
 
   private cached(sql: string): Statement {
@@ -350,8 +507,8 @@ export class SqliteEventLog implements EventLog {
   }
 
   get(eventId: string): StoredEvent | undefined {
-    const row = this.byId.get(eventId) as { seq: number; sessionId: string; data: string } | undefined
-    return row && { seq: row.seq, sessionId: row.sessionId, event: JSON.parse(row.data) as LoggedEvent }
+    const row = this.byId.get(eventId) as (EventRow & { sessionId: string }) | undefined
+    return row && { seq: row.seq, sessionId: row.sessionId, event: toEvent(row) }
   }
 
   lastSeq(sessionId: string): number {
@@ -399,6 +556,26 @@ export class SqliteEventLog implements EventLog {
   }
 }
 
+interface RangeQuery {
+  rid: number
+  /** Terms on other columns (thread, processed_at), each starting with ' AND '. */
+  filter: string
+  args: unknown[]
+  desc: boolean
+}
+
+function blockStart(seq: number): number {
+  return seq - (((seq % TYPE_BLOCK) + TYPE_BLOCK) % TYPE_BLOCK)
+}
+
+/** The event as the API shows it: its own fields from `data`, id, type and processed_at from their columns. */
+function toEvent(r: EventRow): LoggedEvent {
+  const event = Object.assign({ type: r.type }, JSON.parse(r.data)) as LoggedEvent
+  event.id = r.id
+  event.processed_at = r.processed_at
+  return event
+}
+
 function checkTypes(events: readonly EventInput[]): void {
   events.forEach((e, i) => {
     if (!e || typeof e.type !== 'string' || e.type.length === 0) throw invalid(`events[${i}].type: every event needs a non-empty string type`)
@@ -408,6 +585,19 @@ function checkTypes(events: readonly EventInput[]): void {
 function asCorralError(err: unknown): unknown {
   if (err instanceof CorralError) return err
   return new CorralError('api_error', `appending to the session log failed: ${(err as Error).message}`, { cause: err })
+}
+
+const ID_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
+/** Length of the random part at the end of an id (see newId). */
+const ID_RANDOM_CHARS = 16
+
+/** The id after `id` in its random part (base 32, Crockford), or a new random one if that part is all Z. */
+function successorId(id: string): string {
+  for (let i = id.length - 1; i >= id.length - ID_RANDOM_CHARS; i--) {
+    const digit = ID_ALPHABET.indexOf(id[i])
+    if (digit < ID_ALPHABET.length - 1) return id.slice(0, i) + ID_ALPHABET[digit + 1] + '0'.repeat(id.length - 1 - i)
+  }
+  return newId('event', Date.now(), pooledRandom)
 }
 
 /**

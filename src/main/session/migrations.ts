@@ -131,9 +131,9 @@ export const MIGRATIONS: Migration[] = [
     // The full type index cost every append one more B-tree leaf per session (with 64 sessions
     // appending at once, half the pages each commit wrote). Now an event is listed only when
     // `type_mark` is not 0: always for most types, and for the dense types of SqliteEventLog
-    // (one or more per model request or tool call) only for the first of its type in each block
-    // of TYPE_BLOCK seqs, which is all a read needs to find the rest (see SqliteEventLog.read).
-    // Events stored before this migration have type_mark NULL and stay listed. type_mark is also
+    // (one or more per model request or tool call) only for the first two of its type in each
+    // block of TYPE_BLOCK seqs, which is all a read needs to find the rest (see
+    // DENSE_EVENT_TYPES). Events stored before this migration have type_mark NULL and stay listed. type_mark is also
     // a column of the index only so that SQLite sees it as covering a query that names it (the
     // term a query needs to use a partial index), and reads marks without visiting the table.
     sql: `

@@ -64,14 +64,17 @@ interface PendingAppend {
 interface Tip {
   rid: number
   seq: number
-  /** The dense types already marked in the session's current block (see DENSE_EVENT_TYPES). */
+  /** How many events of each dense type the session's current block has, as far as this log knows. */
   marked: MarkedBlock | undefined
 }
 
-/** Which dense types have a marked event in one TYPE_BLOCK-seq block of a session. Never mutated once shared. */
+/**
+ * How many events (1, or 2 for two or more) of each dense type one TYPE_BLOCK-seq block of a
+ * session holds, as far as this log knows. Never mutated once shared.
+ */
 interface MarkedBlock {
   block: number
-  types: string[]
+  counts: Map<string, number>
 }
 
 /** An event row as reads select it. */
@@ -101,13 +104,14 @@ const EVENT_COLUMNS = 'seq, id, type, processed_at, data'
  * Event types that come once or more per model request or tool call. In a working session each is
  * a sizeable share of the log, so a page of one is found by scanning the session in seq order, and
  * listing every one in the type index would cost each append an index leaf per session (with many
- * sessions appending at once, about half of the pages a commit writes). So an event of these types
- * is marked (listed in `events_type_marks`) only when it is the first of its type in its block of
- * TYPE_BLOCK seqs, as far as this log knows; any other event is always marked.
- * Invariant: every unmarked event has a marked event of its type earlier in the same block. A read
- * of a dense type therefore scans only the blocks that hold a mark, from the mark on, and a dense
- * type that is rare in some session still costs at most one short block scan per event found.
- * Adding a type here is safe at any time; removing one is not (its unmarked events would be missed
+ * sessions appending at once, about half of the pages a commit writes). So of these types only the
+ * first two events in each block of TYPE_BLOCK seqs are listed in `events_type_marks` (as far as
+ * this log knows: another process lists its own), the second one as FOLLOWED; every other event
+ * is always listed.
+ * Invariant: every unlisted event has a FOLLOWED event of its type earlier in the same block. A read
+ * of a dense type therefore takes the listed events and scans a block only from a FOLLOWED one on:
+ * a dense type that is rare in some session reads like any listed type.
+ * Adding a type here is safe at any time; removing one is not (its unlisted events would be missed
  * by reads that trust the index to list every event of a non-dense type).
  */
 export const DENSE_EVENT_TYPES: ReadonlySet<string> = new Set([
@@ -120,7 +124,17 @@ export const DENSE_EVENT_TYPES: ReadonlySet<string> = new Set([
   'span.model_request_start',
   'span.model_request_end',
 ])
-const TYPE_BLOCK = 32
+const TYPE_BLOCK = 64
+/** A read of several types with a dense one first scans this many rows per row it wants. */
+const UNION_SCAN_ROWS = 8
+/**
+ * Values of events.type_mark. NULL (rows from before schema version 4) is listed like LISTED.
+ * FOLLOWED was also written, briefly, for the first event of a dense type in its block, which
+ * reads handle the same way: a FOLLOWED event may be followed by unlisted ones.
+ */
+const UNLISTED = 0
+const FOLLOWED = 1
+const LISTED = 2
 /** Sessions whose current block's marks are remembered; past this the memory starts over (more marks, never fewer). */
 const MAX_MARKED_SESSIONS = 4096
 
@@ -312,17 +326,20 @@ export class SqliteEventLog implements EventLog {
       const event = Object.assign({ type }, own) as unknown as LoggedEvent
       event.id = id
       event.processed_at = processedAt
-      let mark = 1
+      let mark = LISTED
       if (DENSE_EVENT_TYPES.has(type)) {
         const block = Math.floor(seq / TYPE_BLOCK)
         if (marked === undefined || marked.block !== block) {
-          marked = { block, types: [type] }
+          marked = { block, counts: new Map() }
           markedOwn = true
-        } else if (marked.types.includes(type)) mark = 0
-        else {
-          if (!markedOwn) marked = { block, types: marked.types.slice() }
+        }
+        const count = marked.counts.get(type) ?? 0
+        if (count === 1) mark = FOLLOWED
+        else if (count >= 2) mark = UNLISTED
+        if (count < 2) {
+          if (!markedOwn) marked = { block, counts: new Map(marked.counts) }
           markedOwn = true
-          marked.types.push(type)
+          marked.counts.set(type, count + 1)
         }
       }
       const threadId = typeof input.session_thread_id === 'string' ? input.session_thread_id : null
@@ -396,25 +413,46 @@ export class SqliteEventLog implements EventLog {
     let rows: EventRow[]
     const types = params.types && params.types.length > 0 ? [...new Set(params.types)] : undefined
     if (!types) rows = this.readRange(q, lo, hi, undefined, limit)
+    else if (types.length === 1) rows = this.readType(q, lo, hi, types[0], limit)
+    else if (!types.some((type) => DENSE_EVENT_TYPES.has(type))) rows = this.readTypes(q, lo, hi, types, limit)
     else {
-      // Each type on its own, each stopping after `limit` rows, then a merge by seq: SQLite never
-      // has to collect and sort every match of an IN list.
-      rows = []
-      for (const type of types) rows.push(...(DENSE_EVENT_TYPES.has(type) ? this.readDense(q, lo, hi, type, limit) : this.readListed(q, lo, hi, type, limit)))
-      if (types.length > 1) {
-        rows.sort(desc ? (a, b) => b.seq - a.seq : (a, b) => a.seq - b.seq)
-        rows.length = Math.min(rows.length, limit)
+      // With a dense type among them, the types are likely common together: scan the next
+      // UNION_SCAN_ROWS rows per row wanted for all of them at once, then (if the page is not
+      // full) read on beyond that window type by type.
+      const window = limit * UNION_SCAN_ROWS
+      const top = desc && params.before === undefined ? (this.maxSeq.get(row.rid) as number) + 1 : hi
+      const a = desc ? Math.max(lo, top - window - 1) : lo
+      const b = desc ? hi : Math.min(hi, lo + window + 1)
+      rows = this.readRange(q, a, b, types, limit)
+      if (rows.length < limit && (desc ? a > lo : b < hi)) {
+        rows = rows.concat(desc ? this.readTypes(q, lo, a + 1, types, limit - rows.length) : this.readTypes(q, b - 1, hi, types, limit - rows.length))
       }
     }
     return rows.map((r) => ({ seq: r.seq, sessionId, event: toEvent(r) }))
   }
 
-  /** Events in (lo, hi) in seq order (of one type: a scan of the session that skips the others). */
-  private readRange(q: RangeQuery, lo: number, hi: number, type: string | undefined, limit: number): EventRow[] {
-    const typed = type === undefined ? '' : ' AND type = ?'
+  private readType(q: RangeQuery, lo: number, hi: number, type: string, limit: number): EventRow[] {
+    return DENSE_EVENT_TYPES.has(type) ? this.readDense(q, lo, hi, type, limit) : this.readListed(q, lo, hi, type, limit)
+  }
+
+  /**
+   * Each type on its own, each stopping after `limit` rows, then a merge by seq: SQLite never has
+   * to collect and sort every match of an IN list.
+   */
+  private readTypes(q: RangeQuery, lo: number, hi: number, types: readonly string[], limit: number): EventRow[] {
+    const rows: EventRow[] = []
+    for (const type of types) rows.push(...this.readType(q, lo, hi, type, limit))
+    rows.sort(q.desc ? (a, b) => b.seq - a.seq : (a, b) => a.seq - b.seq)
+    rows.length = Math.min(rows.length, limit)
+    return rows
+  }
+
+  /** Events in (lo, hi) in seq order (of some types: a scan of the session that skips the others). */
+  private readRange(q: RangeQuery, lo: number, hi: number, types: string | readonly string[] | undefined, limit: number): EventRow[] {
+    const list = types === undefined ? [] : typeof types === 'string' ? [types] : types
+    const typed = list.length === 0 ? '' : list.length === 1 ? ' AND type = ?' : ` AND type IN (${list.map(() => '?').join(', ')})`
     const sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE session_rid = ? AND seq > ? AND seq < ?${typed}${q.filter} ORDER BY seq ${q.desc ? 'DESC' : 'ASC'} LIMIT ?`
-    const stmt = this.cached(sql)
-    return (type === undefined ? stmt.all(q.rid, lo, hi, ...q.args, limit) : stmt.all(q.rid, lo, hi, type, ...q.args, limit)) as EventRow[]
+    return this.cached(sql).all(q.rid, lo, hi, ...list, ...q.args, limit) as EventRow[]
   }
 
   /** Events of a type that is not dense: every one is listed in the type index. */
@@ -424,21 +462,24 @@ export class SqliteEventLog implements EventLog {
   }
 
   /**
-   * Events of a dense type (see DENSE_EVENT_TYPES), found through its marks: every such event lies
-   * in a block holding a mark of its type, at or after that mark. Each round takes the next marks
+   * Events of a dense type (see DENSE_EVENT_TYPES), found through its listed events: an unlisted
+   * one lies in the block of a FOLLOWED one, after it. Each round takes the next listed events
    * beyond `cur` (the point up to which every event of the type has been read) and reads the
-   * region they cover: with a plain scan where the marks' blocks are mostly contiguous (the type
-   * is common here), else block by block from each mark (it is rare here).
+   * region they cover: with a plain scan where their blocks are mostly contiguous (the type is
+   * common here), else event by event, scanning on only after FOLLOWED ones (it is rare here).
    */
   private readDense(q: RangeQuery, lo: number, hi: number, type: string, limit: number): EventRow[] {
     const order = q.desc ? 'DESC' : 'ASC'
-    const marksOf = this.cached(
+    const listedOf = this.cached(
       `SELECT seq FROM events INDEXED BY events_type_marks WHERE session_rid = ? AND type = ? AND type_mark IS NOT 0 AND seq >= ? AND seq < ? ORDER BY seq ${order} LIMIT ?`,
     )
+    // Each listed event, plus the rest of its block after a FOLLOWED one (and after `edge`, the
+    // last listed event of the round, whose block may hold a FOLLOWED one the round did not reach).
     const blockwise = this.cached(
-      `SELECT e.seq, e.id, e.type, e.processed_at, e.data FROM (SELECT seq AS m FROM events INDEXED BY events_type_marks WHERE session_rid = ? AND type = ? AND type_mark IS NOT 0 AND seq >= ? AND seq <= ?) k ` +
-        // CROSS JOIN: the marks drive the loop (SQLite would otherwise scan the session for rows).
-        `CROSS JOIN events e WHERE e.session_rid = ? AND e.seq >= k.m AND e.seq <= k.m - k.m % ${TYPE_BLOCK} + ${TYPE_BLOCK - 1} AND e.type = ? AND e.seq > ? AND e.seq < ?${q.filter} ORDER BY e.seq ${order} LIMIT ?`,
+      `SELECT e.seq, e.id, e.type, e.processed_at, e.data FROM (SELECT seq AS m, type_mark AS v FROM events INDEXED BY events_type_marks WHERE session_rid = ? AND type = ? AND type_mark IS NOT 0 AND seq >= ? AND seq <= ?) k ` +
+        // CROSS JOIN: the listed events drive the loop (SQLite would otherwise scan the session).
+        `CROSS JOIN events e WHERE e.session_rid = ? AND e.seq >= k.m AND e.seq <= (CASE WHEN k.v = ${FOLLOWED} OR k.m = ? THEN k.m - k.m % ${TYPE_BLOCK} + ${TYPE_BLOCK - 1} ELSE k.m END) ` +
+        `AND e.type = ? AND e.seq > ? AND e.seq < ?${q.filter} ORDER BY e.seq ${order} LIMIT ?`,
     )
     const perRound = limit + 1
     const out: EventRow[] = []
@@ -446,7 +487,7 @@ export class SqliteEventLog implements EventLog {
     for (;;) {
       // Ascending, a mark before `cur` in cur's block may cover events after it; descending, an
       // event's mark is never after the event.
-      const marks = (q.desc ? marksOf.all(q.rid, type, blockStart(lo + 1), cur, perRound) : marksOf.all(q.rid, type, blockStart(cur + 1), hi, perRound)).map(
+      const marks = (q.desc ? listedOf.all(q.rid, type, blockStart(lo + 1), cur, perRound) : listedOf.all(q.rid, type, blockStart(cur + 1), hi, perRound)).map(
         (r) => (r as { seq: number }).seq,
       )
       if (marks.length === 0) break
@@ -462,8 +503,8 @@ export class SqliteEventLog implements EventLog {
       const rows =
         span <= 2 * blocks
           ? this.readRange(q, a, b, type, need)
-          : (blockwise.all(q.rid, type, Math.min(first, last), Math.max(first, last), q.rid, type, a, b, ...q.args, need) as EventRow[])
-      // Blockwise, a block with two marks (stored before version 4, or by two processes) yields its rows twice.
+          : (blockwise.all(q.rid, type, Math.min(first, last), Math.max(first, last), q.rid, last, type, a, b, ...q.args, need) as EventRow[])
+      // Blockwise, the rest of a block after a FOLLOWED event holds listed events read on their own too.
       let prev = out.length > 0 ? out[out.length - 1].seq : NaN
       for (const r of rows) {
         if (r.seq === prev) continue

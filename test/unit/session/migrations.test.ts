@@ -59,7 +59,7 @@ describe('migration 4 (type index lists marked events only)', () => {
     expect(added.map((s) => s.seq)).toEqual([101, 102, 103])
     expect(n(log.read('sesn_OLD', { types: ['agent.message', 'user.message'], after: 94 }))).toEqual([94, 95, 96, 98, 99, 100, 101, 102])
     expect(n(log.read('sesn_OLD', { types: ['agent.message'], order: 'desc', limit: 4 }))).toEqual([101, 100, 99, 96])
-    expect((db.prepare('SELECT type_mark FROM events WHERE seq > 100 ORDER BY seq').all() as { type_mark: number }[]).map((r) => r.type_mark)).toEqual([1, 0, 1])
+    expect((db.prepare('SELECT type_mark FROM events WHERE seq > 100 ORDER BY seq').all() as { type_mark: number }[]).map((r) => r.type_mark)).toEqual([2, 1, 2])
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok')
   })
 })

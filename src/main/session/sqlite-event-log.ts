@@ -158,6 +158,7 @@ export class SqliteEventLog implements EventLog {
   private readonly insertMany: Statement
   private readonly maxSeq: Statement
   private readonly sessionByPublicId: Statement
+  private readonly sessionTip: Statement
   private readonly byId: Statement
   private readonly clock: () => Date
   private readonly groupTx: Transaction<(batch: readonly PendingAppend[], isolate: boolean, pending: Map<string, Tip>) => Outcome[]>
@@ -181,6 +182,9 @@ export class SqliteEventLog implements EventLog {
     this.groupTx = db.transaction((batch: readonly PendingAppend[], isolate: boolean, pending: Map<string, Tip>) => this.runGroup(batch, isolate, pending))
     this.savepointTx = db.transaction((p: PendingAppend, pending: Map<string, Tip>) => this.appendOne(p, pending))
     this.sessionByPublicId = db.prepare('SELECT rid, deleting FROM sessions WHERE id = ?')
+    this.sessionTip = db.prepare(
+      'SELECT s.rid, s.deleting, (SELECT COALESCE(MAX(e.seq), 0) FROM events e WHERE e.session_rid = s.rid) AS seq FROM sessions s WHERE s.id = ?',
+    )
     this.byId = db.prepare(
       'SELECT e.seq, e.id, e.type, e.processed_at, e.data, s.id AS sessionId FROM events e JOIN sessions s ON s.rid = e.session_rid WHERE e.id = ?',
     )
@@ -222,7 +226,7 @@ export class SqliteEventLog implements EventLog {
     let out: StoredEvent[]
     const pending = new Map<string, Tip>()
     try {
-      out = this.db.transaction(() => this.insertAll(this.ridOf(sessionId), sessionId, events, pending)).immediate()
+      out = this.db.transaction(() => this.insertAll(sessionId, this.tipOf(sessionId), events, pending)).immediate()
     } catch (err) {
       throw asCorralError(err)
     }
@@ -286,24 +290,26 @@ export class SqliteEventLog implements EventLog {
     // The precheck runs first: it may even create the session row (SessionStore.create appends
     // a new session's initial events in the transaction that inserts it).
     p.precheck?.()
-    const rid = pending.get(p.sessionId)?.rid ?? this.ridOf(p.sessionId)
-    return this.insertAll(rid, p.sessionId, p.events, pending)
+    // Within one group transaction an earlier append's tip is known; otherwise read it.
+    return this.insertAll(p.sessionId, pending.get(p.sessionId) ?? this.tipOf(p.sessionId), p.events, pending)
   }
 
-  private ridOf(sessionId: string): number {
-    const row = this.sessionByPublicId.get(sessionId) as SessionRow | undefined
+  /**
+   * The session's row id and last seq, read under the write lock (never from a cache: another
+   * process may have appended since), with this log's marks of its current block.
+   * Throws not_found_error for an unknown session or one being deleted.
+   */
+  private tipOf(sessionId: string): Tip {
+    const row = this.sessionTip.get(sessionId) as (SessionRow & { seq: number }) | undefined
     if (!row || row.deleting) throw notFound('session', sessionId)
-    return row.rid
+    return { rid: row.rid, seq: row.seq, marked: this.markedBlocks.get(sessionId) }
   }
 
-  private insertAll(rid: number, sessionId: string, events: readonly EventInput[], pending: Map<string, Tip>): StoredEvent[] {
-    // Within one group transaction an earlier append's last seq is known; otherwise read it
-    // (never from a cache: another process may have appended since).
-    const tip = pending.get(sessionId)
-    const inGroup = tip !== undefined && tip.rid === rid
-    let seq = (inGroup ? tip.seq : (this.maxSeq.get(rid) as number)) + 1
+  private insertAll(sessionId: string, from: Tip, events: readonly EventInput[], pending: Map<string, Tip>): StoredEvent[] {
+    const rid = from.rid
+    let seq = from.seq + 1
     // Copied before the first change: if this append rolls back, the state it started from stands.
-    let marked = inGroup ? tip.marked : this.markedBlocks.get(sessionId)
+    let marked = from.marked
     let markedOwn = false
     const processedAt = this.clock().toISOString()
     const now = Date.now()

@@ -3,7 +3,7 @@ import { PACKAGE_SPEC } from '../../shared/api/schemas'
 import type { PackageStatus } from '../../shared/api/types'
 import { CorralError } from '../../shared/errors'
 import type { RunnerConnection } from './runner-connection'
-import type { SandboxEgress, SandboxResult } from './sandbox'
+import type { SandboxEgress } from './sandbox'
 
 /**
  * An environment's `packages` (the API's apt / cargo / gem / go / npm / pip lists), installed
@@ -194,13 +194,14 @@ export const INSTALL_TIMEOUT_MS = 30 * 60_000
 
 /**
  * Runs an install script through a started runner (whose egress is already open), passing each
- * `[packages]` progress line to `progress` as it comes. Returns the result and the output's tail.
+ * `[packages]` progress line to `progress` as it comes. Throws CorralError sandbox_error with the
+ * package manager's last lines when the script fails.
  */
-export async function runInstall(connection: RunnerConnection, script: string, idPrefix: string, progress: (line: string) => void): Promise<{ result: SandboxResult; output: string }> {
+export async function runInstall(connection: RunnerConnection, script: string, p: { idPrefix: string; environmentId: string; progress: (line: string) => void }): Promise<void> {
   let output = ''
   let pending = ''
   const result = await connection.call({
-    toolUseId: `${idPrefix}-${Date.now().toString(36)}`,
+    toolUseId: `${p.idPrefix}-${Date.now().toString(36)}`,
     name: 'bash',
     input: { command: script, timeout_ms: INSTALL_TIMEOUT_MS },
     cap: 4 * 1024 * 1024,
@@ -209,10 +210,43 @@ export async function runInstall(connection: RunnerConnection, script: string, i
       pending += chunk
       const lines = pending.split(/\r?\n/)
       pending = lines.pop() ?? ''
-      for (const line of lines) if (line.startsWith('[packages] ')) progress(line.slice(11))
+      for (const line of lines) if (line.startsWith('[packages] ')) p.progress(line.slice(11))
     },
   })
-  return { result, output }
+  if (result.isError || (result.exitCode ?? 0) !== 0) throw installError(p.environmentId, installFailure(output || result.content))
+}
+
+/**
+ * An environment's install, done once whatever the backend: single-flight by cache key, the cache
+ * looked at again inside the flight, progress reported (start, then ready or failed), a missing
+ * egress said plainly, every failure as installError. `install` builds the cache; returns `result`.
+ */
+export function installOnce(p: {
+  flights: InstallFlights
+  key: string
+  result: string
+  cached: () => Promise<boolean> | boolean
+  plan: PackagePlan
+  environmentId: string
+  openEgress?: PackageEgressOpener
+  progress?: PackageProgress
+  install: (openEgress: PackageEgressOpener, progress: PackageProgress) => Promise<void>
+}): Promise<string> {
+  return p.flights.run(p.key, async () => {
+    if (await p.cached()) return p.result
+    const progress = p.progress ?? (() => {})
+    progress({ kind: 'start', summary: p.plan.summary })
+    try {
+      if (!p.openEgress) throw new CorralError('sandbox_error', `this Corral has no egress proxy to install them through (${p.plan.summary}; the proxy needs the OS keychain: see corral doctor)`)
+      await p.install(p.openEgress, progress)
+      progress({ kind: 'ready' })
+      return p.result
+    } catch (err) {
+      const failed = installError(p.environmentId, err)
+      progress({ kind: 'failed', message: failed.message })
+      throw failed
+    }
+  })
 }
 
 /**
@@ -232,8 +266,9 @@ export function installFailure(output: string, max = 1500): string {
 export function installError(environmentId: string, err: unknown): CorralError {
   const prefix = `installing the packages of environment ${environmentId} failed: `
   const message = err instanceof Error ? err.message : String(err)
+  const cause = err instanceof Error ? err : undefined
   if (err instanceof CorralError && err.code === 'sandbox_error' && message.startsWith(prefix)) return err
-  return new CorralError('sandbox_error', message.startsWith(prefix) ? message : prefix + message, { cause: err })
+  return new CorralError('sandbox_error', message.startsWith(prefix) ? message : prefix + message, { cause })
 }
 
 /** Single-flight by key: one install per cache key at a time in this process. */

@@ -5,7 +5,7 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import { CorralError } from '../../../shared/errors'
-import { InstallFlights, installError, installFailure, installScript, packageCacheKey, packagePlan, prefixEnv, runInstall, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
+import { InstallFlights, installOnce, installScript, packageCacheKey, packagePlan, prefixEnv, runInstall, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
 import { runnerPath } from '../paths'
 import { RunnerConnection } from '../runner-connection'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sandbox'
@@ -189,23 +189,16 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
     const final = await this.prefixFor(plan)
     if (existsSync(final)) return final
     const key = basename(final)
-    const root = dirname(final)
-    return this.packageFlights.run(key, async () => {
-      if (existsSync(final)) return final
-      const progress = params.packageProgress ?? (() => {})
-      progress({ kind: 'start', summary: plan.summary })
-      try {
-        if (!params.packageEgress) {
-          throw new CorralError('sandbox_error', `this Corral has no egress proxy to install them through (${plan.summary}; the proxy needs the OS keychain: see corral doctor)`)
-        }
-        await this.install(params, settings, plan, { key, root, final, egress: params.packageEgress, progress })
-        progress({ kind: 'ready' })
-        return final
-      } catch (err) {
-        const failed = installError(params.environmentId, err)
-        progress({ kind: 'failed', message: failed.message })
-        throw failed
-      }
+    return installOnce({
+      flights: this.packageFlights,
+      key,
+      result: final,
+      cached: () => existsSync(final),
+      plan,
+      environmentId: params.environmentId,
+      openEgress: params.packageEgress,
+      progress: params.packageProgress,
+      install: (egress, progress) => this.install(params, settings, plan, { key, root: dirname(final), final, egress, progress }),
     })
   }
 
@@ -235,11 +228,14 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
     try {
       live = await launchBwrap({ options: this.options, dir: join(work, 'home'), settings, egress, packages: { dir: prefix, writable: true } })
       await live.connection.egress({ env: egress.env, socket: egress.bridge.socket, port: egress.bridge.port })
-      const { output, result } = await runInstall(live.connection, installScript(plan, { prefix: PACKAGES_PREFIX }), `packages-${p.key}`, (line) => {
-        log(`packages for ${params.environmentId}: ${line}`)
-        p.progress({ kind: 'line', line })
+      await runInstall(live.connection, installScript(plan, { prefix: PACKAGES_PREFIX }), {
+        idPrefix: `packages-${p.key}`,
+        environmentId: params.environmentId,
+        progress: (line) => {
+          log(`packages for ${params.environmentId}: ${line}`)
+          p.progress({ kind: 'line', line })
+        },
       })
-      if (result.isError || (result.exitCode ?? 0) !== 0) throw new CorralError('sandbox_error', `installing the packages of environment ${params.environmentId} failed: ${installFailure(output || result.content)}`)
       await rename(prefix, p.final)
       log(`packages for ${params.environmentId}: built in ${((Date.now() - started) / 1000).toFixed(1)} s`)
     } finally {

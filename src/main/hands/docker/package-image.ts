@@ -1,6 +1,6 @@
 import type Docker from 'dockerode'
 import { CorralError } from '../../../shared/errors'
-import { installError, installFailure, installScript, packageCacheKey, runInstall, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
+import { installOnce, installScript, packageCacheKey, runInstall, type InstallFlights, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
 import type { RunnerConnection } from '../runner-connection'
 import { runnerEnv, type SandboxSettings, WORKSPACE } from '../settings'
 import { containerSpec } from './container-spec'
@@ -42,26 +42,20 @@ export async function packageImage(
     environmentId: string
     openEgress?: PackageEgressOpener
     progress?: PackageProgress
-    flights: { run(key: string, f: () => Promise<string>): Promise<string> }
+    flights: InstallFlights
   },
 ): Promise<string> {
   const { image, key, baseId } = await packageImageName(deps.docker, p.base, p.plan)
-  return p.flights.run(key, async () => {
-    if (await imageExists(deps.docker, image)) return image
-    const progress = p.progress ?? (() => {})
-    progress({ kind: 'start', summary: p.plan.summary })
-    try {
-      if (!p.openEgress) {
-        throw new CorralError('sandbox_error', `this Corral has no egress proxy to install them through (${p.plan.summary}; the proxy needs the OS keychain: see corral doctor)`)
-      }
-      await build(deps, { ...p, baseId, key, image, openEgress: p.openEgress, progress })
-      progress({ kind: 'ready' })
-      return image
-    } catch (err) {
-      const failed = installError(p.environmentId, err)
-      progress({ kind: 'failed', message: failed.message })
-      throw failed
-    }
+  return installOnce({
+    flights: p.flights,
+    key,
+    result: image,
+    cached: () => imageExists(deps.docker, image),
+    plan: p.plan,
+    environmentId: p.environmentId,
+    openEgress: p.openEgress,
+    progress: p.progress,
+    install: (openEgress, progress) => build(deps, { ...p, baseId, key, image, openEgress, progress }),
   })
 }
 
@@ -119,13 +113,17 @@ async function build(
     })
     const { connection } = await deps.attach(container)
     await connection.egress({ env: egress.env, socket: egress.bridge.socket, port: egress.bridge.port })
-    const { result, output } = await runInstall(connection, installScript(p.plan), `packages-${p.key}`, (line) => {
-      say(line)
-      p.progress({ kind: 'line', line })
-    })
-    connection.close('install finished')
-    if (result.isError || (result.exitCode ?? 0) !== 0) {
-      throw new CorralError('sandbox_error', `installing the packages of environment ${p.environmentId} failed: ${installFailure(output || result.content)}`)
+    try {
+      await runInstall(connection, installScript(p.plan), {
+        idPrefix: `packages-${p.key}`,
+        environmentId: p.environmentId,
+        progress: (line) => {
+          say(line)
+          p.progress({ kind: 'line', line })
+        },
+      })
+    } finally {
+      connection.close('install finished')
     }
     await container.kill().catch(() => undefined)
     await container.wait().catch(() => undefined)
@@ -139,8 +137,7 @@ async function build(
     say(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`)
   } catch (err) {
     say(`failed after ${((Date.now() - started) / 1000).toFixed(1)} s: ${(err as Error).message.split('\n')[0]}`)
-    if (err instanceof CorralError) throw err
-    throw new CorralError('sandbox_error', `installing the packages of environment ${p.environmentId} failed: ${(err as Error).message}`, { cause: err })
+    throw err
   } finally {
     await container?.remove({ force: true }).catch(() => undefined)
     await egress.close().catch(() => undefined)

@@ -61,7 +61,6 @@ export function defaultSandboxProviders(p: { dataDir: string; settings: Settings
  */
 export function sessionSandboxEnvironment(services: HandsServices, sessionId: string, vault?: Vault, log?: (m: string) => void): SandboxEnvironment {
   const session = services.sessions.retrieve(sessionId)
-  const env = services.environments.retrieve(session.environment_id)
   const egress: SandboxEgressSource | undefined = vault && {
     // A keychain that cannot be read (no CA key, no repository token) leaves the sandbox without
     // egress rather than without hands: offline work still runs, and the log says why.
@@ -73,11 +72,15 @@ export function sessionSandboxEnvironment(services: HandsServices, sessionId: st
       }),
     release: () => vault.releaseSessionEgress(sessionId),
   }
+  return { ...environmentById(services, session.environment_id, vault), resources: session.resources as unknown as Record<string, unknown>[], egress }
+}
+
+/** An environment's config as the hands read it, and the egress its packages install through (the vault's). */
+export function environmentById(services: Pick<HandsServices, 'environments'>, environmentId: string, vault?: Vault): Omit<SandboxEnvironment, 'resources' | 'egress'> {
+  const env = services.environments.retrieve(environmentId)
   return {
     environmentId: env.id,
     config: (env.config ?? { type: 'cloud' }) as unknown as Record<string, unknown>,
-    resources: session.resources as unknown as Record<string, unknown>[],
-    egress,
     packageEgress: vault && ((hosts) => vault.packageEgress(hosts)),
   }
 }
@@ -87,10 +90,6 @@ export function defaultSandboxRouter(p: DefaultHandsParams): SandboxToolRouter {
   return new SandboxToolRouter({
     providers: defaultSandboxProviders(p),
     resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId, p.vault, p.log),
-    resolveEnvironmentById: (environmentId) => {
-      const env = p.services().environments.retrieve(environmentId)
-      const vault = p.vault
-      return { environmentId: env.id, config: (env.config ?? { type: 'cloud' }) as unknown as Record<string, unknown>, packageEgress: vault && ((hosts) => vault.packageEgress(hosts)) }
-    },
+    resolveEnvironmentById: (environmentId) => environmentById(p.services(), environmentId, p.vault),
   })
 }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, join, posix } from 'node:path'
 import { promisify } from 'node:util'
@@ -14,8 +14,9 @@ const run = promisify(execFile)
  *   serves with its token (`egressRepositories`) is cloned inside the sandbox by the runner,
  *   through the proxy, so the token never enters the sandbox; any other (a public URL or a local
  *   path) is cloned on the host, sent in as a tar and unpacked by the runner as the sandbox user;
- * - `file` {file_id, mount_path?, content? | content_base64? | source_path?}: Corral's additions
- *   carry the bytes (or a host path in Corral's own file store, never a sandbox path).
+ * - `file` {file_id, mount_path?, content? | content_base64?}: the bytes, resolved by the engine
+ *   from Corral's own file store (the public API takes only `file_id`). Nothing here ever reads a
+ *   host path: a resource that names one is refused.
  * Something already at the mount path is left alone, so a replacement sandbox does not re-clone.
  */
 export interface ResourcePlacer {
@@ -97,10 +98,10 @@ async function placeRepository(runner: ResourcePlacer, res: Record<string, unkno
 
 async function placeFile(runner: ResourcePlacer, res: Record<string, unknown>): Promise<void> {
   const target = mountPath(res, `${SESSION_MOUNT}/uploads/${String(res.file_id ?? 'file')}`)
+  if ('source_path' in res) throw new CorralError('invalid_request_error', `file resource ${String(res.file_id)}: source_path is not accepted; a file's bytes come from Corral's file store, never from a host path`)
   let bytes: Buffer
   if (typeof res.content_base64 === 'string') bytes = Buffer.from(res.content_base64, 'base64')
   else if (typeof res.content === 'string') bytes = Buffer.from(res.content, 'utf8')
-  else if (typeof res.source_path === 'string') bytes = await readFile(res.source_path)
-  else throw new CorralError('invalid_request_error', `file resource ${String(res.file_id)}: no content to place (content, content_base64 or source_path)`)
+  else throw new CorralError('invalid_request_error', `file resource ${String(res.file_id)}: no content to place (the file was not found in Corral's file store)`)
   await runner.place({ path: target, contentBase64: bytes.toString('base64') })
 }

@@ -67,6 +67,12 @@ export interface SessionStoreHooks {
    * releases its hands. Not awaited; must not throw.
    */
   onRemoved?: (sessionId: string, how: 'archived' | 'deleted') => void
+  /**
+   * Corral's own file store, asked whether a `file` resource's `file_id` names a stored file.
+   * Without it (no upload route exists yet) no file_id names one, and a session with a file
+   * resource is refused: a file's bytes never come from anywhere else (never a host path).
+   */
+  files?: { has(fileId: string): boolean }
 }
 
 /**
@@ -112,6 +118,7 @@ export class SessionStore {
 
   /** Creates the session, pinning a snapshot of its agent, then appends `initial_events`. */
   async create(input: SessionCreateInput): Promise<Session> {
+    this.checkFiles(input.resources ?? [])
     const ids = { session: newId('session'), resources: (input.resources ?? []).map(() => newId('resource')) }
     const kept = await this.keepResourceSecrets(ids, input.resources ?? [])
     try {
@@ -187,6 +194,19 @@ export class SessionStore {
     if (input.initial_events?.length) await this.log.append(session.id, input.initial_events as EventInput[], { precheck: insert })
     else insert()
     return this.retrieve(session.id)
+  }
+
+  /** Every `file` resource must name a file in Corral's file store (400 naming `resources[i].file_id`). */
+  private checkFiles(resources: readonly Record<string, unknown>[]): void {
+    resources.forEach((r, i) => {
+      if (r.type !== 'file') return
+      const fileId = String(r.file_id)
+      if (this.hooks.files?.has(fileId)) return
+      throw invalid(
+        `resources[${i}].file_id: file ${JSON.stringify(fileId)} was not found in Corral's file store` +
+          (this.hooks.files ? '' : ' (this Corral has no file store yet: a file resource can be mounted once files can be uploaded)'),
+      )
+    })
   }
 
   /** Every vault id must name an existing, unarchived vault. Returns the ids. */

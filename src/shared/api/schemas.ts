@@ -258,16 +258,33 @@ const agentRefSchema = z.union([
     skills: z.array(skillSchema).max(64).optional(),
   }),
 ])
+/**
+ * Session resources exactly as the SDK's `*ResourceParams` define them, strict: an unknown key
+ * is refused (naming it), so no Corral-internal field (a host `source_path`, inline bytes) can
+ * come in through any transport. A `file` is named by `file_id` only: its bytes come from
+ * Corral's own file store.
+ */
 export const sessionResourceSchema = z.discriminatedUnion('type', [
-  z.looseObject({
+  z.strictObject({
     type: z.literal('github_repository'),
     url: z.string().min(1).max(2048),
     authorization_token: z.string().max(4096).optional(),
     mount_path: z.string().max(1024).nullable().optional(),
-    checkout: z.looseObject({ type: z.enum(['branch', 'commit']) }).nullable().optional(),
+    checkout: z
+      .discriminatedUnion('type', [
+        z.strictObject({ type: z.literal('branch'), name: z.string().min(1).max(256) }),
+        z.strictObject({ type: z.literal('commit'), sha: z.string().regex(/^[0-9a-fA-F]{4,64}$/, 'a hexadecimal commit id') }),
+      ])
+      .nullable()
+      .optional(),
   }),
-  z.looseObject({ type: z.literal('file'), file_id: z.string().min(1).max(256), mount_path: z.string().max(1024).nullable().optional() }),
-  z.looseObject({ type: z.literal('memory_store'), memory_store_id: z.string().min(1).max(128) }),
+  z.strictObject({ type: z.literal('file'), file_id: z.string().min(1).max(256), mount_path: z.string().max(1024).nullable().optional() }),
+  z.strictObject({
+    type: z.literal('memory_store'),
+    memory_store_id: z.string().min(1).max(128),
+    access: z.enum(['read_write', 'read_only']).nullable().optional(),
+    instructions: z.string().max(MAX_TEXT).nullable().optional(),
+  }),
 ])
 export const sessionCreateSchema = z.strictObject({
   agent: agentRefSchema,

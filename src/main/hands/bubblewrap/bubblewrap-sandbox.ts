@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
+import type { Writable } from 'node:stream'
 import { promisify } from 'node:util'
 import { CorralError } from '../../../shared/errors'
 import { InstallFlights, installOnce, installScript, packageCacheKey, packagePlan, prefixEnv, runInstall, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
@@ -51,7 +52,8 @@ export function hostNode(): { path: string; bind?: string } | undefined {
 }
 
 /**
- * The bwrap command line for one session's runner. With `egress`, its directory is bound
+ * The bwrap command line for one session's runner: options, then the command (its last two
+ * entries: node and the runner). With `egress`, its directory is bound
  * read-only at `egress.sandboxDir` and its env set; the network stays unshared (the runner
  * starts the bridge to the proxy's socket).
  */
@@ -90,6 +92,15 @@ export function bwrapArgs(p: {
   return args
 }
 
+/**
+ * bwrap's `--args FD` format: each argument followed by a NUL. Throws when an argument holds a
+ * NUL itself (it would split into two arguments).
+ */
+export function bwrapArgsFile(args: readonly string[]): Buffer {
+  for (const a of args) if (a.includes('\0')) throw new CorralError('sandbox_error', `a bwrap argument contains a NUL byte: ${JSON.stringify(a.slice(0, 80))}`)
+  return Buffer.from(args.map((a) => a + '\0').join(''), 'utf8')
+}
+
 /** Where an environment's packages appear inside a bubblewrap sandbox. */
 export const PACKAGES_PREFIX = '/opt/corral/env'
 
@@ -102,7 +113,16 @@ async function launchBwrap(p: { options: BubblewrapSandboxProviderOptions; dir: 
   await writeFile(join(dir, 'etc/group'), 'root:x:0:\ncorral:x:1000:\nnogroup:x:65534:\n')
   const node = hostNode()
   if (!node) throw new CorralError('sandbox_error', 'no node binary to run the sandbox runner with (install nodejs)')
-  const child = spawn(p.options.bwrap ?? 'bwrap', bwrapArgs({ sessionDir: dir, settings: p.settings, runner: runnerPath(), node, egress: p.egress, packages: p.packages }), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+  const args = bwrapArgs({ sessionDir: dir, settings: p.settings, runner: runnerPath(), node, egress: p.egress, packages: p.packages })
+  // Everything but `--args 3` goes through a pipe: bwrap's argv (what `ps` shows every user)
+  // would otherwise carry the sandbox's environment, the proxy's socket path and the credential
+  // placeholders.
+  // bwrap takes only options from the descriptor; the command (node, the runner: nothing secret) stays in argv.
+  const command = args.splice(-2)
+  const child = spawn(p.options.bwrap ?? 'bwrap', ['--args', '3', '--', ...command], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+  const argsPipe = child.stdio[3] as Writable
+  argsPipe.on('error', () => {}) // bwrap that did not start: reported by 'error' / exit below
+  argsPipe.end(bwrapArgsFile(args))
   let stderrTail = ''
   child.stderr!.on('data', (d: Buffer) => {
     stderrTail = (stderrTail + d.toString()).slice(-2000)

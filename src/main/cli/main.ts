@@ -26,7 +26,8 @@ program
     const engine = await Engine.openWithKeychain({ dataDir, extendApp: (app) => serveRenderer(app) })
     const server = await engine.listen(opts.port)
     console.log(`Corral is serving on ${server.url}  (data: ${dataDir})`)
-    console.log(`Open ${server.url}/?token=<your token> in a browser; the token is in ${dataDir}/token unless CORRAL_TOKEN is set.`)
+    // Like Jupyter: the full sign-in address, so the first run is one click (the token stays on this machine's terminal).
+    console.log(`To sign in, open this address in a browser:\n    ${server.url}/?token=${encodeURIComponent(engine.token)}`)
     let stopping = false
     const stop = async (signal: string) => {
       if (stopping) return

@@ -57,6 +57,16 @@ describe('corral serve', () => {
     expect(existsSync(join(dataDir, 'corral.db'))).toBe(true)
   })
 
+  it('prints the full sign-in address with the token, and that address signs a browser in', async () => {
+    const dataDir = tempDir()
+    const { url, output } = await startServe({ CORRAL_DATA_DIR: dataDir, CORRAL_TOKEN: '' })
+    const token = readFileSync(join(dataDir, 'token'), 'utf8').trim()
+    await expect.poll(() => output()).toContain(`${url}/?token=${encodeURIComponent(token)}`)
+    const res = await fetch(`${url}/?token=${encodeURIComponent(token)}`, { redirect: 'manual' })
+    expect(res.status).toBe(303)
+    expect(res.headers.get('set-cookie') ?? '').toMatch(/HttpOnly/i)
+  })
+
   it('honours CORRAL_TOKEN and refuses any other token', async () => {
     const dataDir = tempDir()
     const { url } = await startServe({ CORRAL_DATA_DIR: dataDir, CORRAL_TOKEN: 'serve-test-token' })

@@ -59,12 +59,15 @@ else
   cp "$ROOT/etc/hosts" "$WORK/hosts.image" 2>/dev/null || : > "$WORK/hosts.image"
   cp /etc/hosts "$ROOT/etc/hosts"
   mount -t proc proc "$ROOT/proc"
-  trap 'umount "$ROOT/proc" 2>/dev/null; rm -rf "$WORK"' EXIT
+  trap 'umount "$ROOT/proc" 2>/dev/null || true; rm -rf "$WORK"' EXIT
   printf 'deb %s %s main\n' "$MIRROR" "$SUITE" > "$ROOT/etc/apt/sources.list"
   chroot "$ROOT" apt-get -q -o APT::Sandbox::User=root update 2>&1 | while IFS= read -r line; do step "apt: $line"; done
   DEBIAN_FRONTEND=noninteractive chroot "$ROOT" apt-get -q -y -o APT::Sandbox::User=root --no-install-recommends install $EXTRA_PACKAGES 2>&1 \
     | while IFS= read -r line; do case "$line" in Get:*|Selecting*|Preparing*|Unpacking*) ;; *) step "apt: $line";; esac; done
   umount "$ROOT/proc"
+  # /proc is unmounted: the EXIT trap must not try again (a failing umount in the trap, under
+  # set -e, made a successful build exit 32 on every machine without a cached root filesystem).
+  trap 'rm -rf "$WORK"' EXIT
   cp "$WORK/hosts.image" "$ROOT/etc/hosts"
   rm -f "$ROOT/etc/resolv.conf"
   [ -x "$ROOT/usr/bin/npm" ] && chroot "$ROOT" python3 -m pip --version >/dev/null || { echo "sandbox:image: npm or pip did not install" >&2; exit 1; }

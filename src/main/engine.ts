@@ -14,7 +14,7 @@ import { runDoctor } from './doctor'
 import type { z } from 'zod'
 import type { corralSettingsUpdateSchema } from '../shared/api/schemas'
 import { CorralError } from '../shared/errors'
-import { keychainAccount } from './vault/keychain'
+import { keychainAccount, keychainFix } from './vault/keychain'
 import { Brains, NoHandsToolRouter, type BrainsOptions } from './orchestrator/brains'
 import type { ToolRouter } from './harness/tool-router'
 import type { ModelClient } from './harness/model-client'
@@ -247,6 +247,7 @@ export class Engine {
       model: { base_url: m.baseUrl ?? null, compatibility_mode: m.compatibilityMode === true, default_model: m.defaultModel ?? null },
       sandbox_backend: this.settings.sandboxBackend ?? 'auto',
       api_key: { set: source !== null, source },
+      keychain: await this.keychainStatus(),
     }
   }
 
@@ -256,17 +257,7 @@ export class Engine {
    * ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL in the environment still win over both.
    */
   async updateSettings(input: z.infer<typeof corralSettingsUpdateSchema>): Promise<CorralSettingsView> {
-    if (input.api_key !== undefined) {
-      const keychain = this.config.keychain
-      if (!keychain) throw new CorralError('keychain_error', 'no OS keychain is available to this engine, so the API key cannot be stored; set ANTHROPIC_API_KEY in its environment instead')
-      if (input.api_key === null) await keychain.delete(keychainAccount.anthropicApiKey)
-      else await keychain.set(keychainAccount.anthropicApiKey, input.api_key)
-      if (this.apiKeySource !== 'environment') {
-        if (input.api_key === null) delete this.env.ANTHROPIC_API_KEY
-        else this.env.ANTHROPIC_API_KEY = input.api_key
-        this.apiKeySource = input.api_key === null ? undefined : 'keychain'
-      }
-    }
+    // Everything but the key first: a missing keychain must not lose the endpoint the user typed.
     const next: Settings = { ...readSettings(this.config.dataDir) }
     if (input.model) {
       const model = { ...(next.model ?? {}) }
@@ -282,12 +273,46 @@ export class Engine {
       next.model = model
     }
     if (input.sandbox_backend !== undefined) next.sandboxBackend = input.sandbox_backend
-    writeSettings(this.config.dataDir, next)
-    // the same object the hands and brains hold: they see the change
-    for (const k of Object.keys(this.settings)) delete this.settings[k]
-    Object.assign(this.settings, next)
+    if (input.model || input.sandbox_backend !== undefined) {
+      writeSettings(this.config.dataDir, next)
+      // the same object the hands and brains hold: they see the change
+      for (const k of Object.keys(this.settings)) delete this.settings[k]
+      Object.assign(this.settings, next)
+    }
+    if (input.api_key !== undefined) {
+      const keychain = this.config.keychain
+      const saved = input.model || input.sandbox_backend !== undefined ? 'the other settings were saved; ' : ''
+      if (!keychain) {
+        this.brains.reconfigure(this.env, this.settings)
+        throw new CorralError('keychain_error', `api_key: not saved, because this engine has no OS keychain (${saved}set ANTHROPIC_API_KEY in its environment instead)`)
+      }
+      try {
+        if (input.api_key === null) await keychain.delete(keychainAccount.anthropicApiKey)
+        else await keychain.set(keychainAccount.anthropicApiKey, input.api_key)
+      } catch (err) {
+        this.brains.reconfigure(this.env, this.settings)
+        throw new CorralError('keychain_error', `api_key: not saved (${saved}nothing else was lost): ${(err as Error).message}`, { cause: err })
+      }
+      if (this.apiKeySource !== 'environment') {
+        if (input.api_key === null) delete this.env.ANTHROPIC_API_KEY
+        else this.env.ANTHROPIC_API_KEY = input.api_key
+        this.apiKeySource = input.api_key === null ? undefined : 'keychain'
+      }
+    }
     this.brains.reconfigure(this.env, this.settings)
     return this.settingsView()
+  }
+
+  /** Whether the keychain answers (read probe); the problem and its fix when it does not. */
+  private async keychainStatus(): Promise<CorralSettingsView['keychain']> {
+    const keychain = this.config.keychain
+    if (!keychain) return { available: false, backend: null, problem: `this engine was started without an OS keychain; ${keychainFix()}` }
+    try {
+      await keychain.get(keychainAccount.anthropicApiKey)
+      return { available: true, backend: keychain.backend, problem: null }
+    } catch (err) {
+      return { available: false, backend: keychain.backend, problem: (err as Error).message }
+    }
   }
 
   /** Starts the HTTP API on 127.0.0.1:port (0 = any free port). */

@@ -14,7 +14,7 @@ export type CorralErrorCode =
   | 'api_error' // 500: a bug or an unexpected failure inside Corral
   | 'overloaded_error' // 529
   | 'sandbox_error' // a sandbox could not be provisioned or died
-  | 'keychain_error' // the OS keychain refused or is unavailable
+  | 'keychain_error' // 503: the OS keychain refused or is unavailable
 
 const STATUS: Record<CorralErrorCode, number> = {
   invalid_request_error: 400,
@@ -27,7 +27,7 @@ const STATUS: Record<CorralErrorCode, number> = {
   api_error: 500,
   overloaded_error: 529,
   sandbox_error: 500,
-  keychain_error: 500,
+  keychain_error: 503,
 }
 
 export class CorralError extends Error {

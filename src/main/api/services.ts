@@ -32,6 +32,8 @@ export interface CorralSettingsView {
   model: { base_url: string | null; compatibility_mode: boolean; default_model: string | null }
   sandbox_backend: 'auto' | 'docker' | 'bubblewrap'
   api_key: { set: boolean; source: 'environment' | 'keychain' | null }
+  /** Whether the OS keychain answers; when it does not, what is missing and how to fix it. */
+  keychain: { available: boolean; backend: string | null; problem: string | null }
 }
 
 /** Corral additions beyond the Managed Agents API (`/v1/corral/*`). */

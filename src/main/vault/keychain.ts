@@ -44,8 +44,33 @@ export function checkSecret(secret: string): void {
   if (Buffer.byteLength(secret, 'utf8') > 65536) throw new CorralError('invalid_request_error', 'a secret must be at most 65536 bytes')
 }
 
-/** Wraps a backend failure; the backend's message is kept only when it cannot carry the secret. */
+/**
+ * How to get an OS keychain on this platform, for messages that say one is missing. On Linux the
+ * headless recipe (a private D-Bus session with gnome-keyring) is the README's "Headless Linux".
+ */
+export function keychainFix(platform: NodeJS.Platform = process.platform): string {
+  if (platform === 'darwin') return 'unlock the login keychain (Keychain Access) and try again'
+  if (platform === 'win32') return 'make sure the Windows Credential Manager service is running'
+  return (
+    'run a Secret Service (gnome-keyring or KWallet) in your D-Bus session; on a headless machine start Corral inside one: ' +
+    "dbus-run-session -- sh -c 'echo -n <a password> | gnome-keyring-daemon --unlock --components=secrets >/dev/null; npm run serve' " +
+    '(apt-get install gnome-keyring dbus), or set ANTHROPIC_API_KEY in the environment for the model key'
+  )
+}
+
+/** Whether a backend failure means there is no keychain to talk to at all (no D-Bus, no Secret Service). */
+export function isKeychainUnreachable(reason: string): boolean {
+  return /d-?bus|secret ?service|org\.freedesktop|autolaunch|no such file|failed to connect|ServiceUnknown|platform failure/i.test(reason)
+}
+
+/**
+ * Wraps a backend failure (a 503 at the API); the backend's message is kept only when it cannot
+ * carry the secret. When no keychain answers at all, the message says so and how to get one.
+ */
 export function keychainError(action: string, account: string, cause: unknown): CorralError {
   const reason = cause instanceof Error ? cause.message : String(cause)
+  if (isKeychainUnreachable(reason)) {
+    return new CorralError('keychain_error', `no OS keychain is available, so Corral could not ${action} ${account} (${reason}); to fix: ${keychainFix()}`, { cause })
+  }
   return new CorralError('keychain_error', `the keychain could not ${action} ${account}: ${reason}`, { cause })
 }

@@ -34,7 +34,12 @@ describe('settings API (/v1/corral/settings)', () => {
     const { call } = await open({ keychain: new MemoryKeychain() })
     const r = await call('GET', '/v1/corral/settings')
     expect(r.status).toBe(200)
-    expect(r.body).toEqual({ model: { base_url: null, compatibility_mode: false, default_model: null }, sandbox_backend: 'auto', api_key: { set: false, source: null } })
+    expect(r.body).toEqual({
+      model: { base_url: null, compatibility_mode: false, default_model: null },
+      sandbox_backend: 'auto',
+      api_key: { set: false, source: null },
+      keychain: { available: true, backend: 'memory', problem: null },
+    })
   })
 
   it('keeps the API key in the keychain, never in settings.json, the database or a response', async () => {
@@ -64,11 +69,16 @@ describe('settings API (/v1/corral/settings)', () => {
     expect(() => readFileSync(join(dataDir, 'settings.json'))).toThrow()
   })
 
-  it('says clearly that a key cannot be stored when the engine has no keychain', async () => {
+  it('says clearly that a key cannot be stored when the engine has no keychain, and keeps every other field of the same save', async () => {
     const { call } = await open()
-    const r = await call('POST', '/v1/corral/settings', { api_key: 'sk-some-key-123' })
-    expect(r.status).toBe(500)
+    const r = await call('POST', '/v1/corral/settings', { api_key: 'sk-some-key-123', model: { base_url: 'http://127.0.0.1:9/v1', default_model: 'local' } })
+    expect(r.status).toBe(503)
+    expect(r.body.error.message).toContain('api_key')
     expect(r.body.error.message).toContain('ANTHROPIC_API_KEY')
+    const after = await call('GET', '/v1/corral/settings')
+    expect(after.body.model).toEqual({ base_url: 'http://127.0.0.1:9/v1', compatibility_mode: false, default_model: 'local' })
+    expect(after.body.api_key).toEqual({ set: false, source: null })
+    expect(after.body.keychain).toMatchObject({ available: false, problem: expect.stringContaining('keychain') })
   })
 
   it('points running brains at a new model endpoint at once: a session waiting for one gets its answer', async () => {

@@ -100,3 +100,40 @@ describe('corral serve', () => {
     expect(err).toContain('--port')
   })
 })
+
+describe('corral serve on a machine without an OS keychain (no D-Bus session bus)', () => {
+  const noBus = { DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent/corral-test-bus', CORRAL_TOKEN: 'nokc', CORRAL_KEYCHAIN_SERVICE: 'corral-test-nokc' }
+
+  it('answers a credential create with a 503 naming the missing keychain and its fix, and stores no credential', async () => {
+    const { url } = await startServe({ ...noBus, CORRAL_DATA_DIR: tempDir() })
+    const client = new Anthropic({ baseURL: url, apiKey: 'nokc', maxRetries: 0 })
+    const vault = await client.beta.vaults.create({ display_name: 'v' })
+    const err = await client.beta.vaults.credentials
+      .create(vault.id, { display_name: 'c', auth: { type: 'static_bearer', token: 'canary-nokc-token', mcp_server_url: 'https://mcp.example.com/mcp' } })
+      .catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(Anthropic.InternalServerError)
+    expect((err as InstanceType<typeof Anthropic.APIError>).status).toBe(503)
+    const message = (err as Error).message
+    expect(message).toContain('no OS keychain is available')
+    expect(message).toContain('gnome-keyring')
+    expect(message).not.toContain('canary-nokc-token')
+    expect((await client.beta.vaults.credentials.list(vault.id)).data).toEqual([])
+  })
+
+  it('saves the model endpoint, refuses only the key with what is missing, and says so in the settings', async () => {
+    const { url } = await startServe({ ...noBus, CORRAL_DATA_DIR: tempDir() })
+    const call = async (method: string, body?: unknown) => {
+      const res = await fetch(`${url}/v1/corral/settings`, { method, headers: { authorization: 'Bearer nokc', 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+      return { status: res.status, body: (await res.json()) as Record<string, any> }
+    }
+    const r = await call('POST', { model: { base_url: 'http://127.0.0.1:9' }, api_key: 'sk-canary-nokc-key' })
+    expect(r.status).toBe(503)
+    expect(r.body.error.message).toMatch(/^api_key: not saved/)
+    expect(r.body.error.message).toContain('no OS keychain is available')
+    expect(JSON.stringify(r.body)).not.toContain('sk-canary-nokc-key')
+    const view = await call('GET')
+    expect(view.body.model.base_url).toBe('http://127.0.0.1:9')
+    expect(view.body.api_key).toEqual({ set: false, source: null })
+    expect(view.body.keychain).toMatchObject({ available: false, backend: 'keyring', problem: expect.stringContaining('dbus-run-session') })
+  })
+})

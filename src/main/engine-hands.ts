@@ -4,6 +4,8 @@ import type { ApiServices } from './api/services'
 import type { Settings } from './config'
 import { BubblewrapSandboxProvider, DockerSandboxProvider, SandboxToolRouter, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
 import type { Vault } from './vault/vault'
+import type { FolderRules } from './hands'
+import { sandboxResourcesDir } from './hands/paths'
 import { isCorralError } from '../shared/errors'
 
 type HandsServices = Pick<ApiServices, 'sessions' | 'environments' | 'vaults'>
@@ -85,9 +87,24 @@ export function environmentById(services: Pick<HandsServices, 'environments'>, e
   }
 }
 
+/**
+ * What a session's host folders are checked against: the data directory, the keychain's and
+ * credential folders (in folders.ts), and Corral's own files (the sandbox runner and recipe).
+ */
+export function defaultFolderRules(dataDir: string): FolderRules {
+  let own: string[] = []
+  try {
+    own = [sandboxResourcesDir()]
+  } catch {
+    // no runner found: nothing of Corral's own to protect beyond the data directory
+  }
+  return { dataDir, protectedPaths: own }
+}
+
 /** The default router; the caller owns it (dispose() stops sandboxes and warm pools). */
 export function defaultSandboxRouter(p: DefaultHandsParams): SandboxToolRouter {
   return new SandboxToolRouter({
+    folderRules: defaultFolderRules(p.dataDir),
     providers: defaultSandboxProviders(p),
     resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId, p.vault, p.log),
     resolveEnvironmentById: (environmentId) => environmentById(p.services(), environmentId, p.vault),

@@ -23,7 +23,8 @@ import { McpToolRouter } from './vault/mcp-router'
 import type { Keychain } from './vault/keychain'
 import type { SafeStorageLike } from './vault/safe-storage-keychain'
 import { KeychainResourceSecrets, KeychainSecretSink, openKeychain, resolveEngineSecrets } from './vault/vault-services'
-import { defaultSandboxRouter } from './engine-hands'
+import { defaultFolderRules, defaultSandboxRouter } from './engine-hands'
+import { folderMounts } from './hands'
 import type { SandboxToolRouter } from './hands'
 
 export interface EngineConfig {
@@ -111,6 +112,8 @@ export class Engine {
     const resourceKeychain = config.keychain && new KeychainResourceSecrets(config.keychain)
     const sessions = new SessionStore(db, log, agents, environments, undefined, {
       onRemoved: (sessionId) => this.releaseHands(sessionId),
+      // host folders: refused at create (400 naming resources[i]) for system, data and keychain paths
+      checkResources: (resources) => void folderMounts(resources, defaultFolderRules(config.dataDir)),
       resourceSecrets: resourceKeychain && {
         put: (sessionId, resourceId, field, value) => resourceKeychain.put(sessionId, resourceId, field, value),
         delete: (sessionId, resourceIds) => this.trackHands(resourceKeychain.delete(sessionId, resourceIds)),

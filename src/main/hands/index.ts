@@ -10,3 +10,5 @@ export type { BubblewrapSandboxProviderOptions } from './bubblewrap/bubblewrap-s
 export { sandboxSettings, CorralSandboxConfigSchema, SANDBOX_DEFAULTS } from './settings'
 export type { CorralSandboxConfig, SandboxSettings } from './settings'
 export { defaultImage } from './paths'
+export { checkHostFolder, folderMounts, folderTarget } from './folders'
+export type { FolderMount, FolderRules } from './folders'

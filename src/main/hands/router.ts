@@ -1,5 +1,6 @@
 import { CorralError, isCorralError } from '../../shared/errors'
 import type { ToolCall, ToolOutcome, ToolRouter } from '../harness/tool-router'
+import { folderMounts, type FolderMount, type FolderRules } from './folders'
 import { packagePlan, PackageStatusBoard, type PackageEgressOpener, type PackagePlan, type PackageStatus } from './packages'
 import type { Sandbox, SandboxEgressSource, SandboxProvider } from './sandbox'
 import { sandboxSettings } from './settings'
@@ -54,6 +55,8 @@ export interface SandboxToolRouterOptions {
   maxInputBytes?: number
   /** How long a backend's availability answer is trusted, in ms; default 5 s. */
   availabilityTtlMs?: number
+  /** What a session's `host_folder` resources are checked against at provision; absent: such sessions get no sandbox. */
+  folderRules?: FolderRules
 }
 
 /**
@@ -171,15 +174,24 @@ export class SandboxToolRouter implements ToolRouter {
     const env = await this.options.resolveEnvironment(sessionId)
     const settings = sandboxSettings(env.config)
     const provider = await this.chooseProvider(settings.backend, checkAvailable)
+    const folders = this.foldersOf(env.resources)
     return provider.create({
       sessionId,
       environmentId: env.environmentId,
       config: env.config,
       resources: env.resources,
+      folders,
       egress: env.egress,
       packageEgress: env.packageEgress,
       packageProgress: this.packages.reporter(env.environmentId, provider.backend),
     })
+  }
+
+  /** The session's host folders, resolved and checked again at provision (throws naming resources[i]). */
+  private foldersOf(resources: readonly Record<string, unknown>[] | undefined): FolderMount[] | undefined {
+    if (!resources?.some((r) => r.type === 'host_folder')) return undefined
+    if (!this.options.folderRules) throw new CorralError('sandbox_error', 'this Corral mounts no host folders (its sandbox router has no folder rules)')
+    return folderMounts(resources, this.options.folderRules)
   }
 
   /**

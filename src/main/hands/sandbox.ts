@@ -1,3 +1,4 @@
+import type { FolderMount } from './folders'
 import type { PackageEgressOpener, PackageProgress } from './packages'
 
 /**
@@ -68,6 +69,11 @@ export interface SandboxProvisionParams {
   config: Record<string, unknown>
   /** Session resources (repositories, files) to place in the workspace at provision. */
   resources?: readonly Record<string, unknown>[]
+  /**
+   * Host folders bound into the sandbox (the session's `host_folder` resources, resolved and
+   * checked by the router): read-write or read-only at /workspace or a path inside it.
+   */
+  folders?: readonly FolderMount[]
   /** The session's egress; absent: the sandbox reaches nothing. */
   egress?: SandboxEgressSource
   /**

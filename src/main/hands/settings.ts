@@ -39,6 +39,11 @@ export const SANDBOX_DEFAULTS = {
 /** In-sandbox roots every sandbox has: the workspace volume and the session's resource mounts. */
 export const WORKSPACE = '/workspace'
 export const SESSION_MOUNT = '/mnt/session'
+/**
+ * Where the session's own workspace (the runner's `.corral` bookkeeping) goes when a host folder
+ * is mounted at /workspace itself: out of the user's folder, and out of the file tools' roots.
+ */
+export const STATE_MOUNT = '/opt/corral/state'
 
 /**
  * Reads an environment `config` (as stored) into SandboxSettings.
@@ -68,10 +73,14 @@ export function sandboxSettings(config: Record<string, unknown> | undefined): Sa
   }
 }
 
-/** The runner's environment variables for these settings. */
-export function runnerEnv(s: SandboxSettings): Record<string, string> {
+/**
+ * The runner's environment variables for these settings. `stateDir`: where the runner keeps its
+ * call records when the workspace is a host folder (default: /workspace/.corral).
+ */
+export function runnerEnv(s: SandboxSettings, stateDir?: string): Record<string, string> {
   return {
     CORRAL_WORKSPACE: WORKSPACE,
+    ...(stateDir ? { CORRAL_STATE_DIR: stateDir } : {}),
     CORRAL_ROOTS: s.extraRoots.join(':'),
     CORRAL_OUTPUT_CAP: String(s.outputCapBytes),
     CORRAL_BASH_TIMEOUT_MS: String(s.bashTimeoutMs),

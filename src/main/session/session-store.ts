@@ -63,6 +63,11 @@ export interface SessionStoreHooks {
    */
   resourceSecrets?: SessionResourceSecrets
   /**
+   * Checks the resources before anything is kept (the engine's: host folders against the
+   * data directory, system and credential paths). Throws CorralError naming `resources[i]…`.
+   */
+  checkResources?: (resources: readonly Record<string, unknown>[]) => void
+  /**
    * Called once a session is archived or deleted (the row change is committed): the engine
    * releases its hands. Not awaited; must not throw.
    */
@@ -119,6 +124,7 @@ export class SessionStore {
   /** Creates the session, pinning a snapshot of its agent, then appends `initial_events`. */
   async create(input: SessionCreateInput): Promise<Session> {
     this.checkFiles(input.resources ?? [])
+    if (input.resources?.length) this.hooks.checkResources?.(input.resources as unknown as Record<string, unknown>[])
     const ids = { session: newId('session'), resources: (input.resources ?? []).map(() => newId('resource')) }
     const kept = await this.keepResourceSecrets(ids, input.resources ?? [])
     try {

@@ -259,10 +259,22 @@ const agentRefSchema = z.union([
   }),
 ])
 /**
+ * Corral's addition (not in the Managed Agents API): a folder of the user's machine mounted into
+ * the sandbox, read-write (changes are recorded and can be reverted) or read-only. `host_path` is
+ * resolved with realpath and refused for system directories, the home directory itself, `/`, and
+ * Corral's data and keychain files (see hands/folders.ts); `mount_path` defaults to /workspace.
+ */
+export const hostFolderResourceSchema = z.strictObject({
+  type: z.literal('host_folder'),
+  host_path: z.string().min(1).max(4096).refine((p) => p.startsWith('/') && !p.includes('\0'), 'must be an absolute path'),
+  mount_path: z.string().min(1).max(1024).refine((p) => p.startsWith('/'), 'must be an absolute path in the sandbox').nullable().optional(),
+  read_only: z.boolean().optional(),
+})
+/**
  * Session resources exactly as the SDK's `*ResourceParams` define them, strict: an unknown key
  * is refused (naming it), so no Corral-internal field (a host `source_path`, inline bytes) can
  * come in through any transport. A `file` is named by `file_id` only: its bytes come from
- * Corral's own file store.
+ * Corral's own file store. `host_folder` is Corral's addition (above).
  */
 export const sessionResourceSchema = z.discriminatedUnion('type', [
   z.strictObject({
@@ -285,6 +297,7 @@ export const sessionResourceSchema = z.discriminatedUnion('type', [
     access: z.enum(['read_write', 'read_only']).nullable().optional(),
     instructions: z.string().max(MAX_TEXT).nullable().optional(),
   }),
+  hostFolderResourceSchema,
 ])
 export const sessionCreateSchema = z.strictObject({
   agent: agentRefSchema,

@@ -11,7 +11,8 @@ import { runnerPath } from '../paths'
 import { RunnerConnection } from '../runner-connection'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sandbox'
 import type { SandboxEgress, SandboxProvider, SandboxProvisionParams } from '../sandbox'
-import { runnerEnv, type SandboxSettings, sandboxSettings, SESSION_MOUNT, WORKSPACE } from '../settings'
+import type { FolderMount } from '../folders'
+import { runnerEnv, type SandboxSettings, sandboxSettings, SESSION_MOUNT, STATE_MOUNT, WORKSPACE } from '../settings'
 
 const run = promisify(execFile)
 
@@ -65,10 +66,14 @@ export function bwrapArgs(p: {
   egress?: SandboxEgress
   /** The environment's installed packages (a prefix directory), at PACKAGES_PREFIX; writable only while installing. */
   packages?: { dir: string; writable?: boolean }
+  /** Host folders bound in (resolved by the router); one at /workspace moves the session's workspace to STATE_MOUNT. */
+  folders?: readonly FolderMount[]
 }): string[] {
   const node = p.node ?? { path: '/usr/bin/node' }
+  const folders = p.folders ?? []
+  const workspaceTarget = folders.some((f) => f.target === WORKSPACE) ? STATE_MOUNT : WORKSPACE
   const env: Record<string, string> = {
-    ...runnerEnv(p.settings),
+    ...runnerEnv(p.settings, workspaceTarget === STATE_MOUNT ? STATE_MOUNT : undefined),
     PATH: '/usr/local/bin:/usr/bin:/bin',
     HOME: '/home/corral',
     LANG: 'C.UTF-8',
@@ -86,7 +91,10 @@ export function bwrapArgs(p: {
   for (const root of p.settings.extraRoots) if (root !== SESSION_MOUNT && root !== '/tmp') args.push('--tmpfs', root)
   if (p.egress) args.push('--ro-bind', p.egress.dir, p.egress.sandboxDir)
   if (p.packages) args.push(p.packages.writable ? '--bind' : '--ro-bind', p.packages.dir, PACKAGES_PREFIX)
-  args.push('--bind', join(p.sessionDir, 'workspace'), WORKSPACE, '--ro-bind', p.runner, '/opt/corral/runner.js', '--chdir', WORKSPACE)
+  args.push('--bind', join(p.sessionDir, 'workspace'), workspaceTarget)
+  // Outer mounts first (/workspace before /workspace/sub); a bind follows the folder's real path.
+  for (const f of [...folders].sort((a, b) => a.target.length - b.target.length)) args.push(f.readOnly ? '--ro-bind' : '--bind', f.source, f.target)
+  args.push('--ro-bind', p.runner, '/opt/corral/runner.js', '--chdir', WORKSPACE)
   if (node.bind) args.push('--ro-bind', node.bind, node.path)
   args.push(node.path, '/opt/corral/runner.js')
   return args
@@ -105,7 +113,7 @@ export function bwrapArgsFile(args: readonly string[]): Buffer {
 export const PACKAGES_PREFIX = '/opt/corral/env'
 
 /** Makes `dir` a sandbox's home on the host (workspace, passwd, group) and starts its runner in bwrap. */
-async function launchBwrap(p: { options: BubblewrapSandboxProviderOptions; dir: string; settings: SandboxSettings; egress?: SandboxEgress; packages?: { dir: string; writable?: boolean } }): Promise<Omit<BwrapLive, 'egress'>> {
+async function launchBwrap(p: { options: BubblewrapSandboxProviderOptions; dir: string; settings: SandboxSettings; egress?: SandboxEgress; packages?: { dir: string; writable?: boolean }; folders?: readonly FolderMount[] }): Promise<Omit<BwrapLive, 'egress'>> {
   const dir = p.dir
   await mkdir(join(dir, 'workspace'), { recursive: true })
   await mkdir(join(dir, 'etc'), { recursive: true })
@@ -113,7 +121,7 @@ async function launchBwrap(p: { options: BubblewrapSandboxProviderOptions; dir: 
   await writeFile(join(dir, 'etc/group'), 'root:x:0:\ncorral:x:1000:\nnogroup:x:65534:\n')
   const node = hostNode()
   if (!node) throw new CorralError('sandbox_error', 'no node binary to run the sandbox runner with (install nodejs)')
-  const args = bwrapArgs({ sessionDir: dir, settings: p.settings, runner: runnerPath(), node, egress: p.egress, packages: p.packages })
+  const args = bwrapArgs({ sessionDir: dir, settings: p.settings, runner: runnerPath(), node, egress: p.egress, packages: p.packages, folders: p.folders })
   // Everything but `--args 3` goes through a pipe: bwrap's argv (what `ps` shows every user)
   // would otherwise carry the sandbox's environment, the proxy's socket path and the credential
   // placeholders.
@@ -161,7 +169,7 @@ export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
   protected async start(): Promise<BwrapLive> {
     const packages = await this.provider.packagePrefix(this.params, this.settings)
     const egress = await this.params.egress?.open()
-    const live = await launchBwrap({ options: this.options, dir: this.sessionDir, settings: this.settings, egress, packages: packages ? { dir: packages } : undefined })
+    const live = await launchBwrap({ options: this.options, dir: this.sessionDir, settings: this.settings, egress, packages: packages ? { dir: packages } : undefined, folders: this.params.folders })
     return { ...live, egress }
   }
 

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode'
 import { runnerPath } from '../paths'
-import { runnerEnv, type SandboxSettings, SESSION_MOUNT, WORKSPACE } from '../settings'
+import type { FolderMount } from '../folders'
+import { runnerEnv, type SandboxSettings, SESSION_MOUNT, STATE_MOUNT, WORKSPACE } from '../settings'
 
 /** The label every container, volume and image Corral makes carries: `corral.managed=<scope>`. */
 export const MANAGED = 'corral.managed'
@@ -24,9 +25,13 @@ export function containerSpec(p: {
   stdinOnce?: boolean
   /** The session's egress directory, bound read-only; the network stays `none` (the runner starts the bridge). */
   egress?: EgressMount
+  /** Host folders bound in (a folder at /workspace moves the workspace volume to STATE_MOUNT). */
+  folders?: readonly FolderMount[]
 }): Docker.ContainerCreateOptions {
   const s = p.settings
-  const env = { ...runnerEnv(s), HOME: '/home/corral', LANG: 'C.UTF-8', PATH: '/usr/local/bin:/usr/bin:/bin', ...p.egress?.env }
+  const folders = p.folders ?? []
+  const volumeTarget = folders.some((f) => f.target === WORKSPACE) ? STATE_MOUNT : WORKSPACE
+  const env = { ...runnerEnv(s, volumeTarget === STATE_MOUNT ? STATE_MOUNT : undefined), HOME: '/home/corral', LANG: 'C.UTF-8', PATH: '/usr/local/bin:/usr/bin:/bin', ...p.egress?.env }
   const tmpfs = (size: string, owned: boolean) => `rw,exec,nosuid,nodev,size=${size}${owned ? ',uid=1000,gid=1000,mode=0755' : ',mode=1777'}`
   const extraTmpfs: Record<string, string> = {}
   for (const root of s.extraRoots) if (root !== SESSION_MOUNT && root !== '/tmp') extraTmpfs[root] = tmpfs('256m', true)
@@ -59,7 +64,9 @@ export function containerSpec(p: {
       // The runner's stdout is the protocol: nothing to keep in a log file.
       LogConfig: { Type: 'none', Config: {} },
       Mounts: [
-        { Type: 'volume', Source: p.volume, Target: WORKSPACE },
+        { Type: 'volume', Source: p.volume, Target: volumeTarget },
+        // A bind follows the folder's real path (resolved by the router); symlinks inside it resolve in the container.
+        ...folders.map((f) => ({ Type: 'bind' as const, Source: f.source, Target: f.target, ReadOnly: f.readOnly, BindOptions: { Propagation: 'rprivate' as const } })),
         ...(p.bindRunner ? [{ Type: 'bind' as const, Source: runnerPath(), Target: '/opt/corral/runner.js', ReadOnly: true }] : []),
         ...(p.egress ? [{ Type: 'bind' as const, Source: p.egress.dir, Target: p.egress.sandboxDir, ReadOnly: true }] : []),
       ],

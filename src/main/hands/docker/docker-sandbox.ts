@@ -8,7 +8,8 @@ import { InstallFlights, packagePlan } from '../packages'
 import { RunnerConnection } from '../runner-connection'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sandbox'
 import type { SandboxEgress, SandboxProvider, SandboxProvisionParams } from '../sandbox'
-import { type SandboxSettings, sandboxSettings, WORKSPACE } from '../settings'
+import type { FolderMount } from '../folders'
+import { type SandboxSettings, sandboxSettings, STATE_MOUNT, WORKSPACE } from '../settings'
 import { containerSpec, MANAGED, type EgressMount } from './container-spec'
 import { imageExists, INSTALL_NAME_PREFIX, packageImage, packageImageName, sweepPackageImages } from './package-image'
 
@@ -297,7 +298,7 @@ export class DockerSandboxProvider implements SandboxProvider {
   }
 
   /** Creates a container on `volume`, attaches to its stdio, starts it and waits for the runner. */
-  async launch(p: { image: string; settings: SandboxSettings; volume: string; name?: string; labels: Record<string, string>; volumeLabels: Record<string, string>; stdinOnce?: boolean; egress?: EgressMount }): Promise<DockerLive> {
+  async launch(p: { image: string; settings: SandboxSettings; volume: string; name?: string; labels: Record<string, string>; volumeLabels: Record<string, string>; stdinOnce?: boolean; egress?: EgressMount; folders?: readonly FolderMount[] }): Promise<DockerLive> {
     let container: Docker.Container
     try {
       await this.docker.createVolume({ Name: p.volume, Labels: { [MANAGED]: this.scope, ...p.volumeLabels } })
@@ -384,8 +385,11 @@ export class DockerSandboxProvider implements SandboxProvider {
     }
     try {
       const info = await this.docker.getContainer(name).inspect()
-      volume = info.Mounts.find((m) => m.Destination === WORKSPACE)?.Name
-      if (info.State.Running) {
+      volume = info.Mounts.find((m) => m.Type === 'volume' && (m.Destination === WORKSPACE || m.Destination === STATE_MOUNT))?.Name
+      // The session's folders are bound for the container's life: one bound elsewhere (the folder moved) is replaced.
+      const binds = new Set(info.Mounts.filter((m) => m.Type === 'bind').map((m) => `${m.Source}\0${m.Destination}\0${m.RW ? 'rw' : 'ro'}`))
+      const foldersMatch = (p.params.folders ?? []).every((f) => binds.has(`${f.source}\0${f.target}\0${f.readOnly ? 'ro' : 'rw'}`))
+      if (info.State.Running && foldersMatch) {
         // A container mounts its egress directory for life: one from an earlier process's proxy is replaced.
         const e = p.params.egress ? await openEgress() : undefined
         const mounted = e ? info.Mounts.find((m) => m.Destination === e.sandboxDir)?.Source : undefined
@@ -405,7 +409,8 @@ export class DockerSandboxProvider implements SandboxProvider {
       if (statusOf(err) !== 404) throw dockerError(err, 'inspect')
     }
     volume ??= await this.existingVolume(sessionId)
-    const pool = this.poolFor(environmentId, p.settings, p.image)
+    // A warm container has no host folders bound (mounts are fixed at create).
+    const pool = p.params.folders?.length ? undefined : this.poolFor(environmentId, p.settings, p.image)
     if (!volume && pool) {
       const live = pool.claim()
       if (live) {
@@ -432,6 +437,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       labels: { [SESSION]: sessionId, 'corral.environment': environmentId },
       volumeLabels: { [SESSION]: sessionId },
       egress: e,
+      folders: p.params.folders,
     })
     live.egress = e
     pool?.fill()

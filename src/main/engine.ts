@@ -90,6 +90,8 @@ export class Engine {
   readonly mcp?: McpToolRouter
   /** Start-up sweep, hand releases and resource-secret deletions still running; close() waits for them. */
   private readonly handsWork = new Set<Promise<unknown>>()
+  /** Store-change subscriptions, removed on close. */
+  private readonly disposers: (() => void)[] = []
   private server?: ListeningServer
   private closed = false
   /** The environment the engine reads model settings from (a copy: the settings API edits it). */
@@ -121,7 +123,14 @@ export class Engine {
     })
     const threads = new ThreadStore(log, sessions)
     const vaults = new VaultStore(db, config.secrets ?? (config.keychain ? new KeychainSecretSink(config.keychain) : undefined))
-    if (config.keychain) this.vault = new Vault({ keychain: config.keychain, dataDir: config.dataDir, env, log: config.log, ...config.egress })
+    if (config.keychain) {
+      const vault = (this.vault = new Vault({ keychain: config.keychain, dataDir: config.dataDir, env, log: config.log, ...config.egress }))
+      // One mechanism for every egress-relevant change (an environment's networking, a vault or
+      // credential updated, archived or deleted, a session's vault_ids or agent): each store's
+      // signal re-derives the policies of the running sessions before the API call returns.
+      const refresh = () => vault.refreshSessionEgress()
+      for (const store of [environments, vaults, sessions]) this.disposers.push(store.changes.subscribe(refresh))
+    }
     this.services = { db, log, agents, environments, sessions, threads, vaults, previews: new PreviewBus() }
     this.services.admin = {
       getSettings: () => this.settingsView(),
@@ -333,6 +342,7 @@ export class Engine {
     await this.handsSettled()
     await this.mcp?.dispose()
     await this.hands?.dispose()
+    for (const d of this.disposers.splice(0)) d()
     await this.vault?.dispose()
     await this.services.log.drain()
     this.db.close()

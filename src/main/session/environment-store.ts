@@ -6,6 +6,7 @@ import { conflict, notFound } from '../../shared/errors'
 import type { Db } from './database'
 import { mergeMetadata, type ListQuery } from './agent-store'
 import { createdAtFilters, keysetList, type Page } from './pagination'
+import { StoreChanges } from './store-changes'
 
 export type EnvironmentCreateInput = z.infer<typeof environmentCreateSchema>
 export type EnvironmentUpdateInput = z.infer<typeof environmentUpdateSchema>
@@ -29,6 +30,9 @@ function normalizeConfig(config: EnvironmentCreateInput['config']): Environment[
 }
 
 export class EnvironmentStore {
+  /** Notified after every committed update, archive or delete (running sessions' egress follows it). */
+  readonly changes = new StoreChanges()
+
   constructor(
     private readonly db: Db,
     private readonly clock: () => Date = () => new Date(),
@@ -61,7 +65,7 @@ export class EnvironmentStore {
   }
 
   update(id: string, input: EnvironmentUpdateInput): Environment {
-    return this.db.transaction(() => {
+    const updated = this.db.transaction(() => {
       const cur = this.retrieve(id)
       if (cur.archived_at) throw conflict(`environment ${id} is archived and cannot be updated`)
       const next: Environment = {
@@ -76,6 +80,8 @@ export class EnvironmentStore {
       this.db.prepare('UPDATE environments SET name = ?, updated_at = ?, data = ? WHERE id = ?').run(next.name, next.updated_at, JSON.stringify(next), id)
       return next
     })()
+    this.changes.notify({ kind: 'environment', id })
+    return updated
   }
 
   archive(id: string): Environment {
@@ -84,6 +90,7 @@ export class EnvironmentStore {
     const now = this.clock().toISOString()
     const next = { ...cur, archived_at: now, updated_at: now }
     this.db.prepare('UPDATE environments SET archived_at = ?, updated_at = ?, data = ? WHERE id = ?').run(now, now, JSON.stringify(next), id)
+    this.changes.notify({ kind: 'environment', id })
     return next
   }
 
@@ -93,6 +100,7 @@ export class EnvironmentStore {
     const inUse = this.db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE environment_id = ? AND archived_at IS NULL AND status != 'terminated'").get(id) as { n: number }
     if (inUse.n > 0) throw conflict(`environment ${id} is used by ${inUse.n} active session(s); archive them first`)
     this.db.prepare('DELETE FROM environments WHERE id = ?').run(id)
+    this.changes.notify({ kind: 'environment', id })
     return { id, type: 'environment_deleted' }
   }
 

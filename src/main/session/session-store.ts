@@ -12,6 +12,7 @@ import type { EventInput, StoredEvent } from './event-log'
 import type { SqliteEventLog } from './sqlite-event-log'
 import { createdAtFilters, keysetList, type Page } from './pagination'
 import { primaryThreadId } from './thread-store'
+import { StoreChanges } from './store-changes'
 
 export type SessionCreateInput = z.infer<typeof sessionCreateSchema>
 export type SessionUpdateInput = z.infer<typeof sessionUpdateSchema>
@@ -86,6 +87,11 @@ export interface SessionStoreHooks {
  * the same transaction as the event they come from.
  */
 export class SessionStore {
+  /**
+   * Notified after a committed update (vault_ids, agent, ...): running sessions' egress policies
+   * follow it before the call returns. Archive and delete go to `hooks.onRemoved`.
+   */
+  readonly changes = new StoreChanges()
   /** Prepared once: a send retrieves its session twice (before and inside the append). */
   private byId?: Statement
   constructor(
@@ -283,6 +289,7 @@ export class SessionStore {
     }
     try {
       await this.log.append(id, [event], { precheck: apply })
+      this.changes.notify({ kind: 'session', id })
     } catch (err) {
       if (err !== NO_CHANGE) throw err
     }

@@ -6,6 +6,7 @@ import { CorralError, conflict, invalid, notFound } from '../../shared/errors'
 import type { Db } from './database'
 import { mergeMetadata } from './agent-store'
 import { keysetList, type Page } from './pagination'
+import { StoreChanges } from './store-changes'
 
 export type VaultCreateInput = z.infer<typeof vaultCreateSchema>
 export type VaultUpdateInput = z.infer<typeof vaultUpdateSchema>
@@ -72,6 +73,12 @@ type Row = { id: string; data: string; archived_at: string | null; vault_id?: st
  * the SecretSink and dropped; nothing secret is ever stored in SQLite or returned.
  */
 export class VaultStore {
+  /**
+   * Notified after every committed change to a vault or a credential (update, archive, delete,
+   * a new credential): running sessions' egress policies follow it before the call returns.
+   */
+  readonly changes = new StoreChanges()
+
   constructor(
     private readonly db: Db,
     private readonly secrets: SecretSink = new DiscardingSecretSink(),
@@ -102,7 +109,7 @@ export class VaultStore {
   }
 
   update(id: string, input: VaultUpdateInput): Vault {
-    return this.db.transaction(() => {
+    const updated = this.db.transaction(() => {
       const cur = this.retrieve(id)
       if (cur.archived_at) throw conflict(`vault ${id} is archived and cannot be updated`)
       const next: Vault = {
@@ -114,11 +121,13 @@ export class VaultStore {
       this.db.prepare('UPDATE vaults SET updated_at = ?, data = ? WHERE id = ?').run(next.updated_at, JSON.stringify(next), id)
       return next
     })()
+    this.changes.notify({ kind: 'vault', id })
+    return updated
   }
 
   /** Archives the vault and every credential in it (an archived vault lends no credential). */
   archive(id: string): Vault {
-    return this.db.transaction(() => {
+    const archived = this.db.transaction(() => {
       const cur = this.retrieve(id)
       if (cur.archived_at) return cur
       const now = this.clock().toISOString()
@@ -129,6 +138,8 @@ export class VaultStore {
       for (const r of live) put.run(now, now, JSON.stringify({ ...(JSON.parse(r.data) as StoredCredential), archived_at: now, updated_at: now }), r.id)
       return next
     })()
+    this.changes.notify({ kind: 'vault', id })
+    return archived
   }
 
   /** Deletes the vault, its credentials' metadata, then their secrets. */
@@ -140,6 +151,7 @@ export class VaultStore {
       this.db.prepare('DELETE FROM vaults WHERE id = ?').run(id)
       return creds
     })()
+    this.changes.notify({ kind: 'vault', id })
     for (const c of ids) await this.forgetSecret(c)
     return { id, type: 'vault_deleted' }
   }
@@ -191,6 +203,7 @@ export class VaultStore {
       await this.forgetSecret(id)
       throw err
     }
+    this.changes.notify({ kind: 'credential', id })
     return cred
   }
 
@@ -222,7 +235,7 @@ export class VaultStore {
       // A partial update to a sink that keeps nothing cannot make the credential usable.
       secretStored = stored && (secretStored || coversAllSecrets(auth, secrets))
     }
-    return this.db.transaction(() => {
+    const updated = this.db.transaction(() => {
       const latest = this.retrieveCredential(vaultId, id)
       if (latest.archived_at) throw conflict(`credential ${id} is archived and cannot be updated`)
       const next: StoredCredential = {
@@ -236,6 +249,8 @@ export class VaultStore {
       this.db.prepare('UPDATE credentials SET updated_at = ?, data = ? WHERE id = ?').run(next.updated_at, JSON.stringify(next), id)
       return next
     })()
+    this.changes.notify({ kind: 'credential', id })
+    return updated
   }
 
   archiveCredential(vaultId: string, id: string): StoredCredential {
@@ -244,12 +259,14 @@ export class VaultStore {
     const now = this.clock().toISOString()
     const next: StoredCredential = { ...cur, archived_at: now, updated_at: now }
     this.db.prepare('UPDATE credentials SET archived_at = ?, updated_at = ?, data = ? WHERE id = ?').run(now, now, JSON.stringify(next), id)
+    this.changes.notify({ kind: 'credential', id })
     return next
   }
 
   async deleteCredential(vaultId: string, id: string): Promise<{ id: string; type: 'vault_credential_deleted' }> {
     this.retrieveCredential(vaultId, id)
     this.db.prepare('DELETE FROM credentials WHERE id = ?').run(id)
+    this.changes.notify({ kind: 'credential', id })
     await this.forgetSecret(id)
     return { id, type: 'vault_credential_deleted' }
   }

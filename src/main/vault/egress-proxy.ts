@@ -11,6 +11,7 @@ import { CorralError } from '../../shared/errors'
 import { forbiddenAddressReason, forbiddenHostnameReason, hostAllowed } from './address-policy'
 import type { EgressCertificateAuthority } from './egress-ca'
 import { SANDBOX_BRIDGE_SOURCE } from './sandbox-bridge'
+import { policyFingerprint } from './egress-policy'
 
 /*
  * Corral's egress proxy: the only way out of a sandbox, and the only reader of the secrets it
@@ -126,7 +127,11 @@ export interface EgressHandle {
   readonly bridge: { readonly socket: string; readonly port: number }
   /** URLs of the repositories the proxy serves with their token (the sandbox clones them through it). */
   readonly repositories: readonly string[]
-  /** Replaces the policy (the environment or the vaults changed); open connections keep theirs. */
+  /**
+   * Replaces the policy (the environment, the vaults or the session changed): every later request
+   * and connection is decided by it; when it decides differently (policyFingerprint), the
+   * session's open connections are closed. Synchronous: done when it returns.
+   */
   update(policy: EgressPolicy): void
   close(): Promise<void>
 }
@@ -250,8 +255,13 @@ export class EgressProxy {
         return session.policy.repositories.map((r) => r.url)
       },
       update: (policy) => {
+        const changed = policyFingerprint(policy) !== policyFingerprint(session.policy)
         session.policy = policy
         Object.assign(env, this.sandboxEnv(policy))
+        // A blind tunnel, an upgraded or intercepted connection outlives the decision that let it
+        // through: when the decisions change, every connection made under the old ones ends, and
+        // the sandbox's next connection is decided by the new policy.
+        if (changed) for (const s of session.sockets) s.destroy()
       },
       close: async () => {
         this.sessions.delete(params.sessionId)

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import type { StoredCredential, VaultStore } from '../session/vault-store'
 import { EgressCertificateAuthority } from './egress-ca'
-import { defaultEgressRuntimeDir, EgressProxy, SANDBOX_EGRESS_DIR, type Dialer, type EgressHandle, type Resolver } from './egress-proxy'
+import { defaultEgressRuntimeDir, EgressProxy, SANDBOX_EGRESS_DIR, type Dialer, type EgressCredential, type EgressHandle, type EgressPolicy, type Resolver } from './egress-proxy'
+import { NO_EGRESS_POLICY } from './egress-policy'
 import { keychainAccount, type Keychain } from './keychain'
 import type { McpSessionServers } from './mcp-router'
 import { buildEgressPolicy, egressNetworking, packageEgressPolicy } from './vault-services'
@@ -46,9 +47,20 @@ export interface SessionEgressServices {
   vaults: VaultStore
 }
 
+/** An open session egress and what its policy is re-derived from. */
+interface LiveSessionEgress {
+  handle: EgressHandle
+  services: SessionEgressServices
+  /** The repositories served since open (their tokens were in the keychain then). */
+  repositories: readonly { url: string; tokenAccount: string }[]
+  /** The policy in force (what `refreshSessionEgress` last gave the handle). */
+  policy: EgressPolicy
+}
+
 export class Vault {
   private proxy?: Promise<EgressProxy>
   private readonly sessions = new Map<string, Promise<EgressHandle | undefined>>()
+  private readonly live = new Map<string, LiveSessionEgress>()
 
   constructor(private readonly options: VaultOptions) {}
 
@@ -73,11 +85,69 @@ export class Vault {
     return this.proxy
   }
 
-  /** Opens one session's egress (socket, CA bundle, placeholders) from its environment and vaults. */
+  /**
+   * Opens one session's egress (socket, CA bundle, placeholders) from its environment and vaults,
+   * with a fixed policy (nothing re-derives it later; `sessionEgress` is the one that follows changes).
+   */
   async openSessionEgress(vaults: VaultStore, p: SessionEgressParams): Promise<EgressHandle> {
     const credentials = credentialsOf(vaults, p.vaultIds)
     const policy = buildEgressPolicy({ keychain: this.keychain, environmentConfig: p.environmentConfig, credentials, repositories: p.repositories, mcpServerUrls: p.mcpServerUrls })
     return (await this.egress()).open({ sessionId: p.sessionId, policy, dir: p.dir })
+  }
+
+  /**
+   * A session's policy as the stores say now: its environment's networking, the live
+   * environment_variable credentials of its current vaults, the agent's MCP hosts, and the
+   * repositories served since open. An archived session, or one whose rows cannot be read,
+   * reaches nothing. Every credential's secret reader refuses once the credential has left the
+   * policy in force, so a request decided just before an archive cannot inject it after.
+   */
+  private derivePolicy(sessionId: string, services: SessionEgressServices, repositories: readonly { url: string; tokenAccount: string }[]): EgressPolicy {
+    try {
+      const session = services.sessions.retrieve(sessionId)
+      if (session.archived_at) return NO_EGRESS_POLICY
+      const environment = services.environments.retrieve(session.environment_id)
+      const mcpServerUrls = ((session.agent as { mcp_servers?: { url: string }[] } | undefined)?.mcp_servers ?? []).map((m) => m.url)
+      const policy = buildEgressPolicy({
+        keychain: this.keychain,
+        environmentConfig: environment.config as unknown as Record<string, unknown>,
+        credentials: credentialsOf(services.vaults, session.vault_ids ?? []),
+        repositories,
+        mcpServerUrls,
+      })
+      // In force = the policy the proxy holds now names this credential with the same hosts and locations.
+      const shape = (c: EgressCredential) => JSON.stringify([c.credentialId, c.secretName, c.hosts, c.header, c.body])
+      const inForce = (c: EgressCredential) => this.live.get(sessionId)?.policy.credentials.some((x) => shape(x) === shape(c)) === true
+      return {
+        ...policy,
+        credentials: policy.credentials.map((c) => ({
+          ...c,
+          secret: async () => {
+            const value = await c.secret()
+            return inForce(c) ? value : undefined
+          },
+        })),
+      }
+    } catch (err) {
+      // Fail closed: a policy that cannot be read allows nothing.
+      this.options.log?.(`[corral] egress of ${sessionId} reaches nothing: its policy could not be read (${err instanceof Error ? err.message : String(err)})`)
+      return NO_EGRESS_POLICY
+    }
+  }
+
+  /**
+   * Re-derives the policy of every open session egress from the stores and gives it to the proxy
+   * (which closes a session's connections when its decisions change). Synchronous: call it from a
+   * store's change signal, and the change is in force before the API call that made it returns.
+   * `sessionId` limits it to one session.
+   */
+  refreshSessionEgress(sessionId?: string): void {
+    for (const [id, live] of this.live) {
+      if (sessionId !== undefined && id !== sessionId) continue
+      const policy = this.derivePolicy(id, live.services, live.repositories)
+      live.handle.update(policy)
+      live.policy = policy
+    }
   }
 
   /**
@@ -106,7 +176,14 @@ export class Vault {
         const n = egressNetworking(config, mcpServerUrls)
         // `limited` with nothing allowed (the API's default) reaches nothing, like `none`.
         if ((n.type === 'none' || (n.type === 'limited' && n.allowedHosts.length === 0)) && repositories.length === 0) return undefined
-        return this.openSessionEgress(services.vaults, { sessionId, environmentConfig: config, vaultIds: session.vault_ids ?? [], repositories, mcpServerUrls, dir: options.dir })
+        const proxy = await this.egress()
+        // Derived last, synchronously before open: no store change can fall between the two.
+        const handle = await proxy.open({ sessionId, policy: this.derivePolicy(sessionId, services, repositories), dir: options.dir })
+        const live: LiveSessionEgress = { handle, services, repositories, policy: NO_EGRESS_POLICY }
+        this.live.set(sessionId, live)
+        // A change committed while the socket was being made is picked up here; later ones by the signal.
+        this.refreshSessionEgress(sessionId)
+        return handle
       })()
       this.sessions.set(sessionId, h)
       h.catch(() => this.sessions.delete(sessionId))
@@ -135,11 +212,13 @@ export class Vault {
   async releaseSessionEgress(sessionId: string): Promise<void> {
     const h = this.sessions.get(sessionId)
     this.sessions.delete(sessionId)
+    this.live.delete(sessionId)
     await (await h?.catch(() => undefined))?.close()
   }
 
   async dispose(): Promise<void> {
     this.sessions.clear()
+    this.live.clear()
     const p = this.proxy
     this.proxy = undefined
     if (p) await (await p.catch(() => undefined))?.dispose()

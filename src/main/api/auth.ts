@@ -13,15 +13,63 @@ export function isLoopbackHost(hostHeader: string | undefined | null): boolean {
   return LOOPBACK_HOSTS.has(host)
 }
 
-/** An Origin header is acceptable when absent (non-browser clients) or a loopback http(s) origin. */
-export function isAllowedOrigin(origin: string | undefined | null): boolean {
-  if (!origin) return true
+/**
+ * The origin a browser names when it loads a page from this server through `hostHeader`
+ * (`http://<host>[:port]`, normalised), or undefined when the Host header is not a loopback name.
+ */
+export function ownOrigin(hostHeader: string | undefined | null): string | undefined {
+  if (!hostHeader || !isLoopbackHost(hostHeader)) return undefined
   try {
-    const u = new URL(origin)
-    return (u.protocol === 'http:' || u.protocol === 'https:') && isLoopbackHost(u.host)
+    return new URL(`http://${hostHeader.trim().toLowerCase()}`).origin
   } catch {
-    return false
+    return undefined
   }
+}
+
+/**
+ * An Origin header is acceptable when absent (non-browser clients, same-origin GETs) or exactly
+ * this server's own origin: the same scheme, host and port as the Host the request came to. A
+ * page on another loopback port (a dev server, a notebook) is another origin and is refused, as
+ * is `Origin: null` (sandboxed frames, file: pages).
+ */
+export function isAllowedOrigin(origin: string | undefined | null, hostHeader: string | undefined | null): boolean {
+  if (origin === undefined || origin === null) return true
+  const own = ownOrigin(hostHeader)
+  return own !== undefined && origin.trim().toLowerCase() === own
+}
+
+/** The header the renderer sends on every request: a cross-origin page cannot set it without a preflight, which fails. */
+export const CSRF_HEADER = 'x-corral-csrf'
+
+/** The headers of a request, as the browser rules read them. */
+export interface BrowserRequest {
+  method: string
+  headers: { get(name: string): string | null }
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD'])
+
+/**
+ * The browser-side rules for a request authenticated by the session cookie (the renderer in a
+ * browser): it must carry `Sec-Fetch-Site: same-origin` (or `none`: typed into the address bar),
+ * and when it changes state (anything but GET/HEAD) also `Content-Type: application/json` and
+ * `X-Corral-CSRF: 1`. A blind cross-origin form or `text/plain` fetch meets none of these, and a
+ * fetch that sets the header needs a CORS preflight, which this server never grants.
+ *
+ * Returns why the request is refused (for a 403 permission_error), or undefined when it passes.
+ * `fetchMetadata: 'when-sent'` (the sign-in routes, used before any cookie exists) accepts a
+ * request without Sec-Fetch-Site, but never a cross-site or same-site one.
+ */
+export function browserRequestRefusal(req: BrowserRequest, options: { fetchMetadata?: 'required' | 'when-sent' } = {}): string | undefined {
+  const site = req.headers.get('sec-fetch-site')?.trim().toLowerCase()
+  if (site === undefined) {
+    if (options.fetchMetadata !== 'when-sent') return 'a request signed in by the browser cookie must carry Sec-Fetch-Site: same-origin (use a current browser, or send Authorization: Bearer <token>)'
+  } else if (site !== 'same-origin' && site !== 'none') return `Sec-Fetch-Site: ${site} is refused: only this server's own pages may use its cookie`
+  if (SAFE_METHODS.has(req.method.toUpperCase())) return undefined
+  const type = req.headers.get('content-type')?.split(';')[0].trim().toLowerCase()
+  if (type !== 'application/json') return `Content-Type: ${type ?? '(none)'} is refused: a ${req.method.toUpperCase()} signed in by the browser cookie must be application/json`
+  if (req.headers.get(CSRF_HEADER)?.trim() !== '1') return `a ${req.method.toUpperCase()} signed in by the browser cookie must carry the header X-Corral-CSRF: 1`
+  return undefined
 }
 
 /** Constant-time token comparison (hashing first makes lengths equal). */
@@ -32,17 +80,28 @@ export function tokenMatches(given: string | undefined | null, expected: string)
   return timingSafeEqual(a, b)
 }
 
-/** The bearer token of a request: `Authorization: Bearer`, `x-api-key`, or the browser cookie. */
-export function requestToken(headers: { get(name: string): string | null }, cookieName: string): string | undefined {
+/** A request's credential and where it came from: the cookie is what a browser sends by itself. */
+export interface RequestCredential {
+  token: string
+  via: 'bearer' | 'api-key' | 'cookie'
+}
+
+/** The credential of a request: `Authorization: Bearer`, `x-api-key`, or the browser cookie (in that order). */
+export function requestCredential(headers: { get(name: string): string | null }, cookieName: string): RequestCredential | undefined {
   const auth = headers.get('authorization')
-  if (auth?.toLowerCase().startsWith('bearer ')) return auth.slice(7).trim()
+  if (auth?.toLowerCase().startsWith('bearer ')) return { token: auth.slice(7).trim(), via: 'bearer' }
   const apiKey = headers.get('x-api-key')
-  if (apiKey) return apiKey.trim()
+  if (apiKey) return { token: apiKey.trim(), via: 'api-key' }
   const cookie = headers.get('cookie')
   if (cookie) {
     for (const part of cookie.split(';')) {
       const [k, ...v] = part.trim().split('=')
-      if (k === cookieName) return decodeURIComponent(v.join('='))
+      if (k !== cookieName) continue
+      try {
+        return { token: decodeURIComponent(v.join('=')), via: 'cookie' }
+      } catch {
+        return undefined
+      }
     }
   }
   return undefined

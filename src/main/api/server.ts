@@ -4,7 +4,7 @@ import { createServer } from 'node:http'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { CorralError, isCorralError } from '../../shared/errors'
-import { isAllowedOrigin, isLoopbackHost, requestToken, tokenMatches } from './auth'
+import { browserRequestRefusal, isAllowedOrigin, isLoopbackHost, ownOrigin, requestCredential, tokenMatches } from './auth'
 import type { ApiServices } from './services'
 import { agentRoutes } from './routes/agents'
 import { environmentRoutes } from './routes/environments'
@@ -25,23 +25,31 @@ export interface ApiAppParams {
 }
 
 /**
- * The local Managed Agents API as a Hono app: loopback Host/Origin guard (403), bearer token
- * (401), the API's error envelope for every failure, the resource routes.
+ * The local Managed Agents API as a Hono app: loopback Host guard and own-Origin guard (403),
+ * the token (401) from `Authorization: Bearer`, `x-api-key` or the browser cookie, the browser
+ * rules for cookie-authenticated requests (403, see `browserRequestRefusal` and README.md), the
+ * API's error envelope for every failure, the resource routes.
  */
 export function createApiApp(params: ApiAppParams): Hono {
   const { services, token } = params
   const app = new Hono()
 
   app.use('*', async (c, next) => {
-    if (!isLoopbackHost(c.req.header('host'))) throw new CorralError('permission_error', 'Host header is not a loopback name; Corral only answers on 127.0.0.1/localhost')
-    if (!isAllowedOrigin(c.req.header('origin'))) throw new CorralError('permission_error', 'cross-origin requests are not allowed')
+    const host = c.req.header('host')
+    if (!isLoopbackHost(host)) throw new CorralError('permission_error', 'Host header is not a loopback name; Corral only answers on 127.0.0.1/localhost')
+    const origin = c.req.header('origin')
+    if (!isAllowedOrigin(origin, host)) throw new CorralError('permission_error', `cross-origin requests are not allowed: Origin ${JSON.stringify(origin)} is not this server's origin ${ownOrigin(host)}`)
     await next()
   })
   params.extend?.(app)
   app.use('/v1/*', async (c, next) => {
-    const given = requestToken(c.req.raw.headers, SESSION_COOKIE)
+    const given = requestCredential(c.req.raw.headers, SESSION_COOKIE)
     if (!given) throw new CorralError('authentication_error', 'missing API token: send Authorization: Bearer <token>')
-    if (!tokenMatches(given, token)) throw new CorralError('authentication_error', 'invalid API token')
+    if (given.via === 'cookie') {
+      const refusal = browserRequestRefusal(c.req.raw)
+      if (refusal) throw new CorralError('permission_error', refusal)
+    }
+    if (!tokenMatches(given.token, token)) throw new CorralError('authentication_error', 'invalid API token')
     await next()
   })
 

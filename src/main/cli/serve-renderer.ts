@@ -2,6 +2,9 @@ import type { Context, Hono } from 'hono'
 import { readFileSync, statSync } from 'node:fs'
 import { extname, join, normalize, resolve, sep } from 'node:path'
 import { SESSION_COOKIE } from '../api/server'
+import { browserRequestRefusal } from '../api/auth'
+import { readJson } from '../api/routes/common'
+import { CorralError } from '../../shared/errors'
 
 export const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -50,6 +53,15 @@ function sessionCookie(token: string, maxAge: number): string {
   return `${SESSION_COOKIE}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}`
 }
 
+/** The sign-in body is `{"token": "…"}`: 8 KiB is far more than it needs. */
+export const SIGN_IN_MAX_BODY_BYTES = 8 * 1024
+
+/** The browser rules on the sign-in routes (403 permission_error). */
+function refuseForeignBrowserRequest(c: Context): void {
+  const refusal = browserRequestRefusal(c.req.raw, { fetchMetadata: 'when-sent' })
+  if (refusal) throw new CorralError('permission_error', refusal)
+}
+
 /**
  * Whether a token is the API's, asked of the API itself (an in-process request through the same
  * auth middleware), so this file never needs to hold or compare the token.
@@ -75,17 +87,20 @@ function signInFailed(c: Context) {
  * - `GET /<anything>?token=<token>`: when the API accepts the token, sets it as an HttpOnly,
  *   SameSite=Strict cookie (which the API reads) and redirects to the same address without the
  *   token, so it leaves the address bar and the history. A wrong token gets a 401 page.
- * - `POST /auth/session` `{ "token": "…" }`: the same, from the renderer's sign-in form (JSON, so
- *   a cross-site form cannot send it; the API's Origin guard runs first anyway).
- * - `POST /auth/sign-out`: clears the cookie.
+ * - `POST /auth/session` `{ "token": "…" }`: the same, from the renderer's sign-in form. Only as
+ *   `application/json` with `X-Corral-CSRF: 1` and never cross-site (the browser rules of
+ *   `browserRequestRefusal`; the API's own-Origin guard runs first), body capped at 8 KiB.
+ * - `POST /auth/sign-out`: clears the cookie (same rules).
  * - every file with the strict CSP and security headers; unknown paths fall through to the API.
  */
 export function serveRenderer(app: Hono, root = resolve(process.cwd(), 'out/renderer')): void {
   app.post('/auth/session', async (c) => {
+    refuseForeignBrowserRequest(c)
     let token: unknown
     try {
-      token = ((await c.req.json()) as { token?: unknown }).token
-    } catch {
+      token = ((await readJson(c, { limit: SIGN_IN_MAX_BODY_BYTES })) as { token?: unknown } | null)?.token
+    } catch (err) {
+      if (err instanceof CorralError && err.code === 'request_too_large') throw err
       return c.json({ type: 'error', error: { type: 'invalid_request_error', message: 'body: expected JSON {"token": "..."}' } }, 400)
     }
     if (typeof token !== 'string' || token.length === 0 || token.length > 512) {
@@ -94,7 +109,10 @@ export function serveRenderer(app: Hono, root = resolve(process.cwd(), 'out/rend
     if (!(await tokenAccepted(app, token))) return c.json({ type: 'error', error: { type: 'authentication_error', message: 'invalid API token' } }, 401)
     return c.json({ ok: true }, 200, { 'set-cookie': sessionCookie(token, COOKIE_MAX_AGE_S), 'cache-control': 'no-store' })
   })
-  app.post('/auth/sign-out', (c) => c.json({ ok: true }, 200, { 'set-cookie': sessionCookie('', 0), 'cache-control': 'no-store' }))
+  app.post('/auth/sign-out', (c) => {
+    refuseForeignBrowserRequest(c)
+    return c.json({ ok: true }, 200, { 'set-cookie': sessionCookie('', 0), 'cache-control': 'no-store' })
+  })
 
   app.get('*', async (c, next) => {
     const url = new URL(c.req.url)

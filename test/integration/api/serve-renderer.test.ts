@@ -30,9 +30,9 @@ describe('browser mode (corral serve serving the renderer)', () => {
     expect(cookie).toMatch(/^corral_token=/)
     expect(cookie).toMatch(/HttpOnly/)
     expect(cookie).toMatch(/SameSite=Strict/)
-    // The cookie alone authenticates API calls.
+    // The cookie authenticates API calls from the server's own pages (same-origin fetch metadata).
     const value = cookie.split(';')[0]
-    expect((await get('/v1/agents', { cookie: value })).status).toBe(200)
+    expect((await get('/v1/agents', { cookie: value, 'sec-fetch-site': 'same-origin' })).status).toBe(200)
   })
 
   it('refuses a wrong token with a 401 page and sets no cookie', async () => {
@@ -42,13 +42,14 @@ describe('browser mode (corral serve serving the renderer)', () => {
   })
 
   it('signs in from the form with a JSON body and refuses a bad one, naming the field', async () => {
-    const ok = await fetch(`${api.url}/auth/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: api.token }) })
+    const form = { 'content-type': 'application/json', 'x-corral-csrf': '1' }
+    const ok = await fetch(`${api.url}/auth/session`, { method: 'POST', headers: form, body: JSON.stringify({ token: api.token }) })
     expect(ok.status).toBe(200)
     expect(ok.headers.get('set-cookie')).toMatch(/HttpOnly/)
-    const bad = await fetch(`${api.url}/auth/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: 42 }) })
+    const bad = await fetch(`${api.url}/auth/session`, { method: 'POST', headers: form, body: JSON.stringify({ token: 42 }) })
     expect(bad.status).toBe(400)
     expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/^token:/)
-    const foreign = await fetch(`${api.url}/auth/session`, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'https://evil.example' }, body: JSON.stringify({ token: api.token }) })
+    const foreign = await fetch(`${api.url}/auth/session`, { method: 'POST', headers: { ...form, origin: 'https://evil.example' }, body: JSON.stringify({ token: api.token }) })
     expect(foreign.status).toBe(403)
   })
 

@@ -5,13 +5,39 @@ import { parseQuery } from '../query'
 /** Largest request body accepted (images in user messages are the big case). */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024
 
-/** Reads a JSON body: 413 when over the limit, 400 when it is not valid UTF-8 JSON. */
-export async function readJson(c: Context): Promise<unknown> {
-  const len = Number(c.req.header('content-length') ?? '0')
-  if (len > MAX_BODY_BYTES) throw new CorralError('request_too_large', `request body is ${len} bytes; the limit is ${MAX_BODY_BYTES}`)
-  const buf = new Uint8Array(await c.req.arrayBuffer())
-  if (buf.byteLength > MAX_BODY_BYTES) throw new CorralError('request_too_large', `request body is over ${MAX_BODY_BYTES} bytes`)
-  if (buf.byteLength === 0) return {}
+export interface ReadJsonOptions {
+  /** The cap in bytes (default MAX_BODY_BYTES). */
+  limit?: number
+}
+
+/**
+ * Reads a JSON body, counting bytes as they arrive: 413 `request_too_large` as soon as the
+ * declared Content-Length or the bytes read pass the cap (the rest is never buffered; the
+ * HTTP adapter drains a little and then closes the connection), 400 when it is not valid UTF-8
+ * JSON. An empty body is `{}`.
+ */
+export async function readJson(c: Context, options: ReadJsonOptions = {}): Promise<unknown> {
+  const limit = options.limit ?? MAX_BODY_BYTES
+  const declared = c.req.header('content-length')
+  if (declared !== undefined && Number(declared) > limit) throw new CorralError('request_too_large', `request body is ${declared} bytes; the limit is ${limit}`)
+  const chunks: Uint8Array[] = []
+  let total = 0
+  const body = c.req.raw.body
+  if (body) {
+    const reader = body.getReader()
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      total += value.byteLength
+      if (total > limit) {
+        reader.cancel().catch(() => {})
+        throw new CorralError('request_too_large', `request body is over ${limit} bytes; the limit is ${limit}`)
+      }
+      chunks.push(value)
+    }
+  }
+  if (total === 0) return {}
+  const buf = Buffer.concat(chunks, total)
   let text: string
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(buf)

@@ -5,8 +5,15 @@ import { SseParser } from './sse'
 const PREVIEW_TYPES = new Set(['event_start', 'event_delta'])
 
 /**
+ * Sent on every request: `corral serve` refuses a cookie-authenticated POST without it (a page
+ * of another origin cannot add it without a CORS preflight, which the server never grants).
+ */
+export const CSRF_HEADERS: Readonly<Record<string, string>> = { 'x-corral-csrf': '1' }
+
+/**
  * Browser mode: the HTTP API on the page's own origin, authenticated by the HttpOnly cookie that
- * `corral serve` set at sign-in (this code never sees the token).
+ * `corral serve` set at sign-in (this code never sees the token). State-changing requests go as
+ * `application/json` with `X-Corral-CSRF: 1`, which the server requires of cookie requests.
  */
 export class HttpClient implements CorralClient {
   readonly transport = 'http' as const
@@ -20,11 +27,12 @@ export class HttpClient implements CorralClient {
   async request<T>(op: OperationName, path: Record<string, string> = {}, payload?: unknown): Promise<T> {
     const spec = OPERATIONS[op]
     let url = this.base + operationPath(op, path)
-    const init: RequestInit = { method: spec.method, credentials: 'same-origin', headers: { accept: 'application/json' } }
+    const headers: Record<string, string> = { accept: 'application/json', ...CSRF_HEADERS }
+    const init: RequestInit = { method: spec.method, credentials: 'same-origin', headers }
     if (spec.method === 'GET') url += toQueryString(payload as QueryParams | undefined)
-    else if (payload !== undefined) {
-      init.body = JSON.stringify(payload)
-      ;(init.headers as Record<string, string>)['content-type'] = 'application/json'
+    else {
+      headers['content-type'] = 'application/json'
+      if (payload !== undefined) init.body = JSON.stringify(payload)
     }
     let res: Response
     try {
@@ -59,7 +67,7 @@ export class HttpClient implements CorralClient {
         try {
           const res = await fetch(`${this.base}${operationPath('events.list', { id: sessionId })}/stream${toQueryString(q)}`, {
             credentials: 'same-origin',
-            headers: { accept: 'text/event-stream' },
+            headers: { accept: 'text/event-stream', ...CSRF_HEADERS },
             signal: controller.signal,
           })
           if (res.status === 404 || res.status === 401 || res.status === 403) {

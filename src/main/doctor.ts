@@ -3,6 +3,8 @@ import { join } from 'node:path'
 import { readSettings } from './config'
 import { BubblewrapSandboxProvider, DockerSandboxProvider, detectBackends, type BackendReport } from './hands'
 import { openKeychain } from './vault/vault-services'
+import { keychainAccount, keychainFix } from './vault/keychain'
+import { probeModel, type ModelProbeResult } from './harness/model-probe'
 
 export interface DoctorFinding {
   area: string
@@ -15,7 +17,31 @@ export interface DoctorFinding {
  * bubblewrap, Seatbelt), the keychain, the model endpoint, the data directory. Never throws:
  * every probe that fails is a finding with ok: false and the reason.
  */
-export async function runDoctor(params: { dataDir: string; env?: NodeJS.ProcessEnv }): Promise<DoctorFinding[]> {
+export interface DoctorParams {
+  dataDir: string
+  env?: NodeJS.ProcessEnv
+  /**
+   * The model key the engine uses and where it came from (the engine passes its own; the CLI
+   * leaves it out and doctor looks: ANTHROPIC_API_KEY, then the keychain).
+   */
+  apiKey?: { value?: string; source: 'environment' | 'keychain' | 'none' }
+  /** false: skip the model probe (no request leaves the machine). Default true. */
+  probeModel?: boolean
+}
+
+/** Where the model key comes from, said plainly for a finding. */
+function keySourceText(source: 'environment' | 'keychain' | 'none'): string {
+  return source === 'environment' ? 'API key from the environment (ANTHROPIC_API_KEY)' : source === 'keychain' ? 'API key from the OS keychain' : 'no API key (none in ANTHROPIC_API_KEY or the keychain)'
+}
+
+/** The model endpoint finding: a real minimal request (probeModel), its status and error text, and the key's source. */
+export function modelFinding(probe: ModelProbeResult, source: 'environment' | 'keychain' | 'none', compatibilityMode: boolean): DoctorFinding {
+  const where = `${probe.base_url}${compatibilityMode ? ' (compatibility mode)' : ''}, model ${probe.model}`
+  const outcome = probe.ok ? `answered in ${probe.elapsed_ms} ms` : `${probe.status !== null ? `HTTP ${probe.status}: ` : ''}${probe.message}`
+  return { area: 'model endpoint', ok: probe.ok, detail: `${where}: ${outcome}; ${keySourceText(source)}` }
+}
+
+export async function runDoctor(params: DoctorParams): Promise<DoctorFinding[]> {
   const env = params.env ?? process.env
   const findings: DoctorFinding[] = []
   const providers = [new DockerSandboxProvider({}), new BubblewrapSandboxProvider({ dataDir: join(params.dataDir, 'sandboxes') })]
@@ -29,12 +55,15 @@ export async function runDoctor(params: { dataDir: string; env?: NodeJS.ProcessE
     await Promise.all(providers.map((p) => p.dispose().catch(() => undefined)))
   }
 
+  let keychainKey: string | undefined
+  let keychainUp = false
   try {
     const keychain = openKeychain({ dataDir: params.dataDir, env })
-    await keychain.get('doctor-probe')
+    keychainKey = await keychain.get(keychainAccount.anthropicApiKey)
+    keychainUp = true
     findings.push({ area: 'keychain', ok: true, detail: `${keychain.backend} answers` })
   } catch (err) {
-    findings.push({ area: 'keychain', ok: false, detail: `${(err as Error).message} — secrets cannot be stored; on Linux run a Secret Service (gnome-keyring) in a D-Bus session` })
+    findings.push({ area: 'keychain', ok: false, detail: `${(err as Error).message.replace(/; to fix: .*$/, '')} — secrets cannot be stored; to fix: ${keychainFix()}` })
   }
 
   let settings: ReturnType<typeof readSettings> = {}
@@ -43,13 +72,18 @@ export async function runDoctor(params: { dataDir: string; env?: NodeJS.ProcessE
   } catch (err) {
     findings.push({ area: 'settings', ok: false, detail: (err as Error).message })
   }
-  const baseUrl = env.ANTHROPIC_BASE_URL || settings.model?.baseUrl || 'https://api.anthropic.com'
-  const hasKey = Boolean(env.ANTHROPIC_API_KEY)
-  findings.push({
-    area: 'model endpoint',
-    ok: true,
-    detail: `${baseUrl}${settings.model?.compatibilityMode ? ' (compatibility mode)' : ''}; API key ${hasKey ? 'from ANTHROPIC_API_KEY' : 'from the keychain if stored there (corral secrets), else none'}`,
-  })
+  const key = params.apiKey ?? (env.ANTHROPIC_API_KEY ? { value: env.ANTHROPIC_API_KEY, source: 'environment' as const } : keychainKey ? { value: keychainKey, source: 'keychain' as const } : { source: 'none' as const })
+  const baseUrl = env.ANTHROPIC_BASE_URL || settings.model?.baseUrl || undefined
+  const compat = env.CORRAL_MODEL_COMPAT === '1' || settings.model?.compatibilityMode === true
+  if (!key.value && !baseUrl) {
+    // Nothing configured: no request leaves the machine unasked (the brains do not start either).
+    findings.push({ area: 'model endpoint', ok: false, detail: `no model endpoint is configured: ${keySourceText(key.source)} and no base URL; connect one in Settings (Connect a model) or set ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL` })
+  } else if (params.probeModel === false) {
+    findings.push({ area: 'model endpoint', ok: true, detail: `${baseUrl ?? 'https://api.anthropic.com'} (not probed); ${keySourceText(key.source)}${keychainUp || key.source !== 'none' ? '' : ' (the keychain could not be read)'}` })
+  } else {
+    const probe = await probeModel({ baseURL: baseUrl, apiKey: key.value, compatibilityMode: compat, model: settings.model?.defaultModel })
+    findings.push(modelFinding(probe, key.source, compat))
+  }
   findings.push({
     area: 'data directory',
     ok: true,

@@ -7,12 +7,13 @@ import { EnvironmentStore } from './session/environment-store'
 import { SessionStore } from './session/session-store'
 import { VaultStore, type SecretSink } from './session/vault-store'
 import { ThreadStore } from './session/thread-store'
-import { PreviewBus, type ApiServices, type CorralSettingsView } from './api/services'
+import { PreviewBus, type ApiServices, type CorralSettingsView, type ModelCheckView } from './api/services'
+import { probeModel } from './harness/model-probe'
 import { createApiApp, listen, type ListeningServer } from './api/server'
 import { readSettings, resolveApiToken, writeSettings, type Settings } from './config'
 import { runDoctor } from './doctor'
 import type { z } from 'zod'
-import type { corralSettingsUpdateSchema } from '../shared/api/schemas'
+import type { corralModelTestSchema, corralSettingsUpdateSchema } from '../shared/api/schemas'
 import { CorralError } from '../shared/errors'
 import { keychainAccount, keychainFix } from './vault/keychain'
 import { Brains, NoHandsToolRouter, type BrainsOptions } from './orchestrator/brains'
@@ -98,6 +99,7 @@ export class Engine {
   private readonly env: NodeJS.ProcessEnv
   /** Where ANTHROPIC_API_KEY in `env` came from, if it is set. */
   private apiKeySource?: 'environment' | 'keychain'
+  private lastModelCheck?: ModelCheckView
 
   private constructor(
     readonly config: EngineConfig,
@@ -135,7 +137,8 @@ export class Engine {
     this.services.admin = {
       getSettings: () => this.settingsView(),
       updateSettings: (input) => this.updateSettings(input),
-      doctor: () => runDoctor({ dataDir: config.dataDir, env: this.env }),
+      doctor: () => runDoctor({ dataDir: config.dataDir, env: this.env, apiKey: { value: this.env.ANTHROPIC_API_KEY, source: this.apiKeySource ?? 'none' } }),
+      testModel: (input) => this.testModel(input),
       packages: {
         status: (id) => this.localHands().packageStatus(id),
         prepare: (id) => this.localHands().preparePackages(id),
@@ -259,6 +262,8 @@ export class Engine {
       model: { base_url: m.baseUrl ?? null, compatibility_mode: m.compatibilityMode === true, default_model: m.defaultModel ?? null },
       sandbox_backend: this.settings.sandboxBackend ?? 'auto',
       api_key: { set: source !== null, source },
+      endpoint: { base_url: this.env.ANTHROPIC_BASE_URL || m.baseUrl || null, configured: Boolean(this.env.ANTHROPIC_API_KEY || this.env.ANTHROPIC_BASE_URL || m.baseUrl) },
+      model_check: this.lastModelCheck ?? null,
       keychain: await this.keychainStatus(),
     }
   }
@@ -313,6 +318,25 @@ export class Engine {
     }
     this.brains.reconfigure(this.env, this.settings)
     return this.settingsView()
+  }
+
+  /**
+   * Test connection: one real minimal request (probeModel, the harness's own client). Fields of
+   * `input` override the endpoint in effect for this test only; the key given is not stored.
+   */
+  async testModel(input: z.infer<typeof corralModelTestSchema>): Promise<ModelCheckView> {
+    const m = this.settings.model ?? {}
+    const baseURL = input.base_url !== undefined ? (input.base_url ?? undefined) : this.env.ANTHROPIC_BASE_URL || m.baseUrl
+    const apiKey = input.api_key ?? this.env.ANTHROPIC_API_KEY
+    const key_source = input.api_key ? 'request' : this.env.ANTHROPIC_API_KEY ? (this.apiKeySource ?? 'environment') : 'none'
+    const probe = await probeModel({
+      baseURL,
+      apiKey,
+      compatibilityMode: input.compatibility_mode ?? (this.env.CORRAL_MODEL_COMPAT === '1' || m.compatibilityMode === true),
+      model: (input.model ?? undefined) || m.defaultModel,
+    })
+    this.lastModelCheck = { ...probe, key_source, checked_at: new Date().toISOString() }
+    return this.lastModelCheck
   }
 
   /** Whether the keychain answers (read probe); the problem and its fix when it does not. */

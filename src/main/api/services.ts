@@ -32,8 +32,25 @@ export interface CorralSettingsView {
   model: { base_url: string | null; compatibility_mode: boolean; default_model: string | null }
   sandbox_backend: 'auto' | 'docker' | 'bubblewrap'
   api_key: { set: boolean; source: 'environment' | 'keychain' | null }
+  /** The endpoint in effect (ANTHROPIC_BASE_URL over the settings; null: Anthropic's) and whether brains run (a key or a URL is set). */
+  endpoint: { base_url: string | null; configured: boolean }
+  /** The last Test connection of this engine (kept in memory), or null before the first. */
+  model_check: ModelCheckView | null
   /** Whether the OS keychain answers; when it does not, what is missing and how to fix it. */
   keychain: { available: boolean; backend: string | null; problem: string | null }
+}
+
+/** One Test connection: the endpoint's status and error text (never the key), and where the key came from. */
+export interface ModelCheckView {
+  ok: boolean
+  status: number | null
+  message: string
+  base_url: string
+  model: string
+  answered_model: string | null
+  elapsed_ms: number
+  key_source: 'environment' | 'keychain' | 'request' | 'none'
+  checked_at: string
 }
 
 /** Corral additions beyond the Managed Agents API (`/v1/corral/*`). */
@@ -41,6 +58,8 @@ export interface AdminServices {
   getSettings(): Promise<CorralSettingsView>
   updateSettings(input: import('zod').infer<typeof import('../../shared/api/schemas').corralSettingsUpdateSchema>): Promise<CorralSettingsView>
   doctor(): Promise<{ area: string; ok: boolean; detail: string }[]>
+  /** Test connection: one real minimal model request with the given (or saved) endpoint and key. */
+  testModel(input: import('zod').infer<typeof import('../../shared/api/schemas').corralModelTestSchema>): Promise<ModelCheckView>
   /** An environment's packages on the local sandboxes; absent when this engine has no local hands. */
   packages?: {
     status(environmentId: string): Promise<PackageStatus>

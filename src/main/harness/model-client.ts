@@ -151,7 +151,7 @@ export class AnthropicModelClient implements ModelClient {
       if (handlers.signal.aborted) throw new ModelRequestError('aborted', 'the model request was interrupted', { cause: err })
       if (stalled) throw new ModelRequestError('stalled', `the model endpoint sent nothing for ${this.stallTimeoutMs} ms`, { cause: err })
       if (err instanceof ModelRequestError) throw err
-      throw classifyError(err)
+      throw classifyError(err, this.params.baseURL || 'https://api.anthropic.com')
     } finally {
       if (timer) clearTimeout(timer)
       handlers.signal.removeEventListener('abort', onAbort)
@@ -159,8 +159,38 @@ export class AnthropicModelClient implements ModelClient {
   }
 }
 
-/** Maps an SDK or network error to a ModelRequestError. */
-export function classifyError(err: unknown): ModelRequestError {
+const NETWORK_CODES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  ECONNRESET: 'connection reset',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_SOCKET: 'connection closed',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'untrusted (self-signed) certificate',
+  SELF_SIGNED_CERT_IN_CHAIN: 'untrusted certificate chain',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'certificate cannot be verified',
+  CERT_HAS_EXPIRED: 'expired certificate',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'certificate does not match the host',
+}
+
+/** The network reason under an SDK connection error ("Connection error." → "connection refused"), from its cause chain. */
+function networkReason(err: unknown, to: string): string | undefined {
+  let deepest: string | undefined
+  for (let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined, i = 0; e && i < 8; e = e.cause as typeof e, i++) {
+    if (typeof e.code === 'string' && NETWORK_CODES[e.code]) return `${NETWORK_CODES[e.code]}${to} (${String(e.message ?? e.code)})`
+    if (typeof e.message === 'string' && e.message) deepest = e.message
+  }
+  return deepest && `${deepest}${to}`
+}
+
+/**
+ * Maps an SDK or network error to a ModelRequestError. `baseURL` (the endpoint asked) goes into
+ * a connection failure's message: "model request failed: connection refused to http://…".
+ */
+export function classifyError(err: unknown, baseURL?: string): ModelRequestError {
   if (err instanceof Anthropic.APIError && typeof err.status === 'number') {
     const status = err.status
     const retryAfter = Number(err.headers?.get?.('retry-after'))
@@ -174,7 +204,8 @@ export function classifyError(err: unknown): ModelRequestError {
   const message = (err as Error)?.message ?? String(err)
   // An overloaded_error sent as an SSE `error` event mid-stream.
   if (/overloaded/i.test(message)) return new ModelRequestError('overloaded', `model endpoint overloaded: ${message}`, { cause: err })
-  return new ModelRequestError('connection', `model request failed: ${message}`, { cause: err })
+  const to = baseURL ? ` to ${baseURL}` : ''
+  return new ModelRequestError('connection', `model request failed: ${networkReason(err, to) ?? message + to}`, { cause: err })
 }
 
 /** Folds raw stream events into a response, forwarding previews. Throws on a cut stream. */

@@ -49,6 +49,7 @@ export const OPERATIONS = {
   'settings.retrieve': { method: 'GET', path: '/v1/corral/settings' },
   'settings.update': { method: 'POST', path: '/v1/corral/settings' },
   'doctor.run': { method: 'GET', path: '/v1/corral/doctor' },
+  'model.test': { method: 'POST', path: '/v1/corral/model/test' },
   'environments.packages.retrieve': { method: 'GET', path: '/v1/corral/environments/:id/packages' },
   'environments.packages.prepare': { method: 'POST', path: '/v1/corral/environments/:id/packages/prepare' },
 } as const satisfies Record<string, OperationSpec>

@@ -485,3 +485,15 @@ export const corralSettingsUpdateSchema = z.strictObject({
   sandbox_backend: z.enum(['auto', 'docker', 'bubblewrap']).optional(),
   api_key: z.string().min(8, 'an API key is at least 8 characters').max(4096).regex(/^\S+$/, 'no whitespace').nullable().optional(),
 })
+
+/**
+ * `POST /v1/corral/model/test` (Test connection): one real minimal request to the endpoint. Each
+ * field overrides the saved one for this test only (the form's values before saving); an absent
+ * field uses what is in effect. `api_key` is used for the request and never stored or returned.
+ */
+export const corralModelTestSchema = z.strictObject({
+  base_url: z.url({ protocol: /^https?$/ }).nullable().optional(),
+  compatibility_mode: z.boolean().optional(),
+  model: z.string().min(1).max(256).nullable().optional(),
+  api_key: z.string().min(8, 'an API key is at least 8 characters').max(4096).regex(/^\S+$/, 'no whitespace').optional(),
+})

@@ -1,5 +1,5 @@
 import type { Hono } from 'hono'
-import { corralSettingsUpdateSchema } from '../../../shared/api/schemas'
+import { corralModelTestSchema, corralSettingsUpdateSchema } from '../../../shared/api/schemas'
 import { CorralError } from '../../../shared/errors'
 import type { AdminServices, ApiServices } from '../services'
 import { validate } from '../validate'
@@ -14,6 +14,8 @@ export function corralRoutes(app: Hono, s: ApiServices): void {
   app.get('/v1/corral/settings', async (c) => c.json(await admin().getSettings()))
   app.post('/v1/corral/settings', async (c) => c.json(await admin().updateSettings(validate(corralSettingsUpdateSchema, await readJson(c)))))
   app.get('/v1/corral/doctor', async (c) => c.json({ findings: await admin().doctor() }))
+  // Test connection: 200 with the outcome (a failing endpoint is a result, not an error of this API).
+  app.post('/v1/corral/model/test', async (c) => c.json(await admin().testModel(validate(corralModelTestSchema, await readJson(c)))))
 
   // An environment's packages on the local sandboxes: where they stand, and installing them ahead of a session.
   const packages = (id: string) => {

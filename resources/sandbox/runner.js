@@ -23,8 +23,10 @@
  *                                    (the proxy adds the repository's token); {rid, type:'cloned', existed}
  * Every reply to a bad request is {rid, type:'error', message}.
  *
- * Results are kept by tool_use_id in $CORRAL_STATE_DIR/calls/<id>.json (inside the workspace
- * volume) before they are sent, so a brain restarted mid-call can collect them with `recover`.
+ * Results are kept by tool_use_id in this process's memory (never in a file the sandbox could
+ * write) before they are sent, so a brain restarted mid-call can collect them with `recover`
+ * from a runner that outlived it (a Docker container). Full outputs of capped results are saved
+ * at $CORRAL_STATE_DIR/outputs/<id>.log for the agent to read; the host never reads them.
  *
  * Plain Node (>= 18, Debian's nodejs), no dependencies: it is copied into the image as is.
  */
@@ -140,25 +142,44 @@ async function dispatch(req) {
 function safeId(id) {
   return /^[A-Za-z0-9_.-]{1,128}$/.test(id) && !id.startsWith('.') ? id : 'h-' + crypto.createHash('sha256').update(id).digest('hex').slice(0, 40)
 }
-const resultPath = (id) => path.join(STATE_DIR, 'calls', safeId(id) + '.json')
 const outputPath = (id) => path.join(STATE_DIR, 'outputs', safeId(id) + '.log')
 
+// Results are kept in this process, by tool_use_id, never in a file: a file the sandbox's
+// processes can write would let a command forge the "recovered" result of any call. The runner
+// lives as long as its sandbox (a Docker container outlives a crashed host and keeps them; a
+// bubblewrap sandbox dies with the host, and its calls with it).
+const RESULT_TTL_MS = posInt(process.env.CORRAL_RESULT_TTL_DAYS, 7) * 86400000
+const RESULTS_MAX = 1000
+const RESULTS_MAX_BYTES = 64 * 1024 * 1024
+const results = new Map() // id -> { result, at, bytes }, oldest first
+let resultBytes = 0
+
 function storedResult(id) {
-  try {
-    return JSON.parse(fs.readFileSync(resultPath(id), 'utf8'))
-  } catch {
+  const kept = results.get(id)
+  if (!kept) return undefined
+  if (Date.now() - kept.at > RESULT_TTL_MS) {
+    forgetResult(id)
     return undefined
   }
+  return kept.result
+}
+
+function forgetResult(id) {
+  const kept = results.get(id)
+  if (!kept) return
+  results.delete(id)
+  resultBytes -= kept.bytes
 }
 
 function storeResult(id, result) {
-  try {
-    fs.mkdirSync(path.dirname(resultPath(id)), { recursive: true })
-    const tmp = resultPath(id) + '.tmp'
-    fs.writeFileSync(tmp, JSON.stringify(result))
-    fs.renameSync(tmp, resultPath(id))
-  } catch (err) {
-    process.stderr.write(`runner: could not keep the result of ${id}: ${err.message}\n`)
+  forgetResult(id)
+  const bytes = Buffer.byteLength(result.content || '', 'utf8') + 64
+  results.set(id, { result, at: Date.now(), bytes })
+  resultBytes += bytes
+  for (const [old] of results) {
+    if (results.size <= RESULTS_MAX && resultBytes <= RESULTS_MAX_BYTES) break
+    if (old === id) break
+    forgetResult(old)
   }
 }
 
@@ -998,10 +1019,10 @@ try {
   process.stderr.write(`runner: cannot make ${STATE_DIR}: ${err.message}\n`)
 }
 
-// Results and saved outputs are kept for a week (a crashed brain collects within minutes).
+// Saved outputs are kept for a week (a crashed brain collects within minutes).
 function pruneOld(maxAgeMs) {
   const cutoff = Date.now() - maxAgeMs
-  for (const sub of ['calls', 'outputs']) {
+  for (const sub of ['outputs']) {
     let names = []
     try {
       names = fs.readdirSync(path.join(STATE_DIR, sub))

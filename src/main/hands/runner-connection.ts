@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Readable, Writable } from 'node:stream'
+import { z } from 'zod'
 import { CorralError } from '../../shared/errors'
 import type { CallRecovery, SandboxCall, SandboxResult } from './sandbox'
 
@@ -17,26 +18,67 @@ export class RunnerClosedError extends CorralError {
   }
 }
 
+/**
+ * The runner answered something that is not the protocol (a reply of the wrong shape or type,
+ * a result past its cap, a line that is not JSON): whatever runs in the sandbox may have written
+ * it, so the runner is no longer trusted and the connection is closed.
+ */
+export class RunnerMalformedError extends RunnerClosedError {
+  constructor(readonly detail: string) {
+    super(`the sandbox's runner answered malformed data (${detail})`)
+    this.name = 'RunnerMalformedError'
+  }
+}
+
+/** Room a result may take past the output cap: the runner's truncation note and status lines. */
+export const RESULT_NOTE_ALLOWANCE = 16 * 1024
+/** The cap on one result's text when the caller names none (settings' output_cap_bytes default). */
+export const DEFAULT_RESULT_CAP = 256 * 1024
+
+// The replies of the runner protocol (resources/sandbox/runner.js), as the host accepts them.
+// Unknown fields are dropped: nothing but these reaches the caller, and so the session log.
+const rid = z.string().max(512)
+const resultSchema = z.object({
+  content: z.string(),
+  isError: z.boolean(),
+  exitCode: z.number().int().nullable().optional(),
+  durationMs: z.number().nonnegative().finite().optional(),
+})
+const replySchema = z.discriminatedUnion('type', [
+  z.object({ rid, type: z.literal('hello'), nonce: z.string(), pid: z.number().int(), version: z.number().int(), workspace: z.string() }),
+  z.object({ rid, type: z.literal('output'), data: z.string() }),
+  z.object({ rid, type: z.literal('result'), result: resultSchema }),
+  z.object({ rid, type: z.literal('recovery'), state: z.enum(['finished', 'running', 'unknown']), result: resultSchema.optional() }),
+  z.object({ rid, type: z.literal('placed'), existed: z.boolean() }),
+  z.object({ rid, type: z.literal('exists'), exists: z.boolean() }),
+  z.object({ rid, type: z.literal('reset') }),
+  z.object({ rid, type: z.literal('egress'), listening: z.boolean() }),
+  z.object({ rid, type: z.literal('cloned'), existed: z.boolean() }),
+  z.object({ rid: rid.nullable(), type: z.literal('error'), message: z.string().max(64 * 1024) }),
+])
+type RunnerReply = z.infer<typeof replySchema>
+type ReplyType = RunnerReply['type']
+
 interface Pending {
-  resolve: (msg: RunnerMessage) => void
+  /** The reply type that answers this request ('result' for a call); 'error' always may. */
+  expects: ReplyType
+  resolve: (msg: RunnerReply) => void
   reject: (err: Error) => void
   onOutput?: (chunk: string) => void
   /** Output characters still allowed to reach onOutput (the runner caps, but the host does not trust it to). */
   outputBudget?: number
+  /** Largest result text accepted, in UTF-8 bytes. */
+  resultCap?: number
 }
 
-interface RunnerMessage {
-  rid: string | null
-  type: string
-  [key: string]: unknown
-}
+const REPLY_TO: Record<string, ReplyType> = { hello: 'hello', recover: 'recovery', exists: 'exists', place: 'placed', egress: 'egress', clone: 'cloned', reset: 'reset' }
 
 export interface RunnerConnectionParams {
   input: Writable
   output: Readable
   /** Called once when the connection closes (stream end, error or close()). */
   onClose?: (reason: string) => void
-  /** Largest reply line accepted; longer lines close the connection (a runner gone wrong). */
+  /** Largest reply line accepted; a longer line is malformed and closes the connection (default 8 MiB). */
   maxLineBytes?: number
 }
 
@@ -46,6 +88,9 @@ export class RunnerConnection {
   private bufferedBytes = 0
   private seq = 0
   private closedReason: string | undefined
+  private malformed: string | undefined
+  /** Whether a hello was answered: torn lines before it are an earlier host's leftovers, after it they are malformed. */
+  private greeted = false
   private readonly input: Writable
   private readonly output: Readable
   private readonly maxLineBytes: number
@@ -55,7 +100,7 @@ export class RunnerConnection {
     this.input = params.input
     this.output = params.output
     if (params.onClose) this.closeListeners.push(params.onClose)
-    this.maxLineBytes = params.maxLineBytes ?? 64 * 1024 * 1024
+    this.maxLineBytes = params.maxLineBytes ?? 8 * 1024 * 1024
     this.output.on('data', (chunk: Buffer | string) => this.receive(typeof chunk === 'string' ? Buffer.from(chunk) : chunk))
     this.output.on('end', () => this.close('the runner\'s output ended'))
     this.output.on('close', () => this.close('the runner\'s output closed'))
@@ -67,6 +112,11 @@ export class RunnerConnection {
     return this.closedReason === undefined
   }
 
+  /** Why the runner was found untrustworthy, when the connection closed for that. */
+  get malformedReply(): string | undefined {
+    return this.malformed
+  }
+
   /**
    * Waits until the runner answers. Lines before the matching reply (a previous host's
    * half-written output after a re-attach) are ignored. Throws RunnerClosedError or a timeout.
@@ -74,44 +124,59 @@ export class RunnerConnection {
   async hello(timeoutMs = 10_000): Promise<{ pid: number; version: number; workspace: string }> {
     const nonce = randomBytes(8).toString('hex')
     const reply = await this.request({ op: 'hello', nonce }, timeoutMs)
-    if (reply.nonce !== nonce) throw new CorralError('sandbox_error', 'the sandbox runner answered hello with the wrong nonce')
-    return reply as unknown as { pid: number; version: number; workspace: string }
+    if (reply.type !== 'hello' || reply.nonce !== nonce) throw new CorralError('sandbox_error', 'the sandbox runner answered hello with the wrong nonce')
+    this.greeted = true
+    return { pid: reply.pid, version: reply.version, workspace: reply.workspace }
   }
 
-  /** Runs one tool call in the runner. Throws only RunnerClosedError (the runner is gone). */
+  /**
+   * Runs one tool call in the runner. Throws RunnerClosedError when the runner is gone, and
+   * RunnerMalformedError (a RunnerClosedError: the connection is closed) when its reply is not a
+   * result of the protocol's shape or its text is longer than `cap` + RESULT_NOTE_ALLOWANCE bytes.
+   */
   async call(call: SandboxCall & { cap?: number }): Promise<SandboxResult> {
     const id = call.toolUseId
     if (this.pending.has(id)) throw new CorralError('conflict_error', `tool call ${id} is already running in this sandbox`)
     const onAbort = () => this.send({ rid: `c${++this.seq}`, op: 'cancel', id })
-    const reply = new Promise<RunnerMessage>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, onOutput: call.onOutput, outputBudget: call.cap ?? 256 * 1024 })
+    const cap = call.cap ?? DEFAULT_RESULT_CAP
+    const reply = new Promise<RunnerReply>((resolve, reject) => {
+      this.pending.set(id, { expects: 'result', resolve, reject, onOutput: call.onOutput, outputBudget: cap, resultCap: cap })
     })
     this.send({ rid: id, op: 'call', id, name: call.name, input: call.input, cap: call.cap, stream: call.onOutput !== undefined })
     if (call.signal?.aborted) onAbort()
     call.signal?.addEventListener('abort', onAbort, { once: true })
     try {
       const msg = await reply
-      return msg.result as SandboxResult
+      if (msg.type !== 'result') throw new CorralError('sandbox_error', `unexpected ${msg.type} reply`)
+      return msg.result
     } finally {
       call.signal?.removeEventListener('abort', onAbort)
     }
   }
 
-  async recover(toolUseId: string, timeoutMs = 10_000): Promise<CallRecovery> {
-    const reply = await this.request({ op: 'recover', id: toolUseId }, timeoutMs)
-    if (reply.state === 'finished') return { state: 'finished', result: reply.result as SandboxResult }
+  /** What the runner knows of a call; a finished result is held to `cap` like a call's. */
+  async recover(toolUseId: string, options: { timeoutMs?: number; cap?: number } = {}): Promise<CallRecovery> {
+    const reply = await this.request({ op: 'recover', id: toolUseId }, options.timeoutMs ?? 10_000, options.cap ?? DEFAULT_RESULT_CAP)
+    if (reply.type !== 'recovery') return { state: 'unknown' }
+    if (reply.state === 'finished') {
+      if (!reply.result) {
+        this.close('a finished recovery without its result', true)
+        throw new RunnerMalformedError('a finished recovery without its result')
+      }
+      return { state: 'finished', result: reply.result }
+    }
     return reply.state === 'running' ? { state: 'running' } : { state: 'unknown' }
   }
 
   async exists(path: string, timeoutMs = 10_000): Promise<boolean> {
     const reply = await this.request({ op: 'exists', path }, timeoutMs)
-    return reply.exists === true
+    return reply.type === 'exists' && reply.exists
   }
 
   /** Places a file or an unpacked tar at an in-sandbox path, unless something is there already. */
   async place(params: { path: string; contentBase64?: string; tarBase64?: string }, timeoutMs = 120_000): Promise<{ existed: boolean }> {
     const reply = await this.request({ op: 'place', path: params.path, content_base64: params.contentBase64, tar_base64: params.tarBase64 }, timeoutMs)
-    return { existed: reply.existed === true }
+    return { existed: reply.type === 'placed' && reply.existed }
   }
 
   /**
@@ -125,14 +190,18 @@ export class RunnerConnection {
   /** Clones an http(s) repository into an in-sandbox path as the sandbox user, through the egress proxy. */
   async clone(params: { url: string; path: string; branch?: string; sha?: string }, timeoutMs = 320_000): Promise<{ existed: boolean }> {
     const reply = await this.request({ op: 'clone', url: params.url, path: params.path, branch: params.branch, sha: params.sha }, timeoutMs)
-    return { existed: reply.existed === true }
+    return { existed: reply.type === 'cloned' && reply.existed }
   }
 
-  /** Closes the connection; pending requests fail with RunnerClosedError(reason). */
-  close(reason = 'closed by the host'): void {
+  /**
+   * Closes the connection; pending requests fail with RunnerClosedError(reason), or with
+   * RunnerMalformedError(reason) when `malformed` (the runner said something off-protocol).
+   */
+  close(reason = 'closed by the host', malformed = false): void {
     if (this.closedReason !== undefined) return
-    this.closedReason = reason
-    const err = new RunnerClosedError(reason)
+    if (malformed) this.malformed = reason
+    this.closedReason = malformed ? `the sandbox's runner answered malformed data (${reason})` : reason
+    const err = malformed ? new RunnerMalformedError(reason) : new RunnerClosedError(reason)
     for (const p of this.pending.values()) p.reject(err)
     this.pending.clear()
     try {
@@ -150,12 +219,14 @@ export class RunnerConnection {
     else this.closeListeners.push(listener)
   }
 
-  private async request(body: Record<string, unknown>, timeoutMs: number): Promise<RunnerMessage> {
+  private async request(body: Record<string, unknown> & { op: string }, timeoutMs: number, resultCap?: number): Promise<RunnerReply> {
     const rid = `r${++this.seq}`
+    const expects = REPLY_TO[body.op]
+    if (!expects) throw new CorralError('sandbox_error', `no reply is defined for runner op ${body.op}`)
     let timer: NodeJS.Timeout | undefined
     try {
-      return await new Promise<RunnerMessage>((resolve, reject) => {
-        this.pending.set(rid, { resolve, reject })
+      return await new Promise<RunnerReply>((resolve, reject) => {
+        this.pending.set(rid, { expects, resolve, reject, resultCap })
         timer = setTimeout(() => {
           this.pending.delete(rid)
           reject(new CorralError('sandbox_error', `the sandbox runner did not answer ${String(body.op)} within ${timeoutMs} ms`))
@@ -191,30 +262,48 @@ export class RunnerConnection {
     if (start < chunk.length) {
       this.buffered.push(chunk.subarray(start))
       this.bufferedBytes += chunk.length - start
-      if (this.bufferedBytes > this.maxLineBytes) this.close(`the runner sent a line longer than ${this.maxLineBytes} bytes`)
+      if (this.bufferedBytes > this.maxLineBytes) this.close(`a line longer than ${this.maxLineBytes} bytes`, true)
     }
   }
 
   private dispatch(line: string): void {
-    let msg: RunnerMessage
+    if (this.closedReason !== undefined) return
+    let raw: unknown
     try {
-      msg = JSON.parse(line) as RunnerMessage
+      raw = JSON.parse(line)
     } catch {
-      return // a torn line from before a re-attach
+      // Before the hello: a torn line an earlier host left half-read. After it: off-protocol.
+      if (this.greeted && line.trim() !== '') this.close('a line that is not JSON', true)
+      return
     }
-    if (!msg || typeof msg !== 'object') return
-    const p = msg.rid === null || msg.rid === undefined ? undefined : this.pending.get(String(msg.rid))
+    const parsed = replySchema.safeParse(raw)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      const type = raw && typeof raw === 'object' && typeof (raw as { type?: unknown }).type === 'string' ? `a ${(raw as { type: string }).type} reply` : 'a reply'
+      if (this.greeted || this.pending.size > 0) this.close(`${type} whose ${issue?.path.join('.') || 'shape'} is wrong: ${issue?.message ?? 'invalid'}`, true)
+      return
+    }
+    const msg = parsed.data
+    const p = msg.rid === null ? undefined : this.pending.get(msg.rid)
+    // A reply nobody waits for (a request that timed out, a previous host's call) is dropped.
     if (!p) return
     if (msg.type === 'output') {
-      if (typeof msg.data === 'string' && p.onOutput && (p.outputBudget ?? 0) > 0) {
+      if (p.expects !== 'result') return this.close(`output for a ${p.expects} request`, true)
+      if (p.onOutput && (p.outputBudget ?? 0) > 0) {
         const chunk = msg.data.slice(0, p.outputBudget)
         p.outputBudget = (p.outputBudget ?? 0) - chunk.length
         p.onOutput(chunk)
       }
       return
     }
-    this.pending.delete(String(msg.rid))
-    if (msg.type === 'error') p.reject(new CorralError('sandbox_error', `the sandbox runner refused a request: ${String(msg.message)}`))
+    if (msg.type !== 'error' && msg.type !== p.expects) return this.close(`a ${msg.type} reply where ${p.expects} was asked for`, true)
+    const result = msg.type === 'result' || msg.type === 'recovery' ? msg.result : undefined
+    if (result && p.resultCap !== undefined) {
+      const bytes = Buffer.byteLength(result.content, 'utf8')
+      if (bytes > p.resultCap + RESULT_NOTE_ALLOWANCE) return this.close(`a result of ${bytes} bytes, over the ${p.resultCap}-byte cap`, true)
+    }
+    this.pending.delete(msg.rid as string)
+    if (msg.type === 'error') p.reject(new CorralError('sandbox_error', `the sandbox runner refused a request: ${msg.message}`))
     else p.resolve(msg)
   }
 }

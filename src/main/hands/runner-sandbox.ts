@@ -1,6 +1,6 @@
 import { CorralError, isCorralError } from '../../shared/errors'
 import { placeResources } from './resources'
-import { RunnerClosedError, type RunnerConnection } from './runner-connection'
+import { RunnerClosedError, RunnerMalformedError, type RunnerConnection } from './runner-connection'
 import type { CallRecovery, Sandbox, SandboxCall, SandboxEgress, SandboxProvisionParams, SandboxResult } from './sandbox'
 import { type SandboxSettings, WORKSPACE } from './settings'
 
@@ -42,6 +42,12 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
   protected abstract diagnose(live: L): Promise<RunnerDeath>
   /** Stops the runner; removes the workspace when asked. */
   protected abstract stop(live: L | undefined, removeWorkspace: boolean): Promise<void>
+  /**
+   * Ends a runner that may still run but is no longer trusted (it answered malformed data, or its
+   * connection closed while its process lives on), so the next start makes a new one; the
+   * workspace stays.
+   */
+  protected abstract discardRunner(live: L): Promise<void>
 
   async provision(): Promise<void> {
     await this.ensureLive()
@@ -51,7 +57,11 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
     if (this.disposed) return Promise.reject(new CorralError('sandbox_error', `the sandbox of session ${this.params.sessionId} was released`))
     if (this.live?.connection.open) return Promise.resolve(this.live)
     if (!this.provisioning) {
+      const stale = this.live
+      this.live = undefined
       this.provisioning = (async () => {
+        // A runner whose connection closed while it was idle (it wrote off-protocol data) may still run.
+        if (stale) await this.discardRunner(stale).catch(() => undefined)
         const live = await this.start()
         try {
           // Idempotent: a re-attached runner keeps its bridge and shell.
@@ -86,6 +96,15 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
         return { content: `${call.name}: ${isCorralError(err) ? err.message : String(err)}`, isError: true, durationMs: Date.now() - started }
       }
       if (this.live === live) this.live = undefined
+      if (err instanceof RunnerMalformedError || live.connection.malformedReply !== undefined) {
+        // Whatever runs in the sandbox may have written it: the runner is replaced, never believed.
+        if (!this.disposed) await this.discardRunner(live).catch(() => undefined)
+        return {
+          content: `${call.name}: the sandbox's runner answered malformed data (${live.connection.malformedReply ?? (err as RunnerMalformedError).detail}) and was replaced; the call's outcome is lost. The next call gets a fresh sandbox with the same ${WORKSPACE}.`,
+          isError: true,
+          durationMs: Date.now() - started,
+        }
+      }
       const death = this.disposed ? { message: 'the sandbox was released during the call' } : await this.diagnose(live)
       return {
         content: `${call.name}: ${death.message} during the call; its outcome is lost. The next call gets a fresh sandbox with the same ${WORKSPACE}.`,
@@ -99,7 +118,7 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
   async recover(toolUseId: string): Promise<CallRecovery> {
     try {
       const live = await this.ensureLive()
-      return await live.connection.recover(toolUseId)
+      return await live.connection.recover(toolUseId, { cap: this.settings.outputCapBytes })
     } catch {
       return { state: 'unknown' }
     }

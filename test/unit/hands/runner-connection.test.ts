@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { RunnerClosedError, RunnerConnection } from '../../../src/main/hands/runner-connection'
+import { RunnerClosedError, RunnerConnection, RunnerMalformedError } from '../../../src/main/hands/runner-connection'
 
 /** A scripted runner on the far end of two in-memory streams. */
 function fakeRunner(answer: (req: Record<string, unknown>, reply: (msg: Record<string, unknown>) => void) => void) {
@@ -99,5 +99,54 @@ describe('RunnerConnection', () => {
   it('gives up on a request the runner never answers', async () => {
     const { connection } = fakeRunner(() => {})
     await expect(connection.exists('/workspace/x', 30)).rejects.toThrow(/did not answer exists within 30 ms/)
+  })
+
+  describe('replies it does not believe (red-team issue #15, finding 9)', () => {
+    const malformed: [string, (rid: string) => unknown, RegExp][] = [
+      ['an object where the result text belongs', (rid) => ({ rid, type: 'result', result: { content: { text: 'x' }, isError: false } }), /result\.content/],
+      ['isError "yes"', (rid) => ({ rid, type: 'result', result: { content: 'x', isError: 'yes' } }), /result\.isError/],
+      ['a result past the cap', (rid) => ({ rid, type: 'result', result: { content: 'x'.repeat(64 * 1024), isError: false } }), /a result of 65536 bytes, over the 1024-byte cap/],
+      ['a reply of another request\'s type', (rid) => ({ rid, type: 'placed', existed: true }), /a placed reply where result was asked for/],
+      ['an unknown reply type', (rid) => ({ rid, type: 'surprise' }), /type/],
+    ]
+    for (const [what, reply, detail] of malformed) {
+      it(`closes the connection as malformed when a call is answered with ${what}`, async () => {
+        const { connection } = fakeRunner((req, send) => {
+          if (req.op === 'call') send(reply(String(req.id)) as Record<string, unknown>)
+        })
+        const err = await connection.call({ toolUseId: 'toolu_m', name: 'bash', input: {}, cap: 1024 }).catch((e: unknown) => e)
+        expect(err).toBeInstanceOf(RunnerMalformedError)
+        expect((err as RunnerMalformedError).detail).toMatch(detail)
+        expect(connection.open).toBe(false)
+        expect(connection.malformedReply).toMatch(detail)
+      })
+    }
+
+    it('passes on only the protocol\'s fields of a result, never extra ones', async () => {
+      const { connection } = fakeRunner((req, send) => {
+        if (req.op === 'call') send({ rid: req.id, type: 'result', result: { content: 'ok', isError: false, exitCode: 0, injected: { big: true } } })
+      })
+      expect(await connection.call({ toolUseId: 'toolu_x', name: 'bash', input: {} })).toEqual({ content: 'ok', isError: false, exitCode: 0 })
+    })
+
+    it('holds a recovered result to the same cap as a call\'s', async () => {
+      const { connection } = fakeRunner((req, send) => {
+        if (req.op === 'recover') send({ rid: req.rid, type: 'recovery', state: 'finished', result: { content: 'y'.repeat(40_000), isError: false } })
+      })
+      await expect(connection.recover('toolu_r', { cap: 1024 })).rejects.toBeInstanceOf(RunnerMalformedError)
+      expect(connection.open).toBe(false)
+    })
+
+    it('treats a line that is not JSON after the hello as malformed, but not before it', async () => {
+      const { connection, fromRunner } = fakeRunner((req, send) => {
+        if (req.op === 'hello') send({ rid: req.rid, type: 'hello', nonce: req.nonce, pid: 1, version: 1, workspace: '/workspace' })
+      })
+      fromRunner.write('torn half line\n')
+      await connection.hello()
+      expect(connection.open).toBe(true)
+      const pending = connection.call({ toolUseId: 'toolu_j', name: 'bash', input: {} })
+      fromRunner.write('not json at all\n')
+      await expect(pending).rejects.toBeInstanceOf(RunnerMalformedError)
+    })
   })
 })

@@ -183,6 +183,12 @@ export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
     return { message: `the sandbox process exited (${result.signal ? `signal ${result.signal}` : `exit ${result.code}`}${live.stderr() ? `: ${live.stderr().trim().slice(-300)}` : ''})`, exitCode: code }
   }
 
+  protected async discardRunner(live: BwrapLive): Promise<void> {
+    live.connection.close('discarded')
+    live.child.kill('SIGKILL')
+    await Promise.race([live.exited, new Promise((r) => setTimeout(r, 2000))])
+  }
+
   protected async stop(live: BwrapLive | undefined, removeWorkspace: boolean): Promise<void> {
     if (live) {
       live.child.kill('SIGKILL')

@@ -190,6 +190,11 @@ export class DockerSandbox extends RunnerSandbox<DockerLive> {
     return this.provider.diagnose(live)
   }
 
+  protected async discardRunner(live: DockerLive): Promise<void> {
+    // The container goes (a re-attach would find the same runner); its workspace volume stays.
+    await this.provider.discard(live, false)
+  }
+
   protected async stop(live: DockerLive | undefined, removeWorkspace: boolean): Promise<void> {
     await this.pendingClaim
     await this.provider.release(this.params.sessionId, live, removeWorkspace)

@@ -4,7 +4,7 @@ import type { ApiServices } from './api/services'
 import type { Settings } from './config'
 import { BubblewrapSandboxProvider, DockerSandboxProvider, SandboxToolRouter, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
 import type { Vault } from './vault/vault'
-import type { FolderRules } from './hands'
+import type { FolderRules, SessionChanges } from './hands'
 import { sandboxResourcesDir } from './hands/paths'
 import { isCorralError } from '../shared/errors'
 
@@ -25,6 +25,8 @@ export interface DefaultHandsParams {
   log?: (message: string) => void
   /** Docker label scope (`corral.managed`); default: one per data directory (dockerScopeFor). */
   dockerScope?: string
+  /** Records what tool calls change in host folders (the engine's SessionChanges). */
+  changes?: SessionChanges
 }
 
 /**
@@ -105,6 +107,7 @@ export function defaultFolderRules(dataDir: string): FolderRules {
 export function defaultSandboxRouter(p: DefaultHandsParams): SandboxToolRouter {
   return new SandboxToolRouter({
     folderRules: defaultFolderRules(p.dataDir),
+    changes: p.changes,
     providers: defaultSandboxProviders(p),
     resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId, p.vault, p.log),
     resolveEnvironmentById: (environmentId) => environmentById(p.services(), environmentId, p.vault),

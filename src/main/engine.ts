@@ -25,7 +25,7 @@ import type { Keychain } from './vault/keychain'
 import type { SafeStorageLike } from './vault/safe-storage-keychain'
 import { KeychainResourceSecrets, KeychainSecretSink, openKeychain, resolveEngineSecrets } from './vault/vault-services'
 import { defaultFolderRules, defaultSandboxRouter } from './engine-hands'
-import { folderMounts } from './hands'
+import { folderMounts, SessionChanges } from './hands'
 import type { SandboxToolRouter } from './hands'
 
 export interface EngineConfig {
@@ -144,8 +144,16 @@ export class Engine {
         prepare: (id) => this.localHands().preparePackages(id),
       },
     }
+    // host folders: what tool calls change in them (<dataDir>/changes), revert, the file browser
+    const folderRules = defaultFolderRules(config.dataDir)
+    const changes = new SessionChanges({
+      dir: join(config.dataDir, 'changes'),
+      log,
+      resolveFolders: (sessionId) => folderMounts(sessions.retrieve(sessionId).resources as unknown as Record<string, unknown>[], folderRules),
+    })
+    this.services.workspace = changes
     if (!config.toolRouter && config.defaultHands !== false) {
-      this.hands = defaultSandboxRouter({ dataDir: config.dataDir, settings: this.settings, services: () => this.services, vault: this.vault, log: config.log })
+      this.hands = defaultSandboxRouter({ dataDir: config.dataDir, settings: this.settings, services: () => this.services, vault: this.vault, log: config.log, changes })
     }
     this.app = createApiApp({
       services: this.services,

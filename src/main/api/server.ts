@@ -10,6 +10,7 @@ import { agentRoutes } from './routes/agents'
 import { environmentRoutes } from './routes/environments'
 import { sessionRoutes } from './routes/sessions'
 import { corralRoutes } from './routes/corral'
+import { workspaceRoutes } from './routes/workspace'
 import { threadRoutes } from './routes/threads'
 import { vaultRoutes } from './routes/vaults'
 
@@ -59,6 +60,7 @@ export function createApiApp(params: ApiAppParams): Hono {
   threadRoutes(app, services)
   vaultRoutes(app, services)
   corralRoutes(app, services)
+  workspaceRoutes(app, services)
 
   app.notFound((c) => c.json(new CorralError('not_found_error', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404))
   app.onError((err, c) => {

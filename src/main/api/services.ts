@@ -1,3 +1,4 @@
+import type { ChangesRevertParams, ChangesRevertResponse, SessionChangesResponse, WorkspaceListing } from '../../shared/api/workspace'
 import type { PackageStatus } from '../../shared/api/types'
 import type { AgentStore } from '../session/agent-store'
 import type { EnvironmentStore } from '../session/environment-store'
@@ -25,6 +26,17 @@ export interface ApiServices {
   previews: PreviewBus
   /** Corral's own operations (settings, doctor); absent in engines built without them. */
   admin?: AdminServices
+  /** A session's host folders: changes, revert, file browser (Corral additions); absent without local hands. */
+  workspace?: WorkspaceServices
+}
+
+/** What `/v1/corral/sessions/{id}/changes` and `/files` answer (hands/changes/session-changes.ts). */
+export interface WorkspaceServices {
+  list(sessionId: string): Promise<SessionChangesResponse>
+  revert(sessionId: string, params: ChangesRevertParams): Promise<ChangesRevertResponse>
+  listFiles(sessionId: string, path?: string): Promise<WorkspaceListing>
+  /** The host path of a file inside a mounted folder (checked to resolve inside it), for download. */
+  filePath(sessionId: string, path: string): Promise<{ host: string; name: string }>
 }
 
 /** Settings as the API shows them: no secret, only whether the API key is set and where from. */

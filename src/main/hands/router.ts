@@ -1,5 +1,6 @@
 import { CorralError, isCorralError } from '../../shared/errors'
 import type { ToolCall, ToolOutcome, ToolRouter } from '../harness/tool-router'
+import type { SessionChanges } from './changes/session-changes'
 import { folderMounts, type FolderMount, type FolderRules } from './folders'
 import { packagePlan, PackageStatusBoard, type PackageEgressOpener, type PackagePlan, type PackageStatus } from './packages'
 import type { Sandbox, SandboxEgressSource, SandboxProvider } from './sandbox'
@@ -57,6 +58,8 @@ export interface SandboxToolRouterOptions {
   availabilityTtlMs?: number
   /** What a session's `host_folder` resources are checked against at provision; absent: such sessions get no sandbox. */
   folderRules?: FolderRules
+  /** Records what tool calls change in the sessions' read-write host folders (baseline, pre-images, scans). */
+  changes?: SessionChanges
 }
 
 /**
@@ -93,8 +96,13 @@ export class SandboxToolRouter implements ToolRouter {
     } catch (err) {
       return { content: `${call.name}: no sandbox for this session: ${isCorralError(err) ? err.message : String(err)}`, isError: true }
     }
+    const changes = this.options.changes
+    // The change records are the user's safety net, but never a reason to fail the agent's call.
+    const tracking = changes ? await changes.beforeCall(call.sessionId, { name: call.name, input: call.input ?? {} }).then(() => undefined, (err: Error) => err) : undefined
     const r = await sandbox.execute({ toolUseId: call.toolUseId, name: call.name, input: call.input ?? {}, signal: call.signal, onOutput: call.onOutput })
-    return { content: r.content, isError: r.isError, exitCode: r.exitCode, durationMs: r.durationMs }
+    const after = changes && !tracking ? await changes.afterCall(call.sessionId, call.toolUseId).then(() => undefined, (err: Error) => err) : tracking
+    const note = after ? `\n[corral: the changes of this call to the mounted folder could not be recorded: ${after.message}]` : ''
+    return { content: r.content + note, isError: r.isError, exitCode: r.exitCode, durationMs: r.durationMs }
   }
 
   async recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<{ state: 'finished'; outcome: ToolOutcome } | { state: 'running' } | { state: 'unknown' }> {

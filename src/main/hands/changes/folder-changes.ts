@@ -1,0 +1,428 @@
+import { execFile } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { constants, existsSync } from 'node:fs'
+import { appendFile, chmod, chown, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, stat, symlink, writeFile } from 'node:fs/promises'
+import { dirname, join, posix, sep } from 'node:path'
+import { promisify } from 'node:util'
+import { CorralError } from '../../../shared/errors'
+
+const run = promisify(execFile)
+
+/**
+ * What the agent changed in one read-write host folder, and putting it back.
+ *
+ * The design (no overlay: bubblewrap 0.8 here has no `--overlay`, and an unprivileged Corral
+ * cannot mount one): the folder is bound into the sandbox as is; Corral keeps, in the data
+ * directory, a stat manifest of the folder (path → kind, size, mtime, ctime, inode, mode; no
+ * content), taken before the session's first tool call, and after every tool call compares the
+ * folder with it. Each difference is a change record with the content before and after, stored
+ * content-addressed (sha256) — only what changed is ever stored. The content before is known when:
+ * - the file did not exist (a creation: revert deletes it);
+ * - a `write` / `edit` call names it: its bytes are read just before the call runs;
+ * - Corral stored it already (an earlier change, or an earlier write/edit);
+ * - the folder is a git work tree and the file was clean at the baseline: its blob is copied
+ *   from the repository's objects into the store when the change is seen.
+ * Otherwise (bash changed or deleted a file that is neither in git nor seen before) the change is
+ * recorded with `before.hash: null`: shown, but not revertable, and the API and the UI say so.
+ *
+ * Files only: directories are implied (created as needed by a revert; emptied ones a revert made
+ * are removed). `.git` is not tracked. A revert writes on the host with the recorded mode (and
+ * owner, when Corral runs as root), refusing any path whose parent inside the folder is a symlink.
+ */
+export interface FileState {
+  /** sha256 of the content in the store; null when Corral never saw the bytes. */
+  hash: string | null
+  mode: number
+  size: number
+  /** For a symlink: its target (then `hash` is of the target text). */
+  link?: string
+}
+
+export interface ChangeRecord {
+  seq: number
+  /** The tool call that made it; null: seen outside a tool call (the user, a background process). */
+  tool_use_id: string | null
+  at: string
+  /** Path inside the folder, `/`-separated. */
+  path: string
+  kind: 'created' | 'modified' | 'deleted'
+  /** null: the file did not exist. */
+  before: FileState | null
+  /** null: the file no longer exists. */
+  after: FileState | null
+  /** Set on the records a revert wrote: the seqs of the records it undid. */
+  reverts?: number[]
+}
+
+interface ManifestEntry {
+  kind: 'file' | 'link'
+  size: number
+  mode: number
+  uid: number
+  gid: number
+  mtime: string
+  ctime: string
+  ino: string
+  hash?: string
+  /** The blob id of the file in git's index, when it was clean at the baseline. */
+  git?: string
+}
+
+type Manifest = Record<string, ManifestEntry>
+
+export interface FolderChangesOptions {
+  /** The host folder (a real path). */
+  root: string
+  /** Where this folder's records live: manifest.json, journal.jsonl, objects/. */
+  dir: string
+}
+
+const MAX_TRACKED_FILE = 64 * 1024 * 1024
+
+export class FolderChanges {
+  readonly root: string
+  private readonly dir: string
+  private manifest: Manifest | undefined
+  private records: ChangeRecord[] | undefined
+  /** One scan or revert at a time: records come out in order. */
+  private queue: Promise<unknown> = Promise.resolve()
+
+  constructor(options: FolderChangesOptions) {
+    this.root = options.root
+    this.dir = options.dir
+  }
+
+  /** Takes the baseline manifest once (before the first tool call); later calls load it. */
+  baseline(): Promise<void> {
+    return this.serial(async () => {
+      await this.load()
+    })
+  }
+
+  /** Before a write/edit of `relPath` runs: keeps the file's current bytes if they are the manifest's. */
+  beforeWrite(relPath: string): Promise<void> {
+    return this.serial(async () => {
+      const m = await this.load()
+      const entry = m[relPath]
+      if (!entry || entry.hash) return
+      const full = this.hostPath(relPath)
+      const st = await lstat(full).catch(() => undefined)
+      if (!st || !st.isFile() || !sameStat(entry, st) || st.size > MAX_TRACKED_FILE) return
+      entry.hash = await this.storeFile(full)
+      await this.saveManifest()
+    })
+  }
+
+  /** After a tool call: records what differs from the manifest, stores the new contents. */
+  afterCall(toolUseId: string | null): Promise<ChangeRecord[]> {
+    return this.serial(() => this.scan(toolUseId))
+  }
+
+  /** Every record, oldest first. */
+  async list(): Promise<ChangeRecord[]> {
+    await this.serial(() => this.load())
+    return [...(this.records ?? [])]
+  }
+
+  /** The bytes of a stored content. */
+  async object(hash: string): Promise<Buffer> {
+    if (!/^[0-9a-f]{64}$/.test(hash)) throw new CorralError('invalid_request_error', `hash: ${JSON.stringify(hash)} is not a sha256`)
+    return readFile(this.objectPath(hash)).catch((err) => {
+      throw new CorralError('not_found_error', `content ${hash} is not in the change store`, { cause: err })
+    })
+  }
+
+  /** Bytes the store holds (objects only; the manifest and journal are bookkeeping). */
+  async storeBytes(): Promise<number> {
+    let total = 0
+    const walk = async (d: string) => {
+      for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
+        if (e.isDirectory()) await walk(join(d, e.name))
+        else total += (await stat(join(d, e.name))).size
+      }
+    }
+    await walk(join(this.dir, 'objects'))
+    return total
+  }
+
+  /**
+   * Puts each path back to the state before the given records (the earliest of them per path),
+   * appending one record per path written (with `reverts`). Scans first, so a change nobody
+   * recorded yet is recorded, not overwritten silently. Throws conflict_error naming the paths
+   * whose earlier content Corral never saw, or that changed after these records (unless
+   * `includeLater`, which undoes the later records of those paths too: reverting a file or
+   * everything).
+   */
+  revert(seqs: readonly number[], options: { includeLater?: boolean } = {}): Promise<ChangeRecord[]> {
+    return this.serial(async () => {
+      await this.scan(null)
+      const records = this.records ?? []
+      const active = new Set(activeRecords(records).map((r) => r.seq))
+      const wanted = new Set(seqs)
+      const chosen = records.filter((r) => wanted.has(r.seq))
+      const missing = seqs.filter((s) => !chosen.some((r) => r.seq === s))
+      if (missing.length) throw new CorralError('not_found_error', `no change record ${missing.join(', ')} in this folder`)
+      const byPath = new Map<string, ChangeRecord[]>()
+      for (const r of chosen) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r])
+      const plan: { path: string; target: FileState | null; undone: number[] }[] = []
+      const problems: string[] = []
+      for (const [path, rs] of byPath) {
+        const first = rs.reduce((a, b) => (a.seq < b.seq ? a : b))
+        const later = records.filter((r) => r.path === path && r.seq > first.seq && !wanted.has(r.seq) && active.has(r.seq))
+        if (later.length && !options.includeLater) {
+          problems.push(`${path} changed again later (record ${later.map((r) => r.seq).join(', ')}): revert those first, or revert the file`)
+          continue
+        }
+        if (first.before && first.before.hash === null) {
+          problems.push(`${path}: its content before record ${first.seq} is unknown (bash changed it, and it was neither in git nor seen by Corral before), so it cannot be put back`)
+          continue
+        }
+        plan.push({ path, target: first.before, undone: [...rs, ...later].map((r) => r.seq) })
+      }
+      if (problems.length) throw new CorralError('conflict_error', `cannot revert: ${problems.join('; ')}`)
+      for (const p of plan) await this.writeState(p.path, p.target)
+      const written = await this.scan('revert')
+      for (const r of written) {
+        const p = plan.find((x) => x.path === r.path)
+        if (p) r.reverts = p.undone
+      }
+      if (written.length) await this.rewriteJournal()
+      return written
+    })
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn)
+    this.queue = next.catch(() => undefined)
+    return next
+  }
+
+  private hostPath(rel: string): string {
+    const parts = rel.split('/')
+    if (parts.some((p) => p === '' || p === '.' || p === '..')) throw new CorralError('invalid_request_error', `path: ${JSON.stringify(rel)} is not a path inside the folder`)
+    return join(this.root, ...parts)
+  }
+
+  private objectPath(hash: string): string {
+    return join(this.dir, 'objects', hash.slice(0, 2), hash.slice(2))
+  }
+
+  private async load(): Promise<Manifest> {
+    if (this.manifest) return this.manifest
+    await mkdir(join(this.dir, 'objects'), { recursive: true })
+    const manifestFile = join(this.dir, 'manifest.json')
+    if (existsSync(manifestFile)) {
+      this.manifest = JSON.parse(await readFile(manifestFile, 'utf8')) as Manifest
+      const journal = await readFile(join(this.dir, 'journal.jsonl'), 'utf8').catch(() => '')
+      this.records = journal
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as ChangeRecord)
+      return this.manifest
+    }
+    const m = await this.walk()
+    for (const [path, blob] of await gitCleanBlobs(this.root)) if (m[path]?.kind === 'file') m[path].git = blob
+    this.manifest = m
+    this.records = []
+    await this.saveManifest()
+    return m
+  }
+
+  private async saveManifest(): Promise<void> {
+    const file = join(this.dir, 'manifest.json')
+    await writeFile(file + '.tmp', JSON.stringify(this.manifest))
+    await rename(file + '.tmp', file)
+  }
+
+  private async rewriteJournal(): Promise<void> {
+    const file = join(this.dir, 'journal.jsonl')
+    await writeFile(file + '.tmp', (this.records ?? []).map((r) => JSON.stringify(r) + '\n').join(''))
+    await rename(file + '.tmp', file)
+  }
+
+  /** The folder as a manifest (lstat only: symlinks are entries, never followed). */
+  private async walk(): Promise<Manifest> {
+    const m: Manifest = {}
+    const visit = async (dir: string, rel: string) => {
+      const entries = await readdir(dir, { withFileTypes: true }).catch(() => [])
+      for (const e of entries) {
+        const r = rel ? `${rel}/${e.name}` : e.name
+        if (r === '.git') continue
+        const full = join(dir, e.name)
+        const st = await lstat(full, { bigint: true }).catch(() => undefined)
+        if (!st) continue
+        if (st.isDirectory()) await visit(full, r)
+        else if (st.isFile() || st.isSymbolicLink()) {
+          m[r] = { kind: st.isFile() ? 'file' : 'link', size: Number(st.size), mode: Number(st.mode & 0o7777n), uid: Number(st.uid), gid: Number(st.gid), mtime: String(st.mtimeNs), ctime: String(st.ctimeNs), ino: String(st.ino) }
+        }
+      }
+    }
+    await visit(this.root, '')
+    return m
+  }
+
+  private async scan(toolUseId: string | null): Promise<ChangeRecord[]> {
+    const old = await this.load()
+    const now = await this.walk()
+    const out: ChangeRecord[] = []
+    const at = new Date().toISOString()
+    for (const path of new Set([...Object.keys(old), ...Object.keys(now)])) {
+      const a = old[path]
+      const b = now[path]
+      if (a && b && a.kind === b.kind && sameEntry(a, b)) {
+        b.hash = a.hash
+        b.git = a.git
+        continue
+      }
+      const before = a ? await this.stateOf(path, a) : null
+      const after = b ? await this.captureNow(path, b) : null
+      if (before && after && before.hash !== null && before.hash === after.hash && before.mode === after.mode) continue // touched, same bytes
+      const record: ChangeRecord = { seq: 0, tool_use_id: toolUseId, at, path, kind: !a ? 'created' : !b ? 'deleted' : 'modified', before, after }
+      out.push(record)
+    }
+    out.sort((x, y) => x.path.localeCompare(y.path))
+    out.forEach((r, i) => (r.seq = (this.records!.length ? this.records![this.records!.length - 1].seq : 0) + i + 1))
+    this.manifest = now
+    if (out.length) {
+      this.records!.push(...out)
+      await appendFile(join(this.dir, 'journal.jsonl'), out.map((r) => JSON.stringify(r) + '\n').join(''))
+    }
+    await this.saveManifest()
+    return out
+  }
+
+  /** The state a manifest entry stood for: its stored bytes, or git's blob copied into the store, or unknown. */
+  private async stateOf(path: string, e: ManifestEntry): Promise<FileState> {
+    let hash = e.hash ?? null
+    if (!hash && e.git) {
+      const blob = await run('git', ['-C', this.root, 'cat-file', 'blob', e.git], { encoding: 'buffer', maxBuffer: MAX_TRACKED_FILE + 1024 }).catch(() => undefined)
+      if (blob) hash = await this.storeBytesOf(blob.stdout)
+    }
+    void path
+    return { hash, mode: e.mode, size: e.size }
+  }
+
+  /** Reads a new or changed entry now and stores it; its hash goes into the manifest entry. */
+  private async captureNow(path: string, e: ManifestEntry): Promise<FileState> {
+    const full = this.hostPath(path)
+    if (e.kind === 'link') {
+      const target = await readlink(full).catch(() => '')
+      e.hash = await this.storeBytesOf(Buffer.from(target))
+      return { hash: e.hash, mode: e.mode, size: e.size, link: target }
+    }
+    e.hash = e.size <= MAX_TRACKED_FILE ? await this.storeFile(full).catch(() => undefined) : undefined
+    return { hash: e.hash ?? null, mode: e.mode, size: e.size }
+  }
+
+  private async storeFile(full: string): Promise<string> {
+    // O_NOFOLLOW: a file swapped for a symlink since the walk is not followed out of the folder.
+    const fh = await open(full, constants.O_RDONLY | constants.O_NOFOLLOW)
+    try {
+      return await this.storeBytesOf(await fh.readFile())
+    } finally {
+      await fh.close()
+    }
+  }
+
+  private async storeBytesOf(bytes: Buffer): Promise<string> {
+    const hash = createHash('sha256').update(bytes).digest('hex')
+    const p = this.objectPath(hash)
+    if (!existsSync(p)) {
+      await mkdir(dirname(p), { recursive: true })
+      await writeFile(p + '.tmp', bytes)
+      await rename(p + '.tmp', p)
+    }
+    return hash
+  }
+
+  /** Writes a state (or removes the path) on the host, never through a symlinked parent. */
+  private async writeState(path: string, state: FileState | null): Promise<void> {
+    const full = this.hostPath(path)
+    await this.checkParents(path)
+    const entry = this.manifest?.[path]
+    if (!state) {
+      await rm(full, { force: true })
+      await this.removeEmptyParents(path)
+      return
+    }
+    if (!state.hash) throw new CorralError('conflict_error', `${path}: its earlier content is unknown`)
+    const bytes = await this.object(state.hash)
+    await mkdir(dirname(full), { recursive: true })
+    const tmp = join(dirname(full), `.${posix.basename(path)}.corral-revert-${process.pid}`)
+    if (state.link !== undefined) await symlink(bytes.toString(), tmp)
+    else {
+      await writeFile(tmp, bytes, { mode: state.mode & 0o777 })
+      await chmod(tmp, state.mode)
+    }
+    if (process.getuid?.() === 0 && entry) await chown(tmp, entry.uid, entry.gid).catch(() => undefined)
+    else if (process.getuid?.() === 0) {
+      const parent = await stat(dirname(full))
+      await chown(tmp, parent.uid, parent.gid).catch(() => undefined)
+    }
+    await rm(full, { recursive: true, force: true }).catch(() => undefined)
+    await rename(tmp, full)
+  }
+
+  /** Refuses a path whose parent directories inside the folder include a symlink. */
+  private async checkParents(path: string): Promise<void> {
+    const parts = path.split('/').slice(0, -1)
+    let cur = this.root
+    for (const p of parts) {
+      cur = join(cur, p)
+      const st = await lstat(cur).catch(() => undefined)
+      if (!st) return
+      if (!st.isDirectory()) throw new CorralError('conflict_error', `cannot revert ${path}: ${cur.slice(this.root.length + 1)} is ${st.isSymbolicLink() ? 'a symlink' : 'not a directory'} now`)
+    }
+  }
+
+  private async removeEmptyParents(path: string): Promise<void> {
+    const parts = path.split('/').slice(0, -1)
+    while (parts.length) {
+      const d = join(this.root, ...parts)
+      if (!d.startsWith(this.root + sep)) return
+      try {
+        await rmdir(d)
+      } catch {
+        return
+      }
+      parts.pop()
+    }
+  }
+}
+
+/** Records not undone by a revert, and not a revert themselves: what a revert can still put back. */
+export function activeRecords(records: readonly ChangeRecord[]): ChangeRecord[] {
+  const undone = new Set(records.flatMap((r) => r.reverts ?? []))
+  return records.filter((r) => !r.reverts && !undone.has(r.seq))
+}
+
+function sameStat(e: ManifestEntry, st: { size: number; mode: number; ino: number }): boolean {
+  return e.size === st.size && e.mode === (st.mode & 0o7777) && e.ino === String(st.ino)
+}
+
+function sameEntry(a: ManifestEntry, b: ManifestEntry): boolean {
+  return a.size === b.size && a.mode === b.mode && a.mtime === b.mtime && a.ctime === b.ctime && a.ino === b.ino
+}
+
+/** Paths of a git work tree whose content equals the index (clean), with their blob ids. */
+async function gitCleanBlobs(root: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>()
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_OPTIONAL_LOCKS: '0', GIT_CONFIG_NOSYSTEM: '1', HOME: root }
+  const git = (args: string[]) => run('git', ['-C', root, '-c', 'core.fsmonitor=false', '-c', 'safe.directory=*', ...args], { env, maxBuffer: 256 * 1024 * 1024, timeout: 60_000 })
+  try {
+    const top = (await git(['rev-parse', '--show-toplevel'])).stdout.trim()
+    if (top !== root) return out // a folder inside a repository: its paths are not the index's
+    const staged = (await git(['ls-files', '-s', '-z'])).stdout.split('\0').filter(Boolean)
+    for (const line of staged) {
+      const m = /^(\d+) ([0-9a-f]+) 0\t(.*)$/.exec(line)
+      if (m && (m[1] === '100644' || m[1] === '100755')) out.set(m[3], m[2])
+    }
+    const dirty = (await git(['status', '--porcelain=v1', '-z', '--untracked-files=no', '--no-renames'])).stdout.split('\0').filter(Boolean)
+    for (const d of dirty) out.delete(d.slice(3))
+  } catch {
+    // not a git work tree (or no git): content before is known only for what Corral saw
+  }
+  return out
+}

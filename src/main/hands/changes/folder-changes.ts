@@ -297,8 +297,8 @@ export class FolderChanges {
   private async stateOf(path: string, e: ManifestEntry): Promise<FileState> {
     let hash = e.hash ?? null
     if (!hash && e.git) {
-      const blob = await run('git', ['-C', this.root, 'cat-file', 'blob', e.git], { encoding: 'buffer', maxBuffer: MAX_TRACKED_FILE + 1024 }).catch(() => undefined)
-      if (blob) hash = await this.storeBytesOf(blob.stdout)
+      const blob = await git(this.root, ['cat-file', 'blob', e.git], { buffer: true }).catch(() => undefined)
+      if (blob) hash = await this.storeBytesOf(blob.stdout as Buffer)
     }
     void path
     return { hash, mode: e.mode, size: e.size }
@@ -406,20 +406,28 @@ function sameEntry(a: ManifestEntry, b: ManifestEntry): boolean {
   return a.size === b.size && a.mode === b.mode && a.mtime === b.mtime && a.ctime === b.ctime && a.ino === b.ino
 }
 
+/**
+ * git on the user's folder, as the user's git but with the folder's own hooks out of play:
+ * no fsmonitor (a command the repository's config could name), no optional index writes, and
+ * safe.directory for a folder another uid owns (the sandbox user's files when Corral runs as root).
+ */
+function git(root: string, args: string[], options: { buffer?: boolean } = {}): Promise<{ stdout: string | Buffer }> {
+  const env = { ...process.env, GIT_OPTIONAL_LOCKS: '0', GIT_TERMINAL_PROMPT: '0' }
+  return run('git', ['-C', root, '-c', 'core.fsmonitor=false', '-c', 'safe.directory=*', ...args], { env, maxBuffer: 256 * 1024 * 1024, timeout: 60_000, ...(options.buffer ? { encoding: 'buffer' as const } : {}) })
+}
+
 /** Paths of a git work tree whose content equals the index (clean), with their blob ids. */
 async function gitCleanBlobs(root: string): Promise<Map<string, string>> {
   const out = new Map<string, string>()
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_OPTIONAL_LOCKS: '0', GIT_CONFIG_NOSYSTEM: '1', HOME: root }
-  const git = (args: string[]) => run('git', ['-C', root, '-c', 'core.fsmonitor=false', '-c', 'safe.directory=*', ...args], { env, maxBuffer: 256 * 1024 * 1024, timeout: 60_000 })
   try {
-    const top = (await git(['rev-parse', '--show-toplevel'])).stdout.trim()
+    const top = String((await git(root, ['rev-parse', '--show-toplevel'])).stdout).trim()
     if (top !== root) return out // a folder inside a repository: its paths are not the index's
-    const staged = (await git(['ls-files', '-s', '-z'])).stdout.split('\0').filter(Boolean)
+    const staged = String((await git(root, ['ls-files', '-s', '-z'])).stdout).split('\0').filter(Boolean)
     for (const line of staged) {
       const m = /^(\d+) ([0-9a-f]+) 0\t(.*)$/.exec(line)
       if (m && (m[1] === '100644' || m[1] === '100755')) out.set(m[3], m[2])
     }
-    const dirty = (await git(['status', '--porcelain=v1', '-z', '--untracked-files=no', '--no-renames'])).stdout.split('\0').filter(Boolean)
+    const dirty = String((await git(root, ['status', '--porcelain=v1', '-z', '--untracked-files=no', '--no-renames'])).stdout).split('\0').filter(Boolean)
     for (const d of dirty) out.delete(d.slice(3))
   } catch {
     // not a git work tree (or no git): content before is known only for what Corral saw

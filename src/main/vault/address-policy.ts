@@ -23,6 +23,7 @@ const V4_BLOCKED: Array<[string, number, string]> = [
 const V6_BLOCKED: Array<[string, number, string]> = [
   ['::', 128, 'unspecified'],
   ['::1', 128, 'loopback'],
+  ['64:ff9b:1::', 48, 'local-use NAT64 (translates to IPv4 addresses of the local network)'],
   ['100::', 64, 'discard'],
   ['fc00::', 7, 'unique local (private, cloud metadata)'],
   ['fe80::', 10, 'link-local'],
@@ -66,13 +67,17 @@ const v4FromGroups = (hi: number, lo: number) => `${hi >> 8}.${hi & 0xff}.${lo >
 
 /**
  * The IPv4 address an IPv6 address carries, for the forms that reach IPv4 hosts: mapped
- * (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::/96) and 6to4 (2002::/16).
+ * (::ffff:a.b.c.d), SIIT IPv4-translated (::ffff:0:a.b.c.d), IPv4-compatible (::a.b.c.d),
+ * well-known NAT64 (64:ff9b::/96) and 6to4 (2002::/16). The local-use NAT64 prefix
+ * (64:ff9b:1::/48) is refused as a whole: where its operator puts the IPv4 bits depends on a
+ * prefix length the proxy cannot know.
  */
 export function embeddedIPv4(ip: string): string | undefined {
   const g = v6Groups(ip)
   if (!g) return undefined
   const zeros = (n: number) => g.slice(0, n).every((x) => x === 0)
   if (zeros(5) && g[5] === 0xffff) return v4FromGroups(g[6]!, g[7]!)
+  if (zeros(4) && g[4] === 0xffff && g[5] === 0) return v4FromGroups(g[6]!, g[7]!)
   if (zeros(6) && (g[6] !== 0 || g[7]! > 1)) return v4FromGroups(g[6]!, g[7]!)
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return v4FromGroups(g[6]!, g[7]!)
   if (g[0] === 0x2002) return v4FromGroups(g[1]!, g[2]!)

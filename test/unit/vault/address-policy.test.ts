@@ -28,19 +28,26 @@ describe('forbiddenAddressReason', () => {
     ['2002:0a00:0001::', /private.*embedded/],
     ['::10.0.0.1', /private.*embedded/],
     ['ff02::1', /multicast/],
+    ['64:ff9b:1::7f00:1', /local-use NAT64/],
+    ['64:ff9b:1:a9fe:a9:fe00::', /local-use NAT64/],
+    ['64:ff9b:1::808:808', /local-use NAT64/],
+    ['::ffff:0:127.0.0.1', /loopback.*embedded/],
+    ['::ffff:0:7f00:1', /loopback.*embedded/],
+    ['::ffff:0:a9fe:a9fe', /link-local.*embedded/],
+    ['::ffff:0:a00:1', /private.*embedded/],
     ['not-an-ip', /not an IP address/],
   ])('refuses %s', (ip, why) => {
     expect(forbiddenAddressReason(ip)).toMatch(why)
   })
 
-  it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808'])('allows the public address %s', (ip) => {
+  it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '::ffff:0:8.8.8.8'])('allows the public address %s', (ip) => {
     expect(forbiddenAddressReason(ip)).toBeUndefined()
   })
 })
 
 describe('embeddedIPv4', () => {
-  it('finds the IPv4 address in mapped, NAT64 and 6to4 forms and none in a plain IPv6 address', () => {
-    expect([embeddedIPv4('::ffff:1.2.3.4'), embeddedIPv4('64:ff9b::102:304'), embeddedIPv4('2002:102:304::1'), embeddedIPv4('2606:4700::1')]).toEqual(['1.2.3.4', '1.2.3.4', '1.2.3.4', undefined])
+  it('finds the IPv4 address in mapped, SIIT-translated, NAT64 and 6to4 forms and none in a plain IPv6 address', () => {
+    expect([embeddedIPv4('::ffff:1.2.3.4'), embeddedIPv4('::ffff:0:102:304'), embeddedIPv4('64:ff9b::102:304'), embeddedIPv4('2002:102:304::1'), embeddedIPv4('2606:4700::1')]).toEqual(['1.2.3.4', '1.2.3.4', '1.2.3.4', '1.2.3.4', undefined])
   })
 })
 

@@ -3,7 +3,8 @@
  *   - start → first command with egress vs without (Docker cold, Docker warm-pool hit, bubblewrap),
  *     interleaved so machine load hits both alike: the extra is the egress op (env + bridge start);
  *   - HTTP GET round trips from inside the sandbox through the bridge and the proxy (credential
- *     injected) to a local upstream, with keep-alive, measured by a Node loop in the sandbox.
+ *     injected, and without one: both are scrubbed) to a local upstream, with keep-alive, measured
+ *     by a Node loop in the sandbox.
  * The upstream is a local HTTP server behind the proxy's injectable resolver/dialer (no network).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -32,11 +33,11 @@ const POLICY: EgressPolicy = {
 }
 
 /** In the sandbox: N sequential keep-alive GETs through the proxy variables' proxy; prints one duration per line. */
-const requestLoop = (n: number) =>
+const requestLoop = (n: number, withSecret = true) =>
   `node -e '
 const http = require("http"); const agent = new http.Agent({ keepAlive: true, maxSockets: 1 }); const out = [];
 (async () => { for (let i = 0; i < ${n}; i++) { const t0 = process.hrtime.bigint();
-  await new Promise((res, rej) => http.get({ host: "127.0.0.1", port: 3128, path: "http://api.example.test/x", agent, headers: { host: "api.example.test", authorization: "Bearer " + process.env.API_TOKEN } }, (r) => { r.resume(); r.on("end", res) }).on("error", rej));
+  await new Promise((res, rej) => http.get({ host: "127.0.0.1", port: 3128, path: "http://api.example.test/x", agent, headers: { host: "api.example.test"${withSecret ? ', authorization: "Bearer " + process.env.API_TOKEN' : ''} } }, (r) => { r.resume(); r.on("end", res) }).on("error", rej));
   out.push(Number(process.hrtime.bigint() - t0) / 1e6) } console.log(out.join("\\n")) })().catch((e) => { console.log("ERR " + e.message); process.exit(1) })'`
 
 async function firstCommand(sandbox: Sandbox): Promise<number> {
@@ -46,8 +47,8 @@ async function firstCommand(sandbox: Sandbox): Promise<number> {
   return ms(t0)
 }
 
-async function requests(sandbox: Sandbox, n: number): Promise<number[]> {
-  const r = await sandbox.execute({ toolUseId: `toolu_loop_${seq++}`, name: 'bash', input: { command: requestLoop(n) } })
+async function requests(sandbox: Sandbox, n: number, withSecret = true): Promise<number[]> {
+  const r = await sandbox.execute({ toolUseId: `toolu_loop_${seq++}`, name: 'bash', input: { command: requestLoop(n, withSecret) } })
   if (r.isError || /ERR/.test(r.content)) throw new Error(r.content)
   return r.content.trim().split('\n').map(Number)
 }
@@ -131,8 +132,9 @@ async function dockerBench(provider: DockerSandboxProvider, egressFor: (id: stri
   const s = provider.create({ sessionId: id, environmentId: 'env_bench_egress', config: cold, egress: egressFor(id) })
   await requests(s, 20)
   const rt = await requests(s, 200)
+  const plain = await requests(s, 200, false)
   await s.dispose({ removeWorkspace: true })
-  return { cold_provision_to_first_command: compare(coldPair), warm_pool_hit_to_first_command: compare(warmPair), http_get_through_proxy_keepalive: summary(rt) }
+  return { cold_provision_to_first_command: compare(coldPair), warm_pool_hit_to_first_command: compare(warmPair), http_get_through_proxy_keepalive: summary(rt), http_get_through_proxy_keepalive_no_secret: summary(plain) }
 }
 
 async function bubblewrapBench(provider: BubblewrapSandboxProvider, egressFor: (id: string) => SandboxEgressSource, log: (m: string) => void): Promise<Record<string, unknown>> {
@@ -143,6 +145,7 @@ async function bubblewrapBench(provider: BubblewrapSandboxProvider, egressFor: (
   const s = provider.create({ sessionId: id, environmentId: 'env_bench_egress', config: { type: 'cloud' }, egress: egressFor(id) })
   await requests(s, 20)
   const rt = await requests(s, 200)
+  const plain = await requests(s, 200, false)
   await s.dispose({ removeWorkspace: true })
-  return { start_to_first_command: compare(p), http_get_through_proxy_keepalive: summary(rt) }
+  return { start_to_first_command: compare(p), http_get_through_proxy_keepalive: summary(rt), http_get_through_proxy_keepalive_no_secret: summary(plain) }
 }

@@ -28,7 +28,7 @@ const ms = (t0: number) => performance.now() - t0
 
 const POLICY: EgressPolicy = {
   networking: { type: 'limited', allowedHosts: ['api.example.test'] },
-  credentials: [{ credentialId: 'vcrd_bench', secretName: 'API_TOKEN', hosts: ['api.example.test'], header: true, body: false, secret: async () => 'bench-secret' }],
+  credentials: [{ credentialId: 'vcrd_bench', secretName: 'API_TOKEN', hosts: ['api.example.test'], header: true, body: false, plainHttpHosts: ['api.example.test:80'], secret: async () => 'bench-secret' }],
   repositories: [],
 }
 

@@ -5,10 +5,13 @@ import { tmpdir } from 'node:os'
 import http from 'node:http'
 import net, { isIP } from 'node:net'
 import { join } from 'node:path'
-import { Transform, type Duplex, type TransformCallback } from 'node:stream'
+import { PassThrough, type Duplex } from 'node:stream'
 import tls from 'node:tls'
 import { CorralError } from '../../shared/errors'
+import { PLAIN_HTTP_HOSTS_KEY } from '../../shared/api/plain-http-hosts'
 import { forbiddenAddressReason, forbiddenHostnameReason, hostAllowed } from './address-policy'
+import { headerTokens, hostHeaderProblem, NOT_A_PROXY_REQUEST, plainHttpAllowed, Refusal, repositoryFor, repositoryOnHost, requestTarget, webSocketUpgradeProblem, type EgressTarget } from './egress-request'
+import { contentCodings, repositoryAuthorization, repositoryScrubValues, SecretScrubber, scrubbedBody, scrubHeaderValue } from './egress-response'
 import type { EgressCertificateAuthority } from './egress-ca'
 import { SANDBOX_BRIDGE_SOURCE } from './sandbox-bridge'
 import { policyFingerprint } from './egress-policy'
@@ -71,6 +74,11 @@ export interface EgressCredential {
   hosts: 'unrestricted' | readonly string[]
   header: boolean
   body: boolean
+  /**
+   * `host:port` destinations where the secret may be injected over plain HTTP (from the
+   * credential's metadata `corral.plain_http_hosts`); elsewhere only over TLS.
+   */
+  plainHttpHosts?: readonly string[]
   /** Reads the secret (from the keychain) when a request needs it; never cached by the proxy. */
   secret: () => Promise<string | undefined>
 }
@@ -147,11 +155,9 @@ export const placeholderFor = (credentialId: string) => `corral_placeholder_${cr
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'upgrade'])
 
-interface Target {
-  host: string
-  port: number
-  tls: boolean
-}
+type Target = EgressTarget
+
+export { SecretScrubber } from './egress-response'
 
 interface Session {
   id: string
@@ -159,15 +165,6 @@ interface Session {
   server: http.Server
   inner: http.Server
   sockets: Set<Duplex>
-}
-
-class Refusal extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message)
-  }
 }
 
 const defaultResolver: Resolver = async (host) => (await dns.lookup(host, { all: true, verbatim: true })).map((a) => a.address)
@@ -327,17 +324,9 @@ export class EgressProxy {
     return false
   }
 
+  /** The repository a request (or, `path` undefined, a CONNECT) is for; see egress-request's repositoryFor. Throws Refusal. */
   private repositoryFor(policy: EgressPolicy, target: Target, path: string | undefined): EgressRepository | undefined {
-    for (const repo of policy.repositories) {
-      const u = safeUrl(repo.url)
-      if (!u || u.hostname.toLowerCase() !== target.host.toLowerCase()) continue
-      if (portOf(u) !== target.port) continue
-      if (path === undefined) return repo
-      const base = u.pathname.replace(/\.git\/?$/, '').replace(/\/$/, '')
-      const p = path.split('?')[0]!
-      if (p === base || p.startsWith(base + '/') || p.startsWith(base + '.git')) return repo
-    }
-    return undefined
+    return repositoryFor(policy.repositories, target, path)
   }
 
   private credentialsFor(policy: EgressPolicy, host: string): EgressCredential[] {
@@ -424,126 +413,192 @@ export class EgressProxy {
   // --- Upgrades (WebSocket), plain or inside an intercepted tunnel ---------------------------
 
   /**
-   * Same decisions and header injection as a request; then the two connections are spliced.
-   * Frames coming back are scrubbed of injected secrets with a same-length mask, so frame
-   * lengths stay valid; such a connection negotiates no extension, so no frame is compressed.
+   * Only a real WebSocket opening handshake passes, with the same decisions and header
+   * injection as a request. The two connections are spliced only after the upstream answers
+   * `101 Switching Protocols` with `Upgrade: websocket`; any other answer is relayed as an
+   * ordinary response (scrubbed) and the connection closed, so bytes the client sent after its
+   * request never reach an upstream that is still speaking HTTP. Frames coming back from a host
+   * whose responses are scrubbed are masked (same length, so frame lengths stay valid); such a
+   * connection negotiates no extension, so no frame is compressed past the mask.
    */
   private async onUpgrade(session: Session, req: http.IncomingMessage, client: Duplex, head: Buffer, tunnel: Target | undefined): Promise<void> {
     client.on('error', () => client.destroy())
-    const where = requestTarget(req, tunnel)
-    if (!where) return refuseSocket(client, 400, NOT_A_PROXY_REQUEST)
-    const { target, path } = where
-    const policy = session.policy
-    const repo = this.repositoryFor(policy, target, path)
-    const label = `UPGRADE ${target.tls ? 'https' : 'http'}://${target.host}:${target.port}`
-    if (!this.networkAllows(policy, target.host) && !repo) {
-      this.log(`egress ${session.id} ${label} refused: not an allowed host or repository path`)
-      return refuseSocket(client, 403, `${target.host} is not among the hosts this environment may reach`)
-    }
+    let label = `UPGRADE ${tunnel ? `https://${tunnel.host}:${tunnel.port}` : String(req.url ?? '').slice(0, 100)}`
     try {
-      const headers: Record<string, string | string[]> = {}
-      for (const [k, v] of Object.entries(req.headers)) if (k !== 'proxy-connection' && k !== 'proxy-authorization' && v !== undefined) headers[k] = v
-      const secrets: string[] = []
-      for (const c of this.credentialsFor(policy, target.host)) {
-        const placeholder = placeholderFor(c.credentialId)
-        if (!c.header || !Object.values(headers).some((v) => String(v).includes(placeholder))) continue
-        const secret = await c.secret()
-        if (!secret) throw new Refusal(502, `credential ${c.credentialId} has no secret stored`)
-        secrets.push(secret)
-        for (const [k, v] of Object.entries(headers)) headers[k] = Array.isArray(v) ? v.map((x) => x.split(placeholder).join(secret)) : v.split(placeholder).join(secret)
-      }
-      if (repo) {
-        const token = await repo.token()
-        if (!token) throw new Refusal(502, `the repository ${repo.url} has no authorization token stored`)
-        headers.authorization = `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`
-        secrets.push(token)
-      }
-      if (Object.values(headers).flat().some((v) => /[\r\n]/.test(v)) || /\s/.test(path)) throw new Refusal(400, 'a header value or the path carries a line break or space')
-      // A compressed frame (permessage-deflate) would hide a reflected secret from the mask:
-      // a connection that carries one negotiates no extension at all.
-      if (secrets.length) delete headers['sec-websocket-extensions']
-      const raw = await this.connectUpstream(target)
-      const upstream: Duplex = target.tls ? tls.connect({ socket: raw, host: target.host, servername: isIP(target.host) ? undefined : target.host, ca: this.options.upstreamCa ? [...this.options.upstreamCa] : undefined }) : raw
-      this.log(`egress ${session.id} ${label}${secrets.length ? ' (credentials injected)' : ''}`)
-      const lines = [`${req.method} ${path} HTTP/1.1`]
-      for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${one}`)
-      upstream.write(lines.join('\r\n') + '\r\n\r\n')
-      if (head.length) upstream.write(head)
-      upstream.on('error', () => client.destroy())
-      client.on('close', () => upstream.destroy())
-      upstream.on('close', () => client.destroy())
-      client.pipe(upstream)
-      ;(secrets.length ? upstream.pipe(new SecretScrubber(secrets, 'mask')) : upstream).pipe(client)
+      const where = requestTarget(req.url ?? '', tunnel)
+      if (!where) throw new Refusal(400, NOT_A_PROXY_REQUEST)
+      const { target, path } = where
+      label = `UPGRADE ${target.tls ? 'https' : 'http'}://${target.host}:${target.port}`
+      const notWebSocket = webSocketUpgradeProblem(req)
+      if (notWebSocket) throw new Refusal(400, notWebSocket)
+      const out = await this.prepare(session.policy, req, target, path)
+      const { headers, scrubbing } = out
+      headers.connection = 'Upgrade'
+      headers.upgrade = 'websocket'
+      // A compressed frame (permessage-deflate) would hide a reflected secret from the mask.
+      if (scrubbing) delete headers['sec-websocket-extensions']
+      const secrets = await out.scrubValues
+      const socket = await this.upstreamSocket(target)
+      this.log(`egress ${session.id} ${label}${out.injected ? ' (credentials injected)' : ''}`)
+      await new Promise<void>((resolve) => {
+        const upstreamReq = http.request({ method: 'GET', path, headers, createConnection: () => socket as net.Socket })
+        client.on('close', () => {
+          upstreamReq.destroy()
+          socket.destroy()
+        })
+        upstreamReq.on('upgrade', (up: http.IncomingMessage, upstream: Duplex, upHead: Buffer) => {
+          upstream.on('error', () => client.destroy())
+          client.on('close', () => upstream.destroy())
+          upstream.on('close', () => client.destroy())
+          const switched = headerTokens(up.headers.upgrade)
+          const refusal =
+            switched.length !== 1 || switched[0] !== 'websocket'
+              ? `${target.host} switched to ${JSON.stringify(String(up.headers.upgrade ?? '').slice(0, 100))}, not websocket`
+              : scrubbing && up.headers['sec-websocket-extensions'] !== undefined
+                ? `${target.host} negotiated a WebSocket extension it was not offered`
+                : undefined
+          if (refusal) {
+            upstream.destroy()
+            this.log(`egress ${session.id} ${label} refused: ${refusal}`)
+            refuseSocket(client, 502, refusal)
+            return resolve()
+          }
+          client.write(responseHead(up, secrets, []))
+          if (head.length) upstream.write(head)
+          client.pipe(upstream)
+          const back = scrubbing ? new SecretScrubber(secrets, 'mask') : new PassThrough()
+          back.pipe(client)
+          if (upHead.length) back.write(upHead)
+          upstream.pipe(back)
+          resolve()
+        })
+        upstreamReq.on('response', (up) => {
+          // Not switched: an ordinary answer, then the end of this connection.
+          try {
+            const codings = scrubbing ? contentCodings(up, target.host) : []
+            this.log(`egress ${session.id} ${label} answered ${up.statusCode} without switching protocols: relayed, connection closed`)
+            client.write(responseHead(up, secrets, codings))
+            const body = scrubbing ? scrubbedBody(up, codings, secrets) : up
+            body.on('error', () => client.destroy())
+            body.on('end', resolve)
+            body.pipe(client)
+          } catch (err) {
+            up.destroy()
+            const r = err instanceof Refusal ? err : new Refusal(502, 'the egress proxy failed')
+            this.log(`egress ${session.id} ${label} refused: ${r.logReason}`)
+            refuseSocket(client, r.status, r.message)
+            resolve()
+          }
+        })
+        upstreamReq.on('error', (err) => {
+          const msg = err.message.includes('certificate') ? `TLS verification of ${target.host} failed` : `the request to ${target.host} failed`
+          this.log(`egress ${session.id} ${label} refused: ${msg}`)
+          refuseSocket(client, 502, msg)
+          resolve()
+        })
+        upstreamReq.end()
+      })
     } catch (err) {
       const r = err instanceof Refusal ? err : new Refusal(502, 'the egress proxy failed')
-      this.log(`egress ${session.id} ${label} refused: ${r.message}`)
+      this.log(`egress ${session.id} ${label} refused: ${r.logReason}`)
       refuseSocket(client, r.status, r.message)
     }
   }
 
   // --- HTTP requests (plain, or inside an intercepted tunnel) -------------------------------
 
-  private async onRequest(session: Session, req: http.IncomingMessage, res: http.ServerResponse, tunnel: Target | undefined): Promise<void> {
-    const where = requestTarget(req, tunnel)
-    if (!where) return refuse(res, 400, NOT_A_PROXY_REQUEST)
-    const { target, path } = where
-    const policy = session.policy
+  /**
+   * The decisions every request and upgrade goes through, and the headers it goes out with:
+   * the target allowed (network or a repository path), the Host header naming the target,
+   * placeholders replaced (only over TLS unless the credential lists the plain-HTTP host), a
+   * repository's token added (only over TLS). `scrubbing`: the response comes from a host that
+   * may hold a secret (a credential's host, a repository's host), so it is scrubbed of
+   * `scrubValues` (started now, read in parallel with the upstream connection). Throws Refusal.
+   */
+  private async prepare(policy: EgressPolicy, req: http.IncomingMessage, target: Target, path: string): Promise<PreparedRequest> {
     const repo = this.repositoryFor(policy, target, path)
-    const label = `${req.method} ${target.tls ? 'https' : 'http'}://${target.host}:${target.port}`
-    if (!this.networkAllows(policy, target.host) && !repo) {
-      this.log(`egress ${session.id} ${label} refused: not an allowed host or repository path`)
-      return refuse(res, 403, `${target.host} is not among the hosts this environment may reach`)
+    if (!this.networkAllows(policy, target.host) && !repo) throw new Refusal(403, `${target.host} is not among the hosts this environment may reach`, 'not an allowed host or repository path')
+    const hostProblem = hostHeaderProblem(req.headers.host, target)
+    if (hostProblem) throw new Refusal(421, hostProblem)
+    const headers: http.OutgoingHttpHeaders = {}
+    for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = v
+    headers.host ??= authorityOf(target)
+    const creds = this.credentialsFor(policy, target.host)
+    const repos = policy.repositories.filter((r) => repositoryOnHost(r.url, target.host))
+    // One keychain read per credential per request, shared by injection and scrubbing.
+    const reads = new Map<EgressCredential, Promise<string | undefined>>()
+    const secretOf = (c: EgressCredential) => {
+      let p = reads.get(c)
+      if (!p) reads.set(c, (p = c.secret()))
+      return p
     }
+    let injected = false
+    for (const c of creds) {
+      const placeholder = placeholderFor(c.credentialId)
+      if (!c.header || !Object.values(headers).some((v) => String(v).includes(placeholder))) continue
+      if (!target.tls && !plainHttpAllowed(c.plainHttpHosts, target)) throw new Refusal(403, `credential ${c.credentialId} is injected only over HTTPS: ${target.host}:${target.port} is not in its metadata "${PLAIN_HTTP_HOSTS_KEY}"`)
+      const secret = await secretOf(c)
+      if (!secret) throw new Refusal(502, `credential ${c.credentialId} has no secret stored`)
+      injected = true
+      for (const [k, v] of Object.entries(headers)) headers[k] = Array.isArray(v) ? v.map((x) => x.split(placeholder).join(secret)) : String(v).split(placeholder).join(secret)
+    }
+    if (repo) {
+      if (!target.tls) throw new Refusal(403, `the token of ${repo.url} is sent only over HTTPS`)
+      const token = await repo.token()
+      if (!token) throw new Refusal(502, `the repository ${repo.url} has no authorization token stored`)
+      headers.authorization = repositoryAuthorization(token)
+      injected = true
+    }
+    const scrubbing = creds.length > 0 || repos.length > 0
+    if (scrubbing) headers['accept-encoding'] = 'identity'
+    const scrubValues = scrubbing
+      ? (async () => {
+          const values: string[] = []
+          for (const c of creds) {
+            const s = await secretOf(c)
+            if (s) values.push(s)
+          }
+          for (const r of repos) {
+            const t = await r.token()
+            if (t) values.push(...repositoryScrubValues(t))
+          }
+          return values
+        })()
+      : Promise.resolve([])
+    scrubValues.catch(() => {}) // awaited by the caller; a failure there refuses the request
+    return { headers, scrubbing, scrubValues, injected, creds, secretOf }
+  }
+
+  private async onRequest(session: Session, req: http.IncomingMessage, res: http.ServerResponse, tunnel: Target | undefined): Promise<void> {
+    let label = `${req.method} ${tunnel ? `https://${tunnel.host}:${tunnel.port}` : String(req.url ?? '').slice(0, 100)}`
     try {
-      const headers: http.OutgoingHttpHeaders = {}
-      for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = v
-      const secrets: string[] = []
+      const where = requestTarget(req.url ?? '', tunnel)
+      if (!where) throw new Refusal(400, NOT_A_PROXY_REQUEST)
+      const { target, path } = where
+      label = `${req.method} ${target.tls ? 'https' : 'http'}://${target.host}:${target.port}`
+      const out = await this.prepare(session.policy, req, target, path)
+      const { headers, scrubbing } = out
       let body: Buffer | undefined
-      const creds = this.credentialsFor(policy, target.host)
-      for (const c of creds) {
+      for (const c of out.creds) {
+        if (!c.body) continue
         const placeholder = placeholderFor(c.credentialId)
-        const needsHeader = c.header && Object.values(headers).some((v) => String(v).includes(placeholder))
-        let needsBody = false
-        if (c.body) {
-          body ??= await readBody(req, this.maxBody)
-          needsBody = body.includes(placeholder)
-        }
-        if (!needsHeader && !needsBody) continue
-        const secret = await c.secret()
+        body ??= await readBody(req, this.maxBody)
+        if (!body.includes(placeholder)) continue
+        if (!target.tls && !plainHttpAllowed(c.plainHttpHosts, target)) throw new Refusal(403, `credential ${c.credentialId} is injected only over HTTPS: ${target.host}:${target.port} is not in its metadata "${PLAIN_HTTP_HOSTS_KEY}"`)
+        const secret = await out.secretOf(c)
         if (!secret) throw new Refusal(502, `credential ${c.credentialId} has no secret stored`)
-        secrets.push(secret)
-        if (needsHeader) for (const [k, v] of Object.entries(headers)) headers[k] = Array.isArray(v) ? v.map((x) => x.split(placeholder).join(secret)) : String(v).split(placeholder).join(secret)
-        if (needsBody) body = Buffer.from(body!.toString('latin1').split(placeholder).join(Buffer.from(secret, 'utf8').toString('latin1')), 'latin1')
+        out.injected = true
+        body = Buffer.from(body.toString('latin1').split(placeholder).join(Buffer.from(secret, 'utf8').toString('latin1')), 'latin1')
       }
-      if (repo) {
-        const token = await repo.token()
-        if (!token) throw new Refusal(502, `the repository ${repo.url} has no authorization token stored`)
-        headers.authorization = `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`
-        secrets.push(token)
-      }
-      if (secrets.length) headers['accept-encoding'] = 'identity'
       if (body) {
         headers['content-length'] = String(body.length)
         delete headers['transfer-encoding']
       }
-      const raw = await this.connectUpstream(target)
-      // `host` makes certificate checks use the target name (or IP literal), not the socket's address.
-      const socket = target.tls ? tls.connect({ socket: raw, host: target.host, servername: isIP(target.host) ? undefined : target.host, ca: this.options.upstreamCa ? [...this.options.upstreamCa] : undefined }) : raw
-      this.log(`egress ${session.id} ${label}${secrets.length ? ' (credentials injected)' : ''}`)
+      const socket = await this.upstreamSocket(target)
+      this.log(`egress ${session.id} ${label}${out.injected ? ' (credentials injected)' : ''}`)
       await new Promise<void>((resolve) => {
         const upstreamReq = http.request({ method: req.method, path, headers, createConnection: () => socket as net.Socket })
-        upstreamReq.on('response', (up) => {
-          const out: http.OutgoingHttpHeaders = {}
-          for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) out[k] = scrubHeader(v, secrets)
-          if (secrets.length) delete out['content-length']
-          res.writeHead(up.statusCode ?? 502, out)
-          ;(secrets.length ? up.pipe(new SecretScrubber(secrets)) : up).pipe(res)
-          up.on('end', resolve)
-          up.on('error', () => {
-            res.destroy()
-            resolve()
-          })
-        })
+        upstreamReq.on('response', (up) => void this.relay({ session, label, req, res, up, target, scrubbing, scrubValues: out.scrubValues }).then(resolve))
         upstreamReq.on('error', (err) => {
           const msg = err.message.includes('certificate') ? `TLS verification of ${target.host} failed` : `the request to ${target.host} failed`
           if (!res.headersSent) refuse(res, 502, msg)
@@ -556,11 +611,58 @@ export class EgressProxy {
       })
     } catch (err) {
       const r = err instanceof Refusal ? err : new Refusal(502, 'the egress proxy failed')
-      this.log(`egress ${session.id} ${label} refused: ${r.message}`)
+      this.log(`egress ${session.id} ${label} refused: ${r.logReason}`)
       if (!res.headersSent) refuse(res, r.status, r.message)
       else res.destroy()
     }
   }
+
+  /** Sends the upstream's response to the client: scrubbed (decoded first) when `scrubbing`. Resolves when it is done. */
+  private async relay(p: { session: Session; label: string; req: http.IncomingMessage; res: http.ServerResponse; up: http.IncomingMessage; target: Target; scrubbing: boolean; scrubValues: Promise<string[]> }): Promise<void> {
+    const { res, up } = p
+    try {
+      const secrets = await p.scrubValues
+      const status = up.statusCode ?? 502
+      const bodiless = p.req.method === 'HEAD' || status === 204 || status === 304
+      const codings = p.scrubbing && !bodiless ? contentCodings(up, p.target.host) : []
+      const out: http.OutgoingHttpHeaders = {}
+      for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) out[k] = scrubHeaderValue(v, secrets)
+      if (p.scrubbing && !bodiless) delete out['content-length']
+      if (codings.length) delete out['content-encoding']
+      res.writeHead(status, out)
+      const body = p.scrubbing && !bodiless ? scrubbedBody(up, codings, secrets) : up
+      await new Promise<void>((resolve) => {
+        body.on('end', resolve)
+        body.on('error', () => {
+          res.destroy()
+          resolve()
+        })
+        body.pipe(res)
+      })
+    } catch (err) {
+      up.destroy()
+      const r = err instanceof Refusal ? err : new Refusal(502, 'the egress proxy could not read the secrets to scrub the response with')
+      this.log(`egress ${p.session.id} ${p.label} refused: ${r.logReason}`)
+      if (!res.headersSent) refuse(res, r.status, r.message)
+      else res.destroy()
+    }
+  }
+
+  /** Connects to the target and, for an intercepted tunnel, opens a verified TLS session over it. */
+  private async upstreamSocket(target: Target): Promise<Duplex> {
+    const raw = await this.connectUpstream(target)
+    // `host` makes certificate checks use the target name (or IP literal), not the socket's address.
+    return target.tls ? tls.connect({ socket: raw, host: target.host, servername: isIP(target.host) ? undefined : target.host, ca: this.options.upstreamCa ? [...this.options.upstreamCa] : undefined }) : raw
+  }
+}
+
+interface PreparedRequest {
+  headers: http.OutgoingHttpHeaders
+  scrubbing: boolean
+  scrubValues: Promise<string[]>
+  injected: boolean
+  creds: EgressCredential[]
+  secretOf: (c: EgressCredential) => Promise<string | undefined>
 }
 
 const targets = new WeakMap<object, Target>()
@@ -571,16 +673,9 @@ async function closeSession(s: Session): Promise<void> {
   s.inner.close()
 }
 
-function safeUrl(s: string): URL | undefined {
-  try {
-    return new URL(s)
-  } catch {
-    return undefined
-  }
-}
-
-function portOf(u: URL): number {
-  return u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80
+function authorityOf(t: Target): string {
+  const host = t.host.includes(':') ? `[${t.host}]` : t.host
+  return t.port === (t.tls ? 443 : 80) ? host : `${host}:${t.port}`
 }
 
 function parseAuthority(s: string): Target | undefined {
@@ -599,8 +694,26 @@ function refuse(res: http.ServerResponse, status: number, message: string): void
 
 function refuseSocket(socket: Duplex, status: number, message: string): void {
   const body = `corral egress proxy: ${message}\n`
-  const reason = status === 403 ? 'Forbidden' : status === 400 ? 'Bad Request' : 'Bad Gateway'
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\nx-corral-egress: refused\r\n\r\n${body}`)
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Refused'}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\nx-corral-egress: refused\r\n\r\n${body}`)
+}
+
+/**
+ * A response's status line and headers for a raw socket, values scrubbed. A 101 keeps its
+ * upgrade headers; any other status is sent for a connection that closes after the body
+ * (no length or transfer coding: the body ends with the connection), decoded of `codings`.
+ */
+function responseHead(up: http.IncomingMessage, secrets: readonly string[], codings: readonly string[]): string {
+  const status = up.statusCode ?? 502
+  const lines = [`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}`]
+  for (let i = 0; i + 1 < up.rawHeaders.length; i += 2) {
+    const name = up.rawHeaders[i]!
+    const k = name.toLowerCase()
+    if (status === 101 ? k === 'content-length' || k === 'transfer-encoding' : HOP_BY_HOP.has(k) || k === 'content-length' || k === 'transfer-encoding') continue
+    if (k === 'content-encoding' && codings.length) continue
+    lines.push(`${name}: ${String(scrubHeaderValue(up.rawHeaders[i + 1]!, secrets))}`)
+  }
+  if (status !== 101) lines.push('connection: close')
+  return lines.join('\r\n') + '\r\n\r\n'
 }
 
 function readBody(req: http.IncomingMessage, max: number): Promise<Buffer> {
@@ -619,71 +732,4 @@ function readBody(req: http.IncomingMessage, max: number): Promise<Buffer> {
     req.on('end', () => resolve(Buffer.concat(chunks)))
     req.on('error', reject)
   })
-}
-
-function scrubHeader(v: string | string[] | number, secrets: readonly string[]): string | string[] | number {
-  if (!secrets.length || typeof v === 'number') return v
-  const one = (s: string) => secrets.reduce((acc, sec) => acc.split(sec).join('[redacted by corral]'), s)
-  return Array.isArray(v) ? v.map(one) : one(v)
-}
-
-/**
- * Replaces secrets in a byte stream, across chunk boundaries: with `[redacted by corral]`, or
- * with `*` of the same length (`mask`, for framed streams whose lengths must not change).
- */
-export class SecretScrubber extends Transform {
-  private tail = Buffer.alloc(0)
-  private readonly needles: Buffer[]
-  private readonly keep: number
-
-  constructor(
-    secrets: readonly string[],
-    private readonly mode: 'redact' | 'mask' = 'redact',
-  ) {
-    super()
-    this.needles = secrets.filter(Boolean).map((s) => Buffer.from(s, 'utf8'))
-    this.keep = Math.max(0, ...this.needles.map((n) => n.length - 1))
-  }
-
-  private scrub(buf: Buffer): Buffer {
-    let out = buf
-    for (const n of this.needles) {
-      let i = out.indexOf(n)
-      if (i < 0) continue
-      const parts: Buffer[] = []
-      let from = 0
-      while (i >= 0) {
-        parts.push(out.subarray(from, i), this.mode === 'mask' ? Buffer.alloc(n.length, '*') : Buffer.from('[redacted by corral]'))
-        from = i + n.length
-        i = out.indexOf(n, from)
-      }
-      parts.push(out.subarray(from))
-      out = Buffer.concat(parts)
-    }
-    return out
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    const data = this.scrub(Buffer.concat([this.tail, chunk]))
-    const cut = Math.max(0, data.length - this.keep)
-    this.tail = Buffer.from(data.subarray(cut))
-    done(null, data.subarray(0, cut))
-  }
-
-  override _flush(done: TransformCallback): void {
-    done(null, this.scrub(this.tail))
-  }
-}
-
-const NOT_A_PROXY_REQUEST = 'the egress proxy takes absolute http:// URLs and CONNECT for https'
-
-/**
- * Where a request goes: inside an intercepted tunnel, the tunnel's target and the request's
- * path; otherwise the absolute http:// URL a proxy client sends (undefined when it is not one).
- */
-function requestTarget(req: http.IncomingMessage, tunnel: Target | undefined): { target: Target; path: string } | undefined {
-  if (tunnel) return { target: tunnel, path: req.url ?? '/' }
-  const u = safeUrl(req.url ?? '')
-  if (!u || u.protocol !== 'http:') return undefined
-  return { target: { host: u.hostname.replace(/^\[|\]$/g, ''), port: portOf(u), tls: false }, path: u.pathname + u.search }
 }

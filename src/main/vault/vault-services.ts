@@ -1,4 +1,5 @@
 import { join } from 'node:path'
+import { parsePlainHttpHosts, PLAIN_HTTP_HOSTS_KEY } from '../../shared/api/plain-http-hosts'
 import { CorralError } from '../../shared/errors'
 import type { CredentialKind, CredentialSecretFields, SecretSink, StoredCredential } from '../session/vault-store'
 import type { SessionResourceSecretField, SessionResourceSecrets } from '../session/session-store'
@@ -157,12 +158,15 @@ export function buildEgressPolicy(p: EgressPolicyParams): EgressPolicy {
     if (seen.has(c.auth.secret_name)) continue
     seen.add(c.auth.secret_name)
     const net = c.auth.networking
+    // Validated at the boundary; an entry that does not parse allows nothing.
+    const plain = c.metadata?.[PLAIN_HTTP_HOSTS_KEY] ? parsePlainHttpHosts(c.metadata[PLAIN_HTTP_HOSTS_KEY]) : undefined
     credentials.push({
       credentialId: c.id,
       secretName: c.auth.secret_name,
       hosts: net.type === 'limited' ? net.allowed_hosts : 'unrestricted',
       header: c.auth.injection_location?.header ?? true,
       body: c.auth.injection_location?.body ?? false,
+      plainHttpHosts: plain && 'hosts' in plain ? plain.hosts : [],
       secret: credentialSecret(p.keychain, c.id, 'secret_value'),
     })
   }

@@ -5,6 +5,7 @@
  * typo is an error, not a silently ignored field.
  */
 import { z } from 'zod'
+import { parsePlainHttpHosts, PLAIN_HTTP_HOSTS_KEY } from './plain-http-hosts'
 
 const MAX_TEXT = 1_000_000
 export const metadataSchema = z
@@ -453,15 +454,22 @@ export const credentialAuthUpdateSchema = z.discriminatedUnion('type', [
 const displayName = z.string().min(1, 'must not be empty').max(255, 'at most 255 characters')
 export const vaultCreateSchema = z.strictObject({ display_name: displayName, metadata: metadataSchema.optional() })
 export const vaultUpdateSchema = z.strictObject({ display_name: displayName.nullable().optional(), metadata: metadataPatchSchema.nullable().optional() })
+/** A credential's metadata: free-form, except the Corral key `corral.plain_http_hosts` (see plain-http-hosts.ts). */
+const plainHttpHostsRule = (m: Record<string, string | null>, ctx: z.RefinementCtx) => {
+  const v = m[PLAIN_HTTP_HOSTS_KEY]
+  if (typeof v !== 'string') return
+  const r = parsePlainHttpHosts(v)
+  if ('problem' in r) ctx.addIssue({ code: 'custom', path: [PLAIN_HTTP_HOSTS_KEY], message: `a comma-separated list of host or host:port entries where the credential may be injected over plain HTTP: ${r.problem}` })
+}
 export const credentialCreateSchema = z.strictObject({
   auth: credentialAuthCreateSchema,
   display_name: z.string().max(255, 'at most 255 characters').nullable().optional(),
-  metadata: metadataSchema.optional(),
+  metadata: metadataSchema.superRefine(plainHttpHostsRule).optional(),
 })
 export const credentialUpdateSchema = z.strictObject({
   auth: credentialAuthUpdateSchema.optional(),
   display_name: z.string().max(255, 'at most 255 characters').nullable().optional(),
-  metadata: metadataPatchSchema.nullable().optional(),
+  metadata: metadataPatchSchema.superRefine(plainHttpHostsRule).nullable().optional(),
 })
 export const includeArchivedQuerySchema = pageQuerySchema.extend({ include_archived: boolString.optional() })
 

@@ -60,7 +60,7 @@ describe.skipIf(!docker.ok)('Docker sandboxes and their session egress: warm cla
     const sessionId = `sesn_warm_${process.pid}`
     const policy: EgressPolicy = {
       networking: { type: 'limited', allowedHosts: ['api.example.test'] },
-      credentials: [{ credentialId: 'vcrd_warm', secretName: 'API_TOKEN', hosts: ['api.example.test'], header: true, body: false, secret: async () => 'canary-warm-secret' }],
+      credentials: [{ credentialId: 'vcrd_warm', secretName: 'API_TOKEN', hosts: ['api.example.test'], header: true, body: false, plainHttpHosts: ['api.example.test:80'], secret: async () => 'canary-warm-secret' }],
       repositories: [],
     }
     let handle: EgressHandle | undefined

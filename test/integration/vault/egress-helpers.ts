@@ -185,3 +185,40 @@ export const requestPy = (p: { url: string; method?: string; headers?: string; b
     req = urllib.request.Request(${p.url}, method=${JSON.stringify(p.method ?? 'GET')}, headers=${p.headers ?? '{}'}, data=${p.body ? `(${p.body}).encode()` : 'None'})
     r = urllib.request.urlopen(req, timeout=10)
 ${PRINT_RESPONSE}`)
+
+/**
+ * Writes raw bytes through the proxy and returns everything that comes back until the
+ * connection closes: for `https:` inside a CONNECT tunnel the proxy intercepts (TLS with `ca`),
+ * for `http:` straight to the proxy's socket (the bytes then start with an absolute-form request).
+ * For requests a well-behaved client would never send (dot segments, a foreign Host, pipelining).
+ */
+export async function rawViaProxy(socketPath: string, target: { scheme: 'https' | 'http'; host: string; port?: number }, bytes: string, ca: string[] = []): Promise<string> {
+  let socket: Duplex
+  if (target.scheme === 'http') {
+    socket = await new Promise<net.Socket>((resolve, reject) => {
+      const s = net.connect(socketPath)
+      s.once('connect', () => resolve(s))
+      s.once('error', reject)
+    })
+  } else {
+    const tunnel = await new Promise<net.Socket>((resolve, reject) => {
+      const req = http.request({ socketPath, method: 'CONNECT', path: `${target.host}:${target.port ?? 443}` })
+      req.on('connect', (res, s) => (res.statusCode === 200 ? resolve(s) : reject(new Error(`CONNECT ${res.statusCode}`))))
+      req.on('error', reject)
+      req.end()
+    })
+    socket = await new Promise<tls.TLSSocket>((resolve, reject) => {
+      const s = tls.connect({ socket: tunnel, servername: target.host, ca }, () => resolve(s))
+      s.once('error', reject)
+    })
+  }
+  const chunks: Buffer[] = []
+  socket.on('data', (c: Buffer) => chunks.push(c))
+  const closed = new Promise<void>((resolve) => {
+    socket.on('close', () => resolve())
+    socket.on('error', () => resolve())
+  })
+  socket.write(bytes)
+  await closed
+  return Buffer.concat(chunks).toString('latin1')
+}

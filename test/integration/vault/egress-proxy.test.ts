@@ -28,7 +28,7 @@ describe('EgressProxy', () => {
   const policy = (over: Partial<EgressPolicy> = {}): EgressPolicy => ({
     networking: { type: 'limited', allowedHosts: ['api.example.test', 'other.example.test', 'multi.example.test', '203.0.113.12', 'evil.example.test', 'rebind.example.test', 'mapped.example.test', 'localhost', '169.254.169.254', '127.0.0.1', 'metadata.google.internal'] },
     credentials: [
-      { credentialId: 'vcrd_header', secretName: 'API_TOKEN', hosts: ['api.example.test', '203.0.113.12'], header: true, body: false, secret: async () => CANARY },
+      { credentialId: 'vcrd_header', secretName: 'API_TOKEN', hosts: ['api.example.test', '203.0.113.12'], header: true, body: false, plainHttpHosts: ['api.example.test:80'], secret: async () => CANARY },
       { credentialId: 'vcrd_body', secretName: 'BODY_TOKEN', hosts: ['api.example.test'], header: false, body: true, secret: async () => BODY_CANARY },
     ],
     repositories: [],
@@ -78,7 +78,7 @@ describe('EgressProxy', () => {
     expect(seen.other).toBe(placeholderFor('vcrd_header'))
   })
 
-  it('injects into a plain HTTP request too', async () => {
+  it('injects into a plain HTTP request to a host:port the credential lists for plain HTTP', async () => {
     const r = await viaProxy(handle.socketPath, 'http://api.example.test/plain', { headers: { 'x-api-key': placeholderFor('vcrd_header') } })
     expect(r.status).toBe(200)
     expect(plain.seen.at(-1)!.headers['x-api-key']).toBe(CANARY)

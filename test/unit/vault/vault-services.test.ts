@@ -4,8 +4,8 @@ import { KeychainSecretSink, PACKAGE_MANAGER_HOSTS, buildEgressPolicy, egressNet
 import { keychainAccount } from '../../../src/main/vault/keychain'
 import type { StoredCredential } from '../../../src/main/session/vault-store'
 
-const cred = (id: string, auth: Record<string, unknown>, archived = false) =>
-  ({ id, type: 'vault_credential', vault_id: 'vlt_1', auth, metadata: {}, created_at: '', updated_at: '', archived_at: archived ? 'x' : null, corral: { secret_stored: true } }) as unknown as StoredCredential
+const cred = (id: string, auth: Record<string, unknown>, archived = false, metadata: Record<string, string> = {}) =>
+  ({ id, type: 'vault_credential', vault_id: 'vlt_1', auth, metadata, created_at: '', updated_at: '', archived_at: archived ? 'x' : null, corral: { secret_stored: true } }) as unknown as StoredCredential
 
 describe('KeychainSecretSink', () => {
   it('puts each secret field in its own keychain account and reports it stored', async () => {
@@ -67,6 +67,20 @@ describe('egressNetworking', () => {
 })
 
 describe('buildEgressPolicy', () => {
+  it('allows plain-HTTP injection only to the host:port entries of the credential metadata corral.plain_http_hosts', () => {
+    const env = (id: string, metadata?: Record<string, string>) => cred(id, { type: 'environment_variable', secret_name: id.toUpperCase(), networking: { type: 'unrestricted' } }, false, metadata)
+    const policy = buildEgressPolicy({
+      keychain: new MemoryKeychain(),
+      environmentConfig: { networking: { type: 'unrestricted' } },
+      credentials: [env('vcrd_none'), env('vcrd_plain', { 'corral.plain_http_hosts': 'Internal.Example, 10.0.0.1:8080' }), env('vcrd_bad', { 'corral.plain_http_hosts': 'http://x/' })],
+    })
+    expect(policy.credentials.map((c) => [c.credentialId, c.plainHttpHosts])).toEqual([
+      ['vcrd_none', []],
+      ['vcrd_plain', ['internal.example:80', '10.0.0.1:8080']],
+      ['vcrd_bad', []],
+    ])
+  })
+
   it('takes environment_variable credentials only, skips archived ones, first vault wins a name clash, and reads secrets lazily', async () => {
     const k = new MemoryKeychain()
     await k.set(keychainAccount.credential('vcrd_a', 'secret_value'), 'secret-a')

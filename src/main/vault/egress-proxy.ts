@@ -42,10 +42,13 @@ import { policyFingerprint } from './egress-policy'
  * credential's hosts the proxy replaces the placeholder with the secret in header values
  * and/or the body (per `injection_location`). Anywhere else the placeholder stays a
  * placeholder. A repository's authorization token is added as an Authorization header on
- * requests under that repository's path, replacing whatever the sandbox sent. Responses to
- * requests that carried an injected secret are scrubbed of it (the request asks for an
- * identity encoding so the scrub can see the bytes), so an upstream that echoes a request back
- * does not hand the secret to the sandbox in clear text.
+ * requests for that repository's own paths, replacing whatever the sandbox sent. Secrets go
+ * only over TLS (plain HTTP where a credential lists the host in `corral.plain_http_hosts`).
+ * Every response from a host that may hold a secret is scrubbed of it, whether or not the
+ * request carried one (the request asks for an identity encoding; gzip, deflate and br are
+ * decoded), so an upstream that echoes or stores a request does not hand the secret back in
+ * clear text. The rules for reading a request are in egress-request.ts, the scrubbing in
+ * egress-response.ts (see the vault README for the table of rules and limitations).
  *
  * HTTPS, the trade-off. Injection needs the plaintext request, so for the hosts that need it
  * (a credential's hosts, a repository's host) the proxy terminates TLS with a certificate for

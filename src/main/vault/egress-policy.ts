@@ -5,13 +5,13 @@ export const NO_EGRESS_POLICY: EgressPolicy = Object.freeze({ networking: Object
 
 /**
  * What a policy decides, as a string: two policies with the same fingerprint allow the same hosts
- * and inject the same credentials (by id, name, hosts and location) and repositories. Secrets are
+ * and inject the same credentials (by id, name, hosts, location and plain-HTTP hosts) and repositories. Secrets are
  * not part of it (they are read per request), so rotating a secret changes no fingerprint.
  */
 export function policyFingerprint(p: EgressPolicy): string {
   return JSON.stringify([
     p.networking,
-    p.credentials.map((c) => [c.credentialId, c.secretName, c.hosts, c.header, c.body]),
+    p.credentials.map((c) => [c.credentialId, c.secretName, c.hosts, c.header, c.body, c.plainHttpHosts ?? []]),
     p.repositories.map((r) => r.url),
   ])
 }

@@ -580,8 +580,11 @@ class Shell {
             const rc = Number(buf.subarray(at + marker.length, nl).toString())
             return finish(describe(Number.isFinite(rc) ? rc : null))
           }
-          // Keep back as many bytes as could be the start of a marker split across reads.
-          const keep = Math.min(buf.length, marker.length - 1)
+          // Keep back only what could be the start of a marker split across reads: from a \x1e
+          // in the last marker-length bytes on (output without one streams at once, so a line
+          // shows while the command runs, not when the next 26 bytes arrive).
+          const lastStart = buf.lastIndexOf(0x1e, buf.length - 1)
+          const keep = lastStart !== -1 && buf.length - lastStart < marker.length ? buf.length - lastStart : 0
           sink.push(buf.subarray(0, buf.length - keep))
           carry = Buffer.from(buf.subarray(buf.length - keep))
         },

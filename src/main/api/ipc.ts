@@ -141,7 +141,7 @@ export function createIpcAdapter(params: IpcAdapterParams): IpcAdapter {
         disposers.push(
           services.previews.subscribe(sessionId, (preview) => {
             const kind = preview.type === 'event_start' ? (preview.event as { type?: string } | undefined)?.type : undefined
-            if (preview.type === 'event_start' && kind !== 'agent.message' && kind !== 'agent.thinking') return
+            if (preview.type === 'event_start' && kind !== 'agent.message' && kind !== 'agent.thinking' && kind !== 'agent.tool_result') return
             send({ kind: 'preview', preview })
           }),
         )

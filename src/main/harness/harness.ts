@@ -223,19 +223,43 @@ export class Harness {
       if (c.control.stopped) return
       const signal = c.control.signal
       if (signal.aborted) return // an interrupt arrived: the loop records it
-      const outcome = await this.executeOnce(t, c, signal)
+      // The result's id is chosen now, so the output previewed while the call runs names the
+      // event that will conclude it.
+      const resultId = newId('event')
+      const outcome = await this.executeOnce(t, c, signal, this.outputPreview(c.sessionId, t, resultId))
       if (!c.control.mayRecord) return
       if (c.control.stopped) {
         // shutdown: the model hears of it when the session continues
-        await this.deps.log.append(c.sessionId, [toolResult(t, { ...outcome, content: `Corral shut down while this call was running, and cancelled it. Output so far: ${outcome.content}`, isError: true })])
+        await this.deps.log.append(c.sessionId, [toolResult(t, { ...outcome, content: `Corral shut down while this call was running, and cancelled it. Output so far: ${outcome.content}`, isError: true }, false, resultId)])
         return
       }
-      await this.deps.log.append(c.sessionId, [toolResult(t, outcome, signal.aborted)])
+      await this.deps.log.append(c.sessionId, [toolResult(t, outcome, signal.aborted, resultId)])
+    }
+  }
+
+  /**
+   * Corral addition: a running toolset call's output as never-stored previews of its
+   * `agent.tool_result` (`event_start` at the first chunk, then one `event_delta` per chunk), for
+   * stream clients that ask for `event_deltas=agent.tool_result`. What the hands stream is the
+   * raw output as it is written; the stored result (capped, with the notes for the model) then
+   * replaces it. Undefined when nobody can hear previews or the call is not a toolset call.
+   */
+  private outputPreview(sessionId: string, t: OpenToolUse, resultId: string): ((chunk: string) => void) | undefined {
+    const previews = this.deps.previews
+    if (!previews || t.type !== 'agent.tool_use') return undefined
+    let started = false
+    return (chunk) => {
+      if (!chunk) return
+      if (!started) {
+        started = true
+        previews.publish(sessionId, { type: 'event_start', event: { id: resultId, type: 'agent.tool_result', tool_use_id: t.id } })
+      }
+      previews.publish(sessionId, { type: 'event_delta', event_id: resultId, delta: { type: 'content_delta', content: { type: 'text', text: chunk }, index: 0 } })
     }
   }
 
   /** Runs a call unless an earlier process may have run it; then asks the hands what happened. */
-  private async executeOnce(t: OpenToolUse, c: RunContext, signal: AbortSignal): Promise<ToolOutcome> {
+  private async executeOnce(t: OpenToolUse, c: RunContext, signal: AbortSignal, onOutput?: (chunk: string) => void): Promise<ToolOutcome> {
     const route = routeTool(c.agent.tools ?? [], t.name)
     if (route.kind === 'history') return readSessionHistory(this.deps.log, c.sessionId, t.input)
     if (route.kind === 'unknown' || route.kind === 'custom') return { content: `Unknown tool ${JSON.stringify(t.name)}: this agent has no such tool.`, isError: true }
@@ -259,7 +283,7 @@ export class Harness {
       this.deps.journal.markStarted(c.sessionId, t.id)
     }
     try {
-      return await this.deps.router.execute({ ...call, signal })
+      return await this.deps.router.execute({ ...call, signal, onOutput })
     } catch (err) {
       return { content: `The tool call failed: ${(err as Error).message}`, isError: true }
     }
@@ -418,12 +442,13 @@ interface RunContext {
 }
 
 /** The result event of a call: `agent.mcp_tool_result` for an MCP tool, `agent.tool_result` otherwise. */
-function toolResult(t: Pick<OpenToolUse, 'id' | 'type'>, o: ToolOutcome, interrupted = false): EventInput {
+function toolResult(t: Pick<OpenToolUse, 'id' | 'type'>, o: ToolOutcome, interrupted = false, id?: string): EventInput {
   const content = [{ type: 'text', text: o.content }]
   const ev: EventInput =
     t.type === 'agent.mcp_tool_use'
       ? { type: 'agent.mcp_tool_result', mcp_tool_use_id: t.id, content, is_error: o.isError }
       : { type: 'agent.tool_result', tool_use_id: t.id, content, is_error: o.isError }
+  if (id) ev.id = id
   if (interrupted) ev.interrupted = true
   // Corral additions (the API has no such fields; nothing shared changes meaning): what the
   // renderer shows on a tool card.

@@ -124,7 +124,7 @@ export interface StreamSubscribeParams {
   sessionId: string
   /** Resume after this seq (0 = from the beginning); default: only events appended from now on. */
   after?: number
-  /** Also deliver never-stored `event_start` / `event_delta` previews of agent.message and agent.thinking. */
+  /** Also deliver never-stored `event_start` / `event_delta` previews of agent.message, agent.thinking and (Corral) a running tool call's agent.tool_result output. */
   previews?: boolean
 }
 

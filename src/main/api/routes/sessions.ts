@@ -10,7 +10,11 @@ import { validate } from '../validate'
 import { noQuery, readJson, query } from './common'
 
 const streamQuerySchema = z.strictObject({
-  event_deltas: z.array(z.enum(['agent.message', 'agent.thinking'])).optional(),
+  /**
+   * The API's preview types, plus Corral's `agent.tool_result`: a running tool call's output as
+   * it is written (never stored; the stored result with the same id concludes it).
+   */
+  event_deltas: z.array(z.enum(['agent.message', 'agent.thinking', 'agent.tool_result'])).optional(),
   /** Corral addition: resume after this seq (the SSE `id`); also taken from Last-Event-ID. */
   after: z.coerce.number().int().min(0).optional(),
 })
@@ -115,7 +119,7 @@ function openStream(c: import('hono').Context, s: ApiServices, sessionId: string
       disposers.push(
         s.previews.subscribe(sessionId, (p: PreviewEvent) => {
           if (p.type === 'event_start') {
-            const ev = p.event as { id: string; type: 'agent.message' | 'agent.thinking' }
+            const ev = p.event as { id: string; type: 'agent.message' | 'agent.thinking' | 'agent.tool_result' }
             if (!wanted.has(ev.type)) return
             open.add(ev.id)
           } else if (!open.has(p.event_id as string)) return

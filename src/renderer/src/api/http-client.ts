@@ -63,7 +63,7 @@ export class HttpClient implements CorralClient {
     const connect = async (): Promise<void> => {
       while (!stopped) {
         controller = new AbortController()
-        const q: QueryParams = { after: lastSeq, event_deltas: options.previews ? ['agent.message', 'agent.thinking'] : undefined }
+        const q: QueryParams = { after: lastSeq, event_deltas: options.previews ? ['agent.message', 'agent.thinking', 'agent.tool_result'] : undefined }
         try {
           const res = await fetch(`${this.base}${operationPath('events.list', { id: sessionId })}/stream${toQueryString(q)}`, {
             credentials: 'same-origin',

@@ -199,6 +199,10 @@ test.describe.serial('desktop renderer against corral serve', () => {
 
     await expect(page.locator('.tool-card.tool-denied')).toContainText('Denied: not in this folder')
     const bash = page.locator('.tool-card').filter({ hasText: 'ls -la /workspace' })
+    // Settled, the card folds to one line with its exit code; a click opens the terminal.
+    await expect(bash.getByText('exit 0', { exact: true })).toBeVisible()
+    await expect(bash.locator('.terminal')).toHaveCount(0)
+    await bash.getByRole('button', { expanded: false }).click()
     await expect(bash.locator('.terminal')).toBeVisible()
     await expect(bash).not.toHaveClass(/tool-awaiting/)
     await expect(page.locator('.msg-agent').filter({ hasText: 'Both calls are settled' })).toBeVisible()
@@ -363,6 +367,7 @@ test.describe.serial('desktop renderer against corral serve', () => {
     await shot(page, info, '15-custom-tool')
     await card.getByRole('button', { name: 'Send result' }).click()
     await expect(card).toHaveClass(/tool-done/)
+    await card.getByRole('button', { expanded: false }).click()
     await expect(card).toContainText('the date test fails at midnight UTC')
     await expect(page.locator('.msg-agent').filter({ hasText: 'Both calls are settled' })).toBeVisible()
     const request = model.requests[model.requests.length - 1]

@@ -52,7 +52,7 @@ describe('HttpClient', () => {
     await vi.advanceTimersByTimeAsync(2000)
     stop()
     vi.useRealTimers()
-    expect(urls[0]).toBe('/v1/sessions/sesn_1/events/stream?event_deltas%5B%5D=agent.message&event_deltas%5B%5D=agent.thinking')
+    expect(urls[0]).toBe('/v1/sessions/sesn_1/events/stream?event_deltas%5B%5D=agent.message&event_deltas%5B%5D=agent.thinking&event_deltas%5B%5D=agent.tool_result')
     expect(urls[1]).toContain('after=4')
     expect(got.map((m) => (m.kind === 'event' ? `${m.seq}:${m.event.type}` : m.preview.type))).toEqual(['4:user.message', 'event_start', '5:agent.message'])
     expect(states.slice(0, 3)).toEqual(['open', 'reconnecting', 'open'])

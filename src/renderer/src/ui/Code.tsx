@@ -1,4 +1,4 @@
-import { memo, useMemo, useState, type CSSProperties } from 'react'
+import { memo, useLayoutEffect, useMemo, useRef, useState, type CSSProperties } from 'react'
 import { languageOf, tokenize } from './highlight'
 import { parseAnsi, type AnsiSpan } from './ansi'
 import { diffRows } from './diff-rows'
@@ -63,10 +63,20 @@ function spanStyle(s: AnsiSpan): { className: string; style?: CSSProperties } {
   return { className: classes.join(' '), style: Object.keys(style).length ? style : undefined }
 }
 
-/** Terminal output: ANSI colours, redrawn lines, a terminal's look. Very long output shows its tail first. */
-export const Terminal = memo(function Terminal({ text, command, exitCode }: { text: string; command?: string; exitCode?: number }) {
+/**
+ * Terminal output: ANSI colours, redrawn lines, a terminal's look. Very long output shows its
+ * tail first. `follow`: output that grows (a running command) keeps its newest line in view
+ * while the reader is at the bottom of the pane.
+ */
+export const Terminal = memo(function Terminal({ text, command, exitCode, follow }: { text: string; command?: string; exitCode?: number; follow?: boolean }) {
   const LIMIT = 4000
   const [all, setAll] = useState(false)
+  const out = useRef<HTMLPreElement>(null)
+  const pinned = useRef(true)
+  useLayoutEffect(() => {
+    const el = out.current
+    if (follow && el && pinned.current) el.scrollTop = el.scrollHeight
+  }, [text, follow])
   const lines = useMemo(() => parseAnsi(text), [text])
   const hidden = !all && lines.length > LIMIT ? lines.length - LIMIT : 0
   const shown = hidden ? lines.slice(hidden) : lines
@@ -86,7 +96,15 @@ export const Terminal = memo(function Terminal({ text, command, exitCode }: { te
         </button>
       )}
       {text !== '' && (
-      <pre className="terminal-out" tabIndex={0}>
+      <pre
+        className="terminal-out"
+        tabIndex={0}
+        ref={out}
+        onScroll={(e) => {
+          const el = e.currentTarget
+          pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24
+        }}
+      >
         {shown.map((line, i) => (
           <div key={i} className="terminal-line">
             {line.length === 0

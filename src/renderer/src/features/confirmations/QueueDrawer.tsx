@@ -3,7 +3,7 @@ import { Button, Empty, Icon } from '../../ui/components'
 import { CodeBlock, DiffView } from '../../ui/Code'
 import { relativeTime } from '../../ui/format'
 import { isTypingTarget } from '../../ui/hooks'
-import { toolSummary } from '../thread/ToolCard'
+import { toolSummary } from '../thread/tool-view'
 import { useConfirmations, type PendingItem } from './ConfirmationsProvider'
 
 /**

@@ -74,6 +74,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const openThreadRef = useRef(onOpenThread)
   openThreadRef.current = onOpenThread
   const openThread = useCallback((t: string) => openThreadRef.current(t), [])
+  const [sentMark, setSentMark] = useState(0)
 
   if (!session && fresh.error) return <ErrorNote error={fresh.error} />
   if (!session) return <div className="center"><Spinner /></div>
@@ -136,10 +137,11 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
           pendingIds={pendingIds}
           onAnswer={onAnswer}
           onOpenThread={openThread}
+          sentMark={sentMark}
         />
       )}
       {data.connection === 'reconnecting' && <div className="conn-banner" role="status">Reconnecting to the live stream…</div>}
-      {threadId === null && <Composer sessionId={sessionId} disabled={!canSend} running={running} reason={archived ? 'This session is archived.' : session.status === 'terminated' ? 'This session has terminated.' : undefined} />}
+      {threadId === null && <Composer sessionId={sessionId} onSent={() => setSentMark((m) => m + 1)} disabled={!canSend} running={running} reason={archived ? 'This session is archived.' : session.status === 'terminated' ? 'This session has terminated.' : undefined} />}
     </section>
   )
 }
@@ -217,11 +219,6 @@ function ThreadHeader({
           </div>
         </div>
         <div className="thread-actions">
-          {running && (
-            <Button variant="danger" icon="stop" onClick={interrupt} disabled={busy === 'interrupt'} title="Interrupt the turn (Esc Esc)">
-              Interrupt
-            </Button>
-          )}
           {!running && (
             <Button
               variant="ghost"
@@ -256,6 +253,15 @@ function ThreadHeader({
               Archive
             </Button>
           )}
+          {/* Interrupt keeps its own place at the end; when the turn ends the place stays empty,
+              so a second click where Interrupt was lands on nothing (not on Delete). */}
+          <span className="interrupt-slot">
+            {running && (
+              <Button variant="danger" icon="stop" onClick={interrupt} disabled={busy === 'interrupt'} title="Interrupt the turn (Esc Esc)">
+                Interrupt
+              </Button>
+            )}
+          </span>
         </div>
       </div>
       <dl className="usage" aria-label="Usage">
@@ -293,7 +299,7 @@ function ThreadHeader({
   )
 }
 
-function Composer({ sessionId, disabled, running, reason }: { sessionId: string; disabled: boolean; running: boolean; reason?: string }) {
+function Composer({ sessionId, disabled, running, reason, onSent }: { sessionId: string; disabled: boolean; running: boolean; reason?: string; onSent: () => void }) {
   const client = useClient()
   const [text, setText] = useState('')
   const [busy, setBusy] = useState(false)
@@ -306,6 +312,7 @@ function Composer({ sessionId, disabled, running, reason }: { sessionId: string;
     try {
       await client.request('events.send', { id: sessionId }, { events: [{ type: 'user.message', content: [{ type: 'text', text: body }] }] })
       setText('')
+      onSent()
     } catch (e) {
       setErr(e)
     } finally {

@@ -1,10 +1,11 @@
-import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react'
+import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react'
 import { useVirtualizer } from '@tanstack/react-virtual'
 import { Icon, Spinner } from '../../ui/components'
 import { Markdown } from '../../ui/Markdown'
 import { clock } from '../../ui/format'
 import type { TimelineItem, ToolItem } from './timeline'
 import { ToolCard } from './ToolCard'
+import { toolTurns } from './tool-view'
 import { ErrorBoundary } from '../../ui/ErrorBoundary'
 
 export interface TimelineProps {
@@ -16,8 +17,10 @@ export interface TimelineProps {
   loadOlder: () => void
   prependMark: number
   pendingIds: ReadonlySet<string>
-  onAnswer: (tool: ToolItem, result: 'allow' | 'deny', message?: string) => Promise<void>
+  onAnswer: (tool: ToolItem, result: 'allow' | 'deny', message?: string, scope?: 'session') => Promise<void>
   onOpenThread: (threadId: string) => void
+  /** Bumped when the person sent a message: the view goes to the bottom, where their message is. */
+  sentMark?: number
 }
 
 const STOP_LABEL: Record<string, string> = {
@@ -34,7 +37,7 @@ const STOP_LABEL: Record<string, string> = {
  * Sticks to the bottom while the reader is there; keeps its place when older rows load above.
  */
 export function Timeline(props: TimelineProps) {
-  const { items, prependMark, hasOlder, loadingOlder, loadOlder } = props
+  const { items, prependMark, hasOlder, loadingOlder, loadOlder, sentMark } = props
   const scrollRef = useRef<HTMLDivElement>(null)
   const atBottom = useRef(true)
   const [showJump, setShowJump] = useState(false)
@@ -70,6 +73,20 @@ export function Timeline(props: TimelineProps) {
     }
   }, [items, count, virtualizer])
 
+  // The person just sent a message: show it, wherever they had scrolled to.
+  const lastSent = useRef(sentMark)
+  useLayoutEffect(() => {
+    if (sentMark === lastSent.current) return
+    lastSent.current = sentMark
+    atBottom.current = true
+    virtualizer.scrollToIndex(count - 1, { align: 'end' })
+  }, [sentMark, count, virtualizer])
+
+  // A turn's tool calls open and close together from the first one's "expand all".
+  const turns = useMemo(() => toolTurns(items), [items])
+  const [expandedTurns, setExpandedTurns] = useState<ReadonlyMap<string, boolean>>(new Map())
+  const toggleTurn = useCallback((turn: string, open: boolean) => setExpandedTurns((m) => new Map(m).set(turn, open)), [])
+
   const onScroll = useCallback(() => {
     const el = scrollRef.current
     if (!el) return
@@ -97,7 +114,17 @@ export function Timeline(props: TimelineProps) {
               <div key={v.key} data-index={v.index} ref={virtualizer.measureElement} className="timeline-row" style={{ transform: `translateY(${v.start}px)` }}>
                 {item ? (
                   <ErrorBoundary what={`this ${item.kind} event`} compact>
-                    <Row item={item} sessionIdle={props.sessionIdle} pendingIds={props.pendingIds} onAnswer={props.onAnswer} onOpenThread={props.onOpenThread} />
+                    <Row
+                      item={item}
+                      sessionIdle={props.sessionIdle}
+                      pendingIds={props.pendingIds}
+                      onAnswer={props.onAnswer}
+                      onOpenThread={props.onOpenThread}
+                      turnKey={turns.get(item.id)?.turn}
+                      turnCount={turns.get(item.id)?.first ? turns.get(item.id)?.count : 0}
+                      turnExpanded={expandedTurns.get(turns.get(item.id)?.turn ?? '')}
+                      onToggleTurn={toggleTurn}
+                    />
                   </ErrorBoundary>
                 ) : (
                   <EndRow busy={props.modelBusy} loadingOlder={loadingOlder} />
@@ -127,7 +154,7 @@ function estimate(item: TimelineItem | undefined): number {
   if (!item) return 48
   switch (item.kind) {
     case 'tool':
-      return item.name === 'bash' || item.name === 'edit' || item.name === 'write' ? 220 : 56
+      return item.result ? 44 : item.name === 'bash' || item.name === 'edit' || item.name === 'write' ? 220 : 56
     case 'agent':
       return 40 + Math.min(800, Math.ceil(item.text.length / 90) * 22)
     case 'user':
@@ -160,12 +187,20 @@ function EndRow({ busy, loadingOlder }: { busy: boolean; loadingOlder: boolean }
   )
 }
 
-type RowProps = { item: TimelineItem } & Pick<TimelineProps, 'sessionIdle' | 'pendingIds' | 'onAnswer' | 'onOpenThread'>
+type RowProps = {
+  item: TimelineItem
+  /** The turn a tool call belongs to, and on the first call of a turn with several, their count. */
+  turnKey?: string
+  turnCount?: number
+  turnExpanded?: boolean
+  onToggleTurn: (turn: string, open: boolean) => void
+} & Pick<TimelineProps, 'sessionIdle' | 'pendingIds' | 'onAnswer' | 'onOpenThread'>
 
 /** One row; memoized so a streaming delta re-renders only the row it changes. */
-const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenThread }: RowProps) {
+const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenThread, turnKey, turnCount, turnExpanded, onToggleTurn }: RowProps) {
   switch (item.kind) {
     case 'user':
+      // As typed: line breaks kept, no Markdown (a `__name__` is a name, not emphasis).
       return (
         <div className="msg msg-user">
           <div className="msg-meta">
@@ -173,7 +208,7 @@ const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenT
             <time>{clock(item.at)}</time>
           </div>
           <div className="msg-bubble">
-            <Markdown text={item.text} />
+            <div className="msg-text">{item.text}</div>
             {item.attachments > 0 && <div className="muted">📎 {item.attachments} attachment(s)</div>}
           </div>
         </div>
@@ -190,14 +225,27 @@ const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenT
       )
     case 'thinking':
       return <Thinking text={item.text} streaming={item.streaming} />
-    case 'tool':
-      return (
+    case 'tool': {
+      const card = (
         <ToolCard
           tool={item}
           sessionIdle={sessionIdle}
-          onAnswer={pendingIds.has(item.id) ? (result, message) => onAnswer(item, result, message) : undefined}
+          expanded={turnExpanded}
+          onAnswer={pendingIds.has(item.id) ? (result, message, scope) => onAnswer(item, result, message, scope) : undefined}
         />
       )
+      if (!turnKey || !turnCount || turnCount < 2) return card
+      return (
+        <>
+          <div className="turn-tools">
+            <button type="button" className="link-btn" aria-expanded={turnExpanded === true} onClick={() => onToggleTurn(turnKey, turnExpanded !== true)}>
+              {turnExpanded ? `Collapse this turn's ${turnCount} tool calls` : `Expand this turn's ${turnCount} tool calls`}
+            </button>
+          </div>
+          {card}
+        </>
+      )
+    }
     case 'turn':
       return (
         <div className={`divider divider-${item.stopReason}`}>

@@ -1,8 +1,10 @@
-import { memo, useState } from 'react'
+import { memo, useEffect, useState } from 'react'
 import { Button, Icon, Spinner } from '../../ui/components'
 import { CodeBlock, DiffView, Terminal } from '../../ui/Code'
 import { duration } from '../../ui/format'
 import type { ToolItem } from './timeline'
+import { STATE_LABEL, terminalView, toolState, toolSummary } from './tool-view'
+
 
 const TOOL_ICON: Record<string, string> = {
   bash: 'terminal',
@@ -19,67 +21,52 @@ function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined
 }
 
-/** One line that says what the call does: the command, the file, the pattern. */
-export function toolSummary(t: ToolItem): string {
-  const i = t.input
-  switch (t.name) {
-    case 'bash':
-      return str(i.command) ?? (i.restart ? 'restart the shell' : '')
-    case 'read':
-    case 'write':
-    case 'edit':
-      return str(i.file_path) ?? ''
-    case 'glob':
-    case 'grep':
-      return `${str(i.pattern) ?? ''}${i.path ? `  in ${str(i.path)}` : ''}`
-    case 'web_fetch':
-      return str(i.url) ?? ''
-    case 'web_search':
-      return str(i.query) ?? ''
-    default: {
-      const s = JSON.stringify(i)
-      return s.length > 120 ? `${s.slice(0, 117)}…` : s
-    }
-  }
-}
-
-type ToolState = 'awaiting' | 'denied' | 'running' | 'error' | 'done' | 'interrupted'
-
-export function toolState(t: ToolItem, sessionIdle: boolean): ToolState {
-  if (t.confirmation?.result === 'deny') return 'denied'
-  if (t.result) return t.result.isError ? 'error' : 'done'
-  if ((t.permission === 'ask' && !t.confirmation) || t.source === 'custom') return 'awaiting'
-  return sessionIdle ? 'interrupted' : 'running'
-}
-
-const STATE_LABEL: Record<ToolState, string> = {
-  awaiting: 'Waiting for you',
-  denied: 'Denied',
-  running: 'Running',
-  error: 'Error',
-  done: 'Done',
-  interrupted: 'No result',
-}
-
 interface ToolCardProps {
   tool: ToolItem
   sessionIdle: boolean
   /** Present when this call is in the confirmation queue. */
-  onAnswer?: (result: 'allow' | 'deny', message?: string) => Promise<void>
+  onAnswer?: (result: 'allow' | 'deny', message?: string, scope?: 'session') => Promise<void>
+  /** The turn's "expand all": overrides the card's own default (a click on the card still wins). */
+  expanded?: boolean
 }
 
-/** A tool call as a card: what it does, its state, input and output; write/edit as a diff, bash as a terminal. */
-export const ToolCard = memo(function ToolCard({ tool, sessionIdle, onAnswer }: ToolCardProps) {
+/** Seconds since `since`, re-rendered each second while mounted. */
+function Elapsed({ since }: { since: string | undefined }) {
+  const [now, setNow] = useState(() => Date.now())
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 1000)
+    return () => clearInterval(t)
+  }, [])
+  if (!since) return null
+  const ms = Math.max(0, now - Date.parse(since))
+  return (
+    <span className="tool-duration tool-elapsed" title="Running for">
+      {duration(Math.floor(ms / 1000) * 1000)}
+    </span>
+  )
+}
+
+/**
+ * A tool call as a card: one line (what it does, exit, duration, state) that opens onto its
+ * input and output; write/edit as a diff, bash as a terminal that shows its output live. Open by
+ * default only while it runs or waits for the person.
+ */
+export const ToolCard = memo(function ToolCard({ tool, sessionIdle, onAnswer, expanded }: ToolCardProps) {
   const state = toolState(tool, sessionIdle)
-  const rich = tool.name === 'bash' || tool.name === 'edit' || tool.name === 'write'
-  const [open, setOpen] = useState(rich || state === 'awaiting' || state === 'error')
+  const [own, setOwn] = useState<boolean>()
+  // A new "expand all" / "collapse all" of the turn resets the card's own choice.
+  useEffect(() => setOwn(undefined), [expanded])
+  const open = own ?? expanded ?? (state === 'awaiting' || state === 'running')
   const summary = toolSummary(tool)
   const r = tool.result
-  const exitCode = r?.exitCode
+  const exitCode = state === 'interrupted' ? undefined : r?.exitCode
+  const failedChange = (tool.name === 'edit' || tool.name === 'write') && state === 'error'
+  // A denial's reason is the important part of a denied call: on its one line.
+  const denyNote = state === 'denied' && tool.confirmation?.denyMessage ? `Denied: ${tool.confirmation.denyMessage}` : undefined
   return (
     <article className={`tool-card tool-${state}`} aria-label={`Tool call ${tool.name}: ${STATE_LABEL[state]}`}>
       <header className="tool-head">
-        <button type="button" className="tool-toggle" aria-expanded={open} onClick={() => setOpen((o) => !o)}>
+        <button type="button" className="tool-toggle" aria-expanded={open} onClick={() => setOwn(!open)}>
           <Icon name="chevron" size={14} />
           <span className="tool-icon">
             <Icon name={tool.source === 'mcp' ? 'plug' : (TOOL_ICON[tool.name] ?? 'tool')} />
@@ -90,23 +77,30 @@ export const ToolCard = memo(function ToolCard({ tool, sessionIdle, onAnswer }: 
           </span>
         </button>
         <span className="tool-meta">
-          {exitCode !== undefined && <span className={`pill ${exitCode === 0 ? 'pill-good' : 'pill-bad'}`}>exit {exitCode}</span>}
-          {r?.durationMs !== undefined && <span className="tool-duration">{duration(r.durationMs)}</span>}
-          <span className={`pill pill-${state}`}>
+          {exitCode !== undefined && exitCode !== null && <span className={`pill ${exitCode === 0 ? 'pill-good' : 'pill-bad'}`}>exit {exitCode}</span>}
+          {failedChange && <span className="pill pill-bad">not applied</span>}
+          {state === 'running' ? <Elapsed since={tool.confirmation?.at ?? tool.at} /> : r?.durationMs !== undefined && <span className="tool-duration">{duration(r.durationMs)}</span>}
+          <span className={`pill pill-${state}`} title={denyNote}>
             {state === 'running' && <Spinner label="Running" />}
-            {STATE_LABEL[state]}
+            {denyNote ?? STATE_LABEL[state]}
           </span>
         </span>
       </header>
       {open && (
         <div className="tool-body">
-          <ToolInput tool={tool} />
+          {failedChange && r && (
+            <div className="tool-section tool-section-error">
+              <div className="tool-section-label">Not applied</div>
+              <div className="tool-result-line">{r.text || 'The change failed.'}</div>
+            </div>
+          )}
+          <ToolInput tool={tool} notApplied={failedChange} />
           {tool.confirmation?.result === 'deny' && (
             <div className="tool-denied-note">
               <Icon name="x" size={14} /> Denied{tool.confirmation.denyMessage ? `: ${tool.confirmation.denyMessage}` : ''}
             </div>
           )}
-          {r && tool.confirmation?.result !== 'deny' && <ToolOutput tool={tool} />}
+          {r && tool.confirmation?.result !== 'deny' && !failedChange && <ToolOutput tool={tool} />}
         </div>
       )}
       {state === 'awaiting' && onAnswer && <ConfirmBar tool={tool} onAnswer={onAnswer} />}
@@ -114,13 +108,26 @@ export const ToolCard = memo(function ToolCard({ tool, sessionIdle, onAnswer }: 
   )
 })
 
-function ToolInput({ tool }: { tool: ToolItem }) {
+function ToolInput({ tool, notApplied }: { tool: ToolItem; notApplied: boolean }) {
   const i = tool.input
-  if (tool.name === 'bash' && typeof i.command === 'string') return tool.result ? null : <Terminal text="" command={i.command} />
+  if (tool.name === 'bash' && typeof i.command === 'string') return tool.result ? null : <Terminal text={tool.live ?? ''} command={i.command} follow />
+  const label = notApplied ? <div className="tool-section-label">Proposed change</div> : null
   if (tool.name === 'edit' && typeof i.old_string === 'string' && typeof i.new_string === 'string') {
-    return <DiffView before={i.old_string} after={i.new_string} path={str(i.file_path)} />
+    return (
+      <div className={notApplied ? 'tool-section tool-not-applied' : 'tool-section'}>
+        {label}
+        <DiffView before={i.old_string} after={i.new_string} path={str(i.file_path)} />
+      </div>
+    )
   }
-  if (tool.name === 'write' && typeof i.content === 'string') return <DiffView before="" after={i.content} path={str(i.file_path)} />
+  if (tool.name === 'write' && typeof i.content === 'string') {
+    return (
+      <div className={notApplied ? 'tool-section tool-not-applied' : 'tool-section'}>
+        {label}
+        <DiffView before="" after={i.content} path={str(i.file_path)} />
+      </div>
+    )
+  }
   return (
     <div className="tool-section">
       <div className="tool-section-label">Input</div>
@@ -131,7 +138,15 @@ function ToolInput({ tool }: { tool: ToolItem }) {
 
 function ToolOutput({ tool }: { tool: ToolItem }) {
   const r = tool.result!
-  if (tool.name === 'bash') return <Terminal text={r.text} command={str(tool.input.command)} exitCode={r.exitCode} />
+  if (tool.name === 'bash') {
+    const view = terminalView(r.text)
+    return (
+      <>
+        <Terminal text={view.text} command={str(tool.input.command)} exitCode={r.interrupted ? undefined : r.exitCode} />
+        {view.notes.length > 0 && <div className="tool-result-line">{view.notes.join('; ')}</div>}
+      </>
+    )
+  }
   if ((tool.name === 'edit' || tool.name === 'write') && !r.isError) return r.text ? <div className="tool-result-line">{r.text}</div> : null
   return (
     <div className={`tool-section${r.isError ? ' tool-section-error' : ''}`}>

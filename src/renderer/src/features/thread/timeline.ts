@@ -24,6 +24,8 @@ export interface ToolResult {
   exitCode?: number
   durationMs?: number
   images: number
+  /** The user interrupted the turn while this call ran (or before it ran). */
+  interrupted: boolean
 }
 
 export interface ToolItem {
@@ -39,6 +41,8 @@ export interface ToolItem {
   permission?: 'allow' | 'ask' | 'deny'
   confirmation?: { result: 'allow' | 'deny'; denyMessage?: string | null; at?: string }
   result?: ToolResult
+  /** Output streamed while the call runs (never-stored previews); the stored result supersedes it. */
+  live?: string
 }
 
 export type TimelineItem =
@@ -108,6 +112,8 @@ export class TimelineBuilder {
   private readonly seen = new Set<string>()
   /** Per thread ('' = primary): the event ids its latest idle said it requires action on. */
   private readonly waiting = new Map<string, ReadonlySet<string>>()
+  /** Previewed tool result id → the tool_use id whose card shows its output. */
+  private readonly liveResults = new Map<string, string>()
 
   constructor(readonly thread: ThreadFilter = null) {}
 
@@ -307,8 +313,10 @@ export class TimelineBuilder {
       const started = tool.confirmation?.at ?? tool.at
       const measured = numberField(e, 'duration_ms')
       const durationMs = measured ?? (started && e.processed_at ? Math.max(0, Date.parse(e.processed_at) - Date.parse(started)) : undefined)
+      this.liveResults.delete(e.id)
       return {
         ...tool,
+        live: undefined,
         result: {
           text: textOf(e.content),
           isError: e.is_error === true,
@@ -316,6 +324,7 @@ export class TimelineBuilder {
           exitCode: numberField(e, 'exit_code'),
           durationMs,
           images: countBlocks(e.content, 'image'),
+          interrupted: e.interrupted === true,
         },
       }
     })
@@ -325,10 +334,16 @@ export class TimelineBuilder {
    * Folds a never-stored preview in: `event_start` opens a streaming item, `event_delta` appends
    * text to it. Returns whether the items changed. A preview of an event already stored is ignored.
    */
-  preview(p: { type: string; event?: { id?: string; type?: string; session_thread_id?: string | null }; event_id?: string; delta?: { content?: { text?: string } } }): boolean {
+  preview(p: { type: string; event?: { id?: string; type?: string; session_thread_id?: string | null; tool_use_id?: string }; event_id?: string; delta?: { content?: { text?: string } } }): boolean {
     if (p.type === 'event_start') {
       const ev = p.event
       if (!ev?.id || this.seen.has(ev.id) || this.index.has(ev.id)) return false
+      if (ev.type === 'agent.tool_result') {
+        // A running call's output: shown on its card (which is in this view or not at all).
+        if (typeof ev.tool_use_id !== 'string' || !this.index.has(ev.tool_use_id)) return false
+        this.liveResults.set(ev.id, ev.tool_use_id)
+        return false
+      }
       if ((ev.session_thread_id ?? null) !== this.thread && this.thread !== null) return false
       if (ev.type === 'agent.message') this.push({ kind: 'agent', id: ev.id, text: '', streaming: true })
       else if (ev.type === 'agent.thinking') this.push({ kind: 'thinking', id: ev.id, text: '', streaming: true })
@@ -338,9 +353,23 @@ export class TimelineBuilder {
     if (p.type === 'event_delta' && p.event_id && !this.seen.has(p.event_id)) {
       const text = p.delta?.content?.text ?? ''
       if (!text) return false
+      const useId = this.liveResults.get(p.event_id)
+      if (useId !== undefined) {
+        return this.replace(useId, (old) => (old.kind === 'tool' && !old.result ? { ...old, live: (old.live ?? '') + text } : old))
+      }
       return this.replace(p.event_id, (old) => (old.kind === 'agent' || old.kind === 'thinking' ? { ...old, text: old.text + text } : old))
     }
     return false
+  }
+
+  /** Takes over the running calls' live output from the builder this one replaces (older events loaded). */
+  carryLive(from: TimelineBuilder): void {
+    for (const [resultId, useId] of from.liveResults) {
+      const i = from.index.get(useId)
+      const old = i === undefined ? undefined : from.items[i]
+      if (this.seen.has(resultId) || old?.kind !== 'tool') continue
+      if (this.replace(useId, (it) => (it.kind === 'tool' && !it.result ? { ...it, live: old.live } : it))) this.liveResults.set(resultId, useId)
+    }
   }
 
   /** Ends every streaming item (the stream dropped or the turn was interrupted before the stored event). */

@@ -197,6 +197,7 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
           b.preview({ type: 'event_start', event: { id: s.id, type: s.kind === 'agent' ? 'agent.message' : 'agent.thinking' } })
           b.preview({ type: 'event_delta', event_id: s.id, delta: { content: { text: s.text } } })
         }
+        b.carryLive(prev)
         // Rows that did not change keep their objects, so React re-renders none of them.
         b.items = reuseUnchanged(prev.items, b.items)
         builder.current = b
@@ -225,7 +226,7 @@ export function reuseUnchanged(prev: readonly TimelineItem[], next: TimelineItem
     if (!old || old.kind !== it.kind) return it
     if (it.kind === 'tool') {
       const o = old as typeof it
-      return o.result?.text === it.result?.text && o.result?.isError === it.result?.isError && o.confirmation?.result === it.confirmation?.result ? old : it
+      return o.result?.text === it.result?.text && o.result?.isError === it.result?.isError && o.confirmation?.result === it.confirmation?.result && o.live === it.live ? old : it
     }
     if (it.kind === 'agent' || it.kind === 'thinking') {
       const o = old as typeof it

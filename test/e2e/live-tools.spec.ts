@@ -1,0 +1,142 @@
+import { expect, test, type Page, type TestInfo } from '@playwright/test'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { callTool, say, ScriptedModelServer, toolResultsOf, type RecordedRequest, type ScriptStep } from '../support/model-server'
+import { startServe, type ServeProcess } from './support/serve'
+
+/**
+ * What a person sees while work runs, in Chromium against the real `corral serve`, a real
+ * bubblewrap sandbox and the scripted model: a bash call's output appears line by line while it
+ * runs, with its elapsed time; finished cards fold to one line; an interrupted call says so; the
+ * header's buttons do not move a destructive one under the pointer.
+ */
+
+const TOKEN = 'e2e_token_live_tools_0123456789'
+const SHOTS = join(__dirname, '..', '..', 'test-results', 'screenshots')
+const COUNT = 'for i in 1 2 3 4 5; do echo $i; sleep 1; done'
+
+function lastText(req: RecordedRequest): string {
+  const last = req.body.messages[req.body.messages.length - 1]
+  if (typeof last.content === 'string') return last.content
+  const texts = (last.content as { type: string; text?: string }[]).filter((b) => b.type === 'text').map((b) => b.text ?? '')
+  return texts[texts.length - 1] ?? ''
+}
+
+function respond(req: RecordedRequest): ScriptStep {
+  if (toolResultsOf(req).length > 0) return say('Finished.')
+  const text = lastText(req)
+  if (/count/i.test(text)) return callTool('bash', { command: COUNT }, 'Counting to five.')
+  if (/sleep/i.test(text)) return callTool('bash', { command: 'echo started; sleep 60' }, 'Sleeping.')
+  return say('OK.')
+}
+
+async function shot(page: Page, info: TestInfo, name: string): Promise<void> {
+  mkdirSync(SHOTS, { recursive: true })
+  const path = join(SHOTS, `${name}.png`)
+  await page.screenshot({ path, animations: 'disabled' })
+  await info.attach(name, { path, contentType: 'image/png' })
+}
+
+test.describe.serial('live tool calls', () => {
+  let dataDir: string
+  let model: ScriptedModelServer
+  let serve: ServeProcess
+  let agentId: string
+  let envId: string
+
+  const api = async <T = { id: string }>(method: string, path: string, body?: unknown): Promise<T> => {
+    const r = await fetch(`${serve.url}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`)
+    return (await r.json()) as T
+  }
+  const openSession = async (page: Page, title: string): Promise<string> => {
+    const session = await api('POST', '/v1/sessions', { agent: agentId, environment_id: envId, title })
+    await page.goto(`${serve.url}/?token=${TOKEN}#/sessions/${session.id}`)
+    await expect(page.getByRole('heading', { name: title })).toBeVisible()
+    return session.id
+  }
+  const send = async (page: Page, text: string) => {
+    await page.getByLabel('Message', { exact: true }).fill(text)
+    await page.getByLabel('Message', { exact: true }).press('Enter')
+  }
+
+  test.beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-live-'))
+    model = await ScriptedModelServer.start(respond)
+    serve = await startServe({ dataDir, token: TOKEN, modelUrl: model.url })
+    agentId = (await api('POST', '/v1/agents', { name: 'Counter', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_allow' } } }] })).id
+    envId = (await api('POST', '/v1/environments', { name: 'bwrap', config: { type: 'cloud', corral: { backend: 'bubblewrap' } } })).id
+  })
+
+  test.afterAll(async () => {
+    await serve?.stop()
+    await model?.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  test("a running bash call shows its output line by line before it ends, with its elapsed time, then folds to one line with exit and duration", async ({ page }, info) => {
+    await openSession(page, 'Counting')
+    await send(page, 'count to five')
+    const card = page.getByRole('article', { name: /Tool call bash/ })
+    // Sample what the card shows while the command runs.
+    const seen: { lines: string; state: string }[] = []
+    const deadline = Date.now() + 30_000
+    let midShot = false
+    while (Date.now() < deadline) {
+      const { state, out } = await page.evaluate(() => {
+        const el = [...document.querySelectorAll('article.tool-card')].find((a) => a.getAttribute('aria-label')?.startsWith('Tool call bash'))
+        return { state: el?.getAttribute('aria-label') ?? '', out: (el?.querySelector('.terminal-out') as HTMLElement | null)?.innerText.trim() ?? '' }
+      })
+      seen.push({ lines: out.split('\n').filter(Boolean).join(','), state })
+      if (!midShot && out.split('\n').filter(Boolean).length === 2) {
+        await expect(card.locator('.tool-elapsed')).toBeVisible()
+        await shot(page, info, 'live-01-bash-running')
+        midShot = true
+      }
+      if (/Done|Error/.test(state)) break
+      await page.waitForTimeout(150)
+    }
+    const running = seen.filter((s) => s.state.endsWith('Running'))
+    const partials = [...new Set(running.map((s) => s.lines))]
+    // The lines appeared one at a time while the call was still running.
+    expect(partials).toEqual(expect.arrayContaining(['1', '1,2', '1,2,3', '1,2,3,4']))
+    expect(seen[seen.length - 1].state).toMatch(/Done/)
+    // Finished: one line with the command, exit and duration; the output opens on a click.
+    await expect(card.locator('.tool-summary')).toHaveText(COUNT)
+    await expect(card.getByText('exit 0', { exact: true })).toBeVisible()
+    await expect(card.locator('.tool-duration')).toHaveText(/^[4-9]\.\d s$/)
+    await expect(card.locator('.tool-body')).toHaveCount(0)
+    await card.getByRole('button', { expanded: false }).click()
+    expect(await card.locator('.terminal-out').innerText()).toBe('1\n2\n3\n4\n5')
+    await shot(page, info, 'live-02-bash-done')
+  })
+
+  test('an interrupted call reads Interrupted, without an exit code or a path inside the sandbox, and Delete does not appear under the pointer', async ({ page }, info) => {
+    await openSession(page, 'Sleeping')
+    await send(page, 'sleep a minute')
+    const card = page.getByRole('article', { name: /Tool call bash/ })
+    await expect(card.locator('.terminal-out')).toHaveText('started')
+    const interrupt = page.getByRole('button', { name: 'Interrupt' })
+    const box = (await interrupt.boundingBox())!
+    const x = box.x + box.width / 2
+    const y = box.y + box.height / 2
+    await page.mouse.move(x, y)
+    await page.mouse.down()
+    await page.mouse.up()
+    await expect(card).toHaveAttribute('aria-label', 'Tool call bash: Interrupted')
+    await expect(page.getByRole('button', { name: 'Delete' })).toBeVisible()
+    // What is under the pointer now is not Delete (nor any other button).
+    const under = await page.evaluate(([px, py]) => {
+      const el = document.elementFromPoint(px, py)
+      return el?.closest('button')?.textContent?.trim() ?? ''
+    }, [x, y])
+    expect(under).not.toMatch(/Delete|Archive/)
+    await expect(card.getByText(/exit \d+/)).toHaveCount(0)
+    await card.getByRole('button', { expanded: false }).click()
+    expect(await card.locator('.terminal-out').innerText()).toBe('started')
+    await expect(card).not.toContainText('/tmp')
+    await expect(card).not.toContainText('exit code')
+    await shot(page, info, 'live-03-interrupted')
+  })
+})

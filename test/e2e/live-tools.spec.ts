@@ -77,26 +77,25 @@ test.describe.serial('live tool calls', () => {
 
   test("a running bash call shows its output line by line before it ends, with its elapsed time, then folds to one line with exit and duration", async ({ page }, info) => {
     await openSession(page, 'Counting')
-    await send(page, 'count to five')
     const card = page.getByRole('article', { name: /Tool call bash/ })
-    // Sample what the card shows while the command runs.
-    const seen: { lines: string; state: string }[] = []
-    const deadline = Date.now() + 30_000
-    let midShot = false
-    while (Date.now() < deadline) {
-      const { state, out } = await page.evaluate(() => {
+    // Record in the page every state of the card the DOM goes through (no sampling to miss one).
+    await page.evaluate(() => {
+      const w = window as unknown as { __seen: { lines: string; state: string }[] }
+      w.__seen = []
+      const record = () => {
         const el = [...document.querySelectorAll('article.tool-card')].find((a) => a.getAttribute('aria-label')?.startsWith('Tool call bash'))
-        return { state: el?.getAttribute('aria-label') ?? '', out: (el?.querySelector('.terminal-out') as HTMLElement | null)?.innerText.trim() ?? '' }
-      })
-      seen.push({ lines: out.split('\n').filter(Boolean).join(','), state })
-      if (!midShot && out.split('\n').filter(Boolean).length === 2) {
-        await expect(card.locator('.tool-elapsed')).toBeVisible()
-        await shot(page, info, 'live-01-bash-running')
-        midShot = true
+        if (!el) return
+        const out = (el.querySelector('.terminal-out') as HTMLElement | null)?.innerText.trim() ?? ''
+        w.__seen.push({ lines: out.split('\n').filter(Boolean).join(','), state: el.getAttribute('aria-label') ?? '' })
       }
-      if (/Done|Error/.test(state)) break
-      await page.waitForTimeout(150)
-    }
+      new MutationObserver(record).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ['aria-label'] })
+    })
+    await send(page, 'count to five')
+    await expect(card.locator('.terminal-line')).toHaveCount(2, { timeout: 30_000 })
+    await expect(card.locator('.tool-elapsed')).toBeVisible()
+    await shot(page, info, 'live-01-bash-running')
+    await expect(card).toHaveAttribute('aria-label', 'Tool call bash: Done', { timeout: 30_000 })
+    const seen = await page.evaluate(() => (window as unknown as { __seen: { lines: string; state: string }[] }).__seen)
     const running = seen.filter((s) => s.state.endsWith('Running'))
     const partials = [...new Set(running.map((s) => s.lines))]
     // The lines appeared one at a time while the call was still running.

@@ -229,7 +229,23 @@ function startCall(req) {
 
 class ToolError extends Error {}
 
+// The fields each tool reads, and nothing else: the host validates every call against the
+// toolset table (src/shared/tools/toolset.ts) and sends exactly these; a unit test checks that
+// this list, the table and the tool functions' reads of `input` agree.
+const TOOL_INPUTS = {
+  bash: ['command', 'timeout', 'restart'],
+  read: ['file_path', 'offset', 'limit'],
+  write: ['file_path', 'content'],
+  edit: ['file_path', 'old_string', 'new_string', 'replace_all'],
+  glob: ['pattern', 'path'],
+  grep: ['pattern', 'path', 'glob', '-i'],
+}
+
 async function runTool(id, name, input, opts) {
+  const fields = Object.prototype.hasOwnProperty.call(TOOL_INPUTS, name) ? TOOL_INPUTS[name] : undefined
+  if (!fields) throw new ToolError(`unknown tool "${name}" (the sandbox runs ${Object.keys(TOOL_INPUTS).join(', ')})`)
+  const unknown = Object.keys(input).filter((k) => !fields.includes(k))
+  if (unknown.length) throw new ToolError(`unknown field ${JSON.stringify(unknown[0])} (${name} takes ${fields.join(', ')})`)
   switch (name) {
     case 'bash':
       return shell.run(id, input, opts)
@@ -244,7 +260,7 @@ async function runTool(id, name, input, opts) {
     case 'grep':
       return grepTool(id, input, opts)
     default:
-      throw new ToolError(`unknown tool "${name}" (the sandbox runs bash, read, write, edit, glob, grep)`)
+      throw new ToolError(`unknown tool "${name}"`)
   }
 }
 
@@ -263,7 +279,7 @@ function truncationNote(total, shownHead, shownTail, savedPath, savedBytes) {
       ? `the first ${savedBytes} bytes are saved in the sandbox at ${savedPath}`
       : `the full output is saved in the sandbox at ${savedPath}`
     : 'the full output could not be saved'
-  return `\n\n[... output truncated: ${total} bytes in total, showing the first ${shownHead} and the last ${shownTail} bytes; ${saved} (read it with view_range, or grep it) ...]\n\n`
+  return `\n\n[... output truncated: ${total} bytes in total, showing the first ${shownHead} and the last ${shownTail} bytes; ${saved} (read it with the read tool's offset and limit, or grep it) ...]\n\n`
 }
 
 /** A finished text result: capped at `cap` bytes, the whole text saved when it is longer. */
@@ -503,7 +519,7 @@ class Shell {
     }
     if (typeof input.command !== 'string' || input.command === '') throw new ToolError('command is required (or restart: true)')
     if (input.command.includes('\0')) throw new ToolError('the command contains a NUL byte')
-    const timeoutMs = Math.min(input.timeout_ms > 0 ? Math.floor(input.timeout_ms) : BASH_TIMEOUT_MS, MAX_TIMEOUT_MS)
+    const timeoutMs = Math.min(input.timeout > 0 ? Math.floor(input.timeout) : BASH_TIMEOUT_MS, MAX_TIMEOUT_MS)
     if (ctl.cancelled) return { content: 'interrupted before it started', isError: true }
     this.ensure()
     const proc = this.proc
@@ -662,6 +678,14 @@ function looksBinary(buf) {
   }
 }
 
+/** offset (1-based first line) and limit (line count), each a positive integer when given. */
+function lineWindow(offset, limit) {
+  for (const [name, v] of [['offset', offset], ['limit', limit]]) {
+    if (v !== undefined && !(Number.isInteger(v) && v >= 1)) throw new ToolError(`${name} must be an integer of at least 1`)
+  }
+  return { offset, limit }
+}
+
 async function readTool(input) {
   const p = input.file_path
   const abs = resolvePath(p)
@@ -675,17 +699,15 @@ async function readTool(input) {
     const st = fs.fstatSync(fd)
     if (st.isDirectory()) throw new ToolError(`${p} is a directory (list it with glob or bash ls)`)
     if (!st.isFile()) throw new ToolError(`${p} is not a regular file`)
-    const range = input.view_range
-    if (range !== undefined && (!Array.isArray(range) || range.length !== 2 || !range.every(Number.isInteger))) throw new ToolError('view_range must be [start_line, end_line] (1-based, end_line -1 or 0 for the end of the file)')
-    if (st.size > READ_MAX_BYTES && !range) throw new ToolError(`${p} is ${st.size} bytes; read it in parts with view_range, or search it with grep`)
+    const { offset, limit } = lineWindow(input.offset, input.limit)
+    const ranged = offset !== undefined || limit !== undefined
+    if (st.size > READ_MAX_BYTES && !ranged) throw new ToolError(`${p} is ${st.size} bytes; read it in parts with offset and limit, or search it with grep`)
     const sample = Buffer.alloc(Math.min(st.size, 64 * 1024))
     fs.readSync(fd, sample, 0, sample.length, 0)
     if (looksBinary(sample)) throw new ToolError(`${p} is a binary file (${st.size} bytes); the read tool shows text only. Inspect it with bash (xxd, od, file)`)
     if (st.size === 0) return '(the file is empty)'
-    const [startLine, endLine] = range || [1, -1]
-    const start = Math.max(1, startLine)
-    const end = endLine > 0 ? endLine : Infinity
-    if (end < start) throw new ToolError(`view_range [${startLine}, ${endLine}] is empty`)
+    const start = offset || 1
+    const end = limit ? start + limit - 1 : Infinity
     const out = []
     let lineNo = 1
     let partial = ''
@@ -710,7 +732,7 @@ async function readTool(input) {
     }
     partial += decoder.end()
     if (partial && lineNo >= start && lineNo <= end) out.push(`${String(lineNo).padStart(6)}\t${partial}`)
-    if (out.length === 0) throw new ToolError(`${p} has ${lineNo - (partial ? 0 : 1)} lines; view_range starts at line ${start}`)
+    if (out.length === 0) throw new ToolError(`${p} has ${lineNo - (partial ? 0 : 1)} lines; offset ${start} is past its end`)
     return sanitizeLines(out.join('\n'))
   } finally {
     fs.closeSync(fd)
@@ -752,7 +774,8 @@ function writeTool(input) {
 
 function editTool(input) {
   const p = input.file_path
-  const { old_string: oldS, new_string: newS } = input
+  const oldS = input.old_string
+  const newS = input.new_string
   if (typeof oldS !== 'string' || oldS === '') throw new ToolError('old_string is required (a non-empty string)')
   if (typeof newS !== 'string') throw new ToolError('new_string is required (a string)')
   const abs = resolvePath(p)
@@ -866,7 +889,7 @@ function grepTool(id, input, { cap, ctl }) {
   const target = input.path ? resolvePath(input.path, 'path') : WORKSPACE
   const args = ['--no-config', '--line-number', '--no-heading', '--color', 'never', '--max-columns', '500', '--max-columns-preview', '--glob', '!.corral/', '--regexp', pattern]
   if (typeof input.glob === 'string' && input.glob) args.push('--glob', input.glob)
-  if (input.case_insensitive === true || input['-i'] === true) args.push('--ignore-case')
+  if (input['-i'] === true) args.push('--ignore-case')
   args.push('--', target)
   return new Promise((resolve) => {
     const child = cp.spawn('rg', args, { cwd: WORKSPACE, env: shellEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true })

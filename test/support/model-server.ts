@@ -1,16 +1,34 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { z } from 'zod'
 
 /**
  * A scripted model server: a real HTTP server on 127.0.0.1 speaking the Messages API
  * (`POST /v1/messages`, streaming SSE) so the real @anthropic-ai/sdk client is exercised end to
  * end. Each request is answered by the next step of the test's script (or by a responder
  * function that looks at the request).
+ *
+ * Like a real model, it can only call what it is offered: every scripted tool_use is checked
+ * against the `tools` array of the request it answers (the tool must be offered, and its input
+ * must validate against the offered `input_schema`: required fields, types, no property the
+ * schema does not declare). A call that does not is never streamed: the request is answered with
+ * a 400 naming the violation, and the violation is kept in `violations` (tests assert it empty).
+ * Build calls from the offered schema with `toolCall(req, name, input)`, which checks at once.
  */
 export type ScriptBlock =
   | { type: 'text'; text: string }
   | { type: 'thinking'; thinking: string; signature?: string }
-  | { type: 'tool_use'; name: string; input: Record<string, unknown>; id?: string }
+  | {
+      type: 'tool_use'
+      name: string
+      input: Record<string, unknown>
+      id?: string
+      /**
+       * Deliberately not what is offered (a test of how Corral answers a model that calls a tool
+       * wrongly): the reason, e.g. 'a model that calls a tool it was not offered'. Skips the check.
+       */
+      offSchema?: string
+    }
 
 export interface ScriptUsage {
   input_tokens?: number
@@ -48,7 +66,7 @@ export interface RecordedRequest {
     model: string
     max_tokens: number
     system?: { type: string; text: string; cache_control?: unknown }[]
-    tools?: { name: string; type?: string; cache_control?: unknown }[]
+    tools?: OfferedTool[]
     messages: { role: 'user' | 'assistant'; content: string | Record<string, unknown>[] }[]
     stream?: boolean
     tool_choice?: unknown
@@ -63,10 +81,21 @@ export interface RecordedRequest {
   arrivedAt: number
 }
 
+/** A tool as the request offers it (the Messages API's `tools` entries). */
+export interface OfferedTool {
+  name: string
+  type?: string
+  description?: string
+  input_schema?: Record<string, unknown>
+  cache_control?: unknown
+}
+
 export type Responder = (req: RecordedRequest) => ScriptStep | Promise<ScriptStep>
 
 export class ScriptedModelServer {
   readonly requests: RecordedRequest[] = []
+  /** Scripted tool calls that broke the offered schemas (each also failed its request with a 400). */
+  readonly violations: string[] = []
   private readonly queue: ScriptStep[] = []
   private readonly sockets = new Set<import('node:net').Socket>()
   private responder?: Responder
@@ -138,6 +167,12 @@ export class ScriptedModelServer {
       const headers: Record<string, string> = {}
       if (step.retryAfterSec !== undefined) headers['retry-after'] = String(step.retryAfterSec)
       return sendError(res, step.status, step.type ?? defaultErrorType(step.status), step.message ?? `scripted ${step.status}`, headers)
+    }
+    const problems = step.blocks.flatMap((b) => (b.type === 'tool_use' && !b.offSchema ? toolUseViolations(body.tools, b.name, b.input) : []))
+    if (problems.length) {
+      const message = `scripted model server: request #${recorded.index}: the script calls a tool the way the request does not offer it: ${problems.join('; ')}`
+      this.violations.push(message)
+      return sendError(res, 400, 'invalid_request_error', message)
     }
     if (step.kind === 'message' && step.delayMs) await sleep(step.delayMs)
     if (res.destroyed) return
@@ -230,6 +265,62 @@ export const say = (text: string, extra: Partial<Extract<ScriptStep, { kind: 'me
 export const callTool = (name: string, input: Record<string, unknown>, text?: string): ScriptStep => ({
   kind: 'message',
   blocks: [...(text ? [{ type: 'text' as const, text }] : []), { type: 'tool_use', name, input }],
+})
+
+const schemaCache = new WeakMap<object, z.ZodType>()
+
+/**
+ * Why a call of `name` with `input` is not what `tools` offers: the tool is not offered (or is a
+ * server tool, which the model never calls as a tool_use), or the input does not validate
+ * against its `input_schema` (with `additionalProperties` unset, an undeclared property counts as
+ * a violation too: a real model sends only what the schema names). Empty when the call is fine.
+ */
+export function toolUseViolations(tools: readonly OfferedTool[] | undefined, name: string, input: unknown): string[] {
+  const offered = (tools ?? []).find((t) => t.name === name)
+  const names = (tools ?? []).map((t) => t.name).join(', ') || 'none'
+  if (!offered) return [`tool "${name}" is not offered (offered: ${names})`]
+  if (offered.type && offered.type !== 'custom') return [`tool "${name}" is a server tool (${offered.type}); the model does not call it as a tool_use`]
+  const schema = offered.input_schema
+  if (!schema) return [`tool "${name}" has no input_schema`]
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return [`${name}: the input must be an object`]
+  const out: string[] = []
+  const properties = (schema.properties ?? {}) as Record<string, unknown>
+  if (schema.additionalProperties === undefined) {
+    for (const k of Object.keys(input)) if (!(k in properties)) out.push(`${name}: property "${k}" is not in the offered schema (it has ${Object.keys(properties).join(', ') || 'none'})`)
+  }
+  let validator = schemaCache.get(schema)
+  if (!validator) {
+    try {
+      validator = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0])
+    } catch (err) {
+      return [...out, `${name}: its input_schema cannot be read (${(err as Error).message})`]
+    }
+    schemaCache.set(schema, validator)
+  }
+  const r = validator.safeParse(input)
+  if (!r.success) for (const issue of r.error.issues) out.push(`${name}: ${issue.path.map(String).join('.') || '(input)'}: ${issue.message}`)
+  return out
+}
+
+/**
+ * A tool_use step built from what `req` offers: throws at once (failing the test where the call
+ * is written) when the tool is not offered or `input` does not validate against its schema.
+ */
+export function toolCall(req: RecordedRequest, name: string, input: Record<string, unknown>, text?: string): ScriptStep {
+  const problems = toolUseViolations(req.body.tools, name, input)
+  if (problems.length) throw new Error(`scripted model: ${problems.join('; ')}`)
+  return callTool(name, input, text)
+}
+
+/** The offered tool called `name` in `req` (its input_schema included), or undefined. */
+export function offeredTool(req: RecordedRequest, name: string): OfferedTool | undefined {
+  return req.body.tools?.find((t) => t.name === name)
+}
+
+/** A call that deliberately breaks the offered schemas (`reason` says why the test wants it); not checked. */
+export const callToolOffSchema = (name: string, input: Record<string, unknown>, reason: string): ScriptStep => ({
+  kind: 'message',
+  blocks: [{ type: 'tool_use', name, input, offSchema: reason }],
 })
 
 /** Text of every tool_result block in a request, in order. */

@@ -1,5 +1,7 @@
 export type { CallRecovery, Sandbox, SandboxCall, SandboxEgress, SandboxEgressSource, SandboxProvider, SandboxProvisionParams, SandboxResult } from './sandbox'
-export { SandboxToolRouter, SANDBOX_TOOLS } from './router'
+export { SandboxToolRouter } from './router'
+export { HOST_TOOLS, parseToolsetInput, SANDBOX_TOOLS, TOOLSET, TOOLSET_DEFINITIONS, toolsetFields, webFetch } from './toolset'
+export type { ToolsetInputResult, ToolsetModelDefinition, WebFetchParams, WebFetchResult } from './toolset'
 export type { SandboxEnvironment, SandboxToolRouterOptions } from './router'
 export { detectBackends } from './doctor'
 export type { BackendReport } from './doctor'

@@ -5,9 +5,7 @@ import { folderMounts, type FolderMount, type FolderRules } from './folders'
 import { packagePlan, PackageStatusBoard, type PackageEgressOpener, type PackagePlan, type PackageStatus } from './packages'
 import type { Sandbox, SandboxEgressSource, SandboxProvider } from './sandbox'
 import { sandboxSettings } from './settings'
-
-/** The toolset tools (agent_toolset_20260401) that run inside a session's sandbox. */
-export const SANDBOX_TOOLS: ReadonlySet<string> = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep'])
+import { HOST_TOOLS, parseToolsetInput, SANDBOX_TOOLS, TOOLSET, webFetch } from './toolset'
 
 /**
  * The input's size as JSON text, roughly (strings by their UTF-8 length), without serialising
@@ -48,7 +46,7 @@ export interface SandboxEnvironment {
 export interface SandboxToolRouterOptions {
   /** Backends in order of preference (e.g. docker, then bubblewrap); the router disposes them in dispose(). */
   providers: readonly SandboxProvider[]
-  /** The session's environment and resources; called once, on the session's first toolset call. */
+  /** The session's environment and resources; called on the session's first sandbox call and on each web_fetch. */
   resolveEnvironment(sessionId: string): Promise<SandboxEnvironment> | SandboxEnvironment
   /** An environment by id (config and package egress; no session): for `packageStatus` / `preparePackages`. */
   resolveEnvironmentById?(environmentId: string): Promise<Omit<SandboxEnvironment, 'resources' | 'egress'>> | Omit<SandboxEnvironment, 'resources' | 'egress'>
@@ -70,6 +68,8 @@ export interface SandboxToolRouterOptions {
  */
 export class SandboxToolRouter implements ToolRouter {
   private readonly sandboxes = new Map<string, Promise<Sandbox>>()
+  /** The egress web_fetch opened for a session (closed at release when no sandbox does it). */
+  private readonly fetchEgress = new Map<string, SandboxEgressSource>()
   private readonly availability = new Map<SandboxProvider, { at: number; result: Promise<{ ok: boolean; reason?: string }> }>()
   private readonly maxInputBytes: number
   private readonly ttl: number
@@ -82,14 +82,23 @@ export class SandboxToolRouter implements ToolRouter {
     this.ttl = options.availabilityTtlMs ?? 5000
   }
 
+  /**
+   * Runs a toolset call: its input is checked against the toolset table first (an unknown,
+   * missing or mistyped field is an `isError` outcome naming the field and the rule, and no
+   * sandbox is made for it); the sandbox then gets exactly the validated fields. web_fetch runs
+   * on the host, through the session's egress proxy.
+   */
   async execute(call: ToolCall): Promise<ToolOutcome> {
-    if (!SANDBOX_TOOLS.has(call.name)) {
-      return { content: `unknown tool "${call.name}": this router runs the toolset tools ${[...SANDBOX_TOOLS].join(', ')}`, isError: true }
+    if (!SANDBOX_TOOLS.has(call.name) && !HOST_TOOLS.has(call.name)) {
+      return { content: `unknown tool "${call.name}": this router runs the toolset tools ${TOOLSET.map((t) => t.name).join(', ')}`, isError: true }
     }
     const size = inputSize(call.input ?? {}, this.maxInputBytes)
     if (size > this.maxInputBytes) {
       return { content: `${call.name}: the input is over the ${this.maxInputBytes}-byte limit (at least ${size} bytes); write large content in parts`, isError: true }
     }
+    const parsed = parseToolsetInput(call.name, call.input ?? {})
+    if (!parsed.ok) return { content: parsed.message, isError: true }
+    if (HOST_TOOLS.has(call.name)) return this.fetchPage(call, String(parsed.input.url))
     let sandbox: Sandbox
     try {
       sandbox = await this.sandboxFor(call.sessionId)
@@ -98,11 +107,48 @@ export class SandboxToolRouter implements ToolRouter {
     }
     const changes = this.options.changes
     // The change records are the user's safety net, but never a reason to fail the agent's call.
-    const tracking = changes ? await changes.beforeCall(call.sessionId, { name: call.name, input: call.input ?? {} }).then(() => undefined, (err: Error) => err) : undefined
-    const r = await sandbox.execute({ toolUseId: call.toolUseId, name: call.name, input: call.input ?? {}, signal: call.signal, onOutput: call.onOutput })
+    const tracking = changes ? await changes.beforeCall(call.sessionId, { name: call.name, input: parsed.input }).then(() => undefined, (err: Error) => err) : undefined
+    const r = await sandbox.execute({ toolUseId: call.toolUseId, name: call.name, input: parsed.input, signal: call.signal, onOutput: call.onOutput })
     const after = changes && !tracking ? await changes.afterCall(call.sessionId, call.toolUseId).then(() => undefined, (err: Error) => err) : tracking
     const note = after ? `\n[corral: the changes of this call to the mounted folder could not be recorded: ${after.message}]` : ''
     return { content: r.content + note, isError: r.isError, exitCode: r.exitCode, durationMs: r.durationMs }
+  }
+
+  /**
+   * web_fetch: the page fetched host-side through the session's egress (the same proxy decisions
+   * as the sandbox's own requests). Text over the environment's output cap is cut to its head and
+   * the whole text saved in the sandbox at /workspace/.corral/outputs/<tool_use_id>.txt (written
+   * with the toolset's own `write`), named in the result.
+   */
+  private async fetchPage(call: ToolCall, url: string): Promise<ToolOutcome> {
+    const started = Date.now()
+    let env: SandboxEnvironment
+    let egress
+    try {
+      env = await this.options.resolveEnvironment(call.sessionId)
+      if (env.egress) this.fetchEgress.set(call.sessionId, env.egress)
+      egress = await env.egress?.open()
+    } catch (err) {
+      return { content: `web_fetch: the session's egress could not be opened: ${isCorralError(err) ? err.message : String(err)}`, isError: true }
+    }
+    const r = await webFetch({ url, egress, signal: call.signal })
+    if (!r.ok) return { content: r.message, isError: true, durationMs: Date.now() - started }
+    const header = `${r.url} (${r.contentType}, HTTP ${r.status})\n\n`
+    const cap = sandboxSettings(env.config).outputCapBytes
+    const bytes = Buffer.byteLength(r.text)
+    if (bytes + header.length <= cap) return { content: header + r.text, isError: false, durationMs: Date.now() - started }
+    const file = `/workspace/.corral/outputs/${call.toolUseId.replace(/[^A-Za-z0-9_.-]/g, '_')}.txt`
+    let saved = `the whole text could not be saved in the sandbox`
+    try {
+      const sandbox = await this.sandboxFor(call.sessionId)
+      const w = await sandbox.execute({ toolUseId: `${call.toolUseId}.page`, name: 'write', input: { file_path: file, content: r.text } })
+      if (!w.isError) saved = `the whole text is saved in the sandbox at ${file} (read it with offset and limit, or grep it)`
+      else saved += ` (${w.content})`
+    } catch (err) {
+      saved += ` (${isCorralError(err) ? err.message : String(err)})`
+    }
+    const head = Buffer.from(r.text).subarray(0, Math.max(0, cap - header.length - 400)).toString('utf8').replace(/\uFFFD$/, '')
+    return { content: `${header}${head}\n\n[... page truncated: ${bytes} bytes of text, showing the first ${Buffer.byteLength(head)}; ${saved} ...]`, isError: false, durationMs: Date.now() - started }
   }
 
   async recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<{ state: 'finished'; outcome: ToolOutcome } | { state: 'running' } | { state: 'unknown' }> {
@@ -125,6 +171,10 @@ export class SandboxToolRouter implements ToolRouter {
   async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
     const pending = this.sandboxes.get(sessionId)
     this.sandboxes.delete(sessionId)
+    const fetched = this.fetchEgress.get(sessionId)
+    this.fetchEgress.delete(sessionId)
+    // A session that only fetched pages has an open egress and no sandbox to close it.
+    if (!pending && fetched) await fetched.release().catch(() => undefined)
     if (pending) {
       const sandbox = await pending.catch(() => undefined)
       await sandbox?.dispose(options)

@@ -13,6 +13,7 @@ export interface SandboxCall {
   toolUseId: string
   /** Toolset tool name: bash | read | write | edit | glob | grep. */
   name: string
+  /** The call's input, validated against the toolset table (src/shared/tools/toolset.ts): only the fields it declares. */
   input: Record<string, unknown>
   /** Aborts the call (user.interrupt): the sandbox kills the call's process group. */
   signal?: AbortSignal
@@ -43,6 +44,8 @@ export type CallRecovery =
  */
 export interface SandboxEgress {
   readonly dir: string
+  /** The proxy's socket on the host (in `dir`); the host's own requests for the session (web_fetch) go there. */
+  readonly socketPath?: string
   readonly sandboxDir: string
   readonly env: Readonly<Record<string, string>>
   readonly bridge: { readonly socket: string; readonly port: number }

@@ -2,6 +2,7 @@
  * Which tools an agent offers the model, how each is routed, and what permission a call gets.
  * Pure functions of the agent snapshot a session pinned.
  */
+import { TOOLSET_DEFINITIONS as HANDS_TOOLSET_DEFINITIONS } from '../hands'
 
 /** The permission a call was evaluated to, as `agent.tool_use.evaluated_permission` reports it. */
 export type EvaluatedPermission = 'allow' | 'ask'
@@ -48,48 +49,12 @@ export type AgentToolConfig = ToolsetConfig | McpToolsetConfig | CustomToolConfi
 const str = (description: string) => ({ type: 'string', description })
 const int = (description: string) => ({ type: 'integer', description })
 
-/** Model-facing definitions of the toolset tools (agent_toolset_20260401). */
-export const TOOLSET_DEFINITIONS: Record<string, ModelToolDefinition> = {
-  bash: {
-    name: 'bash',
-    description: 'Run a bash command in the session sandbox (working directory: the workspace). Returns stdout, stderr and the exit code.',
-    input_schema: { type: 'object', properties: { command: str('The command to run'), timeout_ms: int('Optional timeout in milliseconds') }, required: ['command'] },
-  },
-  read: {
-    name: 'read',
-    description: 'Read a text file from the sandbox, optionally a range of lines.',
-    input_schema: { type: 'object', properties: { path: str('File path'), offset: int('First line (1-based)'), limit: int('Number of lines') }, required: ['path'] },
-  },
-  write: {
-    name: 'write',
-    description: 'Create or overwrite a file in the sandbox with the given content.',
-    input_schema: { type: 'object', properties: { path: str('File path'), content: str('Full file content') }, required: ['path', 'content'] },
-  },
-  edit: {
-    name: 'edit',
-    description: 'Replace old_string with new_string in a file; old_string must occur exactly once unless replace_all is true.',
-    input_schema: {
-      type: 'object',
-      properties: { path: str('File path'), old_string: str('Text to replace'), new_string: str('Replacement'), replace_all: { type: 'boolean' } },
-      required: ['path', 'old_string', 'new_string'],
-    },
-  },
-  glob: {
-    name: 'glob',
-    description: 'List files matching a glob pattern in the sandbox.',
-    input_schema: { type: 'object', properties: { pattern: str('Glob pattern, e.g. src/**/*.ts'), path: str('Directory to search from') }, required: ['pattern'] },
-  },
-  grep: {
-    name: 'grep',
-    description: 'Search file contents in the sandbox with a regular expression.',
-    input_schema: { type: 'object', properties: { pattern: str('Regular expression'), path: str('File or directory'), glob: str('Only files matching this glob') }, required: ['pattern'] },
-  },
-  web_fetch: {
-    name: 'web_fetch',
-    description: "Fetch a URL through Corral's egress proxy (only hosts the environment allows) and return its content as text.",
-    input_schema: { type: 'object', properties: { url: str('http(s) URL') }, required: ['url'] },
-  },
-}
+/**
+ * Model-facing definitions of the toolset tools (agent_toolset_20260401), by name: derived by the
+ * hands from the one toolset table (src/shared/tools/toolset.ts) that also validates each call
+ * and tells the runner which fields it reads (DESIGN invariant 7).
+ */
+export const TOOLSET_DEFINITIONS: Readonly<Record<string, ModelToolDefinition>> = HANDS_TOOLSET_DEFINITIONS
 
 /** Anthropic's server-side web search, offered for the toolset's web_search (stripped for local servers). */
 export const WEB_SEARCH_SERVER_TOOL: ModelToolDefinition = {

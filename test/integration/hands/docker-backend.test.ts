@@ -43,7 +43,7 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
     const sandbox = provider.create({ sessionId: sid('oom'), environmentId: 'env_oom', config: config({ memory_mb: 128 }) })
     try {
       const started = Date.now()
-      const r = await sandbox.execute({ toolUseId: 'toolu_m', name: 'bash', input: { command: 'python3 -c "b = []\nwhile True: b.append(bytearray(8 << 20))"', timeout_ms: 30_000 } })
+      const r = await sandbox.execute({ toolUseId: 'toolu_m', name: 'bash', input: { command: 'python3 -c "b = []\nwhile True: b.append(bytearray(8 << 20))"', timeout: 30_000 } })
       expect(Date.now() - started).toBeLessThan(15_000)
       expect(r.isError).toBe(true)
       expect(r.content).toMatch(/out of memory|OOM/)
@@ -56,10 +56,10 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
 
   it('contains a fork bomb within the pids limit: the timeout kills it, restart kills one left in the background', async () => {
     const sandbox = provider.create({ sessionId: sid('fork'), environmentId: 'env_fork', config: config({ pids: 64 }) })
-    const count = async (id: string) => Number((await sandbox.execute({ toolUseId: id, name: 'bash', input: { command: 'ps -e --no-headers | wc -l', timeout_ms: 20_000 } })).content.trim().split('\n').pop())
+    const count = async (id: string) => Number((await sandbox.execute({ toolUseId: id, name: 'bash', input: { command: 'ps -e --no-headers | wc -l', timeout: 20_000 } })).content.trim().split('\n').pop())
     try {
       const started = Date.now()
-      const r = await sandbox.execute({ toolUseId: 'toolu_f', name: 'bash', input: { command: 'bomb() { bomb | bomb & }; bomb; sleep 5', timeout_ms: 1500 } })
+      const r = await sandbox.execute({ toolUseId: 'toolu_f', name: 'bash', input: { command: 'bomb() { bomb | bomb & }; bomb; sleep 5', timeout: 1500 } })
       expect(Date.now() - started).toBeLessThan(5000)
       expect(r.isError).toBe(true)
       expect(r.content).toContain('timed out after 1500 ms')

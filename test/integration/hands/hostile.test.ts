@@ -33,8 +33,8 @@ describe.skipIf(!docker.ok)('hostile input and output through the tool router (D
           expect(Buffer.byteLength(r.content)).toBeLessThan(300 * 1024)
           expect(r.content).toContain('output truncated')
         }],
-        ['fork bomb', () => call('bash', { command: ':(){ :|:& };:; sleep 3', timeout_ms: 1500 }), (r) => expect(r).toMatchObject({ isError: true, content: expect.stringContaining('timed out') })],
-        ['memory bomb', () => call('bash', { command: 'python3 -c "x = bytearray(1 << 30)"', timeout_ms: 20_000 }), (r) => {
+        ['fork bomb', () => call('bash', { command: ':(){ :|:& };:; sleep 3', timeout: 1500 }), (r) => expect(r).toMatchObject({ isError: true, content: expect.stringContaining('timed out') })],
+        ['memory bomb', () => call('bash', { command: 'python3 -c "x = bytearray(1 << 30)"', timeout: 20_000 }), (r) => {
           expect(r.isError).toBe(true)
           expect(r.content).toMatch(/MemoryError|out of memory|137/)
         }],

@@ -128,10 +128,10 @@ export function sandboxContract(name: string, h: ContractHarness): void {
       expect((await run('bash', { command: 'echo still here' })).content).toBe('still here')
     })
 
-    it('kills a call that outlives timeout_ms, and the shell keeps its state', async () => {
+    it('kills a call that outlives its timeout, and the shell keeps its state', async () => {
       await run('bash', { command: 'cd /tmp' })
       const started = Date.now()
-      const r = await run('bash', { command: 'sleep 30 & sleep 30; echo never', timeout_ms: 300 })
+      const r = await run('bash', { command: 'sleep 30 & sleep 30; echo never', timeout: 300 })
       expect(Date.now() - started).toBeLessThan(3000)
       expect(r.isError).toBe(true)
       expect(r.content).toContain('timed out after 300 ms')
@@ -156,10 +156,11 @@ export function sandboxContract(name: string, h: ContractHarness): void {
       expect(chunks.join('')).toBe('one\ntwo\n')
     })
 
-    it('reads a file with line numbers and a view_range, and refuses a binary file', async () => {
+    it('reads a file with line numbers and an offset and limit, and refuses a binary file', async () => {
       await run('write', { file_path: 'notes.txt', content: 'alpha\nbeta\ngamma\n' })
       expect((await run('read', { file_path: 'notes.txt' })).content).toBe('     1\talpha\n     2\tbeta\n     3\tgamma')
-      expect((await run('read', { file_path: '/workspace/notes.txt', view_range: [2, -1] })).content).toBe('     2\tbeta\n     3\tgamma')
+      expect((await run('read', { file_path: '/workspace/notes.txt', offset: 2 })).content).toBe('     2\tbeta\n     3\tgamma')
+      expect((await run('read', { file_path: 'notes.txt', offset: 2, limit: 1 })).content).toBe('     2\tbeta')
       await run('bash', { command: 'head -c 300 /dev/urandom > blob.bin; printf "a\\0b" >> blob.bin' })
       const bin = await run('read', { file_path: 'blob.bin' })
       expect(bin.isError).toBe(true)
@@ -213,7 +214,7 @@ export function sandboxContract(name: string, h: ContractHarness): void {
       const saved = /saved in the sandbox at (\S+)/.exec(r.content)?.[1]
       expect(saved).toMatch(/^\/workspace\/\.corral\/outputs\//)
       expect((await run('bash', { command: `wc -l < ${saved}` })).content).toBe('200000')
-      const yes = await run('bash', { command: 'yes', timeout_ms: 20_000 })
+      const yes = await run('bash', { command: 'yes', timeout: 20_000 })
       expect(yes.isError).toBe(true)
       expect(yes.content).toMatch(/output truncated/)
       expect(yes.content).toMatch(/stopped: the command wrote more than/)

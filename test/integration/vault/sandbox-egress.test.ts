@@ -155,7 +155,7 @@ function describeSandboxEgress(backend: 'docker' | 'bubblewrap', ready: boolean,
 
     it('keeps the bridge in the runner: a fresh shell, an interrupted command and a kill of every other process leave it up', async () => {
       await sandbox.execute({ toolUseId: `toolu_egress_${backend}_restart`, name: 'bash', input: { restart: true } })
-      const timedOut = await sandbox.execute({ toolUseId: `toolu_egress_${backend}_timeout`, name: 'bash', input: { command: 'sleep 30', timeout_ms: 300 } })
+      const timedOut = await sandbox.execute({ toolUseId: `toolu_egress_${backend}_timeout`, name: 'bash', input: { command: 'sleep 30', timeout: 300 } })
       expect(timedOut.isError).toBe(true)
       // every process of the sandbox user but the runner itself
       const killed = await sh('n=0; for p in $(pgrep -u "$(id -u)"); do case "$p" in "$$"|"$PPID"|1) continue;; esac; kill -9 "$p" 2>/dev/null && n=$((n+1)); done; grep -l runner.js /proc/$PPID/cmdline >/dev/null && echo "runner kept, $n killed"')

@@ -66,8 +66,33 @@ describe('SandboxToolRouter', () => {
   it('answers an unknown tool with an error naming it, without making a sandbox', async () => {
     const docker = new FakeProvider('docker', { ok: true })
     const router = new SandboxToolRouter({ providers: [docker], resolveEnvironment: () => env() })
-    const r = await router.execute({ sessionId: 'sesn_1', toolUseId: 'toolu_1', name: 'web_fetch', input: {} })
-    expect(r).toMatchObject({ isError: true, content: expect.stringContaining('unknown tool "web_fetch"') })
+    const r = await router.execute({ sessionId: 'sesn_1', toolUseId: 'toolu_1', name: 'computer', input: {} })
+    expect(r).toMatchObject({ isError: true, content: expect.stringContaining('unknown tool "computer"') })
+    expect(docker.created).toHaveLength(0)
+  })
+
+  it('answers a call that breaks its schema with an error naming the field and the rule, without making a sandbox', async () => {
+    const docker = new FakeProvider('docker', { ok: true })
+    const router = new SandboxToolRouter({ providers: [docker], resolveEnvironment: () => env() })
+    const r = await router.execute({ sessionId: 'sesn_1', toolUseId: 'toolu_1', name: 'read', input: { file_path: 'a.txt', view_range: [1, 5] } })
+    expect(r).toEqual({ isError: true, content: 'read: unknown field "view_range" (read takes file_path, offset, limit)' })
+    const w = await router.execute({ sessionId: 'sesn_1', toolUseId: 'toolu_2', name: 'write', input: { content: 'x' } })
+    expect(w).toEqual({ isError: true, content: 'write: file_path is required (a non-empty string)' })
+    expect(docker.created).toHaveLength(0)
+  })
+
+  it('sends the sandbox exactly the validated fields of a call', async () => {
+    const docker = new FakeProvider('docker', { ok: true })
+    const router = new SandboxToolRouter({ providers: [docker], resolveEnvironment: () => env() })
+    await router.execute({ sessionId: 'sesn_1', toolUseId: 'toolu_1', name: 'read', input: { file_path: 'a.txt', offset: 2, limit: 10 } })
+    expect(docker.created[0].calls[0]).toMatchObject({ name: 'read', input: { file_path: 'a.txt', offset: 2, limit: 10 } })
+  })
+
+  it('answers a web_fetch in a session that may reach nothing with an error naming the networking policy, without making a sandbox', async () => {
+    const docker = new FakeProvider('docker', { ok: true })
+    const router = new SandboxToolRouter({ providers: [docker], resolveEnvironment: () => env() })
+    const r = await router.execute({ sessionId: 'sesn_1', toolUseId: 'toolu_1', name: 'web_fetch', input: { url: 'https://example.com/' } })
+    expect(r).toMatchObject({ isError: true, content: expect.stringContaining("refused by the environment's networking policy") })
     expect(docker.created).toHaveLength(0)
   })
 
@@ -75,9 +100,9 @@ describe('SandboxToolRouter', () => {
     const docker = new FakeProvider('docker', { ok: false, reason: 'the Docker engine is not answering' })
     const bwrap = new FakeProvider('bubblewrap', { ok: true })
     const router = new SandboxToolRouter({ providers: [docker, bwrap], resolveEnvironment: () => env(), availabilityTtlMs: 0 })
-    expect((await router.execute({ sessionId: 'sesn_a', toolUseId: 't', name: 'bash', input: {} })).content).toBe('bubblewrap:bash')
+    expect((await router.execute({ sessionId: 'sesn_a', toolUseId: 't', name: 'bash', input: { command: 'ls' } })).content).toBe('bubblewrap:bash')
     bwrap.availability = { ok: false, reason: 'bwrap is not installed' }
-    const r = await router.execute({ sessionId: 'sesn_b', toolUseId: 't', name: 'bash', input: {} })
+    const r = await router.execute({ sessionId: 'sesn_b', toolUseId: 't', name: 'bash', input: { command: 'ls' } })
     expect(r.isError).toBe(true)
     expect(r.content).toContain('docker: the Docker engine is not answering')
     expect(r.content).toContain('bubblewrap: bwrap is not installed')
@@ -87,9 +112,9 @@ describe('SandboxToolRouter', () => {
     const docker = new FakeProvider('docker', { ok: false, reason: 'down' })
     const bwrap = new FakeProvider('bubblewrap', { ok: true })
     const router = new SandboxToolRouter({ providers: [docker, bwrap], resolveEnvironment: () => env({ type: 'cloud', corral: { backend: 'docker' } }), availabilityTtlMs: 0 })
-    expect((await router.execute({ sessionId: 'sesn_1', toolUseId: 't1', name: 'bash', input: {} })).isError).toBe(true)
+    expect((await router.execute({ sessionId: 'sesn_1', toolUseId: 't1', name: 'bash', input: { command: 'ls' } })).isError).toBe(true)
     docker.availability = { ok: true }
-    expect((await router.execute({ sessionId: 'sesn_1', toolUseId: 't2', name: 'bash', input: {} })).content).toBe('docker:bash')
+    expect((await router.execute({ sessionId: 'sesn_1', toolUseId: 't2', name: 'bash', input: { command: 'ls' } })).content).toBe('docker:bash')
     expect(bwrap.created).toHaveLength(0)
   })
 
@@ -103,7 +128,7 @@ describe('SandboxToolRouter', () => {
 
   it('reports an invalid config.corral as an error naming the field', async () => {
     const router = new SandboxToolRouter({ providers: [new FakeProvider('docker', { ok: true })], resolveEnvironment: () => env({ type: 'cloud', corral: { memory_mb: -1 } }) })
-    const r = await router.execute({ sessionId: 'sesn_1', toolUseId: 't', name: 'bash', input: {} })
+    const r = await router.execute({ sessionId: 'sesn_1', toolUseId: 't', name: 'bash', input: { command: 'ls' } })
     expect(r).toMatchObject({ isError: true, content: expect.stringContaining('config.corral.memory_mb') })
   })
 
@@ -120,7 +145,7 @@ describe('SandboxToolRouter', () => {
     const down = new FakeProvider('worker', { ok: false, reason: 'gone' })
     const resolved: string[] = []
     const router = new SandboxToolRouter({ providers: [docker, bwrap, down], resolveEnvironment: (id) => (resolved.push(id), env()) })
-    await router.execute({ sessionId: 'sesn_1', toolUseId: 't', name: 'bash', input: {} })
+    await router.execute({ sessionId: 'sesn_1', toolUseId: 't', name: 'bash', input: { command: 'ls' } })
     await router.release('sesn_1')
     expect(docker.created[0].disposed).toEqual({})
     await router.release('sesn_2', { removeWorkspace: true })
@@ -132,7 +157,7 @@ describe('SandboxToolRouter', () => {
     expect(down.created).toHaveLength(0)
     await router.release('sesn_3')
     expect(docker.created).toHaveLength(2)
-    await router.execute({ sessionId: 'sesn_1', toolUseId: 't2', name: 'bash', input: {} })
+    await router.execute({ sessionId: 'sesn_1', toolUseId: 't2', name: 'bash', input: { command: 'ls' } })
     expect(docker.created).toHaveLength(3)
   })
 })
@@ -145,7 +170,7 @@ describe('SandboxToolRouter lifecycle', () => {
     expect(await router.sweep(new Set(['sesn_keep']))).toBe(2)
     expect(docker.swept).toEqual(new Set(['sesn_keep']))
     expect(bwrap.swept).toBeUndefined()
-    await router.execute({ sessionId: 'sesn_1', toolUseId: 't', name: 'bash', input: {} })
+    await router.execute({ sessionId: 'sesn_1', toolUseId: 't', name: 'bash', input: { command: 'ls' } })
     await router.dispose()
     expect(docker.created[0].disposed).toEqual({})
     expect([docker.disposed, bwrap.disposed]).toEqual([true, true])

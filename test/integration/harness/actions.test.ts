@@ -21,8 +21,8 @@ const twoCalls: ScriptStep = {
   kind: 'message',
   blocks: [
     { type: 'tool_use', name: 'bash', input: { command: 'rm -rf build' } },
-    { type: 'tool_use', name: 'write', input: { path: 'a.txt', content: 'x' } },
-    { type: 'tool_use', name: 'read', input: { path: 'b.txt' } },
+    { type: 'tool_use', name: 'write', input: { file_path: 'a.txt', content: 'x' } },
+    { type: 'tool_use', name: 'read', input: { file_path: 'b.txt' } },
   ],
 }
 
@@ -51,8 +51,8 @@ describe('permissions', () => {
     const results = toolResultsOf(fx.model.requests[1])
     expect(results).toEqual([
       { tool_use_id: uses[0].id, text: 'The user denied this call: never delete build', is_error: true },
-      { tool_use_id: uses[1].id, text: 'ran write: {"path":"a.txt","content":"x"}', is_error: false },
-      { tool_use_id: uses[2].id, text: 'ran read: {"path":"b.txt"}', is_error: false },
+      { tool_use_id: uses[1].id, text: 'ran write: {"file_path":"a.txt","content":"x"}', is_error: false },
+      { tool_use_id: uses[2].id, text: 'ran read: {"file_path":"b.txt"}', is_error: false },
     ])
   })
 })

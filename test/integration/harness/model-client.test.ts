@@ -13,7 +13,7 @@ const request: ModelRequest = {
   max_tokens: 100,
   system: [{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral' } }],
   tools: [
-    { name: 'bash', description: 'run', input_schema: { type: 'object' }, cache_control: { type: 'ephemeral' } },
+    { name: 'bash', description: 'run', input_schema: { type: 'object', properties: { command: { type: 'string' }, n: { type: 'array', items: { type: 'integer' } } }, required: ['command'] }, cache_control: { type: 'ephemeral' } },
     { type: 'web_search_20250305', name: 'web_search' } as never,
   ],
   messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] }],

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { readSettings } from './config'
+import { webSearchOffer } from './harness/tools'
 import { BubblewrapSandboxProvider, DockerSandboxProvider, detectBackends, type BackendReport } from './hands'
 import { openKeychain } from './vault/vault-services'
 import { keychainAccount, keychainFix } from './vault/keychain'
@@ -84,6 +85,8 @@ export async function runDoctor(params: DoctorParams): Promise<DoctorFinding[]> 
     const probe = await probeModel({ baseURL: baseUrl, apiKey: key.value, compatibilityMode: compat, model: settings.model?.defaultModel })
     findings.push(modelFinding(probe, key.source, compat))
   }
+  const search = webSearchOffer({ compatibilityMode: compat, baseUrl })
+  findings.push({ area: 'web_search', ok: search.offered, detail: search.reason })
   findings.push({
     area: 'data directory',
     ok: true,

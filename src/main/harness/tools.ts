@@ -64,6 +64,18 @@ export const WEB_SEARCH_SERVER_TOOL: ModelToolDefinition = {
   input_schema: { type: 'object' },
 }
 
+/**
+ * Whether the model endpoint gets the toolset's `web_search` (as its own server-side search tool):
+ * Anthropic's API runs it; a local Anthropic-compatible server (compatibility mode) has none, so
+ * the request drops it (toCompatibleRequest). The reason is what `corral doctor` shows.
+ */
+export function webSearchOffer(endpoint: { compatibilityMode?: boolean; baseUrl?: string }): { offered: boolean; reason: string } {
+  if (endpoint.compatibilityMode) {
+    return { offered: false, reason: 'not offered: the model endpoint is in compatibility mode (a local Anthropic-compatible server has no server-side web search); agents still have web_fetch' }
+  }
+  return { offered: true, reason: `offered as the endpoint's server-side search tool (${WEB_SEARCH_SERVER_TOOL.type}) at ${endpoint.baseUrl ?? 'https://api.anthropic.com'}` }
+}
+
 export const SESSION_HISTORY_DEFINITION: ModelToolDefinition = {
   name: SESSION_HISTORY_TOOL,
   description:

@@ -17,6 +17,9 @@ describe('corral doctor', () => {
       expect(areas).toEqual(expect.arrayContaining(['sandbox: docker', 'sandbox: bubblewrap', 'sandbox: seatbelt', 'keychain', 'model endpoint', 'data directory']))
       expect(findings.find((f) => f.area === 'model endpoint')!.detail).toContain('http://127.0.0.1:9/v1')
       expect(findings.find((f) => f.area === 'data directory')!.detail).toContain(dataDir)
+      expect(findings.find((f) => f.area === 'web_search')).toMatchObject({ ok: true, detail: expect.stringContaining('server-side search tool (web_search_20250305) at http://127.0.0.1:9/v1') })
+      const compat = await runDoctor({ dataDir, env: { ...process.env, ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/v1', CORRAL_MODEL_COMPAT: '1' }, probeModel: false })
+      expect(compat.find((f) => f.area === 'web_search')).toMatchObject({ ok: false, detail: expect.stringContaining('not offered: the model endpoint is in compatibility mode') })
       const seatbelt = findings.find((f) => f.area === 'sandbox: seatbelt')!
       if (process.platform !== 'darwin') expect(seatbelt).toMatchObject({ ok: false, detail: 'macOS only' })
       if (bwrap.ok) expect(findings.find((f) => f.area === 'sandbox: bubblewrap')!.ok).toBe(true)

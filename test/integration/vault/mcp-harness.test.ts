@@ -130,7 +130,14 @@ describe('MCP tools in a session', () => {
   it('reports an unreachable server as session.error mcp_connection_failed_error and a refused credential as mcp_authentication_failed_error; the model gets is_error results', async () => {
     const before = model.requests.length
     model.push(
-      { kind: 'message', blocks: [{ type: 'tool_use', name: 'gone__echo', input: { text: 'x' } }, { type: 'tool_use', name: 'locked__echo', input: { text: 'y' } }] },
+      {
+        kind: 'message',
+        blocks: [
+          // Servers that cannot be reached list no tools, so none is offered: a model calling them anyway.
+          { type: 'tool_use', name: 'gone__echo', input: { text: 'x' }, offSchema: 'a model that calls a tool of an MCP server that listed none' },
+          { type: 'tool_use', name: 'locked__echo', input: { text: 'y' }, offSchema: 'a model that calls a tool of an MCP server that listed none' },
+        ],
+      },
       say('Both servers failed.'),
     )
     const allow = { permission_policy: { type: 'always_allow' } }

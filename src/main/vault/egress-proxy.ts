@@ -11,7 +11,7 @@ import { CorralError } from '../../shared/errors'
 import { PLAIN_HTTP_HOSTS_KEY } from '../../shared/api/plain-http-hosts'
 import { forbiddenAddressReason, forbiddenHostnameReason, hostAllowed } from './address-policy'
 import { headerTokens, hostHeaderProblem, NOT_A_PROXY_REQUEST, plainHttpAllowed, Refusal, repositoryFor, repositoryOnHost, requestTarget, webSocketUpgradeProblem, type EgressTarget } from './egress-request'
-import { contentCodings, repositoryAuthorization, repositoryScrubValues, SecretScrubber, scrubbedBody, scrubHeaderValue } from './egress-response'
+import { contentCodings, repositoryAuthorization, repositoryScrubValues, SecretScrubber, scrubBuffer, scrubbedBody, scrubHeaderValue } from './egress-response'
 import type { EgressCertificateAuthority } from './egress-ca'
 import { SANDBOX_BRIDGE_SOURCE } from './sandbox-bridge'
 import { policyFingerprint } from './egress-policy'
@@ -630,8 +630,18 @@ export class EgressProxy {
       const codings = p.scrubbing && !bodiless ? contentCodings(up, p.target.host) : []
       const out: http.OutgoingHttpHeaders = {}
       for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) out[k] = scrubHeaderValue(v, secrets)
-      if (p.scrubbing && !bodiless) delete out['content-length']
       if (codings.length) delete out['content-encoding']
+      const length = Number(up.headers['content-length'])
+      if (p.scrubbing && !bodiless && codings.length === 0 && Number.isInteger(length) && length <= SCRUB_IN_ONE_PIECE) {
+        // A small body of known length is scrubbed whole and keeps a (new) length: no chunked
+        // framing and one write, so scrubbing every response costs a keep-alive GET nothing noticeable.
+        const clean = scrubBuffer(await readBody(up, SCRUB_IN_ONE_PIECE), secrets)
+        out['content-length'] = String(clean.length)
+        res.writeHead(status, out)
+        res.end(clean)
+        return
+      }
+      if (p.scrubbing && !bodiless) delete out['content-length']
       res.writeHead(status, out)
       const body = p.scrubbing && !bodiless ? scrubbedBody(up, codings, secrets) : up
       await new Promise<void>((resolve) => {
@@ -658,6 +668,9 @@ export class EgressProxy {
     return target.tls ? tls.connect({ socket: raw, host: target.host, servername: isIP(target.host) ? undefined : target.host, ca: this.options.upstreamCa ? [...this.options.upstreamCa] : undefined }) : raw
   }
 }
+
+/** Largest response body (with a content-length) scrubbed in one piece rather than streamed. */
+const SCRUB_IN_ONE_PIECE = 256 * 1024
 
 interface PreparedRequest {
   headers: http.OutgoingHttpHeaders

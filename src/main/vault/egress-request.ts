@@ -45,6 +45,8 @@ function safeUrl(s: string): URL | undefined {
  * names the host, and a request may not name another one.
  */
 export function requestTarget(rawUrl: string, tunnel: EgressTarget | undefined): { target: EgressTarget; path: string } | undefined {
+  // Sent upstream as is: what Node's client would refuse is a clear 400 here.
+  if (/[^\x21-\x7e]/.test(rawUrl)) throw new Refusal(400, 'the request target has a space, a control or a non-ASCII character (percent-encode it)')
   if (tunnel) {
     if (!rawUrl.startsWith('/')) throw new Refusal(400, `inside a tunnel to ${tunnel.host} the request target must be a path; ${JSON.stringify(rawUrl.slice(0, 100))} is refused (absolute-form targets may name another host)`)
     return { target: tunnel, path: rawUrl }

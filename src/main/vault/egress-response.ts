@@ -69,6 +69,29 @@ export function scrubbedBody(res: Readable, codings: readonly string[], secrets:
   return out.pipe(scrubber)
 }
 
+function scrubNeedles(buf: Buffer, needles: readonly Buffer[], mode: 'redact' | 'mask'): Buffer {
+  let out = buf
+  for (const n of needles) {
+    let i = out.indexOf(n)
+    if (i < 0) continue
+    const parts: Buffer[] = []
+    let from = 0
+    while (i >= 0) {
+      parts.push(out.subarray(from, i), mode === 'mask' ? Buffer.alloc(n.length, '*') : Buffer.from(REDACTED))
+      from = i + n.length
+      i = out.indexOf(n, from)
+    }
+    parts.push(out.subarray(from))
+    out = Buffer.concat(parts)
+  }
+  return out
+}
+
+/** A whole body with each secret replaced by `[redacted by corral]`. */
+export function scrubBuffer(buf: Buffer, secrets: readonly string[]): Buffer {
+  return scrubNeedles(buf, [...new Set(secrets.filter(Boolean))].map((s) => Buffer.from(s, 'utf8')), 'redact')
+}
+
 /**
  * Replaces secrets in a byte stream, across chunk boundaries: with `[redacted by corral]`, or
  * with `*` of the same length (`mask`, for framed streams whose lengths must not change).
@@ -88,21 +111,7 @@ export class SecretScrubber extends Transform {
   }
 
   private scrub(buf: Buffer): Buffer {
-    let out = buf
-    for (const n of this.needles) {
-      let i = out.indexOf(n)
-      if (i < 0) continue
-      const parts: Buffer[] = []
-      let from = 0
-      while (i >= 0) {
-        parts.push(out.subarray(from, i), this.mode === 'mask' ? Buffer.alloc(n.length, '*') : Buffer.from(REDACTED))
-        from = i + n.length
-        i = out.indexOf(n, from)
-      }
-      parts.push(out.subarray(from))
-      out = Buffer.concat(parts)
-    }
-    return out
+    return scrubNeedles(buf, this.needles, this.mode)
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {

@@ -49,9 +49,9 @@ function parsed(raw: string): { status: number; head: string; body: string } {
 }
 
 /**
- * A store that remembers what it is given and hands it back later (PUT/GET /store/<key>), and
- * answers /gzip with a gzip body reflecting the request's headers whatever the request accepts,
- * /zstd with a coding the proxy cannot decode.
+ * A store that remembers what it is given and hands it back later (PUT/GET /store/<key>; with
+ * `?chunked` without a length, in 5-byte pieces), and answers /gzip with a gzip body reflecting
+ * the request's headers whatever the request accepts, /zstd with a coding the proxy cannot decode.
  */
 async function storeServer() {
   const values = new Map<string, Buffer>()
@@ -66,9 +66,15 @@ async function storeServer() {
       }
       if (path === '/gzip') return void res.writeHead(200, { 'content-encoding': 'gzip', 'content-type': 'application/json' }).end(gzipSync(JSON.stringify(req.headers)))
       if (path === '/zstd') return void res.writeHead(200, { 'content-encoding': 'zstd' }).end(Buffer.from('28b52ffd', 'hex'))
-      const v = values.get(path)
+      const [key, query] = path.split('?')
+      const v = values.get(key!)
       if (!v) return void res.writeHead(404).end('none')
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'x-stored': v.toString('utf8').slice(0, 200) }).end(v)
+      const headers = { 'content-type': 'application/octet-stream', 'x-stored': v.toString('utf8').slice(0, 200) }
+      if (query !== 'chunked') return void res.writeHead(200, { ...headers, 'content-length': v.length }).end(v)
+      res.writeHead(200, headers)
+      // No length, the value in pieces of 5 bytes: the proxy must scrub a stream across chunks.
+      for (let i = 0; i < v.length; i += 5) res.write(v.subarray(i, i + 5))
+      res.end()
     })
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
@@ -242,7 +248,11 @@ describe('red team: the egress proxy request handling', () => {
       const back = await viaProxy(limited.socketPath, 'https://store.example.test/store/k1', { ca: [ca.certPem] })
       expect(back.status).toBe(200)
       expect(back.body).toBe('value=[redacted by corral]')
+      expect(back.headers['content-length']).toBe(String(back.body.length))
       expect(JSON.stringify(back.headers)).not.toContain(BODY_SECRET)
+      const streamed = await viaProxy(limited.socketPath, 'https://store.example.test/store/k1?chunked', { ca: [ca.certPem] })
+      expect(streamed.headers['transfer-encoding']).toBe('chunked')
+      expect(streamed.body).toBe('value=[redacted by corral]')
     })
 
     it("scrubs the repository's Basic credentials (base64) from a response that reflects the request", async () => {

@@ -63,6 +63,11 @@ describe('requestTarget', () => {
     expect(requestTarget('ftp://x.test/', undefined)).toBeUndefined()
   })
 
+  it('refuses a target with a raw non-ASCII or control character', () => {
+    expect(() => requestTarget('/caf\u00e9', tunnel)).toThrow(/non-ASCII character/)
+    expect(() => requestTarget('http://x.test/a\u0001', undefined)).toThrow(/control/)
+  })
+
   it('refuses an absolute-form target inside a tunnel and user information in a URL', () => {
     expect(() => requestTarget('https://other.example.test/', tunnel)).toThrow(/must be a path/)
     expect(() => requestTarget('http://user@x.test/', undefined)).toThrow(/user information/)

@@ -78,6 +78,13 @@ describe('the own-origin rule', () => {
     expect((await send('/v1/agents', { headers: { ...renderer(), origin: OWN.toUpperCase().replace('HTTP', 'http') } })).status).toBe(200)
   })
 
+  it('accepts the own origin of each loopback name the server answers on', async () => {
+    for (const host of ['localhost:4610', '[::1]:4610', '127.0.0.1']) {
+      const res = await app.request(`http://${HOST}/v1/agents`, { headers: { host, origin: `http://${host}`, authorization: `Bearer ${TOKEN}` } })
+      expect(res.status).toBe(200)
+    }
+  })
+
   it('refuses a foreign Origin on a route outside /v1 too (a preflight gets no CORS grant)', async () => {
     const res = await send('/v1/agents', { method: 'OPTIONS', headers: { origin: 'http://127.0.0.1:8888', 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-corral-csrf' } })
     await refusal(res)

@@ -7,7 +7,7 @@ import { EnvironmentStore } from './session/environment-store'
 import { SessionStore } from './session/session-store'
 import { VaultStore, type SecretSink } from './session/vault-store'
 import { ThreadStore } from './session/thread-store'
-import { PreviewBus, type ApiServices, type CorralSettingsView, type ModelCheckView } from './api/services'
+import { PreviewBus, type ApiServices, type CorralSettingsView, type ModelCheckView, type SandboxStatusView } from './api/services'
 import { probeModel } from './harness/model-probe'
 import { createApiApp, listen, type ListeningServer } from './api/server'
 import { readSettings, resolveApiToken, writeSettings, type Settings } from './config'
@@ -25,7 +25,7 @@ import type { Keychain } from './vault/keychain'
 import type { SafeStorageLike } from './vault/safe-storage-keychain'
 import { KeychainResourceSecrets, KeychainSecretSink, openKeychain, resolveEngineSecrets } from './vault/vault-services'
 import { defaultFolderRules, defaultSandboxRouter } from './engine-hands'
-import { folderMounts, SessionChanges } from './hands'
+import { folderMounts, SessionChanges, SandboxImageBuild, defaultImage } from './hands'
 import type { SandboxToolRouter } from './hands'
 
 export interface EngineConfig {
@@ -69,6 +69,13 @@ export interface EngineConfig {
   egress?: Pick<VaultOptions, 'egressRuntimeDir' | 'resolver' | 'dialer' | 'upstreamCa'>
 }
 
+/** How to get Docker running on this platform, for the sandbox banner (no repository script: the user may have none). */
+export function dockerFix(platform: NodeJS.Platform = process.platform): string {
+  if (platform === 'darwin') return 'Start Docker Desktop (install it from docker.com, or brew install --cask docker); until then sessions cannot run tools.'
+  if (platform === 'win32') return 'Start Docker Desktop (install it from docker.com); until then sessions cannot run tools.'
+  return 'Install and start Docker: sudo apt-get install docker.io && sudo systemctl enable --now docker (Fedora: sudo dnf install moby-engine), then sudo usermod -aG docker $USER and log in again. Without Docker, sessions run in bubblewrap when it is installed (sudo apt-get install bubblewrap).'
+}
+
 /**
  * The composition root: builds every service from config. Used by the Electron main process,
  * `corral serve` and the CLI alike. The caller owns the engine and must `close()` it.
@@ -100,6 +107,8 @@ export class Engine {
   /** Where ANTHROPIC_API_KEY in `env` came from, if it is set. */
   private apiKeySource?: 'environment' | 'keychain'
   private lastModelCheck?: ModelCheckView
+  /** Building the default sandbox image from the app (present with the engine's own hands). */
+  private imageBuild?: SandboxImageBuild
 
   private constructor(
     readonly config: EngineConfig,
@@ -153,7 +162,20 @@ export class Engine {
     })
     this.services.workspace = changes
     if (!config.toolRouter && config.defaultHands !== false) {
-      this.hands = defaultSandboxRouter({ dataDir: config.dataDir, settings: this.settings, services: () => this.services, vault: this.vault, log: config.log, changes })
+      const hands = (this.hands = defaultSandboxRouter({ dataDir: config.dataDir, settings: this.settings, services: () => this.services, vault: this.vault, log: config.log, changes }))
+      this.imageBuild = new SandboxImageBuild({ image: () => defaultImage(), env: this.env })
+      this.services.checkImage = (image) => hands.imageProblem(image)
+      this.services.admin.sandbox = {
+        status: () => this.sandboxStatus(),
+        buildImage: async () => {
+          this.imageBuild!.start()
+          return this.sandboxStatus()
+        },
+        sessionBackend: (sessionId) => {
+          this.services.sessions.retrieve(sessionId) // 404 for an unknown session
+          return hands.sessionBackend(sessionId)
+        },
+      }
     }
     this.app = createApiApp({
       services: this.services,
@@ -242,6 +264,22 @@ export class Engine {
    * A keychain that cannot be read is reported through `config.log` and the engine still starts
    * (token from its file, no model key).
    */
+  /** The backends, the default image and its build, for the app's sandbox banner. */
+  private async sandboxStatus(): Promise<SandboxStatusView> {
+    const hands = this.hands!
+    const image = defaultImage()
+    const [reports, imageProblem] = await Promise.all([hands.backends(), hands.imageProblem(image)])
+    const docker = reports.find((r) => r.backend === 'docker')
+    const dockerOk = docker?.ok === true
+    return {
+      backends: reports.map((r) => ({ backend: r.backend, ok: r.ok, reason: r.reason ?? null })),
+      usable: reports.some((r) => r.ok),
+      docker: { ok: dockerOk, reason: docker?.reason ?? null, image, image_present: dockerOk ? true : imageProblem ? false : null },
+      fix: dockerOk ? null : imageProblem ? 'Build the sandbox image (once, offline from Debian packages): use "Build the image" here, or run npm run sandbox:image' : dockerFix(),
+      image_build: this.imageBuild!.current(),
+    }
+  }
+
   /** The default hands, or a 404 naming why there are none (an engine given its own toolRouter). */
   private localHands(): SandboxToolRouter {
     if (!this.hands) throw new CorralError('not_found_error', 'this engine has no local sandboxes to install packages in')
@@ -373,6 +411,7 @@ export class Engine {
     await this.brains.stop()
     await this.handsSettled()
     await this.mcp?.dispose()
+    await this.imageBuild?.dispose()
     await this.hands?.dispose()
     for (const d of this.disposers.splice(0)) d()
     await this.vault?.dispose()

@@ -1,5 +1,5 @@
 import type { ChangesRevertParams, ChangesRevertResponse, SessionChangesResponse, WorkspaceListing } from '../../shared/api/workspace'
-import type { PackageStatus } from '../../shared/api/types'
+import type { ImageBuildStatus, PackageStatus } from '../../shared/api/types'
 import type { AgentStore } from '../session/agent-store'
 import type { EnvironmentStore } from '../session/environment-store'
 import type { SessionStore } from '../session/session-store'
@@ -28,6 +28,11 @@ export interface ApiServices {
   admin?: AdminServices
   /** A session's host folders: changes, revert, file browser (Corral additions); absent without local hands. */
   workspace?: WorkspaceServices
+  /**
+   * Checks an environment's `config.corral.image` on save: the problem (the image is not in
+   * the local Docker engine), or undefined. Absent: not checked (no local hands).
+   */
+  checkImage?: (image: string) => Promise<string | undefined>
 }
 
 /** What `/v1/corral/sessions/{id}/changes` and `/files` answer (hands/changes/session-changes.ts). */
@@ -37,6 +42,17 @@ export interface WorkspaceServices {
   listFiles(sessionId: string, path?: string): Promise<WorkspaceListing>
   /** The host path of a file inside a mounted folder (checked to resolve inside it), for download. */
   filePath(sessionId: string, path: string): Promise<{ host: string; name: string }>
+}
+
+/** The sandbox backends as the app's banner shows them, and the default image. */
+export interface SandboxStatusView {
+  backends: { backend: string; ok: boolean; reason: string | null }[]
+  /** Whether any backend can run a session. */
+  usable: boolean
+  docker: { ok: boolean; reason: string | null; image: string; image_present: boolean | null }
+  /** What to do on this platform when Docker is down or missing (null when it works). */
+  fix: string | null
+  image_build: ImageBuildStatus
 }
 
 /** Settings as the API shows them: no secret, only whether the API key is set and where from. */
@@ -72,6 +88,14 @@ export interface AdminServices {
   doctor(): Promise<{ area: string; ok: boolean; detail: string }[]>
   /** Test connection: one real minimal model request with the given (or saved) endpoint and key. */
   testModel(input: import('zod').infer<typeof import('../../shared/api/schemas').corralModelTestSchema>): Promise<ModelCheckView>
+  /** The sandbox backends, the default image and its build; absent when this engine has no local hands. */
+  sandbox?: {
+    status(): Promise<SandboxStatusView>
+    /** Starts building the default image (202); the status's image_build shows progress. */
+    buildImage(): Promise<SandboxStatusView>
+    /** The backend a session's sandbox runs on, once it has one. */
+    sessionBackend(sessionId: string): Promise<{ backend: string; runtime: string | null; label: string } | null>
+  }
   /** An environment's packages on the local sandboxes; absent when this engine has no local hands. */
   packages?: {
     status(environmentId: string): Promise<PackageStatus>

@@ -22,12 +22,14 @@ export const runnerPath = (): string => join(sandboxResourcesDir(), 'runner.js')
 
 /**
  * The default image's tag: a hash of the image recipe and the runner, computed exactly as
- * resources/sandbox/build-image.sh does (`cat build-image.sh runner.js | sha256sum`, 12 hex digits).
+ * resources/sandbox/build-image.sh does (`cat build-image.sh runner.js | sha256sum`, 12 hex digits),
+ * in the repository `$CORRAL_SANDBOX_IMAGE_REPO` (default `corral-sandbox`).
  */
 export function defaultImage(): string {
   const dir = sandboxResourcesDir()
   const hash = createHash('sha256')
   hash.update(readFileSync(join(dir, 'build-image.sh')))
   hash.update(readFileSync(join(dir, 'runner.js')))
-  return `corral-sandbox:${hash.digest('hex').slice(0, 12)}`
+  // CORRAL_SANDBOX_IMAGE_REPO: the same variable the recipe honours (a throwaway name for tests).
+  return `${process.env.CORRAL_SANDBOX_IMAGE_REPO || 'corral-sandbox'}:${hash.digest('hex').slice(0, 12)}`
 }

@@ -6,6 +6,7 @@ import { packagePlan, PackageStatusBoard, type PackageEgressOpener, type Package
 import type { Sandbox, SandboxEgressSource, SandboxProvider } from './sandbox'
 import { sandboxSettings } from './settings'
 import { HOST_TOOLS, parseToolsetInput, SANDBOX_TOOLS, TOOLSET, webFetch } from './toolset'
+import { detectBackends, type BackendReport } from './doctor'
 
 /**
  * The input's size as JSON text, roughly (strings by their UTF-8 length), without serialising
@@ -70,6 +71,8 @@ export class SandboxToolRouter implements ToolRouter {
   private readonly sandboxes = new Map<string, Promise<Sandbox>>()
   /** The egress web_fetch opened for a session (closed at release when no sandbox does it). */
   private readonly fetchEgress = new Map<string, SandboxEgressSource>()
+  /** The Docker runtime each session's container was created with (runc, runsc). */
+  private readonly runtimes = new Map<string, string>()
   private readonly availability = new Map<SandboxProvider, { at: number; result: Promise<{ ok: boolean; reason?: string }> }>()
   private readonly maxInputBytes: number
   private readonly ttl: number
@@ -175,6 +178,7 @@ export class SandboxToolRouter implements ToolRouter {
     this.fetchEgress.delete(sessionId)
     // A session that only fetched pages has an open egress and no sandbox to close it.
     if (!pending && fetched) await fetched.release().catch(() => undefined)
+    this.runtimes.delete(sessionId)
     if (pending) {
       const sandbox = await pending.catch(() => undefined)
       await sandbox?.dispose(options)
@@ -228,10 +232,53 @@ export class SandboxToolRouter implements ToolRouter {
     return pending
   }
 
+  /**
+   * The backend a session's sandbox runs on, once its first toolset call provisioned one (null
+   * before): for the session header ("Docker (gVisor)", "bubblewrap").
+   */
+  async sessionBackend(sessionId: string): Promise<{ backend: string; runtime: string | null; label: string } | null> {
+    const pending = this.sandboxes.get(sessionId)
+    if (!pending) return null
+    const sandbox = await pending.catch(() => undefined)
+    if (!sandbox) return null
+    const runtime = this.runtimes.get(sessionId) ?? null
+    const label = sandbox.backend === 'docker' ? `Docker (${runtime === 'runsc' ? 'gVisor' : runtime ?? 'runc'})` : sandbox.backend
+    return { backend: sandbox.backend, runtime, label }
+  }
+
+  /**
+   * Why a call of `toolName` in this session cannot get a sandbox now (no backend can serve the
+   * session's environment), or undefined when it can, or the tool needs none. The harness asks
+   * before putting an `ask` call to the user, so nobody approves a call that cannot run.
+   */
+  async unavailable(sessionId: string, toolName: string): Promise<string | undefined> {
+    if (!SANDBOX_TOOLS.has(toolName) || this.sandboxes.has(sessionId)) return undefined
+    try {
+      const env = await this.options.resolveEnvironment(sessionId)
+      if (env.config.type === 'self_hosted') return undefined
+      await this.chooseProvider(sandboxSettings(env.config).backend, true)
+      return undefined
+    } catch (err) {
+      return (err as Error).message
+    }
+  }
+
+  /** Why an environment's `config.corral.image` cannot be used here, or undefined (see DockerSandboxProvider.imageProblem). */
+  async imageProblem(image: string): Promise<string | undefined> {
+    const docker = this.options.providers.find((p) => p.backend === 'docker') as { imageProblem?: (image: string) => Promise<string | undefined> } | undefined
+    return docker?.imageProblem?.(image)
+  }
+
+  /** Every backend's availability on this machine (the app's sandbox banner, doctor). */
+  backends(): Promise<BackendReport[]> {
+    return detectBackends(this.options.providers)
+  }
+
   private async createSandbox(sessionId: string, checkAvailable: boolean): Promise<Sandbox> {
     const env = await this.options.resolveEnvironment(sessionId)
     const settings = sandboxSettings(env.config)
     const provider = await this.chooseProvider(settings.backend, checkAvailable)
+    if (provider.backend === 'docker') this.runtimes.set(sessionId, settings.runtime ?? 'runc')
     const folders = this.foldersOf(env.resources)
     return provider.create({
       sessionId,

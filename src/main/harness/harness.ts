@@ -346,6 +346,11 @@ export class Harness {
       const error: EventInput = {
         type: 'session.error',
         error: { type: e.apiErrorType, message: e.message, retry_status: { type: exhausted ? 'exhausted' : 'retrying' } },
+        // Corral additions (the API has no such fields): which attempt of the episode failed, of
+        // how many, and the endpoint's HTTP status, so a client can show "retrying 3/5 (HTTP 529)".
+        attempt: attempt + 1,
+        max_attempts: e.retryable ? this.o.maxRetries + 1 : attempt + 1,
+        ...(e.status !== undefined ? { status_code: e.status } : {}),
       }
       if (exhausted) {
         await this.deps.log.append(c.sessionId, [end, error, { type: 'session.status_idle', stop_reason: { type: 'retries_exhausted' }, stop_details: null }])
@@ -383,7 +388,27 @@ export class Harness {
     const idle: EventInput[] = final
       ? [{ type: 'session.status_idle', stop_reason: { type: response.stopReason === 'refusal' ? 'refusal' : 'end_turn' }, stop_details: null, context_seq: contextSeq }]
       : []
-    await this.deps.log.append(c.sessionId, [...out, end, ...idle])
+    await this.deps.log.append(c.sessionId, [...out, ...(await this.unrunnableAsks(out, c)), end, ...idle])
+  }
+
+  /**
+   * Results for the `ask` toolset calls of a response that no sandbox can run (the router says
+   * why): they fail at once with the reason instead of waiting for an approval that could only
+   * lead to the same failure.
+   */
+  private async unrunnableAsks(out: EventInput[], c: RunContext): Promise<EventInput[]> {
+    const router = this.deps.router
+    if (!router.unavailable) return []
+    const results: EventInput[] = []
+    const reasons = new Map<string, string | undefined>()
+    for (const e of out) {
+      if (e.type !== 'agent.tool_use' || e.evaluated_permission !== 'ask') continue
+      const name = String(e.name)
+      if (!reasons.has(name)) reasons.set(name, await router.unavailable(c.sessionId, name).catch(() => undefined))
+      const reason = reasons.get(name)
+      if (reason) results.push(toolResult({ id: String(e.id), type: 'agent.tool_use' }, { content: `Not run (and not put to the user for approval): no sandbox can run it here: ${reason}`, isError: true }))
+    }
+    return results
   }
 
   /** The MCP tools of the session's servers, when its agent has an mcp_toolset (none otherwise). */

@@ -32,6 +32,12 @@ export interface ToolRouter {
    * harness may run it now; `running` makes the harness ask again until it finishes.
    */
   recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<ToolRecovery>
+  /**
+   * Why a call of `toolName` in this session cannot run at all now (no sandbox backend can
+   * serve it), or undefined. Optional: the harness asks before putting an `ask` call to the
+   * user, so nobody is asked to approve a call that would fail anyway.
+   */
+  unavailable?(sessionId: string, toolName: string): Promise<string | undefined>
   /** Releases a session's hands (archive, delete, shutdown). */
   release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void>
 }

@@ -50,6 +50,11 @@ export class McpToolRouter implements ToolRouter {
     return { tools, errors }
   }
 
+  /** MCP calls need no sandbox; every other tool is the inner router's to judge. */
+  async unavailable(sessionId: string, toolName: string): Promise<string | undefined> {
+    return this.options.inner.unavailable?.(sessionId, toolName)
+  }
+
   async execute(call: ToolCall): Promise<ToolOutcome> {
     const server = await this.serverOf(call.sessionId, call.name)
     if (!server) return this.options.inner.execute(call)

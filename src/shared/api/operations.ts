@@ -50,6 +50,9 @@ export const OPERATIONS = {
   'settings.update': { method: 'POST', path: '/v1/corral/settings' },
   'doctor.run': { method: 'GET', path: '/v1/corral/doctor' },
   'model.test': { method: 'POST', path: '/v1/corral/model/test' },
+  'sandbox.retrieve': { method: 'GET', path: '/v1/corral/sandbox' },
+  'sandbox.image.build': { method: 'POST', path: '/v1/corral/sandbox/image/build' },
+  'sessions.sandbox': { method: 'GET', path: '/v1/corral/sessions/:id/sandbox' },
   'environments.packages.retrieve': { method: 'GET', path: '/v1/corral/environments/:id/packages' },
   'environments.packages.prepare': { method: 'POST', path: '/v1/corral/environments/:id/packages/prepare' },
 } as const satisfies Record<string, OperationSpec>

@@ -132,7 +132,12 @@ export const corralSandboxSchema = z.strictObject({
   /** Which backend runs the environment's sandboxes; default (or `auto`): docker where an engine answers, else bubblewrap. */
   backend: z.enum(['docker', 'bubblewrap', 'auto']).optional(),
   /** A Docker image instead of the default corral-sandbox image (it must contain node, bash and rg). */
-  image: z.string().min(1).max(256).optional(),
+  image: z
+    .string()
+    .min(1)
+    .max(256)
+    .regex(/^[a-z0-9][a-z0-9._/:-]*(@sha256:[a-f0-9]{64})?$/, 'a Docker image reference (lowercase repository[:tag], e.g. corral-sandbox:latest)')
+    .optional(),
   /** Docker runtime, e.g. `runsc` for gVisor. */
   runtime: z.string().max(64).regex(/^[A-Za-z0-9_.-]+$/, 'a runtime name (letters, digits, _ . -)').optional(),
   memory_mb: z.number().int().min(32).max(1_048_576).optional(),

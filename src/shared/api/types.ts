@@ -62,3 +62,14 @@ export interface PackageStatus {
   error?: string
 }
 
+/** Where a build of the default sandbox image stands (the app's "Build the image" button). */
+export interface ImageBuildStatus {
+  state: 'idle' | 'building' | 'succeeded' | 'failed'
+  /** The image being (or last) built. */
+  image: string
+  /** The build's last progress lines (at most 200), oldest first. */
+  lines: string[]
+  exit_code: number | null
+  started_at: string | null
+  finished_at: string | null
+}

@@ -17,6 +17,16 @@ export function corralRoutes(app: Hono, s: ApiServices): void {
   // Test connection: 200 with the outcome (a failing endpoint is a result, not an error of this API).
   app.post('/v1/corral/model/test', async (c) => c.json(await admin().testModel(validate(corralModelTestSchema, await readJson(c)))))
 
+  // The sandbox backends and the default image (the app's banner), building the image with progress.
+  const sandbox = () => {
+    const x = admin().sandbox
+    if (!x) throw new CorralError('not_found_error', 'this engine has no local sandboxes')
+    return x
+  }
+  app.get('/v1/corral/sandbox', async (c) => c.json(await sandbox().status()))
+  app.post('/v1/corral/sandbox/image/build', async (c) => c.json(await sandbox().buildImage(), 202))
+  app.get('/v1/corral/sessions/:id/sandbox', async (c) => c.json({ sandbox: await sandbox().sessionBackend(c.req.param('id')) }))
+
   // An environment's packages on the local sandboxes: where they stand, and installing them ahead of a session.
   const packages = (id: string) => {
     s.environments.retrieve(id) // 404 for an unknown environment

@@ -237,6 +237,21 @@ export class DockerSandboxProvider implements SandboxProvider {
     return { ok: true }
   }
 
+  /**
+   * Why an environment's `config.corral.image` cannot start a sandbox here (not in the local
+   * engine: Corral pulls nothing), or undefined when it is present, or when no Docker engine
+   * answers (then nothing can be checked; bubblewrap ignores the field).
+   */
+  async imageProblem(image: string): Promise<string | undefined> {
+    try {
+      await this.docker.getImage(image).inspect()
+      return undefined
+    } catch (err) {
+      if (statusOf(err) === 404) return `the image ${image} is not in the local Docker engine (Corral pulls nothing: docker pull or build it first, or leave the field empty for the default image)`
+      return undefined
+    }
+  }
+
   /** Runtimes the engine knows (e.g. runc, runsc). */
   async runtimes(): Promise<string[]> {
     const info = (await this.docker.info()) as { Runtimes?: Record<string, unknown> }

@@ -8,7 +8,7 @@
  * are refused; only https links leave the app (in the system browser); every IPC message's
  * sender frame must be our own page; permissions are refused except notifications.
  */
-import { app, BrowserWindow, ipcMain, Menu, protocol, safeStorage, session, shell, type IpcMainInvokeEvent, type WebContents, type WebFrameMain } from 'electron'
+import { app, BrowserWindow, dialog, ipcMain, Menu, protocol, safeStorage, session, shell, type IpcMainInvokeEvent, type WebContents, type WebFrameMain } from 'electron'
 import { readFileSync, statSync } from 'node:fs'
 import { extname, join, normalize, sep } from 'node:path'
 import { randomUUID } from 'node:crypto'
@@ -73,6 +73,14 @@ function registerIpc(): void {
       subscriptions.delete(id)
     }
     return { ok: true, data: null }
+  })
+  ipcMain.handle(IPC_CHANNELS.pickFolder, async (event): Promise<IpcResult<string | null>> => {
+    if (!isTrustedSender(event)) return refused as IpcResult<string | null>
+    const win = BrowserWindow.fromWebContents(event.sender)
+    const options = { title: 'Choose a folder for the agent', properties: ['openDirectory' as const, 'createDirectory' as const] }
+    const r = win ? await dialog.showOpenDialog(win, options) : await dialog.showOpenDialog(options)
+    // The engine checks the path (realpath, refused places) when the session is created.
+    return { ok: true, data: r.canceled ? null : (r.filePaths[0] ?? null) }
   })
   ipcMain.handle(IPC_CHANNELS.info, (event) => {
     if (!isTrustedSender(event)) return refused

@@ -34,6 +34,8 @@ const bridge = {
     }
   },
   info: (): Promise<{ version: string; platform: string; apiUrl: string }> => ipcRenderer.invoke(IPC_CHANNELS.info),
+  /** The system's folder dialog (for a session's host folder); resolves with the chosen path or null. */
+  pickFolder: (): Promise<IpcResult<string | null>> => ipcRenderer.invoke(IPC_CHANNELS.pickFolder),
 }
 
 export type CorralBridge = typeof bridge

@@ -31,6 +31,7 @@ import {
   type StreamMessage,
 } from '../../shared/api/operations'
 import { CorralError, isCorralError } from '../../shared/errors'
+import { changesRevertSchema } from '../../shared/api/workspace'
 import type { ApiServices } from './services'
 
 /** Bodies of the POST operations, validated before dispatch. Archive operations take none. */
@@ -42,6 +43,7 @@ const BODY_SCHEMAS: Partial<Record<OperationName, z.ZodType>> = {
   'sessions.create': sessionCreateSchema,
   'sessions.update': sessionUpdateSchema,
   'events.send': eventSendSchema,
+  'changes.revert': changesRevertSchema,
 }
 
 const opSchema = z.enum(OPERATION_NAMES as [OperationName, ...OperationName[]])

@@ -4,6 +4,7 @@ import { signIn } from './api/auth'
 import { ClientProvider, useClient } from './api/context'
 import { Button, Dialog, Empty, ErrorNote, Icon, Spinner } from './ui/components'
 import { isTypingTarget, useHashRoute, useQuery } from './ui/hooks'
+import { SessionPane } from './features/changes/SessionPane'
 import { useTheme } from './ui/theme'
 import { SessionsProvider, useSessions } from './features/sessions/SessionsProvider'
 import { SessionList } from './features/sessions/SessionList'
@@ -189,7 +190,9 @@ function Shell() {
             <main className="pane" id="main">
               {sessionId ? (
                 <ErrorBoundary key={sessionId} what="this session">
-                  <ThreadView sessionId={sessionId} threadId={threadId} onOpenThread={(t) => go(t ? `/sessions/${sessionId}/threads/${t}` : `/sessions/${sessionId}`)} />
+                  <SessionPane sessionId={sessionId} view={route[2] === 'changes' || route[2] === 'files' ? route[2] : 'thread'}>
+                    <ThreadView sessionId={sessionId} threadId={threadId} onOpenThread={(t) => go(t ? `/sessions/${sessionId}/threads/${t}` : `/sessions/${sessionId}`)} />
+                  </SessionPane>
                 </ErrorBoundary>
               ) : (
                 <Landing onNew={() => setShowNew(true)} go={go} />

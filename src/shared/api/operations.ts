@@ -55,6 +55,10 @@ export const OPERATIONS = {
   'sessions.sandbox': { method: 'GET', path: '/v1/corral/sessions/:id/sandbox' },
   'environments.packages.retrieve': { method: 'GET', path: '/v1/corral/environments/:id/packages' },
   'environments.packages.prepare': { method: 'POST', path: '/v1/corral/environments/:id/packages/prepare' },
+  'changes.list': { method: 'GET', path: '/v1/corral/sessions/:id/changes' },
+  'changes.revert': { method: 'POST', path: '/v1/corral/sessions/:id/changes/revert' },
+  'files.list': { method: 'GET', path: '/v1/corral/sessions/:id/files' },
+  'files.read': { method: 'GET', path: '/v1/corral/sessions/:id/files/read' },
 } as const satisfies Record<string, OperationSpec>
 
 export type OperationName = keyof typeof OPERATIONS
@@ -113,6 +117,8 @@ export const IPC_CHANNELS = {
   streamMessage: 'corral:stream',
   /** invoke() → { version, platform } */
   info: 'corral:info',
+  /** invoke() → IpcResult<string | null>: a folder the person chose in the system's dialog (desktop only) */
+  pickFolder: 'corral:pick-folder',
 } as const
 
 export interface ApiErrorBody {

@@ -8,6 +8,8 @@ import { noQuery, query, readJson } from './common'
 
 /** Largest file the browser downloads in one response. */
 const MAX_DOWNLOAD_BYTES = 256 * 1024 * 1024
+/** Largest file read as JSON (base64), the renderer's download over either transport. */
+const MAX_READ_BYTES = 32 * 1024 * 1024
 
 /**
  * Corral additions for a session's host folders: what the agent changed (per turn, with diffs),
@@ -27,6 +29,14 @@ export function workspaceRoutes(app: Hono, s: ApiServices): void {
   app.get('/v1/corral/sessions/:id/files', async (c) => {
     const q = validate(workspacePathQuerySchema, query(c), 'query')
     return c.json(await ws(c.req.param('id')).listFiles(c.req.param('id'), q.path))
+  })
+  app.get('/v1/corral/sessions/:id/files/read', async (c) => {
+    const q = validate(workspacePathQuerySchema, query(c), 'query')
+    if (!q.path) throw new CorralError('invalid_request_error', 'query.path: required (the file to read)')
+    const { host, name } = await ws(c.req.param('id')).filePath(c.req.param('id'), q.path)
+    const st = await stat(host)
+    if (st.size > MAX_READ_BYTES) throw new CorralError('request_too_large', `path: ${q.path} is ${st.size} bytes; reading stops at ${MAX_READ_BYTES} (download it from /files/content)`)
+    return c.json({ name, path: q.path, size: st.size, content_base64: (await readFile(host)).toString('base64') })
   })
   app.get('/v1/corral/sessions/:id/files/content', async (c) => {
     const q = validate(workspacePathQuerySchema, query(c), 'query')

@@ -43,6 +43,8 @@ export interface CorralClient {
   stream(sessionId: string, options: StreamOptions, listener: (msg: StreamMessage) => void): () => void
   /** The local API's base URL (for the SDK or the CLI), e.g. http://127.0.0.1:4610. */
   apiUrl(): Promise<string>
+  /** The system's folder dialog (desktop only; browser mode types a path). Resolves with the path or null. */
+  readonly pickFolder?: () => Promise<string | null>
 }
 
 export type QueryParams = Record<string, QueryValue>

@@ -6,6 +6,7 @@ export interface CorralBridge {
   call(op: string, pathParams: Record<string, string>, payload?: unknown): Promise<IpcResult>
   subscribe(params: StreamSubscribeParams, listener: (msg: StreamMessage) => void): Promise<IpcResult<{ unsubscribe: () => void }>>
   info(): Promise<{ version: string; platform: string; apiUrl: string }>
+  pickFolder?(): Promise<IpcResult<string | null>>
 }
 
 declare global {
@@ -19,6 +20,17 @@ export class IpcClient implements CorralClient {
   readonly transport = 'ipc' as const
 
   constructor(private readonly bridge: CorralBridge) {}
+
+  /** The system's folder dialog, when the desktop shell offers one. */
+  get pickFolder(): (() => Promise<string | null>) | undefined {
+    const pick = this.bridge.pickFolder
+    if (!pick) return undefined
+    return async () => {
+      const res = await pick()
+      if (!res.ok) throw new ApiError(res.status, res.error.type, res.error.message)
+      return res.data
+    }
+  }
 
   async apiUrl(): Promise<string> {
     return (await this.bridge.info()).apiUrl

@@ -15,3 +15,4 @@ export interface Page<T> {
   next_page: string | null
   prev_page?: string | null
 }
+export type { ChangesRevertResponse, FolderChange, FolderChanges, SessionChangesResponse, WorkspaceEntry, WorkspaceListing } from '../../../shared/api/workspace'

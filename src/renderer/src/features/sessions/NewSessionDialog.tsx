@@ -9,6 +9,7 @@ type ResourceRow =
   | { type: 'github_repository'; url: string; mount_path: string; branch: string; token: string }
   | { type: 'file'; file_id: string; mount_path: string }
   | { type: 'memory_store'; memory_store_id: string }
+  | { type: 'host_folder'; host_path: string; mount_path: string; read_only: boolean }
 
 function resourceParams(r: ResourceRow): Record<string, unknown> {
   if (r.type === 'github_repository') {
@@ -21,6 +22,7 @@ function resourceParams(r: ResourceRow): Record<string, unknown> {
       ...(r.token.trim() ? { authorization_token: r.token.trim() } : {}),
     }
   }
+  if (r.type === 'host_folder') return { type: r.type, host_path: r.host_path.trim(), ...(r.mount_path.trim() ? { mount_path: r.mount_path.trim() } : {}), ...(r.read_only ? { read_only: true } : {}) }
   if (r.type === 'file') return { type: r.type, file_id: r.file_id.trim(), ...(r.mount_path.trim() ? { mount_path: r.mount_path.trim() } : {}) }
   return { type: r.type, memory_store_id: r.memory_store_id.trim() }
 }
@@ -71,6 +73,17 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
       setErr(e)
     } finally {
       setBusy(false)
+    }
+  }
+
+  const pickFolder = client.pickFolder
+  const choose = async (i: number) => {
+    if (!pickFolder) return
+    try {
+      const path = await pickFolder()
+      if (path) setRow(i, { host_path: path })
+    } catch (e) {
+      setErr(e)
     }
   }
 
@@ -142,10 +155,13 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
         </Field>
         <fieldset className="resources">
           <legend>Resources</legend>
-          {resources.length === 0 && <p className="muted">Repositories, files or memory stores to mount in the sandbox.</p>}
+          {resources.length === 0 && <p className="muted">A folder of this machine, repositories, files or memory stores to mount in the sandbox.</p>}
+          {resources.some((r) => r.type === 'host_folder' && !r.read_only) && (
+            <p className="muted resource-note">The agent works on the folder itself. Corral records what it changes so you can review and revert it in the session's Changes view; system folders, your home folder itself and Corral's own data are refused.</p>
+          )}
           {resources.map((r, i) => (
             <div key={i} className="resource-row">
-              <span className="resource-kind">{r.type === 'github_repository' ? 'Repository' : r.type === 'file' ? 'File' : 'Memory store'}</span>
+              <span className="resource-kind">{r.type === 'github_repository' ? 'Repository' : r.type === 'file' ? 'File' : r.type === 'host_folder' ? 'Folder' : 'Memory store'}</span>
               {r.type === 'github_repository' && (
                 <>
                   <input aria-label="Repository URL" className="resource-main" placeholder="https://github.com/owner/repo" value={r.url} onChange={(e) => setRow(i, { url: e.target.value })} required />
@@ -160,6 +176,20 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
                   <input aria-label="Mount path" placeholder="mount path" value={r.mount_path} onChange={(e) => setRow(i, { mount_path: e.target.value })} />
                 </>
               )}
+              {r.type === 'host_folder' && (
+                <>
+                  <input aria-label="Folder on this machine" className="resource-main" placeholder="/home/you/project" value={r.host_path} onChange={(e) => setRow(i, { host_path: e.target.value })} required />
+                  {pickFolder && (
+                    <Button small onClick={() => void choose(i)}>
+                      Choose…
+                    </Button>
+                  )}
+                  <input aria-label="Folder mount path" placeholder="/workspace" value={r.mount_path} onChange={(e) => setRow(i, { mount_path: e.target.value })} />
+                  <label className="check">
+                    <input type="checkbox" checked={r.read_only} onChange={(e) => setRow(i, { read_only: e.target.checked })} /> read-only
+                  </label>
+                </>
+              )}
               {r.type === 'memory_store' && <input aria-label="Memory store id" placeholder="memstore_…" value={r.memory_store_id} onChange={(e) => setRow(i, { memory_store_id: e.target.value })} required />}
               <button type="button" className="icon-btn" aria-label="Remove resource" onClick={() => setResources((rs) => rs.filter((_, j) => j !== i))}>
                 <Icon name="x" />
@@ -167,6 +197,9 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
             </div>
           ))}
           <div className="resource-add">
+            <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'host_folder', host_path: '', mount_path: '', read_only: false }])}>
+              Folder
+            </Button>
             <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'github_repository', url: '', mount_path: '', branch: '', token: '' }])}>
               Repository
             </Button>

@@ -449,7 +449,13 @@ export class Harness {
           if (route.kind === 'mcp') {
             const name = b.name.slice(route.serverName.length + 2)
             out.push({ id, type: 'agent.mcp_tool_use', mcp_server_name: route.serverName, name, input: b.input, evaluated_permission: route.permission, evaluation })
-          } else out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: route.permission, evaluation })
+          } else {
+            // The person allowed exactly this command for the session: it does not ask again.
+            const command = (b.input as { command?: unknown } | undefined)?.command
+            const allowedBy = route.permission === 'ask' && b.name === 'bash' && typeof command === 'string' ? c.state.allowedCommands.get(command) : undefined
+            if (allowedBy) out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: 'allow', evaluation, corral_allowed_by: allowedBy })
+            else out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: route.permission, evaluation })
+          }
         } else out.push({ id, type: 'agent.tool_use', name: b.name, input: b.input, evaluated_permission: 'allow' })
       }
     })

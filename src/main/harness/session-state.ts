@@ -34,6 +34,11 @@ export interface SessionState {
   lastStopReason?: string
   /** Usage summed over every model request (for the budget). */
   usageByModel: Map<string, ModelUsage>
+  /**
+   * Bash commands the person allowed for the rest of the session (Corral's
+   * `corral_allow_for_session` on a confirmation), exact text → the confirmation's event id.
+   */
+  allowedCommands: Map<string, string>
 }
 
 const INPUT_TYPES = new Set(['user.message', 'system.message', 'user.custom_tool_result', 'user.tool_result', 'agent.tool_result', 'agent.mcp_tool_result'])
@@ -50,6 +55,7 @@ export function foldSession(events: readonly ViewEvent[], into?: SessionState): 
     newInputSeq: 0,
     failures: 0,
     usageByModel: new Map(),
+    allowedCommands: new Map(),
   }
   for (const { seq, event: e } of events) {
     if (seq <= s.lastSeq) continue
@@ -128,6 +134,9 @@ export function foldSession(events: readonly ViewEvent[], into?: SessionState): 
       case 'user.tool_confirmation': {
         const t = s.openToolUses.find((x) => x.id === e.tool_use_id)
         if (t && !t.confirmation) t.confirmation = { result: e.result as 'allow' | 'deny', deny_message: e.deny_message as string | null | undefined }
+        if (t && e.result === 'allow' && e.corral_allow_for_session === true && t.name === 'bash' && typeof t.input.command === 'string' && !s.allowedCommands.has(t.input.command)) {
+          s.allowedCommands.set(t.input.command, e.id)
+        }
         break
       }
       default:

@@ -362,7 +362,10 @@ export class SessionStore {
       const answered = new Set<string>()
       events.forEach((e, i) => {
         let thread: string | null | undefined
-        if (e.type === 'user.tool_confirmation') thread = this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use', 'agent.mcp_tool_use'], 'user.tool_confirmation', 'tool_use_id', answered)
+        if (e.type === 'user.tool_confirmation') {
+          thread = this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use', 'agent.mcp_tool_use'], 'user.tool_confirmation', 'tool_use_id', answered)
+          if (e.corral_allow_for_session) this.checkAllowForSession(i, e.tool_use_id, e.result)
+        }
         else if (e.type === 'user.custom_tool_result')
           thread = this.checkPending(sessionId, i, e.custom_tool_use_id, ['agent.custom_tool_use'], 'user.custom_tool_result', 'custom_tool_use_id', answered)
         else if (e.type === 'user.tool_result') thread = this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use'], 'user.tool_result', 'tool_use_id', answered)
@@ -379,6 +382,16 @@ export class SessionStore {
     // concurrent sends cannot both answer the same request (all-or-nothing per request).
     check()
     return this.log.append(sessionId, events as EventInput[], { precheck: check })
+  }
+
+  /** `corral_allow_for_session` remembers an exact bash command: only on an allow of a bash call with a command. */
+  private checkAllowForSession(index: number, useId: string, result: string): void {
+    const where = `events[${index}].corral_allow_for_session`
+    if (result !== 'allow') throw invalid(`${where}: only an allow can be remembered for the session (result is ${JSON.stringify(result)})`)
+    const req = this.log.get(useId)?.event as { type?: string; name?: string; input?: { command?: unknown } } | undefined
+    if (req?.type !== 'agent.tool_use' || req.name !== 'bash' || typeof req.input?.command !== 'string') {
+      throw invalid(`${where}: only a bash call's command can be allowed for the session (${useId} is ${req?.type === 'agent.tool_use' ? `a ${JSON.stringify(req.name)} call` : 'not a toolset call'})`)
+    }
   }
 
   /** A thread named by a client event must be one of the session's; the primary one maps to null. */

@@ -225,6 +225,12 @@ export const eventParamsSchema = z.discriminatedUnion('type', [
     result: z.enum(['allow', 'deny']),
     deny_message: z.string().max(10_000).nullable().optional(),
     session_thread_id: threadIdSchema,
+    /**
+     * Corral addition: with `allow` on a bash call, later bash calls of this session with exactly
+     * the same command are evaluated `allow` instead of asking (the confirmation is the fact the
+     * harness reads back from the log). Clients that never send it see the API's behaviour.
+     */
+    corral_allow_for_session: z.literal(true).optional(),
   }),
   z.strictObject({
     type: z.literal('user.custom_tool_result'),

@@ -19,7 +19,7 @@ interface ConfirmationsState {
    * Answers a confirmation (allow / deny with an optional message), or a custom tool call (the
    * message is its result; deny marks it an error). Resolves when the engine stored the answer.
    */
-  answer: (item: PendingItem, result: 'allow' | 'deny', denyMessage?: string) => Promise<void>
+  answer: (item: PendingItem, result: 'allow' | 'deny', denyMessage?: string, scope?: 'session') => Promise<void>
   /** Re-reads one session's pending items now (the thread view calls it on a relevant event). */
   refreshSession: (sessionId: string) => void
 }
@@ -126,12 +126,20 @@ export function ConfirmationsProvider({ children }: { children: ReactNode }) {
   )
 
   const answer = useCallback(
-    async (item: PendingItem, result: 'allow' | 'deny', denyMessage?: string) => {
+    async (item: PendingItem, result: 'allow' | 'deny', denyMessage?: string, scope?: 'session') => {
       const thread = item.tool.threadId ? { session_thread_id: item.tool.threadId } : {}
       const event =
         item.tool.source === 'custom'
           ? { type: 'user.custom_tool_result', custom_tool_use_id: item.tool.id, content: [{ type: 'text', text: denyMessage || (result === 'allow' ? 'ok' : 'declined') }], is_error: result === 'deny', ...thread }
-          : { type: 'user.tool_confirmation', tool_use_id: item.tool.id, result, ...(result === 'deny' && denyMessage ? { deny_message: denyMessage } : {}), ...thread }
+          : {
+              type: 'user.tool_confirmation',
+              tool_use_id: item.tool.id,
+              result,
+              ...(result === 'deny' && denyMessage ? { deny_message: denyMessage } : {}),
+              // Corral addition: this exact command runs without asking for the rest of the session.
+              ...(result === 'allow' && scope === 'session' ? { corral_allow_for_session: true } : {}),
+              ...thread,
+            }
       await client.request('events.send', { id: item.sessionId }, { events: [event] })
       setBySession((prev) => ({ ...prev, [item.sessionId]: (prev[item.sessionId] ?? []).filter((p) => p.tool.id !== item.tool.id) }))
     },

@@ -26,12 +26,12 @@ export function QueueDrawer({ onClose, onOpenSession }: { onClose: () => void; o
   }, [queue.length, index])
   useEffect(() => panel.current?.focus(), [])
 
-  const run = async (result: 'allow' | 'deny') => {
+  const run = async (result: 'allow' | 'deny', scope?: 'session') => {
     if (!current || busy) return
     setBusy(true)
     setErr(undefined)
     try {
-      await answer(current, result, result === 'deny' || current.tool.source === 'custom' ? message.trim() || undefined : undefined)
+      await answer(current, result, result === 'deny' || current.tool.source === 'custom' ? message.trim() || undefined : undefined, scope)
       setDenying(false)
       setMessage('')
     } catch (e) {
@@ -122,6 +122,11 @@ export function QueueDrawer({ onClose, onOpenSession }: { onClose: () => void; o
                   <Button variant="good" icon="check" kbd="A" disabled={busy} onClick={() => void run('allow')}>
                     Approve
                   </Button>
+                  {current.tool.name === 'bash' && typeof current.tool.input.command === 'string' && (
+                    <Button variant="ghost" disabled={busy} onClick={() => void run('allow', 'session')} title="Later calls with exactly this command run without asking, for the rest of this session">
+                      Allow this command for this session
+                    </Button>
+                  )}
                   <Button variant="danger" icon="x" kbd="D" disabled={busy} onClick={() => setDenying(true)}>
                     Deny
                   </Button>

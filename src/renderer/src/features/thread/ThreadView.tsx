@@ -63,9 +63,9 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   pendingRef.current = pending
   const { answer } = confirmations
   const onAnswer = useCallback(
-    async (tool: ToolItem, result: 'allow' | 'deny', message?: string) => {
+    async (tool: ToolItem, result: 'allow' | 'deny', message?: string, scope?: 'session') => {
       const item: PendingItem = pendingRef.current.find((p) => p.tool.id === tool.id) ?? { sessionId, sessionTitle: '', tool }
-      await answer(item, result, message)
+      await answer(item, result, message, scope)
     },
     [answer, sessionId],
   )

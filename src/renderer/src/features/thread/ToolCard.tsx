@@ -79,6 +79,11 @@ export const ToolCard = memo(function ToolCard({ tool, sessionIdle, onAnswer, ex
         <span className="tool-meta">
           {exitCode !== undefined && exitCode !== null && <span className={`pill ${exitCode === 0 ? 'pill-good' : 'pill-bad'}`}>exit {exitCode}</span>}
           {failedChange && <span className="pill pill-bad">not applied</span>}
+          {tool.allowedBy && (
+            <span className="pill" title="You allowed this exact command for this session">
+              allowed for session
+            </span>
+          )}
           {state === 'running' ? <Elapsed since={tool.confirmation?.at ?? tool.at} /> : r?.durationMs !== undefined && <span className="tool-duration">{duration(r.durationMs)}</span>}
           <span className={`pill pill-${state}`} title={denyNote}>
             {state === 'running' && <Spinner label="Running" />}
@@ -162,10 +167,10 @@ function ConfirmBar({ tool, onAnswer }: { tool: ToolItem; onAnswer: NonNullable<
   const [message, setMessage] = useState('')
   const [busy, setBusy] = useState(false)
   const [err, setErr] = useState<string>()
-  const run = (result: 'allow' | 'deny') => {
+  const run = (result: 'allow' | 'deny', scope?: 'session') => {
     setBusy(true)
     setErr(undefined)
-    onAnswer(result, message.trim() || undefined)
+    onAnswer(result, message.trim() || undefined, scope)
       .catch((e: Error) => setErr(e.message))
       .finally(() => setBusy(false))
   }
@@ -178,6 +183,11 @@ function ConfirmBar({ tool, onAnswer }: { tool: ToolItem; onAnswer: NonNullable<
           <Button variant="good" icon="check" disabled={busy} onClick={() => run('allow')}>
             Approve
           </Button>
+          {tool.name === 'bash' && typeof tool.input.command === 'string' && (
+            <Button variant="ghost" disabled={busy} onClick={() => run('allow', 'session')} title="Later calls with exactly this command run without asking, for the rest of this session">
+              Allow this command for this session
+            </Button>
+          )}
           <Button variant="danger" icon="x" disabled={busy} onClick={() => setDenying(true)}>
             Deny…
           </Button>

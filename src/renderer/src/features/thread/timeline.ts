@@ -41,6 +41,8 @@ export interface ToolItem {
   permission?: 'allow' | 'ask' | 'deny'
   confirmation?: { result: 'allow' | 'deny'; denyMessage?: string | null; at?: string }
   result?: ToolResult
+  /** Allowed without asking: the person allowed this exact command for the session (that confirmation's id). */
+  allowedBy?: string
   /** Output streamed while the call runs (never-stored previews); the stored result supersedes it. */
   live?: string
 }
@@ -183,6 +185,7 @@ export class TimelineBuilder {
           mcpServer: typeof e.mcp_server_name === 'string' ? e.mcp_server_name : undefined,
           input: (e.input as Record<string, unknown>) ?? {},
           permission: e.evaluated_permission as ToolItem['permission'],
+          allowedBy: typeof e.corral_allowed_by === 'string' ? e.corral_allowed_by : undefined,
         }
         this.push(item)
         for (const o of this.orphans.get(e.id) ?? []) this.answerTool(o)

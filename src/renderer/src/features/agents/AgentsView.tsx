@@ -7,16 +7,11 @@ import { modelIdOf, relativeTime } from '../../ui/format'
 import { useQuery } from '../../ui/hooks'
 import { useSessions } from '../sessions/SessionsProvider'
 import { ResourceSidebar } from '../../ui/ResourceSidebar'
+import { TOOLS, toolsetOf, type Policy, type ToolsetState } from './toolset'
 
-const TOOLS = ['bash', 'read', 'write', 'edit', 'glob', 'grep', 'web_fetch', 'web_search'] as const
-type Policy = 'always_allow' | 'always_ask'
-const MODELS = ['claude-opus-4-5', 'claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-6', 'claude-sonnet-4-6']
-
-interface ToolsetState {
-  enabled: boolean
-  defaultPolicy: Policy
-  tools: Record<string, { enabled: boolean; policy: Policy }>
-}
+const MODELS = ['claude-sonnet-5-5', 'claude-opus-5-5', 'claude-haiku-5-5', 'claude-sonnet-4-6', 'claude-opus-4-6', 'claude-haiku-4-5']
+/** A new agent's model: a current one (the SDK warns on every request to a deprecated model). */
+const DEFAULT_MODEL = 'claude-sonnet-5-5'
 
 interface Draft {
   name: string
@@ -29,24 +24,10 @@ interface Draft {
   mcpServers: string
 }
 
-function toolsetOf(agent: Agent | undefined): ToolsetState {
-  const ts = agent?.tools.find((t) => t.type === 'agent_toolset_20260401') as
-    | { default_config?: { enabled?: boolean | null; permission_policy?: { type: string } | null } | null; configs?: { name: string; enabled?: boolean | null; permission_policy?: { type: string } | null }[] }
-    | undefined
-  const defaultPolicy = (ts?.default_config?.permission_policy?.type as Policy) ?? 'always_ask'
-  const defaultEnabled = ts?.default_config?.enabled ?? true
-  const tools: ToolsetState['tools'] = {}
-  for (const name of TOOLS) {
-    const c = ts?.configs?.find((x) => x.name === name)
-    tools[name] = { enabled: c?.enabled ?? defaultEnabled, policy: (c?.permission_policy?.type as Policy) ?? defaultPolicy }
-  }
-  return { enabled: agent ? !!ts : true, defaultPolicy, tools }
-}
-
 function draftOf(agent: Agent | undefined): Draft {
   return {
     name: agent?.name ?? '',
-    model: modelIdOf(agent?.model) ?? 'claude-sonnet-4-5',
+    model: modelIdOf(agent?.model) ?? DEFAULT_MODEL,
     description: agent?.description ?? '',
     system: agent?.system ?? '',
     toolset: toolsetOf(agent),
@@ -198,7 +179,13 @@ function AgentEditor({ agent, onSaved }: { agent?: Agent; onSaved: (a: Agent) =>
             </label>
           </legend>
           {draft.toolset.enabled && (
-            <table className="tool-table">
+            <p className="field-hint" id="ag-permissions-hint">
+              New agents may read and search files (read, glob, grep) without asking; writing, editing, running commands and reaching the network ask you first. “Ask me” puts each call in
+              the confirmation queue.
+            </p>
+          )}
+          {draft.toolset.enabled && (
+            <table className="tool-table" aria-describedby="ag-permissions-hint">
               <thead>
                 <tr>
                   <th scope="col">Tool</th>

@@ -24,8 +24,12 @@ function lastText(req: RecordedRequest): string {
 }
 
 function respond(req: RecordedRequest): ScriptStep {
-  if (toolResultsOf(req).length > 0) return say('Finished.')
   const text = lastText(req)
+  if (/twice/i.test(text) || toolResultsOf(req).some((r) => r.text.includes('twice'))) {
+    // Two calls of the same command, one per turn step.
+    return toolResultsOf(req).length < 2 ? callTool('bash', { command: 'echo twice' }) : say('Twice done.')
+  }
+  if (toolResultsOf(req).length > 0) return say('Finished.')
   if (/count/i.test(text)) return callTool('bash', { command: COUNT }, 'Counting to five.')
   if (/sleep/i.test(text)) return callTool('bash', { command: 'echo started; sleep 60' }, 'Sleeping.')
   return say('OK.')
@@ -43,6 +47,7 @@ test.describe.serial('live tool calls', () => {
   let model: ScriptedModelServer
   let serve: ServeProcess
   let agentId: string
+  let askerId: string
   let envId: string
 
   const api = async <T = { id: string }>(method: string, path: string, body?: unknown): Promise<T> => {
@@ -50,8 +55,8 @@ test.describe.serial('live tool calls', () => {
     if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`)
     return (await r.json()) as T
   }
-  const openSession = async (page: Page, title: string): Promise<string> => {
-    const session = await api('POST', '/v1/sessions', { agent: agentId, environment_id: envId, title })
+  const openSession = async (page: Page, title: string, agent = agentId): Promise<string> => {
+    const session = await api('POST', '/v1/sessions', { agent, environment_id: envId, title })
     await page.goto(`${serve.url}/?token=${TOKEN}#/sessions/${session.id}`)
     await expect(page.getByRole('heading', { name: title })).toBeVisible()
     return session.id
@@ -66,6 +71,7 @@ test.describe.serial('live tool calls', () => {
     model = await ScriptedModelServer.start(respond)
     serve = await startServe({ dataDir, token: TOKEN, modelUrl: model.url })
     agentId = (await api('POST', '/v1/agents', { name: 'Counter', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_allow' } } }] })).id
+    askerId = (await api('POST', '/v1/agents', { name: 'Asker', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_ask' } } }] })).id
     envId = (await api('POST', '/v1/environments', { name: 'bwrap', config: { type: 'cloud', corral: { backend: 'bubblewrap' } } })).id
   })
 
@@ -137,5 +143,69 @@ test.describe.serial('live tool calls', () => {
     await expect(card).not.toContainText('/tmp')
     await expect(card).not.toContainText('exit code')
     await shot(page, info, 'live-03-interrupted')
+  })
+
+  test('"Allow this command for this session" runs the same command again without asking; the deny box in the queue is one row high', async ({ page }, info) => {
+    await openSession(page, 'Twice', askerId)
+    await send(page, 'run it twice')
+    const cards = page.getByRole('article', { name: /Tool call bash/ })
+    await expect(cards.first()).toHaveAttribute('aria-label', 'Tool call bash: Waiting for you')
+    // The queue drawer: Deny opens a message box of its own height, not the drawer's.
+    await page.getByLabel('Message', { exact: true }).press('Escape')
+    await page.keyboard.press('c')
+    const drawer = page.getByRole('complementary', { name: 'Confirmation queue' })
+    await expect(drawer).toBeVisible()
+    await drawer.getByRole('button', { name: /^Deny/ }).click()
+    const form = drawer.locator('form.confirm-deny')
+    await expect(form).toBeVisible()
+    const formBox = (await form.boundingBox())!
+    const drawerBox = (await drawer.boundingBox())!
+    expect(formBox.height).toBeLessThan(60)
+    expect(formBox.height).toBeLessThan(drawerBox.height / 4)
+    await shot(page, info, 'live-04-queue-deny-box')
+    await page.keyboard.press('Escape')
+    await page.keyboard.press('Escape')
+    await expect(drawer).toHaveCount(0)
+
+    await cards.first().getByRole('button', { name: 'Allow this command for this session' }).click()
+    await expect(cards).toHaveCount(2)
+    const second = cards.nth(1)
+    await expect(second).toHaveAttribute('aria-label', 'Tool call bash: Done')
+    await expect(second.getByText('allowed for session')).toBeVisible()
+    await expect(page.locator('.msg-agent').filter({ hasText: 'Twice done.' })).toBeVisible()
+    await shot(page, info, 'live-05-allowed-for-session')
+  })
+
+  test('at 900 px wide the new-session "+" is fully visible, and a message is shown as typed', async ({ page }, info) => {
+    await page.setViewportSize({ width: 900, height: 700 })
+    await openSession(page, 'Narrow')
+    const plus = page.getByRole('button', { name: 'New session' })
+    await expect(plus).toBeVisible()
+    const box = (await plus.boundingBox())!
+    const sidebar = (await page.getByRole('complementary', { name: 'Sessions' }).boundingBox())!
+    expect(box.x).toBeGreaterThanOrEqual(sidebar.x)
+    expect(box.x + box.width).toBeLessThanOrEqual(sidebar.x + sidebar.width)
+    expect(box.width).toBeGreaterThanOrEqual(28)
+    // Nothing covers or clips it: a point near each corner (inside the rounded border) is the button.
+    const corners = await plus.evaluate((el) => {
+      const r = el.getBoundingClientRect()
+      const pts = [
+        [r.left + 4, r.top + 4],
+        [r.right - 4, r.top + 4],
+        [r.left + 4, r.bottom - 4],
+        [r.right - 4, r.bottom - 4],
+      ]
+      return pts.map(([x, y]) => el.contains(document.elementFromPoint(x, y)))
+    })
+    expect(corners).toEqual([true, true, true, true])
+
+    const typed = 'first line\nsecond line with __init__ and *stars*'
+    await page.getByLabel('Message', { exact: true }).fill(typed)
+    await page.getByLabel('Message', { exact: true }).press('Enter')
+    const bubble = page.locator('.msg-user .msg-text').last()
+    await expect(bubble).toContainText('__init__')
+    expect(await bubble.innerText()).toBe(typed)
+    await expect(page.locator('.msg-user strong, .msg-user em')).toHaveCount(0)
+    await shot(page, info, 'live-06-narrow')
   })
 })

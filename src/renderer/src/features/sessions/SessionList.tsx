@@ -3,6 +3,7 @@ import { Button, Icon, Spinner, StatusBadge } from '../../ui/components'
 import { relativeTime } from '../../ui/format'
 import { useConfirmations } from '../confirmations/ConfirmationsProvider'
 import { sessionTitle, useSessions } from './SessionsProvider'
+import { byLastActivity } from './order'
 
 interface SessionListProps {
   selectedId: string | undefined
@@ -18,7 +19,7 @@ export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(functi
   const [status, setStatus] = useState<'all' | 'running' | 'waiting' | 'idle'>('all')
   const shown = useMemo(() => {
     const q = query.trim().toLowerCase()
-    return sessions.filter((s) => {
+    return byLastActivity(sessions).filter((s) => {
       const agentName = (s.agent as { name?: string }).name ?? ''
       if (q && !`${sessionTitle(s)} ${agentName} ${s.id}`.toLowerCase().includes(q)) return false
       if (status === 'waiting') return countFor(s.id) > 0

@@ -47,6 +47,7 @@ const OUTPUT_CAP = posInt(process.env.CORRAL_OUTPUT_CAP, 256 * 1024)
 const MAX_SAVED_OUTPUT = posInt(process.env.CORRAL_MAX_SAVED_OUTPUT, 32 * 1024 * 1024)
 const BASH_TIMEOUT_MS = posInt(process.env.CORRAL_BASH_TIMEOUT_MS, 120000)
 const MAX_TIMEOUT_MS = 60 * 60 * 1000
+const CPU_SECONDS = posInt(process.env.CORRAL_CPU_SECONDS, 0)
 const READ_MAX_BYTES = 16 * 1024 * 1024
 const GLOB_MAX_RESULTS = 1000
 const GLOB_MAX_VISITS = 200000
@@ -476,7 +477,9 @@ class Shell {
   ensure() {
     if (this.proc) return
     fs.mkdirSync(TMP_DIR, { recursive: true, mode: 0o700 })
-    const proc = cp.spawn('bash', ['--noprofile', '--norc'], { cwd: WORKSPACE, env: shellEnv(), detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
+    // CORRAL_CPU_SECONDS (bubblewrap, which has no cgroup): RLIMIT_CPU for the shell and every command it runs.
+    const [file, args] = CPU_SECONDS ? ['prlimit', [`--cpu=${CPU_SECONDS}`, '--', 'bash', '--noprofile', '--norc']] : ['bash', ['--noprofile', '--norc']]
+    const proc = cp.spawn(file, args, { cwd: WORKSPACE, env: shellEnv(), detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
     this.proc = proc
     proc.stdin.on('error', () => {})
     proc.stdout.on('data', (d) => this.current && this.current.data(d))

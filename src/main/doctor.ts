@@ -51,6 +51,10 @@ export async function runDoctor(params: DoctorParams): Promise<DoctorFinding[]> 
     for (const b of backends) {
       const extra = b.details?.gvisor ? `; gVisor: ${String(b.details.gvisor)}` : ''
       findings.push({ area: `sandbox: ${b.backend}`, ok: b.ok, detail: (b.ok ? 'works' : (b.reason ?? 'does not work')) + extra })
+      for (const part of ['seccomp', 'user_namespaces', 'keyring', 'limits']) {
+        const detail = b.details?.[part]
+        if (typeof detail === 'string') findings.push({ area: `sandbox: ${b.backend} ${part.replace('_', ' ')}`, ok: !/^none|^no filter|reachable|possible/.test(detail), detail })
+      }
     }
   } finally {
     await Promise.all(providers.map((p) => p.dispose().catch(() => undefined)))

@@ -11,8 +11,9 @@ export interface BackendReport {
 
 /**
  * `corral doctor`: which sandbox backends work on this machine and why the others do not.
- * Asks each provider (`available()`), and for Docker whether the gVisor runtime (runsc) is
- * registered. Never throws; a failing probe is a report with ok: false.
+ * Asks each provider (`available()`), for Docker whether the gVisor runtime (runsc) is
+ * registered, and for bubblewrap what hardening is in force (`details.seccomp`,
+ * `user_namespaces`, `keyring`, `limits`). Never throws; a failing probe is a report with ok: false.
  */
 export async function detectBackends(providers: readonly SandboxProvider[]): Promise<BackendReport[]> {
   const reports = await Promise.all(
@@ -24,6 +25,9 @@ export async function detectBackends(providers: readonly SandboxProvider[]): Pro
         const names = await runtimes.call(p).catch(() => [] as string[])
         report.details = { runtimes: names, gvisor: names.includes('runsc') ? 'available (config.corral.runtime: "runsc")' : 'runsc is not registered with dockerd (install runsc; scripts/start-dockerd.sh registers it)' }
       }
+      // bubblewrap: which of seccomp, --disable-userns, a fresh keyring and limits this host gives its sandboxes.
+      const guarantees = (p as { guarantees?: () => Promise<Record<string, string>> }).guarantees
+      if (a.ok && guarantees) report.details = { ...report.details, ...(await guarantees.call(p).catch((err: Error) => ({ hardening: `unknown: ${err.message}` }))) }
       return report
     }),
   )

@@ -19,6 +19,13 @@ describe.skipIf(!docker.ok || !bwrap.ok)('detectBackends (corral doctor)', () =>
     expect(reports[0]).toMatchObject({ backend: 'docker', ok: true, details: { runtimes: expect.arrayContaining(['runc']) } })
     expect(reports[1]).toMatchObject({ backend: 'docker', ok: false, reason: expect.stringContaining('Docker engine is not answering') })
     expect(reports[2]).toMatchObject({ backend: 'bubblewrap', ok: true })
+    // What bubblewrap's sandboxes get on this host (Debian 12: bwrap 0.8, x86-64 or aarch64, util-linux).
+    expect(reports[2]!.details).toMatchObject({
+      seccomp: expect.stringMatching(/^filter in force \((x86_64|aarch64);/),
+      user_namespaces: 'nested user namespaces disabled (--disable-userns)',
+      keyring: expect.stringMatching(/keyring calls refused|fresh anonymous session keyring/),
+      limits: expect.stringMatching(/^(a cgroup of its own|per process)/),
+    })
     expect(reports[3]).toMatchObject({ backend: 'bubblewrap', ok: false, reason: expect.stringContaining('not installed') })
     expect(reports.at(-1)).toMatchObject({ backend: 'seatbelt', ok: false, reason: 'macOS only' })
   })

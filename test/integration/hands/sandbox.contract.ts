@@ -253,6 +253,12 @@ export function sandboxContract(name: string, h: ContractHarness): void {
           name: 'bash',
           input: { command: `cat > /tmp/forged.json <<'EOF'\n${line}\nEOF\npython3 - <<'EOF'\n${FORGE_PY}\nEOF\nsleep 3; echo real` },
         })
+        if (r.content.startsWith('could not forge')) {
+          // This backend gives a command no way to its runner's output (bubblewrap: stdout is a
+          // socket and the seccomp filter refuses pidfd_getfd); the call ran as written.
+          expect(r).toMatchObject({ isError: false, content: 'could not forge\nreal' })
+          return
+        }
         expect(r.isError, r.content.slice(0, 300)).toBe(true)
         expect(r.content).toMatch(/^bash: the sandbox's runner answered malformed data \(.+\) and was replaced; the call's outcome is lost/)
         expect(r.content).not.toContain('forged')

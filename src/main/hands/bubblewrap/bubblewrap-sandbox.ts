@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
@@ -8,6 +8,9 @@ import { promisify } from 'node:util'
 import { CorralError } from '../../../shared/errors'
 import { InstallFlights, installOnce, installScript, packageCacheKey, packagePlan, prefixEnv, runInstall, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
 import { runnerPath } from '../paths'
+import { cgroupLauncher, openSandboxCgroup } from './cgroup'
+import { type BwrapHardening, describeHardening, detectHardening, SANDBOX_CPU_SECONDS } from './hardening'
+import { seccompFilterBytes } from './seccomp'
 import { RunnerConnection } from '../runner-connection'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner-sandbox'
 import type { SandboxEgress, SandboxProvider, SandboxProvisionParams } from '../sandbox'
@@ -53,12 +56,12 @@ export function hostNode(): { path: string; bind?: string } | undefined {
 }
 
 /**
- * The bwrap command line for one session's runner: options, then the command (its last two
- * entries: node and the runner). With `egress`, its directory is bound
+ * The bwrap command line for one session's runner: options, then the command (node and the
+ * runner, after prlimit and its options when `hardening.prlimit`). With `egress`, its directory is bound
  * read-only at `egress.sandboxDir` and its env set; the network stays unshared (the runner
  * starts the bridge to the proxy's socket).
  */
-export function bwrapArgs(p: {
+export interface BwrapArgsParams {
   sessionDir: string
   settings: SandboxSettings
   runner: string
@@ -68,7 +71,19 @@ export function bwrapArgs(p: {
   packages?: { dir: string; writable?: boolean }
   /** Host folders bound in (resolved by the router); one at /workspace moves the session's workspace to STATE_MOUNT. */
   folders?: readonly FolderMount[]
-}): string[] {
+  /** What of seccomp / userns / limits this host offers; `seccompFd`: the descriptor bwrap reads the filter from. */
+  hardening?: BwrapHardening & { seccompFd?: number }
+}
+
+/** bwrap's whole command line: `options`, then `command` (see bwrapCommandLine). */
+export function bwrapArgs(p: BwrapArgsParams): string[] {
+  const { options, command } = bwrapCommandLine(p)
+  return [...options, ...command]
+}
+
+/** bwrap's options (they go through `--args FD`) and the command it runs (it stays in argv). */
+export function bwrapCommandLine(p: BwrapArgsParams): { options: string[]; command: string[] } {
+  const h = p.hardening
   const node = p.node ?? { path: '/usr/bin/node' }
   const folders = p.folders ?? []
   const workspaceTarget = folders.some((f) => f.target === WORKSPACE) ? STATE_MOUNT : WORKSPACE
@@ -79,9 +94,12 @@ export function bwrapArgs(p: {
     LANG: 'C.UTF-8',
     USER: 'corral',
     ...(p.packages ? prefixEnv(PACKAGES_PREFIX) : {}),
+    ...(h?.prlimit ? { CORRAL_CPU_SECONDS: String(SANDBOX_CPU_SECONDS) } : {}),
     ...p.egress?.env,
   }
   const args = ['--unshare-all', '--die-with-parent', '--new-session', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--clearenv']
+  if (h?.disableUserns) args.push('--unshare-user', '--disable-userns')
+  if (h?.seccomp && h.seccompFd !== undefined) args.push('--seccomp', String(h.seccompFd))
   for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v)
   args.push('--ro-bind', '/usr', '/usr')
   for (const [link, target] of [['/bin', 'usr/bin'], ['/lib', 'usr/lib'], ['/lib64', 'usr/lib64'], ['/sbin', 'usr/sbin']]) args.push('--symlink', target, link)
@@ -96,8 +114,9 @@ export function bwrapArgs(p: {
   for (const f of [...folders].sort((a, b) => a.target.length - b.target.length)) args.push(f.readOnly ? '--ro-bind' : '--bind', f.source, f.target)
   args.push('--ro-bind', p.runner, '/opt/corral/runner.js', '--chdir', WORKSPACE)
   if (node.bind) args.push('--ro-bind', node.bind, node.path)
-  args.push(node.path, '/opt/corral/runner.js')
-  return args
+  // Limits are set inside the sandbox: set before bwrap, RLIMIT_NPROC would count the host user's own processes.
+  const limits = h?.prlimit ? [h.prlimit, `--nproc=${p.settings.pids}`, `--data=${p.settings.memoryMb * 1024 * 1024}`, '--core=0', '--'] : []
+  return { options: args, command: [...limits, node.path, '/opt/corral/runner.js'] }
 }
 
 /**
@@ -113,7 +132,7 @@ export function bwrapArgsFile(args: readonly string[]): Buffer {
 export const PACKAGES_PREFIX = '/opt/corral/env'
 
 /** Makes `dir` a sandbox's home on the host (workspace, passwd, group) and starts its runner in bwrap. */
-async function launchBwrap(p: { options: BubblewrapSandboxProviderOptions; dir: string; settings: SandboxSettings; egress?: SandboxEgress; packages?: { dir: string; writable?: boolean }; folders?: readonly FolderMount[] }): Promise<Omit<BwrapLive, 'egress'>> {
+async function launchBwrap(p: { options: BubblewrapSandboxProviderOptions; dir: string; settings: SandboxSettings; hardening: BwrapHardening; egress?: SandboxEgress; packages?: { dir: string; writable?: boolean }; folders?: readonly FolderMount[] }): Promise<Omit<BwrapLive, 'egress'>> {
   const dir = p.dir
   await mkdir(join(dir, 'workspace'), { recursive: true })
   await mkdir(join(dir, 'etc'), { recursive: true })
@@ -121,16 +140,24 @@ async function launchBwrap(p: { options: BubblewrapSandboxProviderOptions; dir: 
   await writeFile(join(dir, 'etc/group'), 'root:x:0:\ncorral:x:1000:\nnogroup:x:65534:\n')
   const node = hostNode()
   if (!node) throw new CorralError('sandbox_error', 'no node binary to run the sandbox runner with (install nodejs)')
-  const args = bwrapArgs({ sessionDir: dir, settings: p.settings, runner: runnerPath(), node, egress: p.egress, packages: p.packages, folders: p.folders })
-  // Everything but `--args 3` goes through a pipe: bwrap's argv (what `ps` shows every user)
+  const hardening = { ...p.hardening, seccompFd: p.hardening.seccomp ? 4 : undefined }
+  const { options, command } = bwrapCommandLine({ sessionDir: dir, settings: p.settings, runner: runnerPath(), node, egress: p.egress, packages: p.packages, folders: p.folders, hardening })
+  // Options go through a descriptor (`--args 3`): bwrap's argv, which `ps` shows every user,
   // would otherwise carry the sandbox's environment, the proxy's socket path and the credential
-  // placeholders.
-  // bwrap takes only options from the descriptor; the command (node, the runner: nothing secret) stays in argv.
-  const command = args.splice(-2)
-  const child = spawn(p.options.bwrap ?? 'bwrap', ['--args', '3', '--', ...command], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+  // placeholders. Only the command (prlimit, node, the runner: nothing secret) stays in argv.
+  const bwrap = p.options.bwrap ?? 'bwrap'
+  // keyctl session -: bwrap starts in a fresh anonymous session keyring, not the user's.
+  const bwrapLine = [...(p.hardening.keyctl ? [p.hardening.keyctl, 'session', '-'] : []), bwrap, '--args', '3', '--', ...command]
+  // The whole sandbox in a cgroup of its own where the host lets us make one (pids, memory).
+  const cgroup = openSandboxCgroup(`${basename(dir)}-${randomBytes(4).toString('hex')}`, { pids: p.settings.pids, memoryBytes: p.settings.memoryMb * 1024 * 1024 })
+  const [file, ...argv] = cgroup ? [...cgroupLauncher(cgroup), ...bwrapLine] : bwrapLine
+  const child = spawn(file!, argv, { stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
   const argsPipe = child.stdio[3] as Writable
   argsPipe.on('error', () => {}) // bwrap that did not start: reported by 'error' / exit below
-  argsPipe.end(bwrapArgsFile(args))
+  argsPipe.end(bwrapArgsFile(options))
+  const seccompPipe = child.stdio[4] as Writable
+  seccompPipe.on('error', () => {})
+  seccompPipe.end(hardening.seccomp ? seccompFilterBytes(hardening.seccomp) : undefined)
   let stderrTail = ''
   child.stderr!.on('data', (d: Buffer) => {
     stderrTail = (stderrTail + d.toString()).slice(-2000)
@@ -139,6 +166,7 @@ async function launchBwrap(p: { options: BubblewrapSandboxProviderOptions; dir: 
     child.on('exit', (code, signal) => resolve({ code, signal }))
     child.on('error', () => resolve({ code: null, signal: null }))
   })
+  void exited.then(() => cgroup?.dispose())
   const connection = new RunnerConnection({ input: child.stdin!, output: child.stdout! })
   child.on('error', (err) => connection.close(`bwrap could not start: ${err.message}`))
   try {
@@ -169,7 +197,7 @@ export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
   protected async start(): Promise<BwrapLive> {
     const packages = await this.provider.packagePrefix(this.params, this.settings)
     const egress = await this.params.egress?.open()
-    const live = await launchBwrap({ options: this.options, dir: this.sessionDir, settings: this.settings, egress, packages: packages ? { dir: packages } : undefined, folders: this.params.folders })
+    const live = await launchBwrap({ options: this.options, dir: this.sessionDir, settings: this.settings, hardening: await this.provider.hardening(), egress, packages: packages ? { dir: packages } : undefined, folders: this.params.folders })
     return { ...live, egress }
   }
 
@@ -204,6 +232,7 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
   private readonly live = new Set<BubblewrapSandbox>()
   private readonly packageFlights = new InstallFlights()
   private base: Promise<string> | undefined
+  private features: Promise<BwrapHardening> | undefined
 
   constructor(private readonly options: BubblewrapSandboxProviderOptions) {}
 
@@ -260,7 +289,7 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
     const started = Date.now()
     log(`packages for ${params.environmentId} (${p.final}): installing ${plan.summary}`)
     try {
-      live = await launchBwrap({ options: this.options, dir: join(work, 'home'), settings, egress, packages: { dir: prefix, writable: true } })
+      live = await launchBwrap({ options: this.options, dir: join(work, 'home'), settings, hardening: await this.hardening(), egress, packages: { dir: prefix, writable: true } })
       await live.connection.egress({ env: egress.env, socket: egress.bridge.socket, port: egress.bridge.port })
       await runInstall(live.connection, installScript(plan, { prefix: PACKAGES_PREFIX }), {
         idPrefix: `packages-${p.key}`,
@@ -289,6 +318,20 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
       return `bubblewrap node ${node} npm ${npm} ${python}`
     })()
     return this.base
+  }
+
+  /** Which of seccomp, --disable-userns, a fresh keyring and limits this host offers (found out once). */
+  hardening(): Promise<BwrapHardening> {
+    this.features ??= detectHardening(this.options.bwrap ?? 'bwrap')
+    return this.features
+  }
+
+  /** For `corral doctor`: what the sandboxes of an environment with `config` get (seccomp, userns, keyring, limits). */
+  async guarantees(config: Record<string, unknown> = {}): Promise<Record<string, string>> {
+    const s = sandboxSettings(config)
+    const probe = openSandboxCgroup(`probe-${randomBytes(4).toString('hex')}`, { pids: s.pids, memoryBytes: s.memoryMb * 1024 * 1024 })
+    await probe?.dispose()
+    return describeHardening(await this.hardening(), { pids: s.pids, memoryMb: s.memoryMb, cgroup: probe?.controllers ?? [], root: process.getuid?.() === 0 })
   }
 
   async available(): Promise<{ ok: boolean; reason?: string }> {

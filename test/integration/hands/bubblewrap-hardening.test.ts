@@ -37,7 +37,7 @@ describe.skipIf(!bwrap.ok)('bubblewrap sandbox hardening', () => {
   let sandbox: Sandbox
   let handle: EgressHandle | undefined
   let n = 0
-  const run = (command: string, timeout_ms?: number) => sandbox.execute({ toolUseId: `toolu_hard_${++n}`, name: 'bash', input: { command, ...(timeout_ms ? { timeout_ms } : {}) } })
+  const run = (command: string, timeout?: number) => sandbox.execute({ toolUseId: `toolu_hard_${++n}`, name: 'bash', input: { command, ...(timeout ? { timeout } : {}) } })
 
   beforeAll(async () => {
     proxy = new EgressProxy({ runtimeDir: join(dir, 'egress'), ca: EgressCertificateAuthority.generate(), resolver: fakeResolver({}), dialer: fakeDialer({}) })

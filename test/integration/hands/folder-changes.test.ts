@@ -156,26 +156,17 @@ for (const backend of ['bubblewrap', 'docker'] as const) {
       expect(after.find((c) => c.path === 'src/lib/mod.py' && c.kind === 'created')!.reverted).toBe(true)
     }, 120_000)
 
-    it('keeps the bytes a write or an edit replaces, so a file of a non-git folder the agent edits reverts to its bytes and mode', async (ctx) => {
+    it('keeps the bytes a write or an edit replaces, so a file of a non-git folder the agent edits reverts to its bytes and mode', async () => {
       const folder = project(false)
       const original = snapshot(folder)
-      let offered = true
       const { api, turn } = await start(folder, [
         [
-          (r) => {
-            const write = ((r.body.tools ?? []) as { name: string; input_schema?: { properties?: Record<string, unknown> } }[]).find((t) => t.name === 'write')
-            offered = !!write?.input_schema?.properties && 'file_path' in write.input_schema.properties
-            return offered ? tool(r, 'write', { file_path: '/workspace/notes.txt', content: 'a new note\n' }) : say('no file_path')
-          },
+          (r) => tool(r, 'write', { file_path: '/workspace/notes.txt', content: 'a new note\n' }),
           (r) => tool(r, 'edit', { file_path: '/workspace/app.py', old_string: 'print("hello")', new_string: 'print("hello, world")' }),
           (r) => tool(r, 'edit', { file_path: 'run.sh', old_string: 'echo run', new_string: 'echo ran' }),
         ],
       ])
       await turn('first')
-      if (!offered) {
-        console.warn('skipped: the offered write tool has no file_path field yet (the toolset change that renames it has not landed)')
-        ctx.skip()
-      }
       const changes = (await api<SessionChangesResponse>('GET', '/changes')).body.folders[0].changes
       expect(changes.map((c) => `${c.turn} ${c.kind} ${c.path} ${c.revertable}`)).toEqual(['1 created notes.txt true', '1 modified app.py true', '1 modified run.sh true'])
       const edit = changes.find((c) => c.path === 'app.py')!
@@ -212,6 +203,38 @@ for (const backend of ['bubblewrap', 'docker'] as const) {
       expect(all.status).toBe(200)
       expect(snapshot(folder)).toEqual(original)
       expect(execFileSync('git', ['-C', folder, '-c', 'safe.directory=*', 'status', '--porcelain'], { encoding: 'utf8' })).toBe('')
+    }, 120_000)
+
+    it('does not write outside the folder when the agent replaced a directory with a symlink to the host before a revert', async () => {
+      const folder = project(true)
+      const original = snapshot(folder)
+      const outside = mkdtempSync(join(tmpdir(), 'corral-changes-victim-'))
+      execFileSync('mkdir', ['-p', join(folder, 'lib')])
+      writeFileSync(join(folder, 'lib/util.py'), 'X = 1\n')
+      execFileSync('git', ['-C', folder, '-c', 'safe.directory=*', '-c', 'user.name=t', '-c', 'user.email=t@t', 'add', '-A'])
+      execFileSync('git', ['-C', folder, '-c', 'safe.directory=*', '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'lib'])
+      execFileSync('chown', ['-R', `${owner}:${owner}`, folder])
+      const withLib = snapshot(folder)
+      const { api, turn } = await start(folder, [
+        [(r) => tool(r, 'bash', { command: 'sed -i s/1/2/ lib/util.py' })],
+        // inside the sandbox this link leads nowhere; on the host it names a real directory
+        [(r) => tool(r, 'bash', { command: `rm -rf lib && ln -s ${outside} lib` })],
+      ])
+      await turn('first')
+      await turn('second')
+      const refused = await api<{ error: { message: string } }>('POST', '/changes/revert', { scope: 'turn', turn: 1 })
+      expect(refused.status).toBe(409)
+      expect(refused.body.error.message).toMatch(/lib\/util\.py changed again later/)
+      const file = await api<{ error: { message: string } }>('POST', '/changes/revert', { scope: 'file', path: 'lib/util.py' })
+      expect(file.status).toBe(409)
+      expect(file.body.error.message).toMatch(/cannot revert lib\/util\.py: lib is a symlink now/)
+      expect(readdirSync(outside)).toEqual([])
+      const all = await api<ChangesRevertResponse>('POST', '/changes/revert', { scope: 'all' })
+      expect(all.status).toBe(200)
+      expect(readdirSync(outside)).toEqual([])
+      expect(snapshot(folder)).toEqual(withLib)
+      expect(original['app.py']).toBe(withLib['app.py'])
+      rmSync(outside, { recursive: true, force: true })
     }, 120_000)
 
     it('lists and downloads the folder through the file browser routes, and refuses a symlink that leads out of it', async () => {

@@ -180,6 +180,8 @@ export class FolderChanges {
         plan.push({ path, target: first.before, undone: [...rs, ...later].map((r) => r.seq) })
       }
       if (problems.length) throw new CorralError('conflict_error', `cannot revert: ${problems.join('; ')}`)
+      // Removals first (a symlink the agent put where a directory was goes before that directory's files come back).
+      plan.sort((a, b) => Number(a.target !== null) - Number(b.target !== null) || a.path.localeCompare(b.path))
       for (const p of plan) await this.writeState(p.path, p.target)
       const written = await this.scan('revert')
       for (const r of written) {

@@ -66,7 +66,7 @@ export interface EngineConfig {
    * The egress proxy's socket directory (default: a fresh one under $XDG_RUNTIME_DIR or the temp
    * dir) and, for tests, its resolver, dialer and extra upstream CAs.
    */
-  egress?: Pick<VaultOptions, 'egressRuntimeDir' | 'resolver' | 'dialer' | 'upstreamCa'>
+  egress?: Pick<VaultOptions, 'egressRuntimeDir' | 'egressContainerUids' | 'resolver' | 'dialer' | 'upstreamCa'>
 }
 
 /** How to get Docker running on this platform, for the sandbox banner (no repository script: the user may have none). */

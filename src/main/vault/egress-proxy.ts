@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { promises as dns } from 'node:dns'
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import http from 'node:http'
 import net, { isIP } from 'node:net'
@@ -15,6 +15,7 @@ import { contentCodings, repositoryAuthorization, repositoryScrubValues, SecretS
 import type { EgressCertificateAuthority } from './egress-ca'
 import { SANDBOX_BRIDGE_SOURCE } from './sandbox-bridge'
 import { policyFingerprint } from './egress-policy'
+import { egressPeerRefusal, peerCredentialsReader, socketFd, type EgressPeerRule, type PeerCredentialsReader } from './peer-credentials'
 
 /*
  * Corral's egress proxy: the only way out of a sandbox, and the only reader of the secrets it
@@ -104,7 +105,8 @@ export interface EgressPolicy {
 
 export interface EgressProxyOptions {
   /**
-   * Parent of the per-session directories (mode 0711; each session dir has a random name).
+   * Parent of the per-session directories (made mode 0700, owned by Corral's user; each session
+   * dir has a random name and is reached by its sandbox through a bind mount).
    * Keep it short: socket paths are limited to 107 bytes. See `defaultEgressRuntimeDir`.
    */
   runtimeDir: string
@@ -117,6 +119,11 @@ export interface EgressProxyOptions {
   log?: (line: string) => void
   /** Largest request body the proxy buffers to inject into (default 16 MiB). */
   maxInjectedBodyBytes?: number
+  /**
+   * The uids the host sees for Docker sandboxes, accepted on a session socket only from inside a
+   * Docker container (default [1000]; see peer-credentials.ts). Corral's own uid is always accepted.
+   */
+  containerUids?: readonly number[]
 }
 
 /** Where the session's egress directory appears inside a sandbox. */
@@ -147,10 +154,14 @@ export interface EgressHandle {
   close(): Promise<void>
 }
 
-/** A fresh private parent directory for session sockets: $XDG_RUNTIME_DIR or the temp dir, mode 0711. */
+/**
+ * A fresh private parent directory for session sockets: under $XDG_RUNTIME_DIR or the temp dir,
+ * mode 0700 (only Corral's user can traverse it; a sandbox reaches its own session directory
+ * through a bind mount, which does not traverse the host path).
+ */
 export function defaultEgressRuntimeDir(env: NodeJS.ProcessEnv = process.env): string {
   const dir = mkdtempSync(join(env.XDG_RUNTIME_DIR || tmpdir(), 'corral-egress-'))
-  chmodSync(dir, 0o711)
+  chmodSync(dir, 0o700)
   return dir
 }
 
@@ -187,12 +198,19 @@ export class EgressProxy {
   private readonly log: (line: string) => void
   private readonly maxBody: number
   private readonly sandboxBundle: string
+  /** Reads a connection's peer credentials; undefined where the addon is not built (the 0700 directory alone then). */
+  private readonly peerReader?: PeerCredentialsReader
+  private readonly peerRule: EgressPeerRule
 
   constructor(private readonly options: EgressProxyOptions) {
     this.resolver = options.resolver ?? defaultResolver
     this.dialer = options.dialer ?? defaultDialer
     this.log = options.log ?? (() => {})
     this.maxBody = options.maxInjectedBodyBytes ?? 16 * 1024 * 1024
+    const reader = peerCredentialsReader()
+    if ('read' in reader) this.peerReader = reader.read
+    else this.log(`egress: connections are not checked by peer credentials, only the 0700 socket directory keeps other local users out: ${reader.unavailable}`)
+    this.peerRule = { ownUid: process.getuid?.() ?? -1, containerUids: options.containerUids ?? [DOCKER_SANDBOX_UID] }
     // What sandboxes trust: the public roots Node ships plus this install's CA.
     this.sandboxBundle = [...tls.rootCertificates, options.ca.certPem].join('\n')
   }
@@ -225,6 +243,13 @@ export class EgressProxy {
       session.sockets.add(s)
       s.once('close', () => session.sockets.delete(s))
     }
+    // First, before the HTTP parser reads a byte: who connected (peer-credentials.ts).
+    session.server.prependListener('connection', (s: net.Socket) => {
+      const why = this.peerRefusal(s)
+      if (!why) return
+      this.log(`egress ${session.id} refused a connection: ${why}`)
+      s.destroy()
+    })
     session.server.on('connection', track)
     session.server.on('request', (req, res) => void this.onRequest(session, req, res, undefined))
     session.server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.onConnect(session, req, socket, head))
@@ -237,7 +262,9 @@ export class EgressProxy {
       session.server.once('error', (err) => reject(new CorralError('sandbox_error', `the egress proxy could not listen on ${socketPath}: ${err.message}`, { cause: err })))
       session.server.listen(socketPath, () => resolve())
     })
-    chmodSync(socketPath, 0o666) // the sandbox user is not the host user
+    // A Docker sandbox's uid is not Corral's: the socket is writable by all, and reachable only
+    // through the 0700 runtime directory (Corral's user) or the sandbox's mount; the peer check decides.
+    chmodSync(socketPath, 0o666)
     this.sessions.set(params.sessionId, session)
 
     const env = this.sandboxEnv(params.policy)
@@ -277,8 +304,7 @@ export class EgressProxy {
    * session claims the sandbox. The sandbox reaches nothing until then.
    */
   reserveDir(): string {
-    mkdirSync(this.options.runtimeDir, { recursive: true, mode: 0o711 })
-    chmodSync(this.options.runtimeDir, 0o711)
+    ensurePrivateDir(this.options.runtimeDir)
     // A random directory name: other local users cannot guess the path of a session's socket.
     // Short, because a unix socket path is limited to 107 bytes.
     const dir = join(this.options.runtimeDir, randomBytes(9).toString('base64url'))
@@ -316,6 +342,18 @@ export class EgressProxy {
     const all = [...this.sessions.values()]
     this.sessions.clear()
     await Promise.all(all.map(closeSession))
+  }
+
+  /** Why a connection may not use a session socket (peer-credentials.ts), or undefined. */
+  private peerRefusal(socket: net.Socket): string | undefined {
+    if (!this.peerReader) return undefined
+    const fd = socketFd(socket)
+    if (fd === undefined) return 'its peer credentials could not be read (no descriptor)'
+    try {
+      return egressPeerRefusal(this.peerReader(fd), this.peerRule)
+    } catch (err) {
+      return `its peer credentials could not be read (${(err as Error).message})`
+    }
   }
 
   // --- decisions -------------------------------------------------------------------------
@@ -682,6 +720,24 @@ interface PreparedRequest {
 }
 
 const targets = new WeakMap<object, Target>()
+
+/** The uid a Docker sandbox runs as (container-spec: User 1000:1000), as the host sees it without userns-remap. */
+const DOCKER_SANDBOX_UID = 1000
+
+/**
+ * Makes `dir` (and missing parents) and leaves it mode 0700, owned by this process's user and
+ * not a symlink; throws sandbox_error otherwise (a directory someone else controls could let
+ * them swap a socket).
+ */
+function ensurePrivateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const st = lstatSync(dir)
+  const uid = process.getuid?.()
+  if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) {
+    throw new CorralError('sandbox_error', `the egress runtime directory ${dir} must be a directory owned by uid ${uid} (found ${st.isSymbolicLink() ? 'a symlink' : st.isDirectory() ? `a directory of uid ${st.uid}` : 'a file'})`)
+  }
+  chmodSync(dir, 0o700)
+}
 
 async function closeSession(s: Session): Promise<void> {
   for (const sock of s.sockets) sock.destroy()

@@ -17,6 +17,8 @@ export interface VaultOptions {
   log?: (line: string) => void
   /** Parent of the per-session socket directories (default: a fresh dir under $XDG_RUNTIME_DIR or the temp dir). */
   egressRuntimeDir?: string
+  /** The uids the host sees for Docker sandboxes (default [1000]); see peer-credentials.ts. */
+  egressContainerUids?: readonly number[]
   /** Test hooks: the proxy's resolver and dialer, extra upstream CAs. */
   resolver?: Resolver
   dialer?: Dialer
@@ -78,6 +80,7 @@ export class Vault {
         resolver: this.options.resolver,
         dialer: this.options.dialer,
         upstreamCa: this.options.upstreamCa,
+        containerUids: this.options.egressContainerUids,
         log: this.options.log,
       })
     })()

@@ -1,0 +1,3 @@
+'use strict'
+// peerCredentials(fd) -> { pid, uid, gid } of the process that connected a unix socket.
+module.exports = require('./build/Release/peercred.node')

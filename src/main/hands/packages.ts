@@ -203,7 +203,7 @@ export async function runInstall(connection: RunnerConnection, script: string, p
   const result = await connection.call({
     toolUseId: `${p.idPrefix}-${Date.now().toString(36)}`,
     name: 'bash',
-    input: { command: script, timeout_ms: INSTALL_TIMEOUT_MS },
+    input: { command: script, timeout: INSTALL_TIMEOUT_MS },
     cap: 4 * 1024 * 1024,
     onOutput: (chunk) => {
       output = (output + chunk).slice(-64 * 1024)

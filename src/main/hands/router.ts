@@ -112,7 +112,7 @@ export class SandboxToolRouter implements ToolRouter {
     // The change records are the user's safety net, but never a reason to fail the agent's call.
     const tracking = changes ? await changes.beforeCall(call.sessionId, { name: call.name, input: parsed.input }).then(() => undefined, (err: Error) => err) : undefined
     const r = await sandbox.execute({ toolUseId: call.toolUseId, name: call.name, input: parsed.input, signal: call.signal, onOutput: call.onOutput })
-    const after = changes && !tracking ? await changes.afterCall(call.sessionId, call.toolUseId).then(() => undefined, (err: Error) => err) : tracking
+    const after = changes && !tracking ? await changes.afterCall(call.sessionId, { toolUseId: call.toolUseId, name: call.name }).then(() => undefined, (err: Error) => err) : tracking
     const note = after ? `\n[corral: the changes of this call to the mounted folder could not be recorded: ${after.message}]` : ''
     return { content: r.content + note, isError: r.isError, exitCode: r.exitCode, durationMs: r.durationMs }
   }

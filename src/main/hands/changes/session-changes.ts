@@ -19,6 +19,7 @@ export interface SessionChangesOptions {
 }
 
 const MAX_DIFF_BYTES = 256 * 1024
+const READ_ONLY_TOOLS = new Set(['read', 'glob', 'grep'])
 const textLike = (b: Buffer) => !b.subarray(0, 8192).includes(0)
 
 /**
@@ -42,9 +43,14 @@ export class SessionChanges {
     }
   }
 
-  /** After a tool call (finished or failed): records what it changed. */
-  async afterCall(sessionId: string, toolUseId: string): Promise<void> {
-    for (const f of await this.tracked(sessionId)) await f.changes!.afterCall(toolUseId)
+  /**
+   * After a tool call (finished or failed): records what it changed. The read-only tools (read,
+   * glob, grep) change nothing, so they cost no scan (a scan walks the folder: ≈ 0.4 s for 10,000
+   * files here); whatever a background process changes meanwhile goes to the next scan's call.
+   */
+  async afterCall(sessionId: string, call: { toolUseId: string; name: string }): Promise<void> {
+    if (READ_ONLY_TOOLS.has(call.name)) return
+    for (const f of await this.tracked(sessionId)) await f.changes!.afterCall(call.toolUseId)
   }
 
   /** Forgets a session's records (it was deleted). */

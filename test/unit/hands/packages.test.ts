@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
-import { InstallFlights, installFailure, installScript, packageCacheKey, packagePlan } from '../../../src/main/hands/packages'
+import { InstallFlights, installFailure, installScript, packageCacheKey, packagePlan, runInstall } from '../../../src/main/hands/packages'
+import { parseToolsetInput } from '../../../src/shared/tools/toolset'
 import { environmentCreateSchema } from '../../../src/shared/api/schemas'
 
 describe('packagePlan: an environment config → what to install', () => {
@@ -104,5 +105,15 @@ describe('InstallFlights', () => {
     await expect(flights.run('k', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom')
     expect(await flights.run('k', install)).toBe('image2')
     expect(flights.size).toBe(0)
+  })
+})
+
+describe('runInstall', () => {
+  it("calls the runner's bash with fields the toolset table accepts (the runner refuses any other)", async () => {
+    const calls: { name: string; input: Record<string, unknown> }[] = []
+    const connection = { call: async (c: { name: string; input: Record<string, unknown> }) => (calls.push(c), { content: 'ok', isError: false, exitCode: 0 }) }
+    await runInstall(connection as unknown as Parameters<typeof runInstall>[0], 'echo install', { idPrefix: 'pkg', environmentId: 'env_1', progress: () => {} })
+    expect(calls).toHaveLength(1)
+    expect(parseToolsetInput(calls[0]!.name, calls[0]!.input)).toEqual({ ok: true, input: calls[0]!.input })
   })
 })

@@ -23,6 +23,14 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const own = fresh.data?.id === sessionId ? fresh.data : undefined
   const base = own && listed ? (listed.updated_at > own.updated_at ? listed : own) : (own ?? listed)
   const data = useThread(sessionId, threadId)
+  // Usage and cost change when a model request ends: re-read the session then, not at the
+  // list's next poll (seconds later).
+  const { reload: reloadSession } = fresh
+  const reloadRef = useRef(reloadSession)
+  reloadRef.current = reloadSession
+  useEffect(() => {
+    if (data.lastEventType === 'span.model_request_end' || data.lastEventType === 'session.status_idle') reloadRef.current()
+  }, [data.lastEventType, data.eventCount])
   // The thread list is derived from the whole log by the engine (slow on a very long session):
   // read it after the timeline has drawn, and again only when a thread's lifecycle goes by.
   const [threadEvents, setThreadEvents] = useState(0)

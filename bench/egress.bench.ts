@@ -5,6 +5,8 @@
  *   - HTTP GET round trips from inside the sandbox through the bridge and the proxy (credential
  *     injected, and without one: both are scrubbed) to a local upstream, with keep-alive, measured
  *     by a Node loop in the sandbox.
+ *   - the same GETs on the proxy's own socket (no sandbox, no bridge), with and without a
+ *     placeholder interleaved: the proxy's share, least disturbed by a loaded machine.
  * The upstream is a local HTTP server behind the proxy's injectable resolver/dialer (no network).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -83,6 +85,8 @@ export async function run(log: (message: string) => void): Promise<Record<string
   }
   const out: Record<string, unknown> = {}
   try {
+    log('proxy alone: 2 × 1000 keep-alive GETs on its socket, with and without a placeholder, interleaved')
+    out.proxy_only = await proxyOnlyBench(proxy)
     const docker = new DockerSandboxProvider({ docker: new Docker(), scope: 'bench-egress', reserveEgressDir: async () => ({ dir: proxy.reserveDir(), sandboxDir: SANDBOX_EGRESS_DIR }) })
     if ((await docker.available()).ok) out.docker = await dockerBench(docker, egressFor, log)
     else out.docker = { skipped: (await docker.available()).reason }
@@ -148,4 +152,32 @@ async function bubblewrapBench(provider: BubblewrapSandboxProvider, egressFor: (
   const plain = await requests(s, 200, false)
   await s.dispose({ removeWorkspace: true })
   return { start_to_first_command: compare(p), http_get_through_proxy_keepalive: summary(rt), http_get_through_proxy_keepalive_no_secret: summary(plain) }
+}
+
+/** Keep-alive GETs straight to the proxy's socket, with and without the placeholder, interleaved. */
+async function proxyOnlyBench(proxy: EgressProxy): Promise<Record<string, unknown>> {
+  const h = await proxy.open({ sessionId: sid('p'), policy: POLICY })
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  const get = (withSecret: boolean) =>
+    new Promise<number>((resolve, reject) => {
+      const t0 = performance.now()
+      const headers = { host: 'api.example.test', ...(withSecret ? { authorization: `Bearer ${h.env.API_TOKEN}` } : {}) }
+      http.get({ socketPath: h.socketPath, path: 'http://api.example.test/x', agent, headers }, (r) => {
+        r.resume()
+        r.on('end', () => resolve(ms(t0)))
+      }).on('error', reject)
+    })
+  try {
+    for (let i = 0; i < 50; i++) await get(i % 2 === 0)
+    const withSecret: number[] = []
+    const without: number[] = []
+    for (let i = 0; i < 1000; i++) {
+      withSecret.push(await get(true))
+      without.push(await get(false))
+    }
+    return { keepalive_get_with_secret: summary(withSecret), keepalive_get_without_secret: summary(without) }
+  } finally {
+    agent.destroy()
+    await h.close()
+  }
 }

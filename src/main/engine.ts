@@ -104,6 +104,8 @@ export class Engine {
   private closed = false
   /** The environment the engine reads model settings from (a copy: the settings API edits it). */
   private readonly env: NodeJS.ProcessEnv
+  /** What tool calls change in sessions' host folders (records in <dataDir>/changes). */
+  private changes?: SessionChanges
   /** Where ANTHROPIC_API_KEY in `env` came from, if it is set. */
   private apiKeySource?: 'environment' | 'keychain'
   private lastModelCheck?: ModelCheckView
@@ -124,7 +126,11 @@ export class Engine {
     // A repository's authorization_token goes to the keychain (for the egress proxy); without one it is refused.
     const resourceKeychain = config.keychain && new KeychainResourceSecrets(config.keychain)
     const sessions = new SessionStore(db, log, agents, environments, undefined, {
-      onRemoved: (sessionId) => this.releaseHands(sessionId),
+      onRemoved: (sessionId, how) => {
+        this.releaseHands(sessionId)
+        // a deleted session's change records (pre-images of its folders) go with it; archived ones stay
+        if (how === 'deleted' && this.changes) this.trackHands(this.changes.remove(sessionId))
+      },
       // host folders: refused at create (400 naming resources[i]) for system, data and keychain paths
       checkResources: (resources) => void folderMounts(resources, defaultFolderRules(config.dataDir)),
       resourceSecrets: resourceKeychain && {
@@ -161,6 +167,7 @@ export class Engine {
       resolveFolders: (sessionId) => folderMounts(sessions.retrieve(sessionId).resources as unknown as Record<string, unknown>[], folderRules),
     })
     this.services.workspace = changes
+    this.changes = changes
     if (!config.toolRouter && config.defaultHands !== false) {
       const hands = (this.hands = defaultSandboxRouter({ dataDir: config.dataDir, settings: this.settings, services: () => this.services, vault: this.vault, log: config.log, changes }))
       this.imageBuild = new SandboxImageBuild({ image: () => defaultImage(), env: this.env })

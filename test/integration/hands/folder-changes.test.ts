@@ -117,7 +117,7 @@ for (const backend of ['bubblewrap', 'docker'] as const) {
           await new Promise((r) => setTimeout(r, 20))
         }
       }
-      return { engine, url, session, api, turn }
+      return { engine, url, session, api, turn, client }
     }
 
     it('lists what bash created, modified and deleted per turn with diffs, says which changes of a non-git folder cannot be reverted and why, and stores only the changed content', async () => {
@@ -215,7 +215,7 @@ for (const backend of ['bubblewrap', 'docker'] as const) {
       execFileSync('git', ['-C', folder, '-c', 'safe.directory=*', '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'lib'])
       execFileSync('chown', ['-R', `${owner}:${owner}`, folder])
       const withLib = snapshot(folder)
-      const { api, turn } = await start(folder, [
+      const { api, turn, session, client, engine } = await start(folder, [
         [(r) => tool(r, 'bash', { command: 'sed -i s/1/2/ lib/util.py' })],
         // inside the sandbox this link leads nowhere; on the host it names a real directory
         [(r) => tool(r, 'bash', { command: `rm -rf lib && ln -s ${outside} lib` })],
@@ -235,6 +235,12 @@ for (const backend of ['bubblewrap', 'docker'] as const) {
       expect(snapshot(folder)).toEqual(withLib)
       expect(original['app.py']).toBe(withLib['app.py'])
       rmSync(outside, { recursive: true, force: true })
+      // deleting the session deletes its change records (the folder itself stays as it is)
+      expect(existsSync(join(dataDir, 'changes', session.id))).toBe(true)
+      await client.beta.sessions.delete(session.id)
+      await engine.handsSettled()
+      expect(existsSync(join(dataDir, 'changes', session.id))).toBe(false)
+      expect(snapshot(folder)).toEqual(withLib)
     }, 120_000)
 
     it('lists and downloads the folder through the file browser routes, and refuses a symlink that leads out of it', async () => {

@@ -23,8 +23,9 @@ const run = promisify(execFile)
  * bubblewrap sandboxes (Linux, where no Docker engine answers): the runner runs inside `bwrap`
  * with every namespace unshared (no network), uid/gid 1000, all capabilities dropped, a
  * scrubbed environment, the host's /usr read-only, a private /tmp, and the session's workspace
- * directory `<dataDir>/<key>/workspace` bound at /workspace. bubblewrap has no memory, CPU or
- * pids limits of its own.
+ * directory `<dataDir>/<key>/workspace` bound at /workspace; with what the host offers
+ * (hardening.ts): a seccomp filter, no nested user namespaces, a fresh session keyring, a cgroup
+ * and rlimits for processes and memory. Options reach bwrap through a descriptor, not argv.
  */
 export interface BubblewrapSandboxProviderOptions {
   /** Where per-session workspaces live (host directories Corral owns). */

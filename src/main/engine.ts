@@ -203,6 +203,9 @@ export class Engine {
         },
         log: config.log,
       })
+      // A credential archived, rotated or taken out of a session's vaults is not used by an open MCP connection again.
+      const mcp = this.mcp
+      for (const store of [vaults, sessions]) this.disposers.push(store.changes.subscribe(() => mcp.refreshCredentials()))
     }
     this.brains = new Brains({
       db,

@@ -96,7 +96,7 @@ export class McpConnection {
    * (`exhausted` after `connectAttempts`).
    */
   static async connect(server: McpServerSpec, credentials: readonly StoredCredential[], options: McpClientOptions): Promise<McpConnection> {
-    const credential = credentials.find((c) => !c.archived_at && (c.auth.type === 'static_bearer' || c.auth.type === 'mcp_oauth') && sameUrl(c.auth.mcp_server_url, server.url))
+    const credential = mcpCredentialFor(server, credentials)
     const tokens = credential ? tokenSource(credential, options) : undefined
     const attempts = Math.max(1, options.connectAttempts ?? 2)
     let last: McpServerError | undefined
@@ -141,6 +141,11 @@ export class McpConnection {
   async close(): Promise<void> {
     await this.client.close().catch(() => {})
   }
+}
+
+/** The credential a connection to `server` uses: the first live static_bearer or mcp_oauth one for its URL, in vault order. */
+export function mcpCredentialFor(server: McpServerSpec, credentials: readonly StoredCredential[]): StoredCredential | undefined {
+  return credentials.find((c) => !c.archived_at && (c.auth.type === 'static_bearer' || c.auth.type === 'mcp_oauth') && sameUrl(c.auth.mcp_server_url, server.url))
 }
 
 function sameUrl(a: string, b: string): boolean {

@@ -1,7 +1,7 @@
 import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../harness/tool-router'
 import type { StoredCredential } from '../session/vault-store'
 import type { Keychain } from './keychain'
-import { McpConnection, McpServerError, type McpErrorObject, type McpServerSpec, type McpTool } from './mcp-client'
+import { McpConnection, McpServerError, mcpCredentialFor, type McpErrorObject, type McpServerSpec, type McpTool } from './mcp-client'
 
 export interface McpSessionServers {
   /** The session's agent's `mcp_servers` (type `url`). */
@@ -30,6 +30,8 @@ export interface McpToolRouterOptions {
  */
 export class McpToolRouter implements ToolRouter {
   private readonly connections = new Map<string, Map<string, Promise<McpConnection>>>()
+  /** Which credential (id and version) each connection was made with, once it has read the vaults. */
+  private readonly madeWith = new WeakMap<Promise<McpConnection>, string>()
   /** The error type last reported per session and server, until a connection succeeds: a dead server is reported once, not per model request. */
   private readonly reported = new Map<string, Map<string, string>>()
 
@@ -90,6 +92,35 @@ export class McpToolRouter implements ToolRouter {
     for (const c of all) await (await c.catch(() => undefined))?.close()
   }
 
+  /**
+   * Drops every open connection whose server or credential is no longer what the session's agent
+   * and vaults say (a credential archived, deleted, rotated or replaced; a vault removed from the
+   * session; the server gone): the next call connects again with what the vaults hold then, so an
+   * archived credential is not used again. Synchronous when `serversFor` is (the engine's is):
+   * call it from the stores' change signal and the change is in force before the API call returns.
+   */
+  refreshCredentials(): void {
+    for (const [sessionId, perSession] of this.connections) {
+      let current: Promise<McpSessionServers> | McpSessionServers | undefined
+      try {
+        current = this.options.serversFor(sessionId)
+      } catch {
+        current = undefined // the session is gone: none of its connections stays
+      }
+      const check = (now: McpSessionServers | undefined) => {
+        for (const [name, conn] of perSession) {
+          const server = now?.servers.find((s) => s.name === name)
+          const key = server && now ? credentialKey(server, now.credentials) : undefined
+          if (key !== undefined && this.madeWith.get(conn) === key) continue
+          perSession.delete(name)
+          void conn.then((c) => c.close()).catch(() => undefined)
+        }
+      }
+      if (current instanceof Promise) void current.then(check, () => check(undefined))
+      else check(current)
+    }
+  }
+
   private async serverOf(sessionId: string, toolName: string): Promise<McpServerSpec | undefined> {
     if (!toolName.includes('__')) return undefined
     const { servers } = await this.options.serversFor(sessionId)
@@ -104,6 +135,7 @@ export class McpToolRouter implements ToolRouter {
     if (!conn) {
       conn = (async () => {
         const { credentials } = await this.options.serversFor(sessionId)
+        this.madeWith.set(conn!, credentialKey(server, credentials))
         return McpConnection.connect(server, credentials, {
           keychain: this.options.keychain,
           connectAttempts: this.options.connectAttempts,
@@ -135,6 +167,12 @@ export class McpToolRouter implements ToolRouter {
     }
     return conn
   }
+}
+
+/** The credential a connection to `server` would use, as a comparable string (id and last update, or none). */
+function credentialKey(server: McpServerSpec, credentials: readonly StoredCredential[]): string {
+  const c = mcpCredentialFor(server, credentials)
+  return c ? `${c.id}@${c.updated_at}` : 'none'
 }
 
 function toErrorObject(server: McpServerSpec, err: unknown): McpErrorObject {

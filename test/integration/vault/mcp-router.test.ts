@@ -84,6 +84,30 @@ describe.skipIf(!keychainReq.ok)('McpToolRouter with an engine, its vaults and a
     expect(reported.filter(([s]) => s === sessionId).map(([, e]) => e.type)).toEqual(['mcp_authentication_failed_error'])
   })
 
+  it("stops using a credential on the engine's open MCP connection once credentials.archive returns, and uses a replacement after sessions.update", async () => {
+    const url = `${srv.url}/mcp`
+    const vault = await client.beta.vaults.create({ display_name: 'mcp archive' })
+    const c = await client.beta.vaults.credentials.create(vault.id, { auth: { type: 'static_bearer', mcp_server_url: url, token: BEARER } })
+    credentialIds.push(c.id)
+    const agent = await client.beta.agents.create({ name: 'mcp agent', model: 'claude-sonnet-5-5', mcp_servers: [{ type: 'url', name: 'docs', url }], tools: [{ type: 'mcp_toolset', mcp_server_name: 'docs' }] })
+    const env = await client.beta.environments.create({ name: 'mcp env', config: { type: 'cloud' } })
+    const sessionId = (await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, vault_ids: [vault.id] })).id
+    const mcp = engine.mcp!
+    expect(await mcp.execute({ sessionId, toolUseId: 'sevt_a1', name: 'docs__echo', input: { text: 'before' } })).toMatchObject({ content: 'echo: before', isError: false })
+    await client.beta.vaults.credentials.archive(c.id, { vault_id: vault.id })
+    const after = await mcp.execute({ sessionId, toolUseId: 'sevt_a2', name: 'docs__echo', input: { text: 'after' } })
+    expect(after.isError).toBe(true)
+    expect(after.content).toMatch(/^mcp_authentication_failed_error: /)
+    // A second vault with a live credential, given to the running session, is used at once.
+    const other = await client.beta.vaults.create({ display_name: 'mcp replacement' })
+    const c2 = await client.beta.vaults.credentials.create(other.id, { auth: { type: 'static_bearer', mcp_server_url: url, token: BEARER } })
+    credentialIds.push(c2.id)
+    await client.beta.sessions.update(sessionId, { vault_ids: [other.id] })
+    expect(await mcp.execute({ sessionId, toolUseId: 'sevt_a3', name: 'docs__echo', input: { text: 'again' } })).toMatchObject({ content: 'echo: again', isError: false })
+    await client.beta.sessions.update(sessionId, { vault_ids: [] })
+    expect((await mcp.execute({ sessionId, toolUseId: 'sevt_a4', name: 'docs__echo', input: { text: 'none' } })).isError).toBe(true)
+  })
+
   it('reports mcp_connection_failed_error for a server that does not answer, and lists the other servers', async () => {
     const sessionId = await sessionWith([{ name: 'docs', url: `${srv.url}/mcp` }, { name: 'gone', url: 'http://127.0.0.1:9/mcp' }], true)
     const { tools, errors } = await router.tools(sessionId)

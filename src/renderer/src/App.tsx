@@ -16,6 +16,8 @@ import { AgentsView } from './features/agents/AgentsView'
 import { EnvironmentsView } from './features/environments/EnvironmentsView'
 import { SettingsView } from './features/settings/SettingsView'
 import { ErrorBoundary } from './ui/ErrorBoundary'
+import { SetupProvider } from './features/setup/SetupProvider'
+import { ModelNotice, SandboxBanner } from './features/setup/SetupNotices'
 
 export function App({ client }: { client: CorralClient }) {
   return (
@@ -52,7 +54,9 @@ function AuthGate() {
   return (
     <SessionsProvider>
       <ConfirmationsProvider>
-        <Shell />
+        <SetupProvider>
+          <Shell />
+        </SetupProvider>
       </ConfirmationsProvider>
     </SessionsProvider>
   )
@@ -183,6 +187,7 @@ function Shell() {
           </button>
         </div>
       </header>
+      <SandboxBanner />
       <div className="body">
         {section === 'sessions' && (
           <div className="split">
@@ -262,6 +267,7 @@ function Landing({ onNew, go }: { onNew: () => void; go: (path: string) => void 
   if (loaded && sessions.length === 0 && (!hasAgent || !hasEnv)) {
     return (
       <Empty icon="chat" title="Long-running agents, on your machine">
+        <ModelNotice go={go} firstRun />
         <ol className="onboarding">
           <li className={hasAgent ? 'done' : ''}>
             <strong>Create an agent</strong> — a model, a system prompt and its tools.{' '}
@@ -291,6 +297,7 @@ function Landing({ onNew, go }: { onNew: () => void; go: (path: string) => void 
   }
   return (
     <Empty icon="chat" title="Long-running agents, on your machine">
+      <ModelNotice go={go} firstRun={loaded && sessions.length === 0} />
       <p>Pick a session, or start one.</p>
       <Button variant="primary" icon="plus" onClick={onNew} kbd="N">
         New session

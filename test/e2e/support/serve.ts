@@ -18,6 +18,10 @@ export interface ServeParams {
   modelUrl?: string
   /** A port to listen on (default: any free one). */
   port?: number
+  /** No model key in the environment (a first run); default: a fake key is set. */
+  noApiKey?: boolean
+  /** Extra environment (DOCKER_HOST, CORRAL_SANDBOX_IMAGE_REPO, ...). */
+  env?: NodeJS.ProcessEnv
 }
 
 /**
@@ -35,6 +39,8 @@ export async function startServe(p: ServeParams): Promise<ServeProcess> {
   }
   if (p.modelUrl) env.ANTHROPIC_BASE_URL = p.modelUrl
   else delete env.ANTHROPIC_BASE_URL
+  if (p.noApiKey) delete env.ANTHROPIC_API_KEY
+  Object.assign(env, p.env)
   const child: ChildProcess = spawn(join(ROOT, 'node_modules/.bin/tsx'), ['src/main/cli/main.ts', 'serve', '--port', String(p.port ?? 0), '--data-dir', p.dataDir], {
     cwd: ROOT,
     env,

@@ -6,6 +6,22 @@ const ev = (type: string, fields: Record<string, unknown> = {}): TimelineEvent =
 const text = (t: string) => [{ type: 'text', text: t }]
 
 describe('TimelineBuilder', () => {
+  it('makes one row of a failing model request episode (one session.error per attempt), with the attempt count and status', () => {
+    const err = (attempt: number, retry: string, extra: Record<string, unknown> = {}) =>
+      ev('session.error', { error: { type: 'model_request_failed_error', message: `model request failed: connection refused to http://127.0.0.1:9 (#${attempt})`, retry_status: { type: retry } }, attempt, max_attempts: 6, ...extra })
+    const b = TimelineBuilder.from([ev('user.message', { content: text('hi') }), err(1, 'retrying'), err(2, 'retrying', { status_code: 529 }), err(3, 'retrying')])
+    const rows = b.items.filter((i) => i.kind === 'error')
+    expect(rows).toHaveLength(1)
+    expect(rows[0]).toMatchObject({ attempts: 3, maxAttempts: 6, retry: 'retrying', message: expect.stringContaining('(#3)') })
+    // The episode ends with the retries exhausted: still the same row.
+    b.append(err(6, 'exhausted'))
+    expect(b.items.filter((i) => i.kind === 'error')).toEqual([expect.objectContaining({ retry: 'exhausted', attempts: 6 })])
+    // A later episode (after other events) is a row of its own.
+    b.append(ev('user.message', { content: text('again') }))
+    b.append(err(1, 'retrying'))
+    expect(b.items.filter((i) => i.kind === 'error')).toHaveLength(2)
+  })
+
   it('folds a tool call, its confirmation and its result into one card with a duration', () => {
     const use = ev('agent.tool_use', { name: 'bash', input: { command: 'ls' }, evaluated_permission: 'ask' })
     const b = TimelineBuilder.from([use, ev('user.tool_confirmation', { tool_use_id: use.id, result: 'allow' }), ev('agent.tool_result', { tool_use_id: use.id, content: text('a\nb'), is_error: false })])

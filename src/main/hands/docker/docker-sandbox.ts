@@ -81,7 +81,7 @@ export function dockerError(err: unknown, doing: string): CorralError {
   if (err instanceof CorralError) return err
   const message = (err as { json?: { message?: string } }).json?.message ?? (err as Error).message ?? String(err)
   if (isUnreachable(err)) {
-    return new CorralError('sandbox_error', `the Docker engine is not answering (${(err as { code?: string }).code}: ${(err as Error).message}); start it (scripts/start-dockerd.sh) and sandboxes work again as soon as it answers`, { cause: err })
+    return new CorralError('sandbox_error', `the Docker engine is not answering (${(err as { code?: string }).code}: ${(err as Error).message}); start the Docker engine (sudo systemctl start docker, or open Docker Desktop) and sandboxes work again as soon as it answers`, { cause: err })
   }
   return new CorralError('sandbox_error', `docker ${doing} failed: ${message}`, { cause: err })
 }

@@ -6,6 +6,7 @@ import { Button, ErrorNote, Field, Icon, Spinner } from '../../ui/components'
 import { useQuery } from '../../ui/hooks'
 import type { ThemeChoice } from '../../ui/theme'
 import { CodeBlock } from '../../ui/Code'
+import { useSetup, type ModelCheck, type SetupSettings } from '../setup/SetupProvider'
 
 function sdkSnippet(baseURL: string): string {
   return [
@@ -21,11 +22,7 @@ function sdkSnippet(baseURL: string): string {
  * What the settings endpoint (a Corral addition, `GET/POST /v1/corral/settings`) is expected to
  * carry. The API key is write-only: it goes to the OS keychain and is never read back.
  */
-export interface CorralSettings {
-  model?: { base_url?: string | null; compatibility_mode?: boolean; default_model?: string | null }
-  sandbox_backend?: 'auto' | 'docker' | 'bubblewrap'
-  api_key?: { set: boolean; source?: string | null }
-}
+export type CorralSettings = SetupSettings
 
 /** One `corral doctor` finding, as src/main/cli/doctor.ts makes them (runDoctor). */
 export interface DoctorFinding {
@@ -51,6 +48,30 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
   const [err, setErr] = useState<unknown>()
   const [saved, setSaved] = useState(false)
   const [notif, setNotif] = useState(typeof Notification === 'undefined' ? 'unsupported' : Notification.permission)
+  const [testing, setTesting] = useState(false)
+  const [tested, setTested] = useState<ModelCheck>()
+  const setup = useSetup()
+  const keychain = settings.data?.keychain
+  const noKeychain = keychain?.available === false
+  // Test connection: one real minimal request with what the form says now (saved or not).
+  const testConnection = async () => {
+    setErr(undefined)
+    setTesting(true)
+    try {
+      const r = await client.request<ModelCheck>('model.test', {}, {
+        base_url: baseUrl.trim() || null,
+        compatibility_mode: compat,
+        model: defaultModel.trim() || null,
+        ...(apiKey ? { api_key: apiKey } : {}),
+      })
+      setTested(r)
+      setup.reload()
+    } catch (e) {
+      setErr(e)
+    } finally {
+      setTesting(false)
+    }
+  }
 
   useEffect(() => {
     const s = settings.data
@@ -69,13 +90,17 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
       await client.request('settings.update', {}, {
         model: { base_url: baseUrl.trim() || null, compatibility_mode: compat, default_model: defaultModel.trim() || null },
         sandbox_backend: backend,
-        ...(apiKey ? { api_key: apiKey } : {}),
+        ...(apiKey && !noKeychain ? { api_key: apiKey } : {}),
       })
-      setApiKey('')
+      if (!noKeychain) setApiKey('')
       setSaved(true)
       settings.reload()
+      setup.reload()
     } catch (e) {
       setErr(e)
+      // the engine keeps every field it could (a missing keychain refuses only the key)
+      settings.reload()
+      setup.reload()
     }
   }
 
@@ -111,7 +136,8 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
         </section>
 
         <section className="card-section" aria-labelledby="s-model">
-          <h2 id="s-model">Model endpoint and sandbox</h2>
+          <h2 id="s-model">Connect a model</h2>
+          <p className="muted">Anthropic&apos;s API with your key, or a local Anthropic-compatible server. Test connection sends one real, minimal request and shows what the endpoint answered.</p>
           {settings.loading && <Spinner />}
           {noSettingsApi && (
             <div className="note note-warn">
@@ -142,8 +168,14 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
                 label="Anthropic API key"
                 hint={
                   <>
-                    Stored in the OS keychain, never shown again.{' '}
-                    {settings.data?.api_key?.set ? <strong>A key is set{settings.data.api_key.source ? ` (${settings.data.api_key.source})` : ''}.</strong> : 'No key is set.'}
+                    {noKeychain ? (
+                      <span className="key-problem">
+                        <strong>The key cannot be saved here: no OS keychain is available.</strong> {keychain?.problem} You can still test a key, and use it by starting Corral with ANTHROPIC_API_KEY set.
+                      </span>
+                    ) : (
+                      'Stored in the OS keychain, never shown again.'
+                    )}{' '}
+                    {settings.data?.api_key?.set ? <strong>A key is set{settings.data.api_key.source ? ` (${settings.data.api_key.source === 'environment' ? 'from ANTHROPIC_API_KEY' : `from the ${settings.data.api_key.source}`})` : ''}.</strong> : 'No key is set.'}
                   </>
                 }
               >
@@ -160,8 +192,25 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
                 <Button type="submit" variant="primary">
                   Save settings
                 </Button>
+                <Button type="button" onClick={() => void testConnection()} disabled={testing}>
+                  {testing ? 'Testing…' : 'Test connection'}
+                </Button>
                 {saved && <span className="ok-note">Saved.</span>}
               </div>
+              {tested && (
+                <div className={`note test-result ${tested.ok ? 'note-good' : 'note-warn'}`} role="status" aria-label="Test connection result">
+                  <Icon name={tested.ok ? 'check' : 'warn'} size={14} />{' '}
+                  {tested.ok ? (
+                    <>
+                      <strong>Connected.</strong> {tested.base_url} answered as {tested.answered_model ?? tested.model} in {tested.elapsed_ms} ms.
+                    </>
+                  ) : (
+                    <>
+                      <strong>{tested.status !== null ? `HTTP ${tested.status}` : 'No answer'}</strong> from {tested.base_url}: {tested.message}
+                    </>
+                  )}
+                </div>
+              )}
             </fieldset>
           </form>
           <ErrorNote error={err} />

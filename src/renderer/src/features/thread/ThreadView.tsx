@@ -9,12 +9,15 @@ import { sessionTitle, useSessions } from '../sessions/SessionsProvider'
 import { Timeline } from './Timeline'
 import type { ToolItem } from './timeline'
 import { useThread } from './useThread'
+import { ModelNotice } from '../setup/SetupNotices'
+import { useSetup } from '../setup/SetupProvider'
 
 const QUEUE_EVENTS = new Set(['agent.tool_use', 'agent.mcp_tool_use', 'agent.custom_tool_use', 'session.status_idle', 'session.thread_status_idle', 'user.tool_confirmation'])
 
 /** One session: header (status, usage, cost, actions), thread tabs, the timeline and the composer. */
 export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: string; threadId: string | null; onOpenThread: (t: string | null) => void }) {
   const client = useClient()
+  const setup = useSetup()
   const { sessions, environments, upsert, refresh } = useSessions()
   const confirmations = useConfirmations()
   const listed = sessions.find((s) => s.id === sessionId)
@@ -84,21 +87,37 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const openThread = useCallback((t: string) => openThreadRef.current(t), [])
   const [sentMark, setSentMark] = useState(0)
 
+  // Retry on a failing episode's row: the turn goes on with a new message (the harness retries only within an episode).
+  const retry = useCallback(() => {
+    void client.request('events.send', { id: sessionId }, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'Please try again.' }] }] }).then(() => setSentMark((m) => m + 1))
+  }, [client, sessionId])
+  const viewRef = useRef<HTMLElement>(null)
+  useEffect(() => {
+    const el = viewRef.current
+    if (!el) return
+    el.addEventListener('corral-retry', retry)
+    return () => el.removeEventListener('corral-retry', retry)
+  })
+
   if (!session && fresh.error) return <ErrorNote error={fresh.error} />
   if (!session) return <div className="center"><Spinner /></div>
 
   const env = environments.find((e) => e.id === session.environment_id)
+  // The model is failing when the newest row of the timeline is a failing episode.
+  const lastItem = data.items[data.items.length - 1]
+  const failing = lastItem?.kind === 'error' ? lastItem : undefined
   const running = session.status === 'running' || session.status === 'rescheduling'
   const archived = !!session.archived_at
   const canSend = !archived && session.status !== 'terminated'
 
   return (
-    <section className="thread-view" aria-label={sessionTitle(session)}>
+    <section className="thread-view" aria-label={sessionTitle(session)} ref={viewRef}>
       <ThreadHeader
         session={session}
         envName={env?.name}
         pending={pending.length}
         running={running}
+        failing={failing}
         onChanged={(s) => {
           upsert(s)
           fresh.reload()
@@ -109,6 +128,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
           window.location.hash = '/sessions'
         }}
       />
+      {!setup.modelReady && !setup.settings?.endpoint?.configured && <ModelNotice go={(p) => (window.location.hash = p)} compact />}
       {(subThreads.length > 0 || threadId) && (
         <nav className="thread-tabs" aria-label="Threads">
           <button type="button" className={`tab${threadId === null ? ' active' : ''}`} aria-current={threadId === null ? 'page' : undefined} onClick={() => onOpenThread(null)}>
@@ -159,6 +179,7 @@ function ThreadHeader({
   envName,
   pending,
   running,
+  failing,
   onChanged,
   onDeleted,
 }: {
@@ -166,12 +187,15 @@ function ThreadHeader({
   envName?: string
   pending: number
   running: boolean
+  failing?: { retry?: string; attempts?: number; maxAttempts?: number; message: string }
   onChanged: (s: Session) => void
   onDeleted: () => void
 }) {
   const client = useClient()
   const [busy, setBusy] = useState<string>()
   const [err, setErr] = useState<unknown>()
+  // The backend this session's sandbox actually runs on (known after its first tool call).
+  const backend = useQuery(() => client.request<{ sandbox: { label: string } | null }>('sessions.sandbox', { id: session.id }).catch(() => ({ sandbox: null })), [session.id, session.status])
   const agent = session.agent as { name?: string; model?: unknown; version?: number }
   const modelId = modelIdOf(agent.model)
   const u = session.usage ?? {}
@@ -209,6 +233,16 @@ function ThreadHeader({
           <TitleEditor session={session} onRenamed={onChanged} />
           <div className="thread-sub">
             <StatusBadge status={session.archived_at ? 'archived' : session.status} pending={pending} />
+            {failing && (
+              <span className="pill pill-error status-error" title={failing.message} aria-label="Session error">
+                {failing.retry === 'retrying' ? `model failing, retrying ${failing.attempts ?? ''}${failing.maxAttempts ? `/${failing.maxAttempts}` : ''}` : 'error'}
+              </span>
+            )}
+            {backend.data?.sandbox && (
+              <span className="thread-backend" title="Where this session's tools run" aria-label="Sandbox backend">
+                <Icon name="box" size={12} /> {backend.data.sandbox.label}
+              </span>
+            )}
             <span title="Agent">
               <Icon name="robot" size={13} /> {agent.name ?? 'agent'}
               {agent.version ? ` v${agent.version}` : ''}

@@ -264,16 +264,7 @@ const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenT
         </div>
       )
     case 'error':
-      return (
-        <div className="event-error" role="alert">
-          <Icon name="warn" />
-          <div>
-            <strong>{item.errorType.replace(/_/g, ' ')}</strong>
-            {item.retry && <span className={`pill pill-${item.retry === 'retrying' ? 'running' : 'error'}`}>{item.retry}</span>}
-            <div>{item.message}</div>
-          </div>
-        </div>
-      )
+      return <ErrorRow item={item} />
     case 'thread':
       return (
         <div className="thread-event">
@@ -321,6 +312,43 @@ function Thinking({ text, streaming }: { text: string; streaming: boolean }) {
         {text && <Icon name="chevron" size={12} />}
       </button>
       {open && text && <div className="thinking-text">{text}</div>}
+    </div>
+  )
+}
+
+/**
+ * A failing episode (a model request retried until it answers or the retries run out): one row,
+ * "retrying 3/5 — connection refused to http://…", with Retry (a new attempt now, by sending
+ * the turn on) and Open settings when the model is at fault.
+ */
+function ErrorRow({ item }: { item: Extract<TimelineItem, { kind: 'error' }> }) {
+  const model = item.errorType.startsWith('model_')
+  const count = item.attempts !== undefined ? ` ${item.attempts}${item.maxAttempts ? `/${item.maxAttempts}` : ''}` : ''
+  const state = item.retry === 'retrying' ? `retrying${count}` : item.retry === 'exhausted' ? `gave up after${count || ' retries'}` : item.retry
+  return (
+    <div className="event-error" role="alert" data-error-episode={item.id}>
+      <Icon name="warn" />
+      <div>
+        <strong>{item.errorType.replace(/_/g, ' ')}</strong>
+        {state && <span className={`pill pill-${item.retry === 'retrying' ? 'running' : 'error'}`}>{state}</span>}
+        {item.statusCode !== undefined && <span className="pill">HTTP {item.statusCode}</span>}
+        <div>
+          {state ? `${state} — ` : ''}
+          {item.message}
+        </div>
+        {model && (
+          <div className="event-error-actions">
+            {item.retry === 'exhausted' && (
+              <button type="button" className="link-btn" data-action="retry-model" onClick={(e) => e.currentTarget.dispatchEvent(new CustomEvent('corral-retry', { bubbles: true }))}>
+                Retry
+              </button>
+            )}
+            <a className="link-btn" href="#/settings">
+              Open settings
+            </a>
+          </div>
+        )}
+      </div>
     </div>
   )
 }

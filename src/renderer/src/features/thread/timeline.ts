@@ -54,7 +54,18 @@ export type TimelineItem =
   | ToolItem
   | { kind: 'turn'; id: string; at?: string; stopReason: string; detail?: string }
   | { kind: 'interrupt'; id: string; at?: string }
-  | { kind: 'error'; id: string; at?: string; errorType: string; message: string; retry?: string }
+  | {
+      kind: 'error'
+      id: string
+      at?: string
+      errorType: string
+      message: string
+      retry?: string
+      /** One row per failing request episode: the failed attempts so far, of how many, and the last HTTP status. */
+      attempts?: number
+      maxAttempts?: number
+      statusCode?: number
+    }
   | { kind: 'thread'; id: string; at?: string; threadId: string; agentName: string; state: 'created' | 'running' | 'idle' | 'rescheduled' | 'terminated'; stopReason?: string }
   | { kind: 'thread_message'; id: string; at?: string; direction: 'sent' | 'received'; otherThreadId: string; agentName?: string | null; text: string }
   | { kind: 'note'; id: string; at?: string; label: string; text: string; tone: 'neutral' | 'warn' | 'good' }
@@ -212,7 +223,28 @@ export class TimelineBuilder {
         return true
       case 'session.error': {
         const err = (e.error as { type?: string; message?: string; retry_status?: { type?: string } }) ?? {}
-        this.push({ kind: 'error', id: e.id, at, errorType: err.type ?? 'unknown_error', message: err.message ?? '', retry: err.retry_status?.type })
+        const extra = e as { attempt?: unknown; max_attempts?: unknown; status_code?: unknown }
+        const num = (v: unknown) => (typeof v === 'number' ? v : undefined)
+        const item: TimelineItem = {
+          kind: 'error',
+          id: e.id,
+          at,
+          errorType: err.type ?? 'unknown_error',
+          message: err.message ?? '',
+          retry: err.retry_status?.type,
+          attempts: num(extra.attempt),
+          maxAttempts: num(extra.max_attempts),
+          statusCode: num(extra.status_code),
+        }
+        // The harness writes one session.error per failed attempt: a model request that is being
+        // retried continues the row above (one row per failing episode) rather than adding one.
+        const last = this.items[this.items.length - 1]
+        if (last?.kind === 'error' && last.retry === 'retrying' && last.errorType.startsWith('model_') && item.errorType.startsWith('model_')) {
+          this.index.set(item.id, this.items.length - 1)
+          this.items[this.items.length - 1] = { ...item, id: last.id, attempts: item.attempts ?? (last.attempts ?? 1) + 1 }
+          return true
+        }
+        this.push({ ...item, attempts: item.attempts ?? 1 })
         return true
       }
       case 'session.thread_created':

@@ -11,7 +11,7 @@ export { forbiddenAddressReason, forbiddenHostnameReason, hostMatches, hostAllow
 export { KeychainSecretSink, KeychainResourceSecrets, openKeychain, resolveEngineSecrets, buildEgressPolicy, egressNetworking, packageEgressPolicy, PACKAGE_MANAGER_HOSTS } from './vault-services'
 export type { EngineSecrets, EgressPolicyParams } from './vault-services'
 export { Vault, credentialsOf, sessionMcpServers } from './vault'
-export type { VaultOptions, SessionEgressParams, SessionEgressServices } from './vault'
+export type { VaultOptions, SessionEgressServices } from './vault'
 export { McpConnection, McpServerError, validateMcpOAuthCredential, refreshAccessToken } from './mcp-client'
 export type { McpErrorObject, McpServerSpec, McpTool, McpClientOptions } from './mcp-client'
 export { McpToolRouter } from './mcp-router'

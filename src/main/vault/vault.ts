@@ -25,23 +25,6 @@ export interface VaultOptions {
   upstreamCa?: readonly string[]
 }
 
-export interface SessionEgressParams {
-  sessionId: string
-  /** The environment's stored config (its `networking`). */
-  environmentConfig: Record<string, unknown> | undefined
-  /** The session's vault ids, in order (the first vault wins a secret_name clash). */
-  vaultIds: readonly string[]
-  repositories?: readonly { url: string; tokenAccount: string }[]
-  mcpServerUrls?: readonly string[]
-  /** A directory `reserveDir` made earlier (mounted into a warm sandbox) to open the egress in. */
-  dir?: string
-}
-
-/**
- * The engine's vault: the keychain and the egress proxy, made on first use (making the proxy
- * reads or creates the install's CA, which needs the keychain). The engine owns it and
- * disposes it on close.
- */
 /** What `Vault.sessionEgress` reads a session's egress from. */
 export interface SessionEgressServices {
   sessions: Pick<SessionStore, 'retrieve'>
@@ -59,6 +42,11 @@ interface LiveSessionEgress {
   policy: EgressPolicy
 }
 
+/**
+ * The engine's vault: the keychain and the egress proxy, made on first use (making the proxy
+ * reads or creates the install's CA, which needs the keychain). The engine owns it and
+ * disposes it on close.
+ */
 export class Vault {
   private proxy?: Promise<EgressProxy>
   private readonly sessions = new Map<string, Promise<EgressHandle | undefined>>()
@@ -86,16 +74,6 @@ export class Vault {
     })()
     this.proxy.catch(() => (this.proxy = undefined))
     return this.proxy
-  }
-
-  /**
-   * Opens one session's egress (socket, CA bundle, placeholders) from its environment and vaults,
-   * with a fixed policy (nothing re-derives it later; `sessionEgress` is the one that follows changes).
-   */
-  async openSessionEgress(vaults: VaultStore, p: SessionEgressParams): Promise<EgressHandle> {
-    const credentials = credentialsOf(vaults, p.vaultIds)
-    const policy = buildEgressPolicy({ keychain: this.keychain, environmentConfig: p.environmentConfig, credentials, repositories: p.repositories, mcpServerUrls: p.mcpServerUrls })
-    return (await this.egress()).open({ sessionId: p.sessionId, policy, dir: p.dir })
   }
 
   /**

@@ -222,4 +222,15 @@ test.describe.serial('live tool calls', () => {
     await expect(page.locator('.msg-user strong, .msg-user em')).toHaveCount(0)
     await shot(page, info, 'live-06-narrow')
   })
+
+  test("the sessions search finds what was said in a session's messages, not only titles, and opens it", async ({ page }, info) => {
+    await openSession(page, 'Elsewhere')
+    await page.getByLabel('Search sessions').fill('count to fi')
+    const hit = page.locator('.session-hit').filter({ hasText: 'You: count to five' })
+    await expect(hit).toBeVisible()
+    await expect(hit.locator('.session-title')).toHaveText('Counting')
+    await shot(page, info, 'live-07-message-search')
+    await hit.click()
+    await expect(page.getByRole('heading', { name: 'Counting' })).toBeVisible()
+  })
 })

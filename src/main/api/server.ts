@@ -11,6 +11,7 @@ import { environmentRoutes } from './routes/environments'
 import { sessionRoutes } from './routes/sessions'
 import { corralRoutes } from './routes/corral'
 import { workspaceRoutes } from './routes/workspace'
+import { searchRoutes } from './routes/search'
 import { threadRoutes } from './routes/threads'
 import { vaultRoutes } from './routes/vaults'
 
@@ -61,6 +62,7 @@ export function createApiApp(params: ApiAppParams): Hono {
   vaultRoutes(app, services)
   corralRoutes(app, services)
   workspaceRoutes(app, services)
+  searchRoutes(app, services)
 
   app.notFound((c) => c.json(new CorralError('not_found_error', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404))
   app.onError((err, c) => {

@@ -56,6 +56,7 @@ export const OPERATIONS = {
   'environments.packages.retrieve': { method: 'GET', path: '/v1/corral/environments/:id/packages' },
   'environments.packages.prepare': { method: 'POST', path: '/v1/corral/environments/:id/packages/prepare' },
   'changes.list': { method: 'GET', path: '/v1/corral/sessions/:id/changes' },
+  'messages.search': { method: 'GET', path: '/v1/corral/search' },
   'changes.revert': { method: 'POST', path: '/v1/corral/sessions/:id/changes/revert' },
   'files.list': { method: 'GET', path: '/v1/corral/sessions/:id/files' },
   'files.read': { method: 'GET', path: '/v1/corral/sessions/:id/files/read' },

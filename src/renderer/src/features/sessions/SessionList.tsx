@@ -1,4 +1,5 @@
-import { forwardRef, useMemo, useState } from 'react'
+import { forwardRef, useEffect, useMemo, useState } from 'react'
+import { useClient } from '../../api/context'
 import { Button, Icon, Spinner, StatusBadge } from '../../ui/components'
 import { relativeTime } from '../../ui/format'
 import { useConfirmations } from '../confirmations/ConfirmationsProvider'
@@ -17,6 +18,7 @@ export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(functi
   const { countFor } = useConfirmations()
   const [query, setQuery] = useState('')
   const [status, setStatus] = useState<'all' | 'running' | 'waiting' | 'idle'>('all')
+  const found = useMessageSearch(query)
   const shown = useMemo(() => {
     const q = query.trim().toLowerCase()
     return byLastActivity(sessions).filter((s) => {
@@ -54,7 +56,7 @@ export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(functi
             <Spinner />
           </li>
         )}
-        {loaded && shown.length === 0 && <li className="session-empty">{sessions.length === 0 ? (error ? 'Could not load sessions.' : 'No sessions yet.') : 'No session matches.'}</li>}
+        {loaded && shown.length === 0 && found.hits.length === 0 && <li className="session-empty">{sessions.length === 0 ? (error ? 'Could not load sessions.' : 'No sessions yet.') : 'No session matches.'}</li>}
         {shown.map((s) => {
           const pending = countFor(s.id)
           const agentName = (s.agent as { name?: string }).name ?? 'agent'
@@ -78,6 +80,35 @@ export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(functi
             </li>
           )
         })}
+        {found.hits.length > 0 && (
+          <li className="session-search-head" aria-live="polite">
+            In messages
+          </li>
+        )}
+        {found.hits.map((h) => {
+          const s = sessions.find((x) => x.id === h.session_id)
+          return (
+            <li key={h.event_id}>
+              <button type="button" className={`session-item session-hit${h.session_id === selectedId ? ' selected' : ''}`} onClick={() => onSelect(h.session_id)}>
+                <span className="session-item-top">
+                  <span className="session-title">{s ? sessionTitle(s) : h.session_id}</span>
+                  <time dateTime={h.processed_at}>{relativeTime(h.processed_at)}</time>
+                </span>
+                <span className="session-hit-text">
+                  {h.type === 'user.message' ? 'You: ' : 'Claude: '}
+                  {h.snippet}
+                </span>
+              </button>
+            </li>
+          )
+        })}
+        {found.more && (
+          <li>
+            <button type="button" className="link-btn session-more" onClick={found.loadMore}>
+              More messages
+            </button>
+          </li>
+        )}
         {truncated && <li className="session-empty">The {sessions.length} most recent sessions are shown; search finds among them.</li>}
       </ul>
       <label className="sidebar-foot">
@@ -86,3 +117,50 @@ export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(functi
     </aside>
   )
 })
+
+interface SearchHit {
+  session_id: string
+  event_id: string
+  type: 'user.message' | 'agent.message'
+  processed_at: string
+  snippet: string
+}
+
+/**
+ * Messages that contain `query` (2+ characters), found by the engine over the whole log
+ * (`messages.search`, a page at a time), asked for 250 ms after the typing stops.
+ */
+function useMessageSearch(query: string): { hits: SearchHit[]; more: boolean; loadMore: () => void } {
+  const client = useClient()
+  const [hits, setHits] = useState<SearchHit[]>([])
+  const [next, setNext] = useState<string | null>(null)
+  const q = query.trim()
+  useEffect(() => {
+    setHits([])
+    setNext(null)
+    if (q.length < 2) return
+    let live = true
+    const t = setTimeout(() => {
+      client
+        .request<{ data: SearchHit[]; next_page: string | null }>('messages.search', {}, { q, limit: 20 })
+        .then((r) => {
+          if (!live) return
+          setHits(r.data)
+          setNext(r.next_page)
+        })
+        .catch(() => {})
+    }, 250)
+    return () => {
+      live = false
+      clearTimeout(t)
+    }
+  }, [client, q])
+  const loadMore = () => {
+    if (!next) return
+    void client.request<{ data: SearchHit[]; next_page: string | null }>('messages.search', {}, { q, limit: 20, page: next }).then((r) => {
+      setHits((h) => [...h, ...r.data])
+      setNext(r.next_page)
+    })
+  }
+  return { hits, more: next !== null, loadMore }
+}

@@ -41,7 +41,7 @@ function Elapsed({ since }: { since: string | undefined }) {
   const ms = Math.max(0, now - Date.parse(since))
   return (
     <span className="tool-duration tool-elapsed" title="Running for">
-      {duration(Math.floor(ms / 1000) * 1000)}
+      {ms < 60_000 ? `${Math.floor(ms / 1000)} s` : duration(Math.floor(ms / 1000) * 1000)}
     </span>
   )
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { TimelineBuilder, type TimelineEvent, type TimelineItem, type ToolItem } from '../../../src/renderer/src/features/thread/timeline'
-import { terminalView, toolState, toolTurns } from '../../../src/renderer/src/features/thread/tool-view'
+import { findRows, terminalView, toolState, toolTurns } from '../../../src/renderer/src/features/thread/tool-view'
 
 let n = 0
 const ev = (type: string, fields: Record<string, unknown> = {}): TimelineEvent => ({ id: `sevt_${++n}`, type, processed_at: new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString(), ...fields })
@@ -102,5 +102,19 @@ describe('toolTurns', () => {
     expect(turns.get('t1')).toEqual({ turn: 'u1', first: true, count: 2 })
     expect(turns.get('t2')).toEqual({ turn: 'u1', first: false, count: 2 })
     expect(turns.get('t3')).toEqual({ turn: 'u2', first: true, count: 1 })
+  })
+})
+
+describe('findRows', () => {
+  it("finds the rows whose shown text has the query, case-insensitively, including a tool call's command and output", () => {
+    const items: TimelineItem[] = [
+      { kind: 'user', id: 'u', text: 'Where is the Config?', attachments: 0 },
+      { kind: 'tool', id: 't', name: 'bash', source: 'toolset', input: { command: 'cat config.yml' }, result: { text: 'port: 8080', isError: false, images: 0, interrupted: false } },
+      { kind: 'agent', id: 'a', text: 'It listens on 8080.', streaming: false },
+      { kind: 'turn', id: 'd', stopReason: 'end_turn' },
+    ]
+    expect(findRows(items, 'config')).toEqual([0, 1])
+    expect(findRows(items, '8080')).toEqual([1, 2])
+    expect(findRows(items, '  ')).toEqual([])
   })
 })

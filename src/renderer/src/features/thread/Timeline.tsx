@@ -5,7 +5,7 @@ import { Markdown } from '../../ui/Markdown'
 import { clock } from '../../ui/format'
 import type { TimelineItem, ToolItem } from './timeline'
 import { ToolCard } from './ToolCard'
-import { toolTurns } from './tool-view'
+import { findRows, toolTurns } from './tool-view'
 import { ErrorBoundary } from '../../ui/ErrorBoundary'
 
 export interface TimelineProps {
@@ -87,6 +87,32 @@ export function Timeline(props: TimelineProps) {
   const [expandedTurns, setExpandedTurns] = useState<ReadonlyMap<string, boolean>>(new Map())
   const toggleTurn = useCallback((turn: string, open: boolean) => setExpandedTurns((m) => new Map(m).set(turn, open)), [])
 
+  // Find in session: over the rows loaded (the view pages older ones in on request), stepping
+  // the virtualized list to each match, since the browser's own find sees only rendered rows.
+  const [finding, setFinding] = useState(false)
+  const [findQuery, setFindQuery] = useState('')
+  const [findAt, setFindAt] = useState(0)
+  const matches = useMemo(() => (finding ? findRows(items, findQuery) : []), [finding, items, findQuery])
+  const currentMatch = matches.length ? matches[Math.min(findAt, matches.length - 1)] : -1
+  const findInput = useRef<HTMLInputElement>(null)
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === 'f') {
+        e.preventDefault()
+        setFinding(true)
+        requestAnimationFrame(() => findInput.current?.select())
+      }
+    }
+    window.addEventListener('keydown', onKey)
+    return () => window.removeEventListener('keydown', onKey)
+  }, [])
+  useEffect(() => {
+    if (currentMatch < 0) return
+    atBottom.current = false
+    virtualizer.scrollToIndex(currentMatch, { align: 'center' })
+  }, [currentMatch, virtualizer])
+  const step = (d: number) => matches.length && setFindAt((i) => (Math.min(i, matches.length - 1) + d + matches.length) % matches.length)
+
   const onScroll = useCallback(() => {
     const el = scrollRef.current
     if (!el) return
@@ -106,12 +132,63 @@ export function Timeline(props: TimelineProps) {
   const virtualItems = virtualizer.getVirtualItems()
   return (
     <div className="timeline-wrap">
+      {finding && (
+        <form
+          className="find-bar"
+          role="search"
+          aria-label="Find in session"
+          onSubmit={(e) => {
+            e.preventDefault()
+            step(1)
+          }}
+        >
+          <label htmlFor="find-input" className="sr-only">
+            Find in session
+          </label>
+          <input
+            id="find-input"
+            ref={findInput}
+            autoFocus
+            placeholder="Find in session"
+            value={findQuery}
+            onChange={(e) => {
+              setFindQuery(e.target.value)
+              setFindAt(0)
+            }}
+            onKeyDown={(e) => {
+              if (e.key === 'Escape') setFinding(false)
+              else if (e.key === 'Enter' && e.shiftKey) {
+                e.preventDefault()
+                step(-1)
+              }
+            }}
+          />
+          <span className="find-count" role="status">
+            {findQuery.trim() ? (matches.length ? `${Math.min(findAt, matches.length - 1) + 1} of ${matches.length}` : 'No match') : ''}
+            {findQuery.trim() && hasOlder ? ' in the loaded events' : ''}
+          </span>
+          <button type="button" className="icon-btn" aria-label="Previous match" disabled={!matches.length} onClick={() => step(-1)}>
+            ↑
+          </button>
+          <button type="button" className="icon-btn" aria-label="Next match" disabled={!matches.length} onClick={() => step(1)}>
+            ↓
+          </button>
+          {hasOlder && (
+            <button type="button" className="link-btn" disabled={loadingOlder} onClick={loadOlder}>
+              Load older
+            </button>
+          )}
+          <button type="button" className="icon-btn" aria-label="Close find" onClick={() => setFinding(false)}>
+            ×
+          </button>
+        </form>
+      )}
       <div className="timeline" ref={scrollRef} onScroll={onScroll} role="log" aria-label="Thread timeline" aria-live="off" tabIndex={0}>
         <div className="timeline-inner" style={{ height: virtualizer.getTotalSize() }}>
           {virtualItems.map((v) => {
             const item = items[v.index]
             return (
-              <div key={v.key} data-index={v.index} ref={virtualizer.measureElement} className="timeline-row" style={{ transform: `translateY(${v.start}px)` }}>
+              <div key={v.key} data-index={v.index} ref={virtualizer.measureElement} className={v.index === currentMatch ? 'timeline-row find-current' : 'timeline-row'} style={{ transform: `translateY(${v.start}px)` }}>
                 {item ? (
                   <ErrorBoundary what={`this ${item.kind} event`} compact>
                     <Row

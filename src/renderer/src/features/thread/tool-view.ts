@@ -138,3 +138,33 @@ export function toolTurns(items: readonly TimelineItem[]): Map<string, { turn: s
   close()
   return out
 }
+
+/** The text of a timeline row that find-in-session searches: what the row shows. */
+export function rowText(item: TimelineItem): string {
+  switch (item.kind) {
+    case 'user':
+    case 'agent':
+    case 'thinking':
+    case 'thread_message':
+      return item.text
+    case 'tool':
+      return `${item.name} ${toolSummary(item)} ${item.result?.text ?? item.live ?? ''}`
+    case 'note':
+      return `${item.label} ${item.text}`
+    case 'error':
+      return `${item.errorType} ${item.message}`
+    default:
+      return ''
+  }
+}
+
+/** Indexes of the rows whose text contains `query` (case-insensitive), oldest first; none for an empty query. */
+export function findRows(items: readonly TimelineItem[], query: string): number[] {
+  const q = query.trim().toLowerCase()
+  if (!q) return []
+  const out: number[] = []
+  items.forEach((it, i) => {
+    if (rowText(it).toLowerCase().includes(q)) out.push(i)
+  })
+  return out
+}

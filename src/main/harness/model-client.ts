@@ -121,6 +121,23 @@ export class AnthropicModelClient implements ModelClient {
     })
   }
 
+  /**
+   * One streaming Messages request. The SDK's `messages.create` prints its deprecation warning
+   * (a deprecated model) on every call, which floods a long session's log: the first request for
+   * a model goes through it, so the SDK warns once with its own list; later ones post the same
+   * request without the check.
+   */
+  private send(body: MessageCreateParamsBase, options: { signal: AbortSignal; headers: Record<string, string> }): Promise<AsyncIterable<RawMessageStreamEvent>> {
+    if (!AnthropicModelClient.checkedModels.has(body.model)) {
+      AnthropicModelClient.checkedModels.add(body.model)
+      return this.client.messages.create({ ...body, stream: true }, options)
+    }
+    return this.client.post('/v1/messages', { body: { ...body, stream: true }, ...options, stream: true }) as unknown as Promise<AsyncIterable<RawMessageStreamEvent>>
+  }
+
+  /** Models whose first request went through the SDK's own checks, in this process. */
+  private static readonly checkedModels = new Set<string>()
+
   async stream(request: ModelRequest, handlers: ModelStreamHandlers): Promise<ModelResponse> {
     const body = this.params.compatibilityMode ? toCompatibleRequest(request) : request
     const controller = new AbortController()
@@ -141,7 +158,7 @@ export class AnthropicModelClient implements ModelClient {
     if (!this.params.compatibilityMode && this.params.betas?.length) headers['anthropic-beta'] = this.params.betas.join(',')
     const acc = new ResponseAccumulator(handlers)
     try {
-      const stream = await this.client.messages.create({ ...(body as MessageCreateParamsBase), stream: true }, { signal: controller.signal, headers })
+      const stream = await this.send(body as MessageCreateParamsBase, { signal: controller.signal, headers })
       for await (const event of stream) {
         arm()
         acc.apply(event)

@@ -61,3 +61,27 @@ describe('the Anthropic model client', () => {
     expect(err).toMatchObject({ kind: 'stalled', retryable: true })
   })
 })
+
+describe('deprecated models', () => {
+  it("lets the SDK warn about a deprecated model once, not on every request", async () => {
+    server = await ScriptedModelServer.start([say('one'), say('two'), say('three')])
+    const client = new AnthropicModelClient({ baseURL: server.url, apiKey: 'k' })
+    const warnings: string[] = []
+    const original = console.warn
+    console.warn = (...args: unknown[]) => void warnings.push(args.map(String).join(' '))
+    try {
+      const deprecated = { ...request, model: 'claude-sonnet-4-5' }
+      const texts: unknown[] = []
+      for (let i = 0; i < 3; i++) texts.push((await client.stream(deprecated, { signal: new AbortController().signal })).blocks)
+      expect(texts).toEqual([[{ type: 'text', text: 'one' }], [{ type: 'text', text: 'two' }], [{ type: 'text', text: 'three' }]])
+    } finally {
+      console.warn = original
+    }
+    expect(warnings.filter((w) => w.includes("'claude-sonnet-4-5' is deprecated"))).toHaveLength(1)
+    expect(server.requests.map((r) => [r.body.model, r.body.stream])).toEqual([
+      ['claude-sonnet-4-5', true],
+      ['claude-sonnet-4-5', true],
+      ['claude-sonnet-4-5', true],
+    ])
+  })
+})

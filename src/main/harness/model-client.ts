@@ -81,7 +81,14 @@ export interface AnthropicModelClientParams {
   stallTimeoutMs?: number
   /** Upper bound for a whole request (default 10 min). */
   requestTimeoutMs?: number
+  /** The fetch the SDK uses (tests inject one to see where a request goes without a network). */
+  fetch?: typeof fetch
 }
+
+/** Where requests go when no base URL is given. Always passed to the SDK: left undefined, the SDK
+ * would read ANTHROPIC_BASE_URL from process.env itself, and a probe of "Anthropic's API" would dial
+ * whatever that names while reporting api.anthropic.com. */
+export const ANTHROPIC_API_URL = 'https://api.anthropic.com'
 
 /** Strips what a local Anthropic-compatible server does not understand. Pure; returns a copy. */
 export function toCompatibleRequest(request: ModelRequest): ModelRequest {
@@ -115,9 +122,10 @@ export class AnthropicModelClient implements ModelClient {
     this.stallTimeoutMs = params.stallTimeoutMs ?? 120_000
     this.client = new Anthropic({
       apiKey: params.apiKey ?? 'no-key',
-      baseURL: params.baseURL,
+      baseURL: params.baseURL || ANTHROPIC_API_URL,
       maxRetries: 0,
       timeout: params.requestTimeoutMs ?? 600_000,
+      ...(params.fetch ? { fetch: params.fetch } : {}),
     })
   }
 
@@ -168,7 +176,7 @@ export class AnthropicModelClient implements ModelClient {
       if (handlers.signal.aborted) throw new ModelRequestError('aborted', 'the model request was interrupted', { cause: err })
       if (stalled) throw new ModelRequestError('stalled', `the model endpoint sent nothing for ${this.stallTimeoutMs} ms`, { cause: err })
       if (err instanceof ModelRequestError) throw err
-      throw classifyError(err, this.params.baseURL || 'https://api.anthropic.com')
+      throw classifyError(err, this.params.baseURL || ANTHROPIC_API_URL)
     } finally {
       if (timer) clearTimeout(timer)
       handlers.signal.removeEventListener('abort', onAbort)

@@ -1,4 +1,4 @@
-import { AnthropicModelClient, ModelRequestError } from './model-client'
+import { ANTHROPIC_API_URL, AnthropicModelClient, ModelRequestError } from './model-client'
 
 /** The model a probe asks when the settings name none: the cheapest current Claude model. */
 export const PROBE_DEFAULT_MODEL = 'claude-haiku-4-5'
@@ -13,6 +13,8 @@ export interface ModelProbeParams {
   /** Give up after this long (default 20 s): a probe must answer while the user waits. */
   timeoutMs?: number
   signal?: AbortSignal
+  /** The fetch the SDK uses (tests). */
+  fetch?: typeof fetch
 }
 
 export interface ModelProbeResult {
@@ -37,7 +39,7 @@ export interface ModelProbeResult {
  */
 export async function probeModel(params: ModelProbeParams): Promise<ModelProbeResult> {
   const model = params.model || PROBE_DEFAULT_MODEL
-  const base_url = params.baseURL || 'https://api.anthropic.com'
+  const base_url = params.baseURL || ANTHROPIC_API_URL
   const timeoutMs = params.timeoutMs ?? 20_000
   const client = new AnthropicModelClient({
     apiKey: params.apiKey,
@@ -45,6 +47,7 @@ export async function probeModel(params: ModelProbeParams): Promise<ModelProbeRe
     compatibilityMode: params.compatibilityMode,
     stallTimeoutMs: timeoutMs,
     requestTimeoutMs: timeoutMs,
+    fetch: params.fetch,
   })
   const controller = new AbortController()
   const onAbort = () => controller.abort()

@@ -9,6 +9,7 @@ import { sessionTitle, useSessions } from '../sessions/SessionsProvider'
 import { Timeline } from './Timeline'
 import type { ToolItem } from './timeline'
 import { useThread } from './useThread'
+import { resourceChip } from './resource-label'
 import { ModelNotice } from '../setup/SetupNotices'
 import { useSetup } from '../setup/SetupProvider'
 
@@ -254,8 +255,8 @@ function ThreadHeader({
             <span title={session.updated_at}>updated {relativeTime(session.updated_at)}</span>
             {session.resources.map((r, i) => (
               <span key={i} className="chip-static" title={JSON.stringify(r)}>
-                <Icon name={r.type === 'github_repository' ? 'branch' : r.type === 'file' ? 'file' : 'history'} size={12} />
-                {resourceLabel(r as unknown as Record<string, unknown>)}
+                <Icon name={resourceChip(r as unknown as Record<string, unknown>).icon} size={12} />
+                {resourceChip(r as unknown as Record<string, unknown>).label}
               </span>
             ))}
           </div>
@@ -454,8 +455,3 @@ function TitleEditor({ session, onRenamed }: { session: Session; onRenamed: (s: 
   )
 }
 
-function resourceLabel(r: Record<string, unknown>): string {
-  if (r.type === 'github_repository') return String(r.url ?? '').replace(/^https?:\/\/(www\.)?github\.com\//, '')
-  if (r.type === 'file') return String(r.mount_path ?? r.file_id ?? 'file')
-  return String(r.memory_store_id ?? 'memory store')
-}

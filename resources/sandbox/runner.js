@@ -38,6 +38,24 @@ const crypto = require('crypto')
 const net = require('net')
 const { StringDecoder } = require('string_decoder')
 
+// Docker starts the runner as root holding only CAP_SETUID/CAP_SETGID (no-new-privileges); it
+// becomes the sandbox user before anything else. A process whose credentials changed is left
+// non-dumpable by the kernel, so the agent's processes — the same uid, but started later by exec —
+// can neither open /proc/<runner>/fd or /proc/<runner>/mem nor ptrace it; the container's init
+// stays root. Nothing the agent runs can then write a line onto this process's output.
+becomeSandboxUser(process.env.CORRAL_RUNNER_USER)
+function becomeSandboxUser(spec) {
+  if (!spec || typeof process.getuid !== 'function' || process.getuid() !== 0) return
+  const m = /^(\d+):(\d+)$/.exec(spec)
+  if (!m) throw new Error(`runner: CORRAL_RUNNER_USER must be uid:gid, got ${JSON.stringify(spec)}`)
+  const uid = Number(m[1])
+  const gid = Number(m[2])
+  process.setgroups([gid])
+  process.setgid(gid)
+  process.setuid(uid)
+  if (process.getuid() !== uid || process.geteuid() !== uid || process.getgid() !== gid) throw new Error('runner: could not become the sandbox user')
+}
+
 const VERSION = 1
 const WORKSPACE = path.resolve(process.env.CORRAL_WORKSPACE || '/workspace')
 const EXTRA_ROOTS = (process.env.CORRAL_ROOTS || '').split(':').filter(Boolean).map((r) => path.resolve(r))

@@ -32,8 +32,34 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
       expect(r.content).toContain('docker-init')
       const info = await liveContainer(sandbox).inspect()
       expect(info.HostConfig).toMatchObject({ NetworkMode: 'none', CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], ReadonlyRootfs: true, Init: true, PidsLimit: 128, Memory: 256 * 2 ** 20, NanoCpus: 1e9 })
-      expect(info.Config.User).toBe('1000:1000')
+      expect(info.Config.User).toBe('0:0')
+      expect(info.HostConfig.CapAdd).toEqual(['SETUID', 'SETGID'])
       expect(info.Config.Labels['corral.session']).toBe(sessionId)
+    } finally {
+      await sandbox.dispose({ removeWorkspace: true })
+    }
+  })
+
+  // Red-team issue #15, finding 9: the agent ran as the runner's uid and could write lines onto the
+  // runner's output through /proc/1/fd/1 (init) or /proc/<runner>/fd/1, or reach into its memory.
+  it("runs the agent as uid 1000 with no capability, and leaves it no way onto the runner's output or into its memory", async () => {
+    const sandbox = provider.create({ sessionId: sid('trust'), environmentId: 'env_trust', config: config() })
+    try {
+      const probe = [
+        'id -u; grep CapEff /proc/self/status',
+        'runner=$(pgrep -f /opt/corral/runner.js | head -1)',
+        'ls /proc/$runner/fd >/dev/null 2>&1 && echo runner-fd-open || echo runner-fd-denied',
+        'head -c1 /proc/$runner/mem >/dev/null 2>&1 && echo runner-mem-open || echo runner-mem-denied',
+        `python3 -c "import os; os.open('/proc/1/fd/1', os.O_WRONLY)" 2>/dev/null && echo init-fd-open || echo init-fd-denied`,
+        `R=$runner python3 -c "import os; os.open('/proc/'+os.environ['R']+'/fd/1', os.O_WRONLY)" 2>/dev/null && echo runner-out-open || echo runner-out-denied`,
+      ].join('\n')
+      const r = await sandbox.execute({ toolUseId: 'toolu_trust', name: 'bash', input: { command: probe } })
+      expect(r.isError).toBe(false)
+      expect(r.content.split('\n')).toEqual(['1000', 'CapEff:\t0000000000000000', 'runner-fd-denied', 'runner-mem-denied', 'init-fd-denied', 'runner-out-denied'])
+      // The runner still works, as uid 1000: what it writes belongs to the sandbox user.
+      await sandbox.execute({ toolUseId: 'toolu_trust_w', name: 'write', input: { file_path: '/workspace/w.txt', content: 'x' } })
+      const owner = await sandbox.execute({ toolUseId: 'toolu_trust_o', name: 'bash', input: { command: 'stat -c %u:%g /workspace/w.txt' } })
+      expect(owner.content).toBe('1000:1000')
     } finally {
       await sandbox.dispose({ removeWorkspace: true })
     }

@@ -237,8 +237,11 @@ export function sandboxContract(name: string, h: ContractHarness): void {
       expect(await sandbox.recover!(`toolu_${sessionId}_never`)).toEqual({ state: 'unknown' })
     })
 
-    // Red-team issue #15, finding 9: a command can write lines to the runner's output (here through
-    // /proc/1/fd/1, the sandbox's init holding the same stdout); the host believes none of them.
+    // Red-team issue #15, finding 9: a command tried to write lines onto the runner's output (through
+    // /proc/1/fd/1, the sandbox's init holding the same stdout, or pidfd_getfd). Both backends now
+    // refuse it (Docker: a non-dumpable runner and a root init; bubblewrap: a socket and the filter);
+    // where a forgery gets through, the host believes none of it (engine/runner-trust.test.ts
+    // forges as root to prove that side).
     for (const [what, forged] of [
       ['an object where the text belongs', (id: string) => ({ rid: id, type: 'result', result: { content: { forged: true }, isError: false } })],
       ['is_error "yes"', (id: string) => ({ rid: id, type: 'result', result: { content: 'forged', isError: 'yes' } })],

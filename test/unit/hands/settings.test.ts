@@ -60,8 +60,10 @@ describe('sandbox command lines', () => {
 
   it('locks a Docker container down', () => {
     const spec = containerSpec({ image: 'img', settings, volume: 'vol', name: 'n', labels: { 'corral.session': 's' }, bindRunner: false })
-    expect(spec).toMatchObject({ User: '1000:1000', NetworkDisabled: true, Labels: { 'corral.managed': '1', 'corral.session': 's' } })
-    expect(spec.HostConfig).toMatchObject({ NetworkMode: 'none', CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], ReadonlyRootfs: true, Init: true, PidsLimit: 100, Memory: 256 * 2 ** 20, MemorySwap: 256 * 2 ** 20, NanoCpus: 1.5e9, Runtime: 'runsc' })
+    // Root holding only the right to become uid 1000, which the runner does as its first act.
+    expect(spec).toMatchObject({ User: '0:0', NetworkDisabled: true, Labels: { 'corral.managed': '1', 'corral.session': 's' } })
+    expect(spec.Env).toContain('CORRAL_RUNNER_USER=1000:1000')
+    expect(spec.HostConfig).toMatchObject({ NetworkMode: 'none', CapDrop: ['ALL'], CapAdd: ['SETUID', 'SETGID'], SecurityOpt: ['no-new-privileges'], ReadonlyRootfs: true, Init: true, PidsLimit: 100, Memory: 256 * 2 ** 20, MemorySwap: 256 * 2 ** 20, NanoCpus: 1.5e9, Runtime: 'runsc' })
     expect(spec.HostConfig?.Mounts).toEqual([{ Type: 'volume', Source: 'vol', Target: '/workspace' }])
   })
 

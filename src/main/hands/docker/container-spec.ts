@@ -3,6 +3,10 @@ import { runnerPath } from '../paths'
 import type { FolderMount } from '../folders'
 import { runnerEnv, type SandboxSettings, SESSION_MOUNT, STATE_MOUNT, WORKSPACE } from '../settings'
 
+/** The user the runner becomes inside a container (uid:gid), and the variable that tells it so. */
+export const SANDBOX_USER = '1000:1000'
+export const RUNNER_USER_ENV = 'CORRAL_RUNNER_USER'
+
 /** The label every container, volume and image Corral makes carries: `corral.managed=<scope>`. */
 export const MANAGED = 'corral.managed'
 
@@ -31,7 +35,14 @@ export function containerSpec(p: {
   const s = p.settings
   const folders = p.folders ?? []
   const volumeTarget = folders.some((f) => f.target === WORKSPACE) ? STATE_MOUNT : WORKSPACE
-  const env = { ...runnerEnv(s, volumeTarget === STATE_MOUNT ? STATE_MOUNT : undefined), HOME: '/home/corral', LANG: 'C.UTF-8', PATH: '/usr/local/bin:/usr/bin:/bin', ...p.egress?.env }
+  const env = {
+    ...runnerEnv(s, volumeTarget === STATE_MOUNT ? STATE_MOUNT : undefined),
+    HOME: '/home/corral',
+    LANG: 'C.UTF-8',
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    [RUNNER_USER_ENV]: SANDBOX_USER,
+    ...p.egress?.env,
+  }
   const tmpfs = (size: string, owned: boolean) => `rw,exec,nosuid,nodev,size=${size}${owned ? ',uid=1000,gid=1000,mode=0755' : ',mode=1777'}`
   const extraTmpfs: Record<string, string> = {}
   for (const root of s.extraRoots) if (root !== SESSION_MOUNT && root !== '/tmp') extraTmpfs[root] = tmpfs('256m', true)
@@ -39,7 +50,12 @@ export function containerSpec(p: {
     name: p.name,
     Image: p.image,
     Cmd: ['node', '/opt/corral/runner.js'],
-    User: '1000:1000',
+    // Root with nothing but the right to become the sandbox user: the runner drops to uid 1000 as its
+    // first act (resources/sandbox/runner.js), which leaves it non-dumpable, while the container's
+    // init stays root. What the agent runs (uid 1000, started later) can then open neither the
+    // runner's /proc/<pid>/{fd,mem} nor init's /proc/1/fd: it cannot write lines onto the runner's
+    // output or reach into its memory (red-team issue #15, finding 9).
+    User: '0:0',
     WorkingDir: WORKSPACE,
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
     Labels: { [MANAGED]: '1', ...p.labels },
@@ -53,6 +69,7 @@ export function containerSpec(p: {
     HostConfig: {
       NetworkMode: 'none',
       CapDrop: ['ALL'],
+      CapAdd: ['SETUID', 'SETGID'],
       SecurityOpt: ['no-new-privileges'],
       ReadonlyRootfs: true,
       Init: true,

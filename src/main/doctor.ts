@@ -5,6 +5,7 @@ import { webSearchOffer } from './harness/tools'
 import { BubblewrapSandboxProvider, DockerSandboxProvider, detectBackends, type BackendReport } from './hands'
 import { openKeychain } from './vault/vault-services'
 import { keychainAccount, keychainFix } from './vault/keychain'
+import { peerCredentialsReader } from './vault/peer-credentials'
 import { probeModel, type ModelProbeResult } from './harness/model-probe'
 
 export interface DoctorFinding {
@@ -70,6 +71,13 @@ export async function runDoctor(params: DoctorParams): Promise<DoctorFinding[]> 
   } catch (err) {
     findings.push({ area: 'keychain', ok: false, detail: `${(err as Error).message.replace(/; to fix: .*$/, '')} — secrets cannot be stored; to fix: ${keychainFix()}` })
   }
+
+  const peer = peerCredentialsReader()
+  findings.push(
+    'read' in peer
+      ? { area: 'egress socket', ok: true, detail: 'every connection to a sandbox\'s egress socket is checked by its peer credentials (SO_PEERCRED)' }
+      : { area: 'egress socket', ok: false, detail: `connections are not checked by peer credentials, only the 0700 socket directory keeps other local users out: ${peer.unavailable}` },
+  )
 
   let settings: ReturnType<typeof readSettings> = {}
   try {

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { runDoctor } from '../../../src/main/doctor'
+import { peerCredentialsReader } from '../../../src/main/vault/peer-credentials'
 import { bubblewrapProbe, dockerProbe, requirement } from '../../support/requirements'
 
 const bwrap = requirement('bubblewrap', bubblewrapProbe)
@@ -25,6 +26,20 @@ describe('corral doctor', () => {
       if (bwrap.ok) expect(findings.find((f) => f.area === 'sandbox: bubblewrap')!.ok).toBe(true)
       if (docker.ok) expect(findings.find((f) => f.area === 'sandbox: docker')!.ok).toBe(true)
       for (const f of findings) if (!f.ok) expect(f.detail.length).toBeGreaterThan(5)
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+
+  it('says whether the egress proxy checks who connects to a sandbox socket, and how to build the check when it is missing', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'corral-doctor-'))
+    try {
+      const findings = await runDoctor({ dataDir, env: { ...process.env, ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/v1' }, probeModel: false })
+      const egress = findings.find((f) => f.area === 'egress socket')
+      expect(egress).toBeDefined()
+      const built = 'read' in peerCredentialsReader()
+      expect(egress!.ok).toBe(built)
+      expect(egress!.detail).toContain(built ? 'SO_PEERCRED' : 'npm run build:native')
     } finally {
       rmSync(dataDir, { recursive: true, force: true })
     }

@@ -50,6 +50,8 @@ test.describe.serial('every kind of event in the thread view', () => {
     await expect(page.locator('.thread-event').first()).toContainText('Subagent researcher started')
     await expect(page.locator('.msg-thread')).toHaveCount(2)
 
+    // Finished cards fold to one line; the turn's calls open together.
+    await page.getByRole('button', { name: /Expand this turn's 3 tool calls/ }).click()
     const edit = page.locator('.tool-card').filter({ hasText: 'src/date.ts' })
     await expect(edit.locator('.diff-del')).toHaveCount(2)
     await expect(edit.locator('.diff-add')).toHaveCount(2)
@@ -60,8 +62,9 @@ test.describe.serial('every kind of event in the thread view', () => {
     await expect(bash.locator('.tool-duration')).toHaveText('2.1 s')
     await expect(bash.locator('.terminal .ansi-fg-red').first()).toHaveText('✗')
 
-    await expect(page.locator('.event-error')).toContainText('model overloaded error')
-    await expect(page.locator('.event-error .pill')).toHaveText('retrying')
+    // One row per failing request episode, with its attempt.
+    await expect(page.locator('.event-error')).toContainText(/model overloaded error/i)
+    await expect(page.locator('.event-error .pill')).toHaveText(/^retrying 1/)
 
     const custom = page.locator('.tool-card').filter({ hasText: 'lookup_ticket' })
     await expect(custom).toHaveClass(/tool-awaiting/)

@@ -1,7 +1,7 @@
-import { memo, useLayoutEffect, useMemo, useRef, useState, type CSSProperties } from 'react'
+import { memo, useLayoutEffect, useMemo, useRef, useState, type CSSProperties, type ReactNode } from 'react'
 import { languageOf, tokenize } from './highlight'
 import { parseAnsi, type AnsiSpan } from './ansi'
-import { diffRows } from './diff-rows'
+import { diffRows, type DiffRow } from './diff-rows'
 import { Icon } from './components'
 
 /** Highlighted code with a copy button and the language as a label. */
@@ -137,10 +137,18 @@ export function CodeInline({ code, language }: { code: string; language?: string
   )
 }
 
-/** A unified diff view of a write or edit, with line numbers and highlighted +/- lines. */
+/** A write or edit as a unified diff, with line numbers and highlighted +/- lines. */
 export const DiffView = memo(function DiffView({ before, after, path }: { before: string; after: string; path?: string }) {
   const rows = useMemo(() => diffRows(before, after), [before, after])
   const lang = languageOf(path)
+  return <DiffTable rows={rows} path={path} renderText={(text) => <CodeInline code={text} language={lang} />} />
+})
+
+/**
+ * Diff rows as a table: a head with the path and the +/− counts, then one row per line with its
+ * old and new numbers. `renderText` draws a line's text (highlighted, or plain).
+ */
+export function DiffTable({ rows, path, renderText }: { rows: readonly DiffRow[]; path?: string; renderText?: (text: string) => ReactNode }) {
   const added = rows.filter((r) => r.kind === 'add').length
   const removed = rows.filter((r) => r.kind === 'del').length
   return (
@@ -169,7 +177,7 @@ export const DiffView = memo(function DiffView({ before, after, path }: { before
                 {r.kind === 'add' ? '+' : r.kind === 'del' ? '−' : ' '}
               </span>
               <span className="diff-text" role="cell">
-                <CodeInline code={r.text || ' '} language={lang} />
+                {renderText ? renderText(r.text || ' ') : r.text || ' '}
               </span>
             </div>
           ),
@@ -177,7 +185,7 @@ export const DiffView = memo(function DiffView({ before, after, path }: { before
       </div>
     </div>
   )
-})
+}
 
 /** Highlighted tokens: plain text as is, the rest in a span with the token's class. */
 function Tokens({ tokens }: { tokens: ReturnType<typeof tokenize> }) {

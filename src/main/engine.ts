@@ -318,7 +318,12 @@ export class Engine {
       model: { base_url: m.baseUrl ?? null, compatibility_mode: m.compatibilityMode === true, default_model: m.defaultModel ?? null },
       sandbox_backend: this.settings.sandboxBackend ?? 'auto',
       api_key: { set: source !== null, source },
-      endpoint: { base_url: this.env.ANTHROPIC_BASE_URL || m.baseUrl || null, configured: Boolean(this.env.ANTHROPIC_API_KEY || this.env.ANTHROPIC_BASE_URL || m.baseUrl) },
+      endpoint: {
+        base_url: this.env.ANTHROPIC_BASE_URL || m.baseUrl || null,
+        source: this.env.ANTHROPIC_BASE_URL ? 'environment' : m.baseUrl ? 'settings' : 'default',
+        environment_base_url: this.env.ANTHROPIC_BASE_URL || null,
+        configured: Boolean(this.env.ANTHROPIC_API_KEY || this.env.ANTHROPIC_BASE_URL || m.baseUrl),
+      },
       model_check: this.lastModelCheck ?? null,
       keychain: await this.keychainStatus(),
     }
@@ -382,7 +387,9 @@ export class Engine {
    */
   async testModel(input: z.infer<typeof corralModelTestSchema>): Promise<ModelCheckView> {
     const m = this.settings.model ?? {}
-    const baseURL = input.base_url !== undefined ? (input.base_url ?? undefined) : this.env.ANTHROPIC_BASE_URL || m.baseUrl
+    // base_url null is the form's empty field: no URL in the settings, so what sessions would use
+    // then (ANTHROPIC_BASE_URL when the environment sets it, else Anthropic's API).
+    const baseURL = input.base_url !== undefined ? input.base_url || this.env.ANTHROPIC_BASE_URL || undefined : this.env.ANTHROPIC_BASE_URL || m.baseUrl || undefined
     const apiKey = input.api_key ?? this.env.ANTHROPIC_API_KEY
     const key_source = input.api_key ? 'request' : this.env.ANTHROPIC_API_KEY ? (this.apiKeySource ?? 'environment') : 'none'
     const probe = await probeModel({

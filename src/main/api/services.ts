@@ -60,8 +60,12 @@ export interface CorralSettingsView {
   model: { base_url: string | null; compatibility_mode: boolean; default_model: string | null }
   sandbox_backend: 'auto' | 'docker' | 'bubblewrap'
   api_key: { set: boolean; source: 'environment' | 'keychain' | null }
-  /** The endpoint in effect (ANTHROPIC_BASE_URL over the settings; null: Anthropic's) and whether brains run (a key or a URL is set). */
-  endpoint: { base_url: string | null; configured: boolean }
+  /**
+   * The endpoint in effect (ANTHROPIC_BASE_URL over the settings; null: Anthropic's), where it
+   * comes from, the environment's URL (what an empty settings field means; null when unset) and
+   * whether brains run (a key or a URL is set).
+   */
+  endpoint: { base_url: string | null; source: 'environment' | 'settings' | 'default'; environment_base_url: string | null; configured: boolean }
   /** The last Test connection of this engine (kept in memory), or null before the first. */
   model_check: ModelCheckView | null
   /** Whether the OS keychain answers; when it does not, what is missing and how to fix it. */

@@ -508,7 +508,9 @@ export const corralSettingsUpdateSchema = z.strictObject({
 /**
  * `POST /v1/corral/model/test` (Test connection): one real minimal request to the endpoint. Each
  * field overrides the saved one for this test only (the form's values before saving); an absent
- * field uses what is in effect. `api_key` is used for the request and never stored or returned.
+ * field uses what is in effect; `base_url: null` (an empty field) means no URL in the settings, so
+ * ANTHROPIC_BASE_URL when the engine's environment sets it, else Anthropic's API. `api_key` is used
+ * for the request and never stored or returned.
  */
 export const corralModelTestSchema = z.strictObject({
   base_url: z.url({ protocol: /^https?$/ }).nullable().optional(),

@@ -85,6 +85,25 @@ describe('Test connection (POST /v1/corral/model/test)', () => {
     expect(m.requests[0].headers.authorization).toBe('Bearer sk-saved-key-456')
   })
 
+  it('with ANTHROPIC_BASE_URL in the environment and an empty form field (base_url null) tests the environment’s endpoint, and the settings say where the endpoint comes from', async () => {
+    const m = await model()
+    const { call } = await open({ env: { ANTHROPIC_BASE_URL: m.url } })
+    const settings = await call('GET', '/v1/corral/settings')
+    expect(settings.body.model.base_url).toBeNull()
+    expect(settings.body.endpoint).toMatchObject({ base_url: m.url, source: 'environment', environment_base_url: m.url, configured: true })
+    const r = await call('POST', '/v1/corral/model/test', { base_url: null, compatibility_mode: false, model: null })
+    expect(r.body).toMatchObject({ ok: true, status: 200, base_url: m.url })
+    expect(m.requests).toHaveLength(1)
+  })
+
+  it('says the endpoint comes from the settings, or is the default, when the environment sets no URL', async () => {
+    const m = await model()
+    const { call } = await open()
+    expect((await call('GET', '/v1/corral/settings')).body.endpoint).toMatchObject({ base_url: null, source: 'default', environment_base_url: null })
+    await call('POST', '/v1/corral/settings', { model: { base_url: m.url } })
+    expect((await call('GET', '/v1/corral/settings')).body.endpoint).toMatchObject({ base_url: m.url, source: 'settings', environment_base_url: null })
+  })
+
   it('refuses a base_url that is not http(s) with a 400 naming the field, and sends nothing', async () => {
     const { call } = await open()
     const r = await call('POST', '/v1/corral/model/test', { base_url: 'ftp://127.0.0.1/' })

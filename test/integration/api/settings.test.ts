@@ -38,7 +38,7 @@ describe('settings API (/v1/corral/settings)', () => {
       model: { base_url: null, compatibility_mode: false, default_model: null },
       sandbox_backend: 'auto',
       api_key: { set: false, source: null },
-      endpoint: { base_url: null, configured: false },
+      endpoint: { base_url: null, source: 'default', environment_base_url: null, configured: false },
       model_check: null,
       keychain: { available: true, backend: 'memory', problem: null },
     })

@@ -31,6 +31,14 @@ export interface DoctorFinding {
   detail: string
 }
 
+/** What an empty base URL field means, and which endpoint sessions use (the engine's ANTHROPIC_BASE_URL wins over the field). */
+export function baseUrlHint(endpoint: CorralSettings['endpoint']): string {
+  const local = 'A local Anthropic-compatible server (Ollama, llama.cpp, LM Studio) works too.'
+  const env = endpoint?.environment_base_url
+  if (env) return `Empty: ${env}, from ANTHROPIC_BASE_URL in Corral's environment, which sessions use even when this field is set. ${local}`
+  return `Empty: Anthropic's API. ${local}`
+}
+
 function missing(e: unknown): boolean {
   return e instanceof ApiError && e.status === 404
 }
@@ -53,6 +61,7 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
   const setup = useSetup()
   const keychain = settings.data?.keychain
   const noKeychain = keychain?.available === false
+  const envBaseUrl = settings.data?.endpoint?.environment_base_url ?? null
   // Test connection: one real minimal request with what the form says now (saved or not).
   const testConnection = async () => {
     setErr(undefined)
@@ -154,8 +163,8 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
             }}
           >
             <fieldset disabled={noSettingsApi || settings.loading}>
-              <Field id="st-base" label="Model endpoint (base URL)" hint="Empty: Anthropic's API. A local Anthropic-compatible server (Ollama, llama.cpp, LM Studio) works too.">
-                <input id="st-base" type="url" placeholder="https://api.anthropic.com" value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} />
+              <Field id="st-base" label="Model endpoint (base URL)" hint={baseUrlHint(settings.data?.endpoint)}>
+                <input id="st-base" type="url" placeholder={envBaseUrl ? `from ANTHROPIC_BASE_URL: ${envBaseUrl}` : 'https://api.anthropic.com'} value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} />
               </Field>
               <label className="check">
                 <input type="checkbox" checked={compat} onChange={(e) => setCompat(e.target.checked)} /> Compatibility mode (strip prompt caching, betas and server tools for local servers)

@@ -21,7 +21,7 @@ export interface SetupSettings {
   model?: { base_url?: string | null; compatibility_mode?: boolean; default_model?: string | null }
   sandbox_backend?: 'auto' | 'docker' | 'bubblewrap'
   api_key?: { set: boolean; source?: string | null }
-  endpoint?: { base_url: string | null; configured: boolean }
+  endpoint?: { base_url: string | null; source?: 'environment' | 'settings' | 'default'; environment_base_url?: string | null; configured: boolean }
   model_check?: ModelCheck | null
   keychain?: { available: boolean; backend: string | null; problem: string | null }
 }

@@ -128,6 +128,16 @@ export function sandboxContract(name: string, h: ContractHarness): void {
       expect((await run('bash', { command: 'echo still here' })).content).toBe('still here')
     })
 
+    it('gives the model stdout and stderr merged in the order they were written, however fast they interleave', async () => {
+      const chunks: string[] = []
+      const r = await run('bash', { command: 'echo out; echo err >&2; echo out2' }, { onOutput: (c) => chunks.push(c) })
+      expect(r.content).toBe('out\nerr\nout2')
+      expect(chunks.join('')).toBe('out\nerr\nout2\n')
+      const burst = await run('bash', { command: 'for i in $(seq 1 100); do echo o$i; echo e$i >&2; done' })
+      const expected = Array.from({ length: 100 }, (_, i) => `o${i + 1}\ne${i + 1}`).join('\n')
+      expect(burst.content).toBe(expected)
+    })
+
     it('kills a call that outlives its timeout, and the shell keeps its state', async () => {
       await run('bash', { command: 'cd /tmp' })
       const started = Date.now()

@@ -1,10 +1,11 @@
-import { expect, test, type Page, type TestInfo } from '@playwright/test'
+import { expect, test, type Page } from '@playwright/test'
 import AxeBuilder from '@axe-core/playwright'
-import { mkdtempSync, rmSync, mkdirSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ScriptedModelServer, type RecordedRequest, type ScriptStep } from '../support/model-server'
 import { startServe, type ServeProcess } from './support/serve'
+import { shot } from './support/screenshots'
 
 /**
  * The whole loop a person goes through, in Chromium against the real `corral serve` and the
@@ -13,7 +14,6 @@ import { startServe, type ServeProcess } from './support/serve'
  */
 
 const TOKEN = 'e2e_token_0123456789abcdef'
-const SHOTS = join(__dirname, '..', '..', 'test-results', 'screenshots')
 
 const HELLO = [
   'Hello! I am **Corral**, running on your machine.',
@@ -71,12 +71,6 @@ async function open(page: Page, base: string, hash = ''): Promise<void> {
   await page.goto(`${base}/?token=${TOKEN}${hash}`)
 }
 
-async function shot(page: Page, info: TestInfo, name: string): Promise<void> {
-  mkdirSync(SHOTS, { recursive: true })
-  const path = join(SHOTS, `${name}.png`)
-  await page.screenshot({ path, animations: 'disabled' })
-  await info.attach(name, { path, contentType: 'image/png' })
-}
 
 async function expectNoSeriousA11yViolations(page: Page, view: string): Promise<void> {
   const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze()

@@ -1,10 +1,11 @@
-import { expect, test, type Page, type TestInfo } from '@playwright/test'
+import { expect, test } from '@playwright/test'
 import AxeBuilder from '@axe-core/playwright'
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startServe, type ServeProcess } from './support/serve'
+import { shot } from './support/screenshots'
 
 /**
  * The event kinds the scripted model cannot produce yet (subagent threads, a model error being
@@ -14,14 +15,7 @@ import { startServe, type ServeProcess } from './support/serve'
 
 const TOKEN = 'e2e_gallery_token_0123456789'
 const ROOT = join(__dirname, '..', '..')
-const SHOTS = join(ROOT, 'test-results', 'screenshots')
 
-async function shot(page: Page, info: TestInfo, name: string): Promise<void> {
-  mkdirSync(SHOTS, { recursive: true })
-  const path = join(SHOTS, `${name}.png`)
-  await page.screenshot({ path, animations: 'disabled' })
-  await info.attach(name, { path, contentType: 'image/png' })
-}
 
 test.describe.serial('every kind of event in the thread view', () => {
   let dataDir: string

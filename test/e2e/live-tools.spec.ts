@@ -1,9 +1,10 @@
-import { expect, test, type Page, type TestInfo } from '@playwright/test'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { expect, test, type Page } from '@playwright/test'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { callTool, say, ScriptedModelServer, toolResultsOf, type RecordedRequest, type ScriptStep } from '../support/model-server'
 import { startServe, type ServeProcess } from './support/serve'
+import { shot } from './support/screenshots'
 
 /**
  * What a person sees while work runs, in Chromium against the real `corral serve`, a real
@@ -13,7 +14,6 @@ import { startServe, type ServeProcess } from './support/serve'
  */
 
 const TOKEN = 'e2e_token_live_tools_0123456789'
-const SHOTS = join(__dirname, '..', '..', 'test-results', 'screenshots')
 const COUNT = 'for i in 1 2 3 4 5; do echo $i; sleep 1; done'
 
 function lastText(req: RecordedRequest): string {
@@ -35,12 +35,6 @@ function respond(req: RecordedRequest): ScriptStep {
   return say('OK.')
 }
 
-async function shot(page: Page, info: TestInfo, name: string): Promise<void> {
-  mkdirSync(SHOTS, { recursive: true })
-  const path = join(SHOTS, `${name}.png`)
-  await page.screenshot({ path, animations: 'disabled' })
-  await info.attach(name, { path, contentType: 'image/png' })
-}
 
 test.describe.serial('live tool calls', () => {
   let dataDir: string

@@ -142,5 +142,13 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX events_type_marks ON events(session_rid, type, seq, type_mark) WHERE type_mark IS NOT 0;
     `,
   },
+  {
+    version: 5,
+    name: 'sessions: model-failure projection',
+    // `model_error` (JSON, NULL: none) is folded from the log by the session store in the same
+    // transaction as the append (stepModelError), like status and usage. Sessions stored before
+    // this migration start at NULL: their next model request or turn sets it.
+    sql: `ALTER TABLE sessions ADD COLUMN model_error TEXT;`,
+  },
 ]
 

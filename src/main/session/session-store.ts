@@ -1,6 +1,6 @@
 import type { z } from 'zod'
 import type { Statement } from 'better-sqlite3'
-import type { Agent, Session, SessionUsage } from '../../shared/api/types'
+import type { Agent, Session, SessionCorralFields, SessionModelError, SessionUsage } from '../../shared/api/types'
 import type { eventParamsSchema, sessionCreateSchema, sessionListQuerySchema, sessionUpdateSchema } from '../../shared/api/schemas'
 import { newId } from '../../shared/api/ids'
 import { CorralError, conflict, invalid, notFound } from '../../shared/errors'
@@ -13,6 +13,7 @@ import type { SqliteEventLog } from './sqlite-event-log'
 import { createdAtFilters, keysetList, type Page } from './pagination'
 import { primaryThreadId } from './thread-store'
 import { StoreChanges } from './store-changes'
+import { stepModelError } from './model-error'
 
 export type SessionCreateInput = z.infer<typeof sessionCreateSchema>
 export type SessionUpdateInput = z.infer<typeof sessionUpdateSchema>
@@ -27,6 +28,7 @@ interface SessionRow {
   updated_at: string
   archived_at: string | null
   usage: string
+  model_error: string | null
   data: string
 }
 
@@ -34,7 +36,7 @@ interface SessionRow {
  * Session rows with `updated_at` as the later of the row's own and its last event's processed_at
  * (a PK lookup), so appending an event never has to rewrite the session row.
  */
-const SESSION_ROWS = `(SELECT s.rid, s.id, s.agent_id, s.agent_version, s.environment_id, s.status, s.created_at, s.archived_at, s.deleting, s.usage, s.data,
+const SESSION_ROWS = `(SELECT s.rid, s.id, s.agent_id, s.agent_version, s.environment_id, s.status, s.created_at, s.archived_at, s.deleting, s.usage, s.model_error, s.data,
   MAX(s.updated_at, COALESCE((SELECT e.processed_at FROM events e WHERE e.session_rid = s.rid ORDER BY e.seq DESC LIMIT 1), '')) AS updated_at
   FROM sessions s)`
 
@@ -83,8 +85,8 @@ export interface SessionStoreHooks {
 
 /**
  * Sessions: the resource rows, and the send path that validates client events against the log
- * before appending them. Status, usage and updated_at are projections of the log, updated in
- * the same transaction as the event they come from.
+ * before appending them. Status, usage, updated_at and `corral.model_error` (stepModelError) are
+ * projections of the log, updated in the same transaction as the event they come from.
  */
 export class SessionStore {
   /**
@@ -105,16 +107,29 @@ export class SessionStore {
     const setStatus = db.prepare('UPDATE sessions SET status = ?, updated_at = ? WHERE rid = ?')
     const getUsage = db.prepare('SELECT usage FROM sessions WHERE rid = ?').pluck()
     const setUsage = db.prepare('UPDATE sessions SET usage = ?, updated_at = ? WHERE rid = ?')
+    const getModelError = db.prepare('SELECT model_error FROM sessions WHERE rid = ?').pluck()
+    // writes the row only when the value changes (a successful request on a healthy session reads, never writes)
+    const setModelError = db.prepare('UPDATE sessions SET model_error = ? WHERE rid = ? AND model_error IS NOT ?')
     // Once per append, not per event, and only when status or usage changes: a plain event
     // does not write the session row at all (its updated_at is read from the log's tip, see
     // SESSION_ROWS), which keeps the append path to one B-tree insert per event.
     log.addBatchProjector((rid, stored) => {
       let status: Session['status'] | undefined
       let usageDelta: Record<string, number>[] = []
+      // the model-failure fold: undefined until an event of this batch changes it
+      let modelError: SessionModelError | null | undefined
+      let storedError: SessionModelError | null | undefined
+      const prevError = () => (modelError !== undefined ? modelError : (storedError ??= parseModelError(getModelError.get(rid) as string | null)))
       for (const { event } of stored) {
         const st = STATUS_BY_EVENT[event.type]
         if (st && !event.session_thread_id) status = st
         else if (event.type === 'span.model_request_end') usageDelta.push((event as unknown as { model_usage?: Record<string, number> }).model_usage ?? {})
+        const me = stepModelError(prevError, event as unknown as Record<string, unknown>)
+        if (me !== undefined) modelError = me
+      }
+      if (modelError !== undefined) {
+        const json = modelError ? JSON.stringify(modelError) : null
+        setModelError.run(json, rid, json)
       }
       const at = stored[stored.length - 1].event.processed_at
       if (usageDelta.length > 0) {
@@ -285,7 +300,9 @@ export class SessionStore {
       }
       if (Object.keys(event).length === 1 && !changedWithoutField) throw NO_CHANGE
       next.updated_at = this.clock().toISOString()
-      this.db.prepare('UPDATE sessions SET updated_at = ?, data = ? WHERE id = ?').run(next.updated_at, JSON.stringify(next), id)
+      // `corral` is a projection read with the row, not part of the stored resource
+      const { corral: _projected, ...data } = next as Session & { corral?: unknown }
+      this.db.prepare('UPDATE sessions SET updated_at = ?, data = ? WHERE id = ?').run(next.updated_at, JSON.stringify(data), id)
     }
     try {
       await this.log.append(id, [event], { precheck: apply })
@@ -430,7 +447,13 @@ function rowToSession(row: SessionRow): Session {
   s.updated_at = row.updated_at
   s.archived_at = row.archived_at
   s.usage = JSON.parse(row.usage) as SessionUsage
+  const corral: SessionCorralFields = { model_error: parseModelError(row.model_error) }
+  ;(s as Session & { corral: SessionCorralFields }).corral = corral
   return s
+}
+
+function parseModelError(json: string | null): SessionModelError | null {
+  return json ? (JSON.parse(json) as SessionModelError) : null
 }
 
 function publicResource(r: Record<string, unknown>, now: string, id: string): Session['resources'][number] {

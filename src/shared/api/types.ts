@@ -73,3 +73,22 @@ export interface ImageBuildStatus {
   started_at: string | null
   finished_at: string | null
 }
+
+/**
+ * A session's failing model requests (a Corral addition: `corral.model_error` on the session
+ * object, a projection of its log; null when none): `retrying` while a failed model request is
+ * being retried, `failed` when the last turn ended on `retries_exhausted`. `attempt` /
+ * `max_attempts` are the last failed attempt of the episode and how many it may have.
+ */
+export interface SessionModelError {
+  state: 'retrying' | 'failed'
+  type: string
+  message: string
+  attempt: number | null
+  max_attempts: number | null
+}
+
+/** Corral's additions on a session object, under `corral` (never a field the API defines). */
+export interface SessionCorralFields {
+  model_error: SessionModelError | null
+}

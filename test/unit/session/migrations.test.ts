@@ -32,7 +32,7 @@ describe('migration 4 (type index lists marked events only)', () => {
     const insert = db.prepare('INSERT INTO events (session_rid, seq, id, thread_id, type, processed_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)')
     old.forEach((e, i) => insert.run(rid, i + 1, e.id, e.session_thread_id ?? null, e.type, e.processed_at, JSON.stringify(e)))
 
-    expect(migrate(db, MIGRATIONS)).toBe(4)
+    expect(migrate(db, MIGRATIONS)).toBe(MIGRATIONS[MIGRATIONS.length - 1].version)
     const indexes = (db.prepare("SELECT name FROM pragma_index_list('events')").all() as { name: string }[]).map((r) => r.name)
     expect(indexes).toContain('events_type_marks')
     expect(indexes).not.toContain('events_type')
@@ -61,5 +61,28 @@ describe('migration 4 (type index lists marked events only)', () => {
     expect(n(log.read('sesn_OLD', { types: ['agent.message'], order: 'desc', limit: 4 }))).toEqual([101, 100, 99, 96])
     expect((db.prepare('SELECT type_mark FROM events WHERE seq > 100 ORDER BY seq').all() as { type_mark: number }[]).map((r) => r.type_mark)).toEqual([2, 1, 2])
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok')
+  })
+})
+
+describe('migration 5 (model-failure projection)', () => {
+  it('upgrades a version-4 database: its sessions read with no model error, and the next failure is folded in', async () => {
+    db = openDatabase({ path: ':memory:', migrations: MIGRATIONS.filter((m) => m.version <= 4) })
+    const agents = new AgentStore(db)
+    const environments = new EnvironmentStore(db)
+    const agent = agents.create({ name: 'old', model: 'claude-sonnet-4-6' })
+    const env = environments.create({ name: 'old' })
+    db.prepare(
+      "INSERT INTO sessions (id, agent_id, agent_version, environment_id, status, created_at, updated_at, data) VALUES ('sesn_OLD', ?, 1, ?, 'idle', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', '{}')",
+    ).run(agent.id, env.id)
+    expect(migrate(db, MIGRATIONS)).toBe(5)
+    const log = new SqliteEventLog(db)
+    const sessions = new SessionStore(db, log, agents, environments)
+    const corral = () => (sessions.retrieve('sesn_OLD') as unknown as { corral: unknown }).corral
+    expect(corral()).toEqual({ model_error: null })
+    log.appendSync('sesn_OLD', [
+      { type: 'session.error', error: { type: 'model_overloaded_error', message: 'Overloaded', retry_status: { type: 'exhausted' } }, attempt: 1, max_attempts: 1 },
+      { type: 'session.status_idle', stop_reason: { type: 'retries_exhausted' }, stop_details: null },
+    ])
+    expect(corral()).toEqual({ model_error: { state: 'failed', type: 'model_overloaded_error', message: 'Overloaded', attempt: 1, max_attempts: 1 } })
   })
 })

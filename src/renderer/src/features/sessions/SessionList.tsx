@@ -5,6 +5,7 @@ import { relativeTime } from '../../ui/format'
 import { useConfirmations } from '../confirmations/ConfirmationsProvider'
 import { sessionTitle, useSessions } from './SessionsProvider'
 import { byLastActivity } from './order'
+import { modelErrorBadge } from './model-error'
 
 interface SessionListProps {
   selectedId: string | undefined
@@ -60,6 +61,7 @@ export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(functi
         {shown.map((s) => {
           const pending = countFor(s.id)
           const agentName = (s.agent as { name?: string }).name ?? 'agent'
+          const failing = modelErrorBadge(s)
           return (
             <li key={s.id}>
               <button type="button" className={`session-item${s.id === selectedId ? ' selected' : ''}`} aria-current={s.id === selectedId ? 'page' : undefined} onClick={() => onSelect(s.id)}>
@@ -73,6 +75,13 @@ export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(functi
                 </span>
                 <span className="session-item-bottom">
                   <StatusBadge status={s.archived_at ? 'archived' : s.status} pending={pending} />
+                  {failing && (
+                    <span className={`pill pill-error session-model-error model-${failing.state}`} title={failing.detail || failing.label}>
+                      <Icon name="warn" size={11} />
+                      <span aria-hidden="true"> {failing.text}</span>
+                      <span className="sr-only">{failing.label}</span>
+                    </span>
+                  )}
                   <span className="session-agent">{agentName}</span>
                   <time dateTime={s.updated_at}>{relativeTime(s.updated_at)}</time>
                 </span>

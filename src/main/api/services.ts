@@ -1,5 +1,6 @@
 import type { ChangesRevertParams, ChangesRevertResponse, SessionChangesResponse, WorkspaceListing } from '../../shared/api/workspace'
-import type { ImageBuildStatus, PackageStatus } from '../../shared/api/types'
+import type { CorralSettingsView, ModelCheckView, PackageStatus, SandboxStatusView } from '../../shared/api/types'
+export type { CorralSettingsView, ModelCheckView, SandboxStatusView } from '../../shared/api/types'
 import type { AgentStore } from '../session/agent-store'
 import type { EnvironmentStore } from '../session/environment-store'
 import type { SessionStore } from '../session/session-store'
@@ -44,46 +45,8 @@ export interface WorkspaceServices {
   filePath(sessionId: string, path: string): Promise<{ host: string; name: string }>
 }
 
-/** The sandbox backends as the app's banner shows them, and the default image. */
-export interface SandboxStatusView {
-  backends: { backend: string; ok: boolean; reason: string | null }[]
-  /** Whether any backend can run a session. */
-  usable: boolean
-  docker: { ok: boolean; reason: string | null; image: string; image_present: boolean | null }
-  /** What to do on this platform when Docker is down or missing (null when it works). */
-  fix: string | null
-  image_build: ImageBuildStatus
-}
 
-/** Settings as the API shows them: no secret, only whether the API key is set and where from. */
-export interface CorralSettingsView {
-  model: { base_url: string | null; compatibility_mode: boolean; default_model: string | null }
-  sandbox_backend: 'auto' | 'docker' | 'bubblewrap'
-  api_key: { set: boolean; source: 'environment' | 'keychain' | null }
-  /**
-   * The endpoint in effect (ANTHROPIC_BASE_URL over the settings; null: Anthropic's), where it
-   * comes from, the environment's URL (what an empty settings field means; null when unset) and
-   * whether brains run (a key or a URL is set).
-   */
-  endpoint: { base_url: string | null; source: 'environment' | 'settings' | 'default'; environment_base_url: string | null; configured: boolean }
-  /** The last Test connection of this engine (kept in memory), or null before the first. */
-  model_check: ModelCheckView | null
-  /** Whether the OS keychain answers; when it does not, what is missing and how to fix it. */
-  keychain: { available: boolean; backend: string | null; problem: string | null }
-}
 
-/** One Test connection: the endpoint's status and error text (never the key), and where the key came from. */
-export interface ModelCheckView {
-  ok: boolean
-  status: number | null
-  message: string
-  base_url: string
-  model: string
-  answered_model: string | null
-  elapsed_ms: number
-  key_source: 'environment' | 'keychain' | 'request' | 'none'
-  checked_at: string
-}
 
 /** Corral additions beyond the Managed Agents API (`/v1/corral/*`). */
 export interface AdminServices {

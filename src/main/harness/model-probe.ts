@@ -1,4 +1,5 @@
 import { ANTHROPIC_API_URL, AnthropicModelClient, ModelRequestError } from './model-client'
+import type { ModelCheckView } from '../../shared/api/types'
 
 /** The model a probe asks when the settings name none: the cheapest current Claude model. */
 export const PROBE_DEFAULT_MODEL = 'claude-haiku-4-5'
@@ -17,19 +18,8 @@ export interface ModelProbeParams {
   fetch?: typeof fetch
 }
 
-export interface ModelProbeResult {
-  ok: boolean
-  /** The endpoint's HTTP status, when it answered with one. */
-  status: number | null
-  /** What happened, in words: the endpoint's own error text when it failed. */
-  message: string
-  /** The base URL that was asked (Anthropic's when none was given). */
-  base_url: string
-  /** The model that was asked, and the one that answered (when it did). */
-  model: string
-  answered_model: string | null
-  elapsed_ms: number
-}
+/** What one probe found: a Test connection (shared/api ModelCheckView) before the engine adds where the key came from. */
+export type ModelProbeResult = Omit<ModelCheckView, 'key_source' | 'checked_at'>
 
 /**
  * `Test connection` and `corral doctor`: one real, minimal Messages request (one user word,

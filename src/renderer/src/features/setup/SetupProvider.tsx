@@ -2,45 +2,18 @@ import { createContext, useCallback, useContext, useEffect, useMemo, useState, t
 import { useClient } from '../../api/context'
 import { ApiError } from '../../api'
 import { useQuery } from '../../ui/hooks'
+import type { CorralSettingsView, ImageBuildStatus, ModelCheckView, SandboxStatusView } from '../../../../shared/api/types'
 
 /** One Test connection (`POST /v1/corral/model/test`): status and error text, never the key. */
-export interface ModelCheck {
-  ok: boolean
-  status: number | null
-  message: string
-  base_url: string
-  model: string
-  answered_model: string | null
-  elapsed_ms: number
-  key_source: 'environment' | 'keychain' | 'request' | 'none'
-  checked_at: string
-}
+export type ModelCheck = ModelCheckView
 
-/** `GET /v1/corral/settings` as the engine answers it (src/main/api/services.ts CorralSettingsView). */
-export interface SetupSettings {
-  model?: { base_url?: string | null; compatibility_mode?: boolean; default_model?: string | null }
-  sandbox_backend?: 'auto' | 'docker' | 'bubblewrap'
-  api_key?: { set: boolean; source?: string | null }
-  endpoint?: { base_url: string | null; source?: 'environment' | 'settings' | 'default'; environment_base_url?: string | null; configured: boolean }
-  model_check?: ModelCheck | null
-  keychain?: { available: boolean; backend: string | null; problem: string | null }
-}
+/** `GET /v1/corral/settings` as the engine answers it; an engine without the route leaves it absent. */
+export type SetupSettings = Partial<CorralSettingsView>
 
-export interface ImageBuild {
-  state: 'idle' | 'building' | 'succeeded' | 'failed'
-  image: string
-  lines: string[]
-  exit_code: number | null
-}
+export type ImageBuild = ImageBuildStatus
 
 /** `GET /v1/corral/sandbox`: the backends, Docker and the default image, its build. */
-export interface SandboxStatus {
-  backends: { backend: string; ok: boolean; reason: string | null }[]
-  usable: boolean
-  docker: { ok: boolean; reason: string | null; image: string; image_present: boolean | null }
-  fix: string | null
-  image_build: ImageBuild
-}
+export type SandboxStatus = SandboxStatusView
 
 interface Setup {
   settings?: SetupSettings

@@ -5,14 +5,13 @@ import Anthropic from '@anthropic-ai/sdk'
 import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Engine } from '../../../src/main/engine'
-import { dockerScopeFor } from '../../../src/main/engine-hands'
 import { PACKAGES_LABEL } from '../../../src/main/hands/docker/package-image'
 import { keychainAccount } from '../../../src/main/vault/keychain'
 import { KeyringKeychain } from '../../../src/main/vault/keyring-keychain'
 import { callTool, say, ScriptedModelServer, toolResultsOf } from '../../support/model-server'
 import { keychainProbe, requirement } from '../../support/requirements'
 import { MIRROR_OUTPUT, packageMirror, type PackageMirror } from '../hands/package-mirror'
-import { dockerReq } from '../hands/support'
+import { dockerReq, removeScopeContainers } from '../hands/support'
 import { fakeDialer, fakeResolver } from '../vault/egress-helpers'
 import { bashResult, runBashSession, waitForIdle } from './support'
 
@@ -62,7 +61,7 @@ describe.skipIf(!docker.ok || !keychainReq.ok)('engine: environment packages thr
     await engine?.close()
     await model?.close()
     await mirror?.close()
-    for (const c of await api.listContainers({ all: true, filters: { label: [`corral.managed=${dockerScopeFor(dataDir)}`] } })) await api.getContainer(c.Id).remove({ force: true }).catch(() => {})
+    await removeScopeContainers(api, dataDir)
     for (const id of await envImages()) if (!imagesBefore.has(id)) await api.getImage(id).remove({ force: true }).catch(() => {})
     await keychain.delete(keychainAccount.egressCaKey).catch(() => false)
     rmSync(dataDir, { recursive: true, force: true })

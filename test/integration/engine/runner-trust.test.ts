@@ -5,10 +5,9 @@ import Anthropic from '@anthropic-ai/sdk'
 import Docker from 'dockerode'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Engine } from '../../../src/main/engine'
-import { dockerScopeFor } from '../../../src/main/engine-hands'
 import { containerName } from '../../../src/main/hands/docker/docker-sandbox'
 import { callTool, say, ScriptedModelServer, toolResultsOf } from '../../support/model-server'
-import { dockerReq } from '../hands/support'
+import { dockerReq, removeScopeContainers } from '../hands/support'
 import { waitForIdle } from './support'
 
 /*
@@ -42,7 +41,7 @@ describe.skipIf(!docker.ok)('a forged runner reply reaching the engine (Docker)'
   afterAll(async () => {
     await engine?.close()
     await model?.close()
-    for (const c of await api.listContainers({ all: true, filters: { label: [`corral.managed=${dockerScopeFor(dataDir)}`] } })) await api.getContainer(c.Id).remove({ force: true }).catch(() => {})
+    await removeScopeContainers(api, dataDir)
     rmSync(dataDir, { recursive: true, force: true })
   })
 

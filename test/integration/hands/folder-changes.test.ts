@@ -6,11 +6,10 @@ import Anthropic from '@anthropic-ai/sdk'
 import Docker from 'dockerode'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Engine } from '../../../src/main/engine'
-import { dockerScopeFor } from '../../../src/main/engine-hands'
 import type { ChangesRevertResponse, SessionChangesResponse, WorkspaceListing } from '../../../src/shared/api/workspace'
 import { callTool, type RecordedRequest, say, type ScriptStep, ScriptedModelServer } from '../../support/model-server'
 import { waitForIdle } from '../engine/support'
-import { bwrapReq, dockerReq } from './support'
+import { bwrapReq, dockerReq, removeScopeContainers } from './support'
 
 /*
  * The Changes API of a read-write host folder, end to end: the scripted model's tool calls (built
@@ -71,7 +70,7 @@ for (const backend of ['bubblewrap', 'docker'] as const) {
       for (const m of models) await m.close()
       if (backend === 'docker') {
         const api = new Docker()
-        for (const c of await api.listContainers({ all: true, filters: { label: [`corral.managed=${dockerScopeFor(dataDir)}`] } })) await api.getContainer(c.Id).remove({ force: true }).catch(() => {})
+        await removeScopeContainers(api, dataDir)
       }
       rmSync(dataDir, { recursive: true, force: true })
     })

@@ -5,10 +5,9 @@ import Anthropic from '@anthropic-ai/sdk'
 import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Engine } from '../../../src/main/engine'
-import { dockerScopeFor } from '../../../src/main/engine-hands'
 import { callTool, say, ScriptedModelServer, toolResultsOf } from '../../support/model-server'
 import { waitForIdle } from '../engine/support'
-import { bwrapReq, dockerReq } from './support'
+import { bwrapReq, dockerReq, removeScopeContainers } from './support'
 
 /*
  * host_folder resources (a Corral addition): a folder of this machine bound into the sandbox,
@@ -65,7 +64,7 @@ for (const backend of ['docker', 'bubblewrap'] as const) {
       for (const m of models) await m.close()
       if (backend === 'docker') {
         const api = new Docker()
-        for (const c of await api.listContainers({ all: true, filters: { label: [`corral.managed=${dockerScopeFor(dataDir)}`] } })) await api.getContainer(c.Id).remove({ force: true }).catch(() => {})
+        await removeScopeContainers(api, dataDir)
       }
       rmSync(dataDir, { recursive: true, force: true })
       rmSync(outside, { recursive: true, force: true })

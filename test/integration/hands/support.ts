@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import Docker from 'dockerode'
+import { dockerScopeFor } from '../../../src/main/engine-hands'
 import { defaultImage } from '../../../src/main/hands/paths'
 import { bubblewrapProbe, dockerProbe, requirement } from '../../support/requirements'
 import type { Sandbox } from '../../../src/main/hands/sandbox'
@@ -35,6 +36,11 @@ export async function dockerLeftovers(docker: Docker, sessionId: string): Promis
   const { Volumes } = await docker.listVolumes()
   const vols = (Volumes ?? []).filter((v) => v.Name.includes(sessionId) || v.Labels?.['corral.session'] === sessionId)
   return [...new Set([...containers, ...named].map((c) => `container ${c.Names[0]}`)), ...vols.map((v) => `volume ${v.Name}`)]
+}
+
+/** Removes every container an engine on `dataDir` made (its Docker label scope), for a test's afterAll. */
+export async function removeScopeContainers(docker: Docker, dataDir: string): Promise<void> {
+  for (const c of await docker.listContainers({ all: true, filters: { label: [`corral.managed=${dockerScopeFor(dataDir)}`] } })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
 }
 
 /** The container behind a live DockerSandbox (test access to a private field). */

@@ -267,13 +267,6 @@ export class Engine {
     while (this.handsWork.size) await Promise.all([...this.handsWork])
   }
 
-  /**
-   * Opens the engine with the OS keychain (or Electron's safeStorage when the shell passes it):
-   * the Anthropic API key and the local API token come from the keychain unless
-   * ANTHROPIC_API_KEY / CORRAL_TOKEN (or `config.token`) are set; credential secrets go to it.
-   * A keychain that cannot be read is reported through `config.log` and the engine still starts
-   * (token from its file, no model key).
-   */
   /** The backends, the default image and its build, for the app's sandbox banner. */
   private async sandboxStatus(): Promise<SandboxStatusView> {
     const hands = this.hands!
@@ -296,6 +289,13 @@ export class Engine {
     return this.hands
   }
 
+  /**
+   * Opens the engine with the OS keychain (or Electron's safeStorage when the shell passes it):
+   * the Anthropic API key and the local API token come from the keychain unless
+   * ANTHROPIC_API_KEY / CORRAL_TOKEN (or `config.token`) are set; credential secrets go to it.
+   * A keychain that cannot be read is reported through `config.log` and the engine still starts
+   * (token from its file, no model key).
+   */
   static async openWithKeychain(config: EngineConfig & { safeStorage?: SafeStorageLike }): Promise<Engine> {
     const env = config.env ?? process.env
     const keychain = config.keychain ?? openKeychain({ dataDir: config.dataDir, env, safeStorage: config.safeStorage })

@@ -1,5 +1,6 @@
 import type { FolderMount } from './folders'
-import type { PackageEgressOpener, PackageProgress } from './packages'
+import type { PackageEgressOpener } from './packages/install'
+import type { PackageProgress } from './packages/status'
 
 /**
  * The hands: where the model's code runs and its files live. A brain reaches a sandbox only

@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
-import { InstallFlights, installFailure, installScript, packageCacheKey, packagePlan, runInstall } from '../../../src/main/hands/packages'
+import { packageCacheKey, packagePlan } from '../../../src/main/hands/packages/plan'
+import { installScript } from '../../../src/main/hands/packages/script'
+import { InstallFlights, installFailure, runInstall } from '../../../src/main/hands/packages/install'
 import { parseToolsetInput } from '../../../src/shared/tools/toolset'
 import { environmentCreateSchema } from '../../../src/shared/api/schemas'
 

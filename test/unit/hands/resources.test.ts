@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { placeResources } from '../../../src/main/hands/resources'
+import { placeResources } from '../../../src/main/hands/runner/resources'
 
 describe('placing session resources', () => {
   it('never reads a host path named by a file resource\'s source_path', async () => {

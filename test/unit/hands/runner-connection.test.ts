@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { RunnerClosedError, RunnerConnection, RunnerMalformedError } from '../../../src/main/hands/runner-connection'
+import { RunnerClosedError, RunnerConnection, RunnerMalformedError } from '../../../src/main/hands/runner/connection'
 
 /** A scripted runner on the far end of two in-memory streams. */
 function fakeRunner(answer: (req: Record<string, unknown>, reply: (msg: Record<string, unknown>) => void) => void) {

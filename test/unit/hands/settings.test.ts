@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { SANDBOX_DEFAULTS, runnerEnv, sandboxSettings } from '../../../src/main/hands/settings'
-import { checkRepositoryUrl, mountPath, placeResources } from '../../../src/main/hands/resources'
+import { checkRepositoryUrl, mountPath, placeResources } from '../../../src/main/hands/runner/resources'
 import { containerSpec, sessionKey } from '../../../src/main/hands/docker/docker-sandbox'
 import { bwrapArgs } from '../../../src/main/hands/bubblewrap/bubblewrap-sandbox'
 

@@ -1,7 +1,10 @@
 import type Docker from 'dockerode'
 import { CorralError } from '../../../shared/errors'
-import { installOnce, installScript, packageCacheKey, runInstall, type InstallFlights, type PackageEgressOpener, type PackagePlan, type PackageProgress } from '../packages'
-import type { RunnerConnection } from '../runner-connection'
+import { packageCacheKey, type PackagePlan } from '../packages/plan'
+import { installScript } from '../packages/script'
+import { installOnce, runInstall, type InstallFlights, type PackageEgressOpener } from '../packages/install'
+import type { PackageProgress } from '../packages/status'
+import type { RunnerConnection } from '../runner/connection'
 import { runnerEnv, type SandboxSettings, WORKSPACE } from '../settings'
 import { containerSpec } from './container-spec'
 

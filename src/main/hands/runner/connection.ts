@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { Readable, Writable } from 'node:stream'
 import { z } from 'zod'
-import { CorralError } from '../../shared/errors'
-import type { CallRecovery, SandboxCall, SandboxResult } from './sandbox'
+import { CorralError } from '../../../shared/errors'
+import type { CallRecovery, SandboxCall, SandboxResult } from '../sandbox'
 
 /**
  * The host's end of the runner protocol (resources/sandbox/runner.js): newline-delimited JSON

@@ -3,8 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, join, posix } from 'node:path'
 import { promisify } from 'node:util'
-import { CorralError } from '../../shared/errors'
-import { SESSION_MOUNT, WORKSPACE } from './settings'
+import { CorralError } from '../../../shared/errors'
+import { SESSION_MOUNT, WORKSPACE } from '../settings'
 
 const run = promisify(execFile)
 

@@ -1,8 +1,8 @@
-import { CorralError, isCorralError } from '../../shared/errors'
+import { CorralError, isCorralError } from '../../../shared/errors'
 import { placeResources } from './resources'
-import { RunnerClosedError, RunnerMalformedError, type RunnerConnection } from './runner-connection'
-import type { CallRecovery, Sandbox, SandboxCall, SandboxEgress, SandboxProvisionParams, SandboxResult } from './sandbox'
-import { type SandboxSettings, WORKSPACE } from './settings'
+import { RunnerClosedError, RunnerMalformedError, type RunnerConnection } from './connection'
+import type { CallRecovery, Sandbox, SandboxCall, SandboxEgress, SandboxProvisionParams, SandboxResult } from '../sandbox'
+import { type SandboxSettings, WORKSPACE } from '../settings'
 
 /** A started runner: the backend's handle (container, process) and the connection to it. */
 export interface LiveRunner {

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { Engine } from '../../src/main/engine'
 import type { BrainsOptions } from '../../src/main/orchestrator/brains'
 import type { LoggedEvent } from '../../src/main/session/event-log'
-import type { ToolRouter } from '../../src/main/harness/tool-router'
+import type { ToolRouter } from '../../src/main/hands/tool-router'
 import { RecordingToolRouter } from './harness-tool-router'
 import { ScriptedModelServer, type Responder, type ScriptStep } from './model-server'
 

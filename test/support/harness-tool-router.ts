@@ -1,5 +1,5 @@
 import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs'
-import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../../src/main/harness/tool-router'
+import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../../src/main/hands/tool-router'
 
 /**
  * A real in-process ToolRouter for harness tests. Every call's side effect is one line appended

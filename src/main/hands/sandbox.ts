@@ -2,12 +2,48 @@ import type { FolderMount } from './folders'
 import type { PackageEgressOpener } from './packages/install'
 import type { PackageProgress } from './packages/status'
 
-/**
- * The hands: where the model's code runs and its files live. A brain reaches a sandbox only
- * through `execute(name, input) → string` (see ToolRouter); a Sandbox is one backend's handle
- * on one session's hands. Hands are cattle: provisioned lazily on the first tool call that
- * needs one, replaced when they die, and never holding anything secret.
+/*
+ * The hands' ground floor: what a tool call is, what comes back, what a restarted brain learns
+ * about a call an earlier process started (the one call family every router and sandbox speaks:
+ * hands/tool-router.ts re-exports it for the harness), and the Sandbox a backend makes for one
+ * session. Hands are cattle: provisioned lazily on the first tool call that needs one, replaced
+ * when they die, and never holding anything secret. This file imports nothing of hands/.
  */
+
+/** Which hands a call goes to, as the brain routed it (routeTool's kind: `agent.tool_use` → toolset, `agent.mcp_tool_use` → mcp). */
+export type ToolRouteKind = 'toolset' | 'mcp'
+
+/** One tool call, as the harness hands it to a ToolRouter. */
+export interface ToolCall {
+  sessionId: string
+  /** The `agent.tool_use` (or `agent.mcp_tool_use`) event id: the runner keeps results by it so a restarted brain can collect them. */
+  toolUseId: string
+  /** The name the model called (`<server>__<tool>` for an MCP tool). */
+  name: string
+  input: Record<string, unknown>
+  /** Which hands take it (the composite router dispatches on it); absent: the first backend that serves the name. */
+  route?: ToolRouteKind
+  /** Aborts the call (user.interrupt): a sandbox kills the call's process group. */
+  signal?: AbortSignal
+  /** Streams output as it is produced (for the renderer's live terminal). */
+  onOutput?: (chunk: string) => void
+}
+
+/** What a tool call produced: the text the model sees, and whether it is an error. */
+export interface ToolOutcome {
+  content: string
+  isError: boolean
+  /** Exit code of a bash call, when there is one. */
+  exitCode?: number | null
+  durationMs?: number
+}
+
+/**
+ * What a hand knows about a call an earlier process started: `finished` with its outcome,
+ * `running`, `unknown`, or `not_started` (the hand knows it never began, so it may run now).
+ */
+export type ToolRecovery = { state: 'finished'; outcome: ToolOutcome } | { state: 'running' } | { state: 'unknown' } | { state: 'not_started' }
+
 /** One tool call as a sandbox runs it. */
 export interface SandboxCall {
   /** The `agent.tool_use` event id: the runner keeps results by it so a restarted brain can collect them. */

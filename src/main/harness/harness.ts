@@ -5,7 +5,7 @@ import { ModelRequestError, type ModelClient, type ModelResponse, type ModelUsag
 import { budgetCents, listCostCents } from './pricing'
 import { readSessionHistory } from './session-history'
 import { decideNext, foldSession, type NextStep, type OpenToolUse, type SessionState } from './session-state'
-import type { ToolOutcome, ToolRouter } from './tool-router'
+import type { ToolOutcome, ToolRouter } from '../hands/tool-router'
 import { routeTool, type AgentToolConfig, type McpToolDefinition } from './tools'
 
 /** Where the harness publishes never-stored previews (`event_start` / `event_delta`). */

@@ -10,4 +10,3 @@ export { modelTools, routeTool, SESSION_HISTORY_TOOL, TOOLSET_DEFINITIONS } from
 export type { AgentToolConfig, McpToolDefinition, ModelToolDefinition, ToolRoute, EvaluatedPermission } from './tools'
 export { readSessionHistory, parseSessionHistoryInput } from './session-history'
 export { listCostCents, budgetCents } from './pricing'
-export type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from './tool-router'

@@ -2,7 +2,7 @@
  * Which tools an agent offers the model, how each is routed, and what permission a call gets.
  * Pure functions of the agent snapshot a session pinned.
  */
-import { TOOLSET_DEFINITIONS as HANDS_TOOLSET_DEFINITIONS } from '../hands'
+import { TOOLSET_DEFINITIONS as SHARED_TOOLSET_DEFINITIONS } from '../../shared/tools/toolset'
 
 /** The permission a call was evaluated to, as `agent.tool_use.evaluated_permission` reports it. */
 export type EvaluatedPermission = 'allow' | 'ask'
@@ -50,11 +50,11 @@ const str = (description: string) => ({ type: 'string', description })
 const int = (description: string) => ({ type: 'integer', description })
 
 /**
- * Model-facing definitions of the toolset tools (agent_toolset_20260401), by name: derived by the
- * hands from the one toolset table (src/shared/tools/toolset.ts) that also validates each call
- * and tells the runner which fields it reads (DESIGN invariant 7).
+ * Model-facing definitions of the toolset tools (agent_toolset_20260401), by name: derived from the
+ * one toolset table (src/shared/tools/toolset.ts) from which the hands also validate and
+ * dispatch each call and the runner learns which fields it reads (DESIGN invariant 7).
  */
-export const TOOLSET_DEFINITIONS: Readonly<Record<string, ModelToolDefinition>> = HANDS_TOOLSET_DEFINITIONS
+export const TOOLSET_DEFINITIONS: Readonly<Record<string, ModelToolDefinition>> = SHARED_TOOLSET_DEFINITIONS
 
 /** Anthropic's server-side web search, offered for the toolset's web_search (stripped for local servers). */
 export const WEB_SEARCH_SERVER_TOOL: ModelToolDefinition = {

@@ -3,7 +3,7 @@ import type { EventLog } from '../session/event-log'
 import { resolveModelEndpoint, type Settings } from '../config'
 import { Harness, type HarnessOptions, type McpToolSource, type PreviewSink, type SessionSource } from '../harness/harness'
 import { AnthropicModelClient, type ModelClient } from '../harness/model-client'
-import type { ToolOutcome, ToolRecovery, ToolRouter } from '../harness/tool-router'
+import { NoHandsToolRouter, type ToolRouter } from '../hands/tool-router'
 import { SqliteLeaseStore } from './leases'
 import { Scheduler } from './scheduler'
 import { SqliteToolJournal } from './tool-journal'
@@ -18,20 +18,6 @@ export interface BrainsOptions extends HarnessOptions {
   leaseTtlMs?: number
   /** Model request stall timeout, overriding settings (ms). */
   stallTimeoutMs?: number
-}
-
-/**
- * Used when no hands are plugged in: every sandbox tool call is answered with an error the
- * model can read, naming what is missing. (The hands issue provides SandboxToolRouter.)
- */
-export class NoHandsToolRouter implements ToolRouter {
-  async execute(call: { name: string }): Promise<ToolOutcome> {
-    return { content: `The ${call.name} tool is unavailable: no sandbox backend is configured in this Corral engine.`, isError: true }
-  }
-  async recover(): Promise<ToolRecovery> {
-    return { state: 'not_started' }
-  }
-  async release(): Promise<void> {}
 }
 
 /** A ModelClient whose endpoint can change under running brains (settings updates). */

@@ -1,4 +1,4 @@
-export { Brains, NoHandsToolRouter } from './brains'
+export { Brains } from './brains'
 export type { BrainsOptions, BrainsParams } from './brains'
 export { Scheduler } from './scheduler'
 export type { SchedulerParams } from './scheduler'

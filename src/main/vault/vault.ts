@@ -5,7 +5,6 @@ import { EgressCertificateAuthority } from './egress-ca'
 import { defaultEgressRuntimeDir, EgressProxy, SANDBOX_EGRESS_DIR, type Dialer, type EgressCredential, type EgressHandle, type EgressPolicy, type Resolver } from './egress-proxy'
 import { NO_EGRESS_POLICY } from './egress-policy'
 import { keychainAccount, type Keychain } from './keychain'
-import type { McpSessionServers } from './mcp-router'
 import { buildEgressPolicy, egressNetworking, packageEgressPolicy } from './vault-services'
 import type { SessionStore } from '../session/session-store'
 import type { EnvironmentStore } from '../session/environment-store'
@@ -220,10 +219,3 @@ export function credentialsOf(vaults: VaultStore, vaultIds: readonly string[]): 
   return credentials
 }
 
-/** A session's MCP servers (its agent snapshot's `mcp_servers`) and its vaults' credentials, for McpToolRouter. */
-export function sessionMcpServers(vaults: VaultStore, session: { agent?: unknown; vault_ids?: readonly string[] | null }): McpSessionServers {
-  const servers = ((session.agent as { mcp_servers?: { type?: string; name: string; url: string }[] } | undefined)?.mcp_servers ?? [])
-    .filter((s) => s.type === undefined || s.type === 'url')
-    .map((s) => ({ name: s.name, url: s.url }))
-  return { servers, credentials: credentialsOf(vaults, session.vault_ids ?? []) }
-}

@@ -182,6 +182,9 @@ export function toolsetModelDefinition(tool: ToolsetToolSpec): ToolsetModelDefin
   }
 }
 
+/** What the model is offered for each toolset tool (agent_toolset_20260401), by name. */
+export const TOOLSET_DEFINITIONS: Readonly<Record<string, ToolsetModelDefinition>> = Object.fromEntries(TOOLSET.map((t) => [t.name, toolsetModelDefinition(t)]))
+
 export type ToolsetInputResult = { ok: true; input: Record<string, unknown> } | { ok: false; message: string }
 
 /**

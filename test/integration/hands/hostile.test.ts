@@ -2,7 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import Docker from 'dockerode'
 import { describe, expect, it } from 'vitest'
 import { DockerSandboxProvider } from '../../../src/main/hands/docker/docker-sandbox'
-import { SandboxToolRouter } from '../../../src/main/hands/router'
+import { SandboxToolRouter } from '../../../src/main/hands/sandbox-router'
 import { dockerLeftovers, dockerReq } from './support'
 
 const docker = dockerReq()

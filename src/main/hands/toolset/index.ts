@@ -4,15 +4,12 @@
  * check every call passes before it runs, and web_fetch (host-side, through the session's
  * egress proxy).
  */
-import { TOOLSET, toolsetModelDefinition, type ToolsetModelDefinition } from '../../../shared/tools/toolset'
+import { TOOLSET } from '../../../shared/tools/toolset'
 
-export { parseToolsetInput, toolsetFields, toolsetTool, TOOLSET } from '../../../shared/tools/toolset'
+export { parseToolsetInput, toolsetFields, toolsetTool, TOOLSET, TOOLSET_DEFINITIONS } from '../../../shared/tools/toolset'
 export type { ToolsetInputResult, ToolsetModelDefinition, ToolsetToolSpec } from '../../../shared/tools/toolset'
 export { webFetch } from './web-fetch'
 export type { WebFetchParams, WebFetchResult } from './web-fetch'
-
-/** What the model is offered for each toolset tool (agent_toolset_20260401), by name. */
-export const TOOLSET_DEFINITIONS: Readonly<Record<string, ToolsetModelDefinition>> = Object.fromEntries(TOOLSET.map((t) => [t.name, toolsetModelDefinition(t)]))
 
 /** The toolset tools that run inside a session's sandbox (through the runner). */
 export const SANDBOX_TOOLS: ReadonlySet<string> = new Set(TOOLSET.filter((t) => t.place === 'sandbox').map((t) => t.name))

@@ -1,10 +1,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import type { StoredCredential } from '../session/vault-store'
-import type { ToolOutcome } from '../harness/tool-router'
+import type { StoredCredential } from '../../session/vault-store'
+import type { ToolOutcome } from '../tool-router'
 import type { BetaManagedAgentsCredentialValidation } from '@anthropic-ai/sdk/resources/beta/vaults/credentials'
-import { CorralError } from '../../shared/errors'
-import { keychainAccount, type Keychain } from './keychain'
+import { CorralError } from '../../../shared/errors'
+import { keychainAccount, type Keychain } from '../../vault/keychain'
 
 /*
  * Remote MCP servers (streamable HTTP), reached by the harness in the main process with

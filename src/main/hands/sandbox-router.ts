@@ -1,5 +1,5 @@
 import { CorralError, isCorralError } from '../../shared/errors'
-import type { ToolCall, ToolOutcome, ToolRouter } from '../harness/tool-router'
+import type { ToolCall, ToolOutcome, ToolRouter } from './tool-router'
 import type { SessionChanges } from './changes/session-changes'
 import { folderMounts, type FolderMount, type FolderRules } from './folders'
 import { packagePlan, type PackagePlan } from './packages/plan'

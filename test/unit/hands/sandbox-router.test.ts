@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { inputSize, SandboxToolRouter } from '../../../src/main/hands/router'
+import { inputSize, SandboxToolRouter } from '../../../src/main/hands/sandbox-router'
 import type { CallRecovery, Sandbox, SandboxCall, SandboxProvider, SandboxProvisionParams, SandboxResult } from '../../../src/main/hands/sandbox'
 
 class FakeSandbox implements Sandbox {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { McpConnection, McpServerError, validateMcpOAuthCredential } from '../../../src/main/vault/mcp-client'
-import { KeyringKeychain } from '../../../src/main/vault/keyring-keychain'
-import { keychainProbe, requirement } from '../../support/requirements'
-import { KeychainSecretSink } from '../../../src/main/vault/vault-services'
-import type { StoredCredential } from '../../../src/main/session/vault-store'
-import { ACCESS_NEW, ACCESS_OLD, BEARER, CLIENT_SECRET, REFRESH, mcpTestServer } from './mcp-helpers'
+import { McpConnection, McpServerError, validateMcpOAuthCredential } from '../../../../src/main/hands/mcp/client'
+import { KeyringKeychain } from '../../../../src/main/vault/keyring-keychain'
+import { keychainProbe, requirement } from '../../../support/requirements'
+import { KeychainSecretSink } from '../../../../src/main/vault/vault-services'
+import type { StoredCredential } from '../../../../src/main/session/vault-store'
+import { ACCESS_NEW, ACCESS_OLD, BEARER, CLIENT_SECRET, REFRESH, mcpTestServer } from './helpers'
 
 
 const cred = (id: string, auth: Record<string, unknown>) =>

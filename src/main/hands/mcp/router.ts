@@ -1,14 +1,8 @@
-import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../harness/tool-router'
-import type { StoredCredential } from '../session/vault-store'
-import type { Keychain } from './keychain'
-import { McpConnection, McpServerError, mcpCredentialFor, type McpErrorObject, type McpServerSpec, type McpTool } from './mcp-client'
-
-export interface McpSessionServers {
-  /** The session's agent's `mcp_servers` (type `url`). */
-  servers: readonly McpServerSpec[]
-  /** The credentials of the session's vaults, in vault order. */
-  credentials: readonly StoredCredential[]
-}
+import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../tool-router'
+import type { StoredCredential } from '../../session/vault-store'
+import type { Keychain } from '../../vault/keychain'
+import { McpConnection, McpServerError, mcpCredentialFor, type McpErrorObject, type McpServerSpec, type McpTool } from './client'
+import type { McpSessionServers } from './servers'
 
 export interface McpToolRouterOptions {
   /** Where every other tool goes (the sandbox router). */

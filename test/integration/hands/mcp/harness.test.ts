@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Engine } from '../../../src/main/engine'
-import type { LoggedEvent } from '../../../src/main/session/event-log'
-import { MemoryKeychain } from '../../../src/main/vault/memory-keychain'
-import { RecordingToolRouter } from '../../support/harness-tool-router'
-import { ScriptedModelServer, callTool, say, toolResultsOf } from '../../support/model-server'
-import { BEARER, mcpTestServer } from './mcp-helpers'
+import { Engine } from '../../../../src/main/engine'
+import type { LoggedEvent } from '../../../../src/main/session/event-log'
+import { MemoryKeychain } from '../../../../src/main/vault/memory-keychain'
+import { RecordingToolRouter } from '../../../support/harness-tool-router'
+import { ScriptedModelServer, callTool, say, toolResultsOf } from '../../../support/model-server'
+import { BEARER, mcpTestServer } from './helpers'
 
 type Ev = LoggedEvent & Record<string, unknown>
 

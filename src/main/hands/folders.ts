@@ -2,7 +2,10 @@ import { realpathSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join, posix, resolve, sep } from 'node:path'
 import { CorralError } from '../../shared/errors'
+import type { FolderMount } from './sandbox'
 import { WORKSPACE } from './settings'
+
+export type { FolderMount } from './sandbox'
 
 /**
  * `host_folder` session resources (a Corral addition): a directory of the user's machine bound
@@ -10,16 +13,6 @@ import { WORKSPACE } from './settings'
  * mounts and bwrap binds are resolved by the kernel at mount time, so a symlink inside the folder
  * is read inside the sandbox's own mount namespace: it cannot reach the host outside the folder.
  */
-export interface FolderMount {
-  /** The resource's index in the session's `resources` (for error messages and change records). */
-  index: number
-  /** The folder on the host, resolved with realpath. */
-  source: string
-  /** Where the sandbox sees it: /workspace or a path inside it. */
-  target: string
-  readOnly: boolean
-}
-
 /** What a host folder is checked against: Corral's data directory and the user's home. */
 export interface FolderRules {
   dataDir: string

@@ -1,5 +1,5 @@
 import { CorralError, isCorralError } from '../../shared/errors'
-import type { ToolCall, ToolOutcome, ToolRouter } from './tool-router'
+import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from './tool-router'
 import type { SessionChanges } from './changes/session-changes'
 import { folderMounts, type FolderMount, type FolderRules } from './folders'
 import { packagePlan, type PackagePlan } from './packages/plan'
@@ -115,8 +115,8 @@ export class SandboxToolRouter implements ToolRouter {
     const tracking = changes ? await changes.beforeCall(call.sessionId, { name: call.name, input: parsed.input }).then(() => undefined, (err: Error) => err) : undefined
     const r = await sandbox.execute({ toolUseId: call.toolUseId, name: call.name, input: parsed.input, signal: call.signal, onOutput: call.onOutput })
     const after = changes && !tracking ? await changes.afterCall(call.sessionId, { toolUseId: call.toolUseId, name: call.name }).then(() => undefined, (err: Error) => err) : tracking
-    const note = after ? `\n[corral: the changes of this call to the mounted folder could not be recorded: ${after.message}]` : ''
-    return { content: r.content + note, isError: r.isError, exitCode: r.exitCode, durationMs: r.durationMs }
+    if (!after) return r
+    return { ...r, content: `${r.content}\n[corral: the changes of this call to the mounted folder could not be recorded: ${after.message}]` }
   }
 
   /**
@@ -156,13 +156,11 @@ export class SandboxToolRouter implements ToolRouter {
     return { content: `${header}${head}\n\n[... page truncated: ${bytes} bytes of text, showing the first ${Buffer.byteLength(head)}; ${saved} ...]`, isError: false, durationMs: Date.now() - started }
   }
 
-  async recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<{ state: 'finished'; outcome: ToolOutcome } | { state: 'running' } | { state: 'unknown' }> {
+  async recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<ToolRecovery> {
     if (!SANDBOX_TOOLS.has(call.name)) return { state: 'unknown' }
     try {
       const sandbox = await this.sandboxFor(call.sessionId)
-      const r = (await sandbox.recover?.(call.toolUseId)) ?? { state: 'unknown' as const }
-      if (r.state === 'finished') return { state: 'finished', outcome: { content: r.result.content, isError: r.result.isError, exitCode: r.result.exitCode, durationMs: r.result.durationMs } }
-      return r
+      return (await sandbox.recover?.(call.toolUseId)) ?? { state: 'unknown' }
     } catch {
       return { state: 'unknown' }
     }

@@ -1,6 +1,3 @@
-import type { FolderMount } from './folders'
-import type { PackageEgressOpener } from './packages/install'
-import type { PackageProgress } from './packages/status'
 
 /*
  * The hands' ground floor: what a tool call is, what comes back, what a restarted brain learns
@@ -44,34 +41,27 @@ export interface ToolOutcome {
  */
 export type ToolRecovery = { state: 'finished'; outcome: ToolOutcome } | { state: 'running' } | { state: 'unknown' } | { state: 'not_started' }
 
-/** One tool call as a sandbox runs it. */
-export interface SandboxCall {
-  /** The `agent.tool_use` event id: the runner keeps results by it so a restarted brain can collect them. */
-  toolUseId: string
-  /** Toolset tool name: bash | read | write | edit | glob | grep. */
-  name: string
-  /** The call's input, validated against the toolset table (src/shared/tools/toolset.ts): only the fields it declares. */
-  input: Record<string, unknown>
-  /** Aborts the call (user.interrupt): the sandbox kills the call's process group. */
-  signal?: AbortSignal
-  /** Streams output as it is produced (for the renderer's live terminal). */
-  onOutput?: (chunk: string) => void
+/**
+ * One tool call as a sandbox runs it: the session is the sandbox's own, and the router has
+ * already validated `input` against the toolset table (src/shared/tools/toolset.ts), so it holds
+ * only the fields the tool declares.
+ */
+export type SandboxToolCall = Omit<ToolCall, 'sessionId' | 'route'>
+
+/** Where a session's host folder appears in its sandbox (a `host_folder` resource, resolved and checked: folders.ts). */
+export interface FolderMount {
+  /** The resource's index in the session's `resources` (for error messages and change records). */
+  index: number
+  /** The folder on the host, resolved with realpath. */
+  source: string
+  /** Where the sandbox sees it: /workspace or a path inside it. */
+  target: string
+  readOnly: boolean
 }
 
-/** What a tool call produced: the text the model sees, and whether it is an error. */
-export interface SandboxResult {
-  content: string
-  isError: boolean
-  /** Exit code of a bash call, when there is one. */
-  exitCode?: number | null
-  durationMs?: number
-}
-
-/** The outcome of a call a previous process started, as far as the hand knows it. */
-export type CallRecovery =
-  | { state: 'finished'; result: SandboxResult }
-  | { state: 'running' }
-  | { state: 'unknown' }
+/** What an install of an environment's packages tells about itself, as it goes. */
+export type PackageProgressEvent = { kind: 'start'; summary: string } | { kind: 'line'; line: string } | { kind: 'ready' } | { kind: 'failed'; message: string }
+export type PackageProgress = (event: PackageProgressEvent) => void
 
 /**
  * A session's way out through Corral's egress proxy (the vault's EgressHandle has this shape).
@@ -102,6 +92,14 @@ export interface SandboxEgressSource {
   release(): Promise<void>
 }
 
+/** An egress for an install (registries only, no credentials); closed when the install ends. */
+export interface PackageEgress extends SandboxEgress {
+  close(): Promise<void>
+}
+
+/** Opens an egress that reaches the package registries plus `extraHosts` (the vault's `packageEgress`). */
+export type PackageEgressOpener = (extraHosts: readonly string[]) => Promise<PackageEgress>
+
 export interface SandboxProvisionParams {
   sessionId: string
   environmentId: string
@@ -131,9 +129,9 @@ export interface Sandbox {
   /** Makes the sandbox ready (idempotent). Throws CorralError sandbox_error with the reason. */
   provision(): Promise<void>
   /** Runs one tool call. Never throws for a failed command: that is an `isError` result. */
-  execute(call: SandboxCall): Promise<SandboxResult>
+  execute(call: SandboxToolCall): Promise<ToolOutcome>
   /** What happened to a call started by an earlier process (crash recovery). */
-  recover?(toolUseId: string): Promise<CallRecovery>
+  recover?(toolUseId: string): Promise<ToolRecovery>
   /** Stops the sandbox; the workspace survives unless `removeWorkspace`. */
   dispose(options?: { removeWorkspace?: boolean }): Promise<void>
 }

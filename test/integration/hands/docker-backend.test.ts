@@ -170,7 +170,7 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
     const second = new DockerSandboxProvider({ docker: client })
     const b = second.create({ sessionId, environmentId: 'env_re', config: config() })
     try {
-      expect(await b.recover!('toolu_done')).toMatchObject({ state: 'finished', result: { content: 'finished-before-crash' } })
+      expect(await b.recover!('toolu_done')).toMatchObject({ state: 'finished', outcome: { content: 'finished-before-crash' } })
       expect((await liveContainer(b).inspect()).Id).toBe(id)
       // A call the old host started and never saw finish: running, and asking again joins it instead of running it twice.
       const old = a.execute({ toolUseId: 'toolu_slow', name: 'bash', input: { command: 'sleep 0.6; echo ran >> count; wc -l < count' } })

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Sandbox, SandboxProvider, SandboxResult } from '../../../src/main/hands/sandbox'
+import type { Sandbox, SandboxProvider, ToolOutcome } from '../../../src/main/hands/sandbox'
 
 /**
  * The contract every Sandbox backend passes (the way Hono's routers share one case file).
@@ -52,7 +52,7 @@ export function sandboxContract(name: string, h: ContractHarness): void {
     let sessionId: string
     let repo: string
     let n = 0
-    const run = (tool: string, input: Record<string, unknown>, extra: { signal?: AbortSignal; onOutput?: (c: string) => void } = {}): Promise<SandboxResult> =>
+    const run = (tool: string, input: Record<string, unknown>, extra: { signal?: AbortSignal; onOutput?: (c: string) => void } = {}): Promise<ToolOutcome> =>
       sandbox.execute({ toolUseId: `toolu_${sessionId}_${++n}`, name: tool, input, ...extra })
 
     beforeAll(async () => {
@@ -108,7 +108,7 @@ export function sandboxContract(name: string, h: ContractHarness): void {
       await new Promise((r) => setTimeout(r, 100))
       expect(await sandbox.recover!(id)).toEqual({ state: 'running' })
       expect((await pending).content).toBe('slow')
-      expect(await sandbox.recover!(id)).toMatchObject({ state: 'finished', result: { content: 'slow' } })
+      expect(await sandbox.recover!(id)).toMatchObject({ state: 'finished', outcome: { content: 'slow' } })
     })
 
     it('keeps the working directory and environment between bash calls until restart', async () => {
@@ -240,7 +240,7 @@ export function sandboxContract(name: string, h: ContractHarness): void {
       const first = await sandbox.execute({ toolUseId: id, name: 'bash', input: { command: 'echo once >> runs.txt; echo done' } })
       expect(first.content).toBe('done')
       const recovered = await sandbox.recover!(id)
-      expect(recovered).toMatchObject({ state: 'finished', result: { content: 'done', isError: false } })
+      expect(recovered).toMatchObject({ state: 'finished', outcome: { content: 'done', isError: false } })
       // The same id again is answered from the record, never run twice.
       await sandbox.execute({ toolUseId: id, name: 'bash', input: { command: 'echo once >> runs.txt; echo done' } })
       expect((await run('bash', { command: 'cat runs.txt' })).content).toBe('once')

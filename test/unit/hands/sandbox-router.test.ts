@@ -1,51 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { inputSize, SandboxToolRouter } from '../../../src/main/hands/sandbox-router'
-import type { CallRecovery, Sandbox, SandboxCall, SandboxProvider, SandboxProvisionParams, SandboxResult } from '../../../src/main/hands/sandbox'
-
-class FakeSandbox implements Sandbox {
-  readonly calls: SandboxCall[] = []
-  disposed: { removeWorkspace?: boolean } | undefined
-  constructor(
-    readonly backend: string,
-    readonly params: SandboxProvisionParams,
-  ) {}
-  async provision(): Promise<void> {}
-  async execute(call: SandboxCall): Promise<SandboxResult> {
-    this.calls.push(call)
-    return { content: `${this.backend}:${call.name}`, isError: false, exitCode: 0 }
-  }
-  async recover(id: string): Promise<CallRecovery> {
-    return id === 'toolu_done' ? { state: 'finished', result: { content: 'was done', isError: false } } : { state: 'unknown' }
-  }
-  async dispose(options?: { removeWorkspace?: boolean }): Promise<void> {
-    this.disposed = options ?? {}
-  }
-}
-
-class FakeProvider implements SandboxProvider {
-  readonly created: FakeSandbox[] = []
-  disposed = false
-  swept: ReadonlySet<string> | undefined
-  constructor(
-    readonly backend: string,
-    public availability: { ok: boolean; reason?: string },
-  ) {}
-  async available() {
-    return this.availability
-  }
-  create(params: SandboxProvisionParams): FakeSandbox {
-    const s = new FakeSandbox(this.backend, params)
-    this.created.push(s)
-    return s
-  }
-  async sweep(keep: ReadonlySet<string>): Promise<number> {
-    this.swept = keep
-    return 2
-  }
-  async dispose(): Promise<void> {
-    this.disposed = true
-  }
-}
+import type { SandboxProvisionParams } from '../../../src/main/hands/sandbox'
+import { FakeProvider } from '../../support/fake-sandbox'
 
 const env = (config: Record<string, unknown> = { type: 'cloud' }) => ({ environmentId: 'env_1', config, resources: [{ type: 'file', file_id: 'f', content: 'x' }] })
 

@@ -1,18 +1,12 @@
 import { CorralError } from '../../../shared/errors'
 import type { RunnerConnection } from '../runner/connection'
-import type { SandboxEgress } from '../sandbox'
+import type { PackageEgressOpener } from '../sandbox'
 import type { PackagePlan } from './plan'
 import type { PackageProgress } from './status'
 
 // Running an install: through a started runner, once per cache key, its failure said with the package manager's last lines.
 
-/** An egress for an install (registries only, no credentials); closed when the install ends. */
-export interface PackageEgress extends SandboxEgress {
-  close(): Promise<void>
-}
-
-/** Opens an egress that reaches the package registries plus `extraHosts` (the vault's `packageEgress`). */
-export type PackageEgressOpener = (extraHosts: readonly string[]) => Promise<PackageEgress>
+export type { PackageEgress, PackageEgressOpener } from '../sandbox'
 
 /** Longest an install may take before it is abandoned. */
 export const INSTALL_TIMEOUT_MS = 30 * 60_000

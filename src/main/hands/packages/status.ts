@@ -4,9 +4,9 @@ import type { PackageStatus } from '../../../shared/api/types'
 
 export type { PackageState, PackageStatus } from '../../../shared/api/types'
 
-/** What an install tells about itself, as it goes. */
-export type PackageProgressEvent = { kind: 'start'; summary: string } | { kind: 'line'; line: string } | { kind: 'ready' } | { kind: 'failed'; message: string }
-export type PackageProgress = (event: PackageProgressEvent) => void
+import type { PackageProgress } from '../sandbox'
+
+export type { PackageProgress, PackageProgressEvent } from '../sandbox'
 
 /** The installs of this process, by environment: what `packageStatus` reports besides the caches themselves. */
 export class PackageStatusBoard {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Readable, Writable } from 'node:stream'
 import { z } from 'zod'
 import { CorralError } from '../../../shared/errors'
-import type { CallRecovery, SandboxCall, SandboxResult } from '../sandbox'
+import type { SandboxToolCall, ToolOutcome } from '../sandbox'
 
 /**
  * The host's end of the runner protocol (resources/sandbox/runner.js): newline-delimited JSON
@@ -82,6 +82,9 @@ export interface RunnerConnectionParams {
   maxLineBytes?: number
 }
 
+/** What the runner keeps of a call an earlier process started (its `recovery` reply). */
+export type RunnerRecovery = { state: 'finished'; result: ToolOutcome } | { state: 'running' } | { state: 'unknown' }
+
 export class RunnerConnection {
   private readonly pending = new Map<string, Pending>()
   private buffered: Buffer[] = []
@@ -134,7 +137,7 @@ export class RunnerConnection {
    * RunnerMalformedError (a RunnerClosedError: the connection is closed) when its reply is not a
    * result of the protocol's shape or its text is longer than `cap` + RESULT_NOTE_ALLOWANCE bytes.
    */
-  async call(call: SandboxCall & { cap?: number }): Promise<SandboxResult> {
+  async call(call: SandboxToolCall & { cap?: number }): Promise<ToolOutcome> {
     const id = call.toolUseId
     if (this.pending.has(id)) throw new CorralError('conflict_error', `tool call ${id} is already running in this sandbox`)
     const onAbort = () => this.send({ rid: `c${++this.seq}`, op: 'cancel', id })
@@ -155,7 +158,7 @@ export class RunnerConnection {
   }
 
   /** What the runner knows of a call; a finished result is held to `cap` like a call's. */
-  async recover(toolUseId: string, options: { timeoutMs?: number; cap?: number } = {}): Promise<CallRecovery> {
+  async recover(toolUseId: string, options: { timeoutMs?: number; cap?: number } = {}): Promise<RunnerRecovery> {
     const reply = await this.request({ op: 'recover', id: toolUseId }, options.timeoutMs ?? 10_000, options.cap ?? DEFAULT_RESULT_CAP)
     if (reply.type !== 'recovery') return { state: 'unknown' }
     if (reply.state === 'finished') {

@@ -1,7 +1,7 @@
 import { CorralError, isCorralError } from '../../../shared/errors'
 import { placeResources } from './resources'
 import { RunnerClosedError, RunnerMalformedError, type RunnerConnection } from './connection'
-import type { CallRecovery, Sandbox, SandboxCall, SandboxEgress, SandboxProvisionParams, SandboxResult } from '../sandbox'
+import type { Sandbox, SandboxEgress, SandboxProvisionParams, SandboxToolCall, ToolOutcome, ToolRecovery } from '../sandbox'
 import { type SandboxSettings, WORKSPACE } from '../settings'
 
 /** A started runner: the backend's handle (container, process) and the connection to it. */
@@ -81,7 +81,7 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
     return this.provisioning
   }
 
-  async execute(call: SandboxCall): Promise<SandboxResult> {
+  async execute(call: SandboxToolCall): Promise<ToolOutcome> {
     const started = Date.now()
     let live: L
     try {
@@ -115,10 +115,11 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
     }
   }
 
-  async recover(toolUseId: string): Promise<CallRecovery> {
+  async recover(toolUseId: string): Promise<ToolRecovery> {
     try {
       const live = await this.ensureLive()
-      return await live.connection.recover(toolUseId, { cap: this.settings.outputCapBytes })
+      const r = await live.connection.recover(toolUseId, { cap: this.settings.outputCapBytes })
+      return r.state === 'finished' ? { state: 'finished', outcome: r.result } : r
     } catch {
       return { state: 'unknown' }
     }

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import Docker from 'dockerode'
 import { BubblewrapSandboxProvider } from '../src/main/hands/bubblewrap/bubblewrap-sandbox'
-import { DockerSandboxProvider } from '../src/main/hands/docker/docker-sandbox'
+import { DockerSandboxProvider } from '../src/main/hands/docker/provider'
 import type { Sandbox } from '../src/main/hands/sandbox'
 import { summary } from './stats'
 

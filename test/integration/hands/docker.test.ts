@@ -1,6 +1,6 @@
 import Docker from 'dockerode'
 import { describe } from 'vitest'
-import { DockerSandboxProvider } from '../../../src/main/hands/docker/docker-sandbox'
+import { DockerSandboxProvider } from '../../../src/main/hands/docker/provider'
 import { sandboxContract } from './sandbox.contract'
 import { dockerLeftovers, dockerReq, liveContainer } from './support'
 

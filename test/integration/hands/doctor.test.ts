@@ -1,7 +1,7 @@
 import Docker from 'dockerode'
 import { describe, expect, it } from 'vitest'
 import { BubblewrapSandboxProvider } from '../../../src/main/hands/bubblewrap/bubblewrap-sandbox'
-import { DockerSandboxProvider } from '../../../src/main/hands/docker/docker-sandbox'
+import { DockerSandboxProvider } from '../../../src/main/hands/docker/provider'
 import { detectBackends } from '../../../src/main/hands/doctor'
 import { bwrapReq, dockerReq } from './support'
 

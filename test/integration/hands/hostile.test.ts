@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import Docker from 'dockerode'
 import { describe, expect, it } from 'vitest'
-import { DockerSandboxProvider } from '../../../src/main/hands/docker/docker-sandbox'
+import { DockerSandboxProvider } from '../../../src/main/hands/docker/provider'
 import { SandboxToolRouter } from '../../../src/main/hands/sandbox-router'
 import { dockerLeftovers, dockerReq } from './support'
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { SANDBOX_DEFAULTS, runnerEnv, sandboxSettings } from '../../../src/main/hands/settings'
 import { checkRepositoryUrl, mountPath, placeResources } from '../../../src/main/hands/runner/resources'
-import { containerSpec, sessionKey } from '../../../src/main/hands/docker/docker-sandbox'
+import { containerSpec } from '../../../src/main/hands/docker/container-spec'
+import { sessionKey } from '../../../src/main/hands/docker/containers'
 import { bwrapArgs } from '../../../src/main/hands/bubblewrap/bubblewrap-sandbox'
 
 describe('sandboxSettings', () => {

@@ -14,8 +14,8 @@ import { runnerPath } from '../paths'
 import { cgroupLauncher, openSandboxCgroup } from './cgroup'
 import { type BwrapHardening, describeHardening, detectHardening, SANDBOX_CPU_SECONDS } from './hardening'
 import { seccompFilterBytes } from './seccomp'
-import { RunnerConnection } from '../runner/connection'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner/runner-sandbox'
+import { startRunner } from '../runner/start'
 import type { SandboxEgress, SandboxProvider, SandboxProvisionParams } from '../sandbox'
 import type { FolderMount } from '../folders'
 import { runnerEnv, type SandboxSettings, sandboxSettings, SESSION_MOUNT, STATE_MOUNT, WORKSPACE } from '../settings'
@@ -162,46 +162,54 @@ async function launchBwrap(p: { options: BubblewrapSandboxProviderOptions; dir: 
   const seccompPipe = child.stdio[4] as Writable
   seccompPipe.on('error', () => {})
   seccompPipe.end(hardening.seccomp ? seccompFilterBytes(hardening.seccomp) : undefined)
-  let stderrTail = ''
-  child.stderr!.on('data', (d: Buffer) => {
-    stderrTail = (stderrTail + d.toString()).slice(-2000)
-  })
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.on('exit', (code, signal) => resolve({ code, signal }))
     child.on('error', () => resolve({ code: null, signal: null }))
   })
   void exited.then(() => cgroup?.dispose())
-  const connection = new RunnerConnection({ input: child.stdin!, output: child.stdout! })
-  child.on('error', (err) => connection.close(`bwrap could not start: ${err.message}`))
-  try {
-    await connection.hello(15_000)
-  } catch (err) {
-    child.kill('SIGKILL')
-    throw new CorralError('sandbox_error', `the bubblewrap sandbox did not start: ${(err as Error).message}${stderrTail ? `; bwrap said: ${stderrTail.trim()}` : ''}`, { cause: err })
-  }
-  return { child, connection, exited, fresh: true, stderr: () => stderrTail }
+  const { connection, stderr } = await startRunner({
+    input: child.stdin!,
+    output: child.stdout!,
+    stderr: child.stderr!,
+    start: (connection) => {
+      child.on('error', (err) => connection.close(`bwrap could not start: ${err.message}`))
+    },
+    helloTimeoutMs: 15_000,
+    failure: 'the bubblewrap sandbox did not start',
+    stderrLabel: 'bwrap said',
+    abort: () => child.kill('SIGKILL'),
+  })
+  return { child, connection, exited, fresh: true, stderr }
+}
+
+/** What a BubblewrapSandbox works with: its provider's options, and the provider's answers it needs at start. */
+export interface BubblewrapSandboxOptions {
+  params: SandboxProvisionParams
+  settings: SandboxSettings
+  provider: BubblewrapSandboxProviderOptions
+  /** The environment's installed packages (a prefix directory), installing them first; undefined when it lists none. */
+  packages: () => Promise<string | undefined>
+  /** What of seccomp / userns / keyring / limits this host offers. */
+  hardening: () => Promise<BwrapHardening>
 }
 
 export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
   readonly backend = 'bubblewrap'
+  private readonly o: BubblewrapSandboxOptions
 
-  constructor(
-    private readonly provider: BubblewrapSandboxProvider,
-    private readonly options: BubblewrapSandboxProviderOptions,
-    params: SandboxProvisionParams,
-    settings: SandboxSettings,
-  ) {
-    super(params, settings)
+  constructor(o: BubblewrapSandboxOptions) {
+    super(o.params, o.settings)
+    this.o = o
   }
 
   get sessionDir(): string {
-    return join(this.options.dataDir, bubblewrapKey(this.params.sessionId))
+    return join(this.o.provider.dataDir, bubblewrapKey(this.params.sessionId))
   }
 
   protected async start(): Promise<BwrapLive> {
-    const packages = await this.provider.packagePrefix(this.params, this.settings)
+    const packages = await this.o.packages()
     const egress = await this.params.egress?.open()
-    const live = await launchBwrap({ options: this.options, dir: this.sessionDir, settings: this.settings, hardening: await this.provider.hardening(), egress, packages: packages ? { dir: packages } : undefined, folders: this.params.folders })
+    const live = await launchBwrap({ options: this.o.provider, dir: this.sessionDir, settings: this.settings, hardening: await this.o.hardening(), egress, packages: packages ? { dir: packages } : undefined, folders: this.params.folders })
     return { ...live, egress }
   }
 
@@ -247,7 +255,7 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
    * package managers running inside bwrap as the sandbox user, through a registries-only egress,
    * into `<dataDir>/.packages/<key>` (renamed into place only when complete).
    */
-  async packagePrefix(params: SandboxProvisionParams, settings: SandboxSettings): Promise<string | undefined> {
+  private async packagePrefix(params: SandboxProvisionParams, settings: SandboxSettings): Promise<string | undefined> {
     const plan = packagePlan(params.config)
     if (!plan) return undefined
     if (plan.packages.apt.length) {
@@ -325,7 +333,7 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
   }
 
   /** Which of seccomp, --disable-userns, a fresh keyring and limits this host offers (found out once). */
-  hardening(): Promise<BwrapHardening> {
+  private hardening(): Promise<BwrapHardening> {
     this.features ??= detectHardening(this.options.bwrap ?? 'bwrap')
     return this.features
   }
@@ -352,7 +360,8 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
   }
 
   create(params: SandboxProvisionParams): BubblewrapSandbox {
-    const sandbox = new BubblewrapSandbox(this, this.options, params, sandboxSettings(params.config))
+    const settings = sandboxSettings(params.config)
+    const sandbox = new BubblewrapSandbox({ params, settings, provider: this.options, packages: () => this.packagePrefix(params, settings), hardening: () => this.hardening() })
     this.live.add(sandbox)
     return sandbox
   }

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { Readable, Writable } from 'node:stream'
-import { z } from 'zod'
 import { CorralError } from '../../../shared/errors'
 import type { SandboxToolCall, ToolOutcome } from '../sandbox'
+import { type AnsweredOp, answers, REPLY_TO, replySchema, type ReplyTo, type ReplyType, type RunnerReply, type RunnerRequest } from './protocol'
 
 /**
  * The host's end of the runner protocol (resources/sandbox/runner.js): newline-delimited JSON
@@ -35,30 +35,6 @@ export const RESULT_NOTE_ALLOWANCE = 16 * 1024
 /** The cap on one result's text when the caller names none (settings' output_cap_bytes default). */
 export const DEFAULT_RESULT_CAP = 256 * 1024
 
-// The replies of the runner protocol (resources/sandbox/runner.js), as the host accepts them.
-// Unknown fields are dropped: nothing but these reaches the caller, and so the session log.
-const rid = z.string().max(512)
-const resultSchema = z.object({
-  content: z.string(),
-  isError: z.boolean(),
-  exitCode: z.number().int().nullable().optional(),
-  durationMs: z.number().nonnegative().finite().optional(),
-})
-const replySchema = z.discriminatedUnion('type', [
-  z.object({ rid, type: z.literal('hello'), nonce: z.string(), pid: z.number().int(), version: z.number().int(), workspace: z.string() }),
-  z.object({ rid, type: z.literal('output'), data: z.string() }),
-  z.object({ rid, type: z.literal('result'), result: resultSchema }),
-  z.object({ rid, type: z.literal('recovery'), state: z.enum(['finished', 'running', 'unknown']), result: resultSchema.optional() }),
-  z.object({ rid, type: z.literal('placed'), existed: z.boolean() }),
-  z.object({ rid, type: z.literal('exists'), exists: z.boolean() }),
-  z.object({ rid, type: z.literal('reset') }),
-  z.object({ rid, type: z.literal('egress'), listening: z.boolean() }),
-  z.object({ rid, type: z.literal('cloned'), existed: z.boolean() }),
-  z.object({ rid: rid.nullable(), type: z.literal('error'), message: z.string().max(64 * 1024) }),
-])
-type RunnerReply = z.infer<typeof replySchema>
-type ReplyType = RunnerReply['type']
-
 interface Pending {
   /** The reply type that answers this request ('result' for a call); 'error' always may. */
   expects: ReplyType
@@ -70,8 +46,6 @@ interface Pending {
   /** Largest result text accepted, in UTF-8 bytes. */
   resultCap?: number
 }
-
-const REPLY_TO: Record<string, ReplyType> = { hello: 'hello', recover: 'recovery', exists: 'exists', place: 'placed', egress: 'egress', clone: 'cloned', reset: 'reset' }
 
 export interface RunnerConnectionParams {
   input: Writable
@@ -126,8 +100,8 @@ export class RunnerConnection {
    */
   async hello(timeoutMs = 10_000): Promise<{ pid: number; version: number; workspace: string }> {
     const nonce = randomBytes(8).toString('hex')
-    const reply = await this.request({ op: 'hello', nonce }, timeoutMs)
-    if (reply.type !== 'hello' || reply.nonce !== nonce) throw new CorralError('sandbox_error', 'the sandbox runner answered hello with the wrong nonce')
+    const reply = await this.request({ rid: this.nextRid(), op: 'hello', nonce }, { timeoutMs })
+    if (reply.nonce !== nonce) throw new CorralError('sandbox_error', 'the sandbox runner answered hello with the wrong nonce')
     this.greeted = true
     return { pid: reply.pid, version: reply.version, workspace: reply.workspace }
   }
@@ -143,14 +117,14 @@ export class RunnerConnection {
     const onAbort = () => this.send({ rid: `c${++this.seq}`, op: 'cancel', id })
     const cap = call.cap ?? DEFAULT_RESULT_CAP
     const reply = new Promise<RunnerReply>((resolve, reject) => {
-      this.pending.set(id, { expects: 'result', resolve, reject, onOutput: call.onOutput, outputBudget: cap, resultCap: cap })
+      this.pending.set(id, { expects: REPLY_TO.call, resolve, reject, onOutput: call.onOutput, outputBudget: cap, resultCap: cap })
     })
     this.send({ rid: id, op: 'call', id, name: call.name, input: call.input, cap: call.cap, stream: call.onOutput !== undefined })
     if (call.signal?.aborted) onAbort()
     call.signal?.addEventListener('abort', onAbort, { once: true })
     try {
       const msg = await reply
-      if (msg.type !== 'result') throw new CorralError('sandbox_error', `unexpected ${msg.type} reply`)
+      if (!answers('call', msg)) throw new CorralError('sandbox_error', `unexpected ${msg.type} reply`)
       return msg.result
     } finally {
       call.signal?.removeEventListener('abort', onAbort)
@@ -159,8 +133,7 @@ export class RunnerConnection {
 
   /** What the runner knows of a call; a finished result is held to `cap` like a call's. */
   async recover(toolUseId: string, options: { timeoutMs?: number; cap?: number } = {}): Promise<RunnerRecovery> {
-    const reply = await this.request({ op: 'recover', id: toolUseId }, options.timeoutMs ?? 10_000, options.cap ?? DEFAULT_RESULT_CAP)
-    if (reply.type !== 'recovery') return { state: 'unknown' }
+    const reply = await this.request({ rid: this.nextRid(), op: 'recover', id: toolUseId }, { timeoutMs: options.timeoutMs ?? 10_000, resultCap: options.cap ?? DEFAULT_RESULT_CAP })
     if (reply.state === 'finished') {
       if (!reply.result) {
         this.close('a finished recovery without its result', true)
@@ -172,14 +145,14 @@ export class RunnerConnection {
   }
 
   async exists(path: string, timeoutMs = 10_000): Promise<boolean> {
-    const reply = await this.request({ op: 'exists', path }, timeoutMs)
-    return reply.type === 'exists' && reply.exists
+    const reply = await this.request({ rid: this.nextRid(), op: 'exists', path }, { timeoutMs })
+    return reply.exists
   }
 
   /** Places a file or an unpacked tar at an in-sandbox path, unless something is there already. */
   async place(params: { path: string; contentBase64?: string; tarBase64?: string }, timeoutMs = 120_000): Promise<{ existed: boolean }> {
-    const reply = await this.request({ op: 'place', path: params.path, content_base64: params.contentBase64, tar_base64: params.tarBase64 }, timeoutMs)
-    return { existed: reply.type === 'placed' && reply.existed }
+    const reply = await this.request({ rid: this.nextRid(), op: 'place', path: params.path, content_base64: params.contentBase64, tar_base64: params.tarBase64 }, { timeoutMs })
+    return { existed: reply.existed }
   }
 
   /**
@@ -187,13 +160,13 @@ export class RunnerConnection {
    * 127.0.0.1:`port` to the proxy's `socket` (in-sandbox path). Resolves once the bridge listens.
    */
   async egress(params: { env: Readonly<Record<string, string>>; socket: string; port: number }, timeoutMs = 15_000): Promise<void> {
-    await this.request({ op: 'egress', env: params.env, socket: params.socket, port: params.port }, timeoutMs)
+    await this.request({ rid: this.nextRid(), op: 'egress', env: params.env, socket: params.socket, port: params.port }, { timeoutMs })
   }
 
   /** Clones an http(s) repository into an in-sandbox path as the sandbox user, through the egress proxy. */
   async clone(params: { url: string; path: string; branch?: string; sha?: string }, timeoutMs = 320_000): Promise<{ existed: boolean }> {
-    const reply = await this.request({ op: 'clone', url: params.url, path: params.path, branch: params.branch, sha: params.sha }, timeoutMs)
-    return { existed: reply.type === 'cloned' && reply.existed }
+    const reply = await this.request({ rid: this.nextRid(), op: 'clone', url: params.url, path: params.path, branch: params.branch, sha: params.sha }, { timeoutMs })
+    return { existed: reply.existed }
   }
 
   /**
@@ -222,29 +195,32 @@ export class RunnerConnection {
     else this.closeListeners.push(listener)
   }
 
-  private async request(body: Record<string, unknown> & { op: string }, timeoutMs: number, resultCap?: number): Promise<RunnerReply> {
-    const rid = `r${++this.seq}`
-    const expects = REPLY_TO[body.op]
-    if (!expects) throw new CorralError('sandbox_error', `no reply is defined for runner op ${body.op}`)
+  private nextRid(): string {
+    return `r${++this.seq}`
+  }
+
+  /** Sends a request and waits for the reply of its op (an `error` reply rejects). */
+  private async request<R extends RunnerRequest & { op: AnsweredOp }>(req: R, p: { timeoutMs: number; resultCap?: number }): Promise<ReplyTo<R['op']>> {
     let timer: NodeJS.Timeout | undefined
     try {
-      return await new Promise<RunnerReply>((resolve, reject) => {
-        this.pending.set(rid, { expects, resolve, reject, resultCap })
+      return await new Promise<ReplyTo<R['op']>>((resolve, reject) => {
+        const answer = (msg: RunnerReply) => (answers<R['op']>(req.op, msg) ? resolve(msg) : reject(new CorralError('sandbox_error', `unexpected ${msg.type} reply`)))
+        this.pending.set(req.rid, { expects: REPLY_TO[req.op], resolve: answer, reject, resultCap: p.resultCap })
         timer = setTimeout(() => {
-          this.pending.delete(rid)
-          reject(new CorralError('sandbox_error', `the sandbox runner did not answer ${String(body.op)} within ${timeoutMs} ms`))
-        }, timeoutMs)
-        this.send({ rid, ...body })
+          this.pending.delete(req.rid)
+          reject(new CorralError('sandbox_error', `the sandbox runner did not answer ${req.op} within ${p.timeoutMs} ms`))
+        }, p.timeoutMs)
+        this.send(req)
       })
     } finally {
       clearTimeout(timer)
     }
   }
 
-  private send(msg: Record<string, unknown>): void {
+  private send(msg: RunnerRequest): void {
     if (this.closedReason !== undefined) {
-      const p = this.pending.get(String(msg.rid))
-      this.pending.delete(String(msg.rid))
+      const p = this.pending.get(msg.rid)
+      this.pending.delete(msg.rid)
       p?.reject(new RunnerClosedError(this.closedReason))
       return
     }

@@ -1,10 +1,11 @@
+import { PRIMARY_THREAD } from '../../shared/api/events'
 import { newId } from '../../shared/api/ids'
 import type { EventInput, EventLog } from '../session/event-log'
 import { buildContextView, modelId, type ContextViewOptions, type ViewAgent, type ViewEvent } from './context/view'
 import { ModelRequestError, type ModelClient, type ModelResponse, type ModelUsage } from './model-client'
 import { budgetCents, listCostCents } from './pricing'
 import { readSessionHistory } from './session-history'
-import { decideNext, foldSession, type NextStep, type OpenToolUse, type SessionState } from './session-state'
+import { decideNext, foldInto, newSessionState, type NextStep, type OpenToolUse, type SessionState } from './session-state'
 import type { ToolOutcome, ToolRouter } from '../hands/tool-router'
 import { routeTool, type AgentToolConfig, type McpToolDefinition } from './tools'
 
@@ -143,13 +144,13 @@ export class Harness {
     const agent = session.agent as ViewAgent & { tools?: AgentToolConfig[] }
     let cached = this.cache.get(sessionId)
     if (cached) this.cache.delete(sessionId) // re-inserted below: most recently used last
-    else cached = { events: [], state: foldSession([]) }
+    else cached = { events: [], state: newSessionState(PRIMARY_THREAD) }
     const { events, state } = cached
     const catchUp = () => {
       for (;;) {
         const page = this.deps.log.read(sessionId, { after: state.lastSeq, limit: 1000 })
-        for (const r of page) events.push({ seq: r.seq, event: r.event as unknown as ViewEvent['event'] })
-        foldSession(page as unknown as ViewEvent[], state)
+        for (const r of page) events.push({ seq: r.seq, event: r.event })
+        foldInto(state, page)
         if (page.length < 1000) return
       }
     }
@@ -295,7 +296,7 @@ export class Harness {
       await this.deps.log.append(c.sessionId, [{ type: 'session.status_idle', stop_reason: { type: 'budget_reached' }, stop_details: null }])
       return
     }
-    const view = buildContextView(c.events, c.agent, this.o.context, await this.mcpTools(c))
+    const view = buildContextView(c.events, { thread: c.state.thread, agent: c.agent, options: this.o.context, mcpTools: await this.mcpTools(c) })
     const request = view.compaction?.request ?? view.request
     const signal = c.control.signal
     if (signal.aborted) return

@@ -4,7 +4,7 @@ export { AnthropicModelClient, ModelRequestError, classifyError, toCompatibleReq
 export type { ModelClient, ModelRequest, ModelResponse, ModelStreamHandlers, ModelUsage, ResponseBlock, AnthropicModelClientParams } from './model-client'
 export { buildContextView, COMPACTION_INSTRUCTION, modelId } from './context/view'
 export type { ContextView, ContextViewOptions, ViewAgent, ViewEvent } from './context/view'
-export { foldSession, decideNext } from './session-state'
+export { foldSession, foldInto, newSessionState, decideNext } from './session-state'
 export type { SessionState, NextStep, OpenToolUse } from './session-state'
 export { modelTools, routeTool, SESSION_HISTORY_TOOL, TOOLSET_DEFINITIONS } from './tools'
 export type { AgentToolConfig, McpToolDefinition, ModelToolDefinition, ToolRoute, EvaluatedPermission } from './tools'

@@ -1,5 +1,7 @@
-import type { ViewEvent } from './context/view'
+import { answeredUseId, isOnThread, permissionOf, statusChangeOf, type LoggedEventOf, type RequestEvent, type ResultType, type StatusChange, type ThreadKey } from '../../shared/api/events'
+import { defineFold, ignoring, type SeqEvent } from '../../shared/api/fold'
 import type { ModelUsage } from './model-client'
+import type { SessionStatus } from '../../shared/api/events'
 
 /** A tool call of the model that has no result yet. */
 export interface OpenToolUse {
@@ -15,9 +17,11 @@ export interface OpenToolUse {
 
 /** Everything the turn loop needs to know, folded from the log (nothing else is kept). */
 export interface SessionState {
+  /** The thread folded (the log's key: null for the primary thread). */
+  thread: ThreadKey
   lastSeq: number
-  /** The last primary-thread status event: running | idle | ... (idle when none). */
-  status: string
+  /** The thread's last status event says: running | idle | rescheduling | terminated (idle when none). */
+  status: SessionStatus
   lastIdle?: { seq: number; stopReason: { type: string; event_ids?: string[] } }
   lastAnswerSeq: number
   lastInterruptSeq: number
@@ -41,11 +45,10 @@ export interface SessionState {
   allowedCommands: Map<string, string>
 }
 
-const INPUT_TYPES = new Set(['user.message', 'system.message', 'user.custom_tool_result', 'user.tool_result', 'agent.tool_result', 'agent.mcp_tool_result'])
-
-/** Folds a session's primary-thread events into its state. Pure; `into` continues an earlier fold. */
-export function foldSession(events: readonly ViewEvent[], into?: SessionState): SessionState {
-  const s: SessionState = into ?? {
+/** Starts a fold of one thread of a session (`thread`: the log's key, null for the primary thread). */
+export function newSessionState(thread: ThreadKey): SessionState {
+  return {
+    thread,
     lastSeq: 0,
     status: 'idle',
     lastAnswerSeq: 0,
@@ -57,100 +60,146 @@ export function foldSession(events: readonly ViewEvent[], into?: SessionState): 
     usageByModel: new Map(),
     allowedCommands: new Map(),
   }
+}
+
+/** Folds a session's events on one thread (null: the primary) into its state. Pure. */
+export function foldSession(events: readonly SeqEvent[], thread: ThreadKey): SessionState {
+  return foldInto(newSessionState(thread), events)
+}
+
+/**
+ * Continues a fold with later events (those at or below `s.lastSeq` are skipped); events of
+ * other threads only advance `lastSeq`. Returns `s`.
+ */
+export function foldInto(s: SessionState, events: readonly SeqEvent[]): SessionState {
   for (const { seq, event: e } of events) {
     if (seq <= s.lastSeq) continue
     s.lastSeq = seq
-    if (e.session_thread_id) continue
-    switch (e.type) {
-      case 'session.status_running':
-      case 'session.status_rescheduled':
-      case 'session.status_terminated':
-        s.status = e.type.slice('session.status_'.length)
-        break
-      case 'session.status_idle': {
-        s.status = 'idle'
-        s.lastIdle = { seq, stopReason: (e.stop_reason as { type: string; event_ids?: string[] }) ?? { type: 'end_turn' } }
-        // an idle written with a model answer covers only what that request saw (context_seq)
-        const sawThrough = typeof e.context_seq === 'number' ? e.context_seq : seq
-        if (s.newInputSeq <= sawThrough) resetBarrier(s)
-        else s.failures = 0
-        break
-      }
-      case 'user.interrupt':
-        s.lastInterruptSeq = seq
-        resetBarrier(s)
-        // custom tool calls are answered by the client; once the turn is stopped or moves on
-        // they are abandoned (the context view tells the model they got no result)
-        s.openToolUses = s.openToolUses.filter((t) => t.type !== 'agent.custom_tool_use')
-        break
-      case 'user.message':
-      case 'system.message':
-        s.lastUserMessageSeq = seq
-        s.openToolUses = s.openToolUses.filter((t) => t.type !== 'agent.custom_tool_use')
-        break
-      case 'span.model_request_start':
-        s.openSpanId = e.id
-        break
-      case 'span.model_request_end': {
-        if (s.openSpanId === e.model_request_start_id) s.openSpanId = undefined
-        const u = e.model_usage as ModelUsage | undefined
-        if (u) {
-          const model = typeof e.model === 'string' ? e.model : ''
-          const acc = s.usageByModel.get(model) ?? { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
-          for (const k of Object.keys(acc) as (keyof ModelUsage)[]) acc[k] += u[k] ?? 0
-          s.usageByModel.set(model, acc)
-        }
-        // a compaction request summarizes; it answers nothing
-        if (!e.is_error && e.stop_reason !== 'compaction') {
-          s.lastAnswerSeq = seq
-          s.lastStopReason = typeof e.stop_reason === 'string' ? e.stop_reason : 'end_turn'
-          s.failures = 0
-          // input appended while the request ran (after the part of the log it saw) is still news
-          const sawThrough = typeof e.context_seq === 'number' ? e.context_seq : seq
-          if (s.newInputSeq <= sawThrough) s.newInputSeq = 0
-          // pause_turn: the endpoint paused a long turn; sending the conversation again continues it
-          if (e.stop_reason === 'pause_turn') s.newInputSeq = seq
-        }
-        break
-      }
-      case 'session.error': {
-        const err = e.error as { type?: string; retry_status?: { type?: string } } | undefined
-        // an MCP server's failure is not a failed model request: it does not delay the next one
-        if (err?.retry_status?.type === 'retrying' && !err.type?.startsWith('mcp_')) s.failures++
-        break
-      }
-      case 'agent.tool_use':
-      case 'agent.mcp_tool_use':
-      case 'agent.custom_tool_use':
-        s.openToolUses.push({
-          id: e.id,
-          seq,
-          type: e.type,
-          name: e.type === 'agent.mcp_tool_use' ? `${String(e.mcp_server_name)}__${String(e.name)}` : String(e.name),
-          input: (e.input as Record<string, unknown>) ?? {},
-          permission: e.type === 'agent.custom_tool_use' ? null : ((e.evaluated_permission as 'allow' | 'ask' | undefined) ?? (e.type === 'agent.mcp_tool_use' ? 'ask' : 'allow')),
-        })
-        break
-      case 'user.tool_confirmation': {
-        const t = s.openToolUses.find((x) => x.id === e.tool_use_id)
-        if (t && !t.confirmation) t.confirmation = { result: e.result as 'allow' | 'deny', deny_message: e.deny_message as string | null | undefined }
-        if (t && e.result === 'allow' && e.corral_allow_for_session === true && t.name === 'bash' && typeof t.input.command === 'string' && !s.allowedCommands.has(t.input.command)) {
-          s.allowedCommands.set(t.input.command, e.id)
-        }
-        break
-      }
-      default:
-        break
-    }
-    if (e.type === 'agent.tool_result' || e.type === 'user.tool_result' || e.type === 'user.custom_tool_result' || e.type === 'agent.mcp_tool_result') {
-      const useId = (e.type === 'user.custom_tool_result' ? e.custom_tool_use_id : e.type === 'agent.mcp_tool_result' ? e.mcp_tool_use_id : e.tool_use_id) as string
-      s.openToolUses = s.openToolUses.filter((t) => t.id !== useId)
-    }
-    // Results the harness writes while stopping a turn are not news for the model.
-    if (INPUT_TYPES.has(e.type) && !e.interrupted) s.newInputSeq = seq
+    if (!isOnThread(e, s.thread)) continue
+    step(s, e, seq)
   }
   return s
 }
+
+/** The status events of a thread: the session's own for the primary thread, `session.thread_status_*` for a child. */
+const onStatus = (s: SessionState, e: { type: string; session_thread_id?: string | null }): StatusChange | undefined => {
+  const c = statusChangeOf(e)
+  if (!c || c.scope !== (s.thread === null ? 'session' : 'thread')) return undefined
+  s.status = c.status
+  return c
+}
+
+const onIdle = (s: SessionState, e: LoggedEventOf<'session.status_idle'> | LoggedEventOf<'session.thread_status_idle'>, seq: number): void => {
+  if (!onStatus(s, e)) return
+  s.lastIdle = { seq, stopReason: e.stop_reason ?? { type: 'end_turn' } }
+  // an idle written with a model answer covers only what that request saw (context_seq)
+  const contextSeq = 'context_seq' in e ? e.context_seq : undefined
+  const sawThrough = typeof contextSeq === 'number' ? contextSeq : seq
+  if (s.newInputSeq <= sawThrough) resetBarrier(s)
+  else s.failures = 0
+}
+
+const onToolUse = (s: SessionState, e: RequestEvent & { session_thread_id?: string | null }, seq: number): void => {
+  s.openToolUses.push({
+    id: e.id,
+    seq,
+    type: e.type,
+    name: e.type === 'agent.mcp_tool_use' ? `${e.mcp_server_name}__${e.name}` : e.name,
+    input: e.input ?? {},
+    permission: permissionOf(e) as OpenToolUse['permission'],
+  })
+}
+
+/** Input for the model: a message or a result. Results the harness writes while stopping a turn are not news for the model. */
+const onInput = (s: SessionState, e: object, seq: number): void => {
+  if (!('interrupted' in e && e.interrupted)) s.newInputSeq = seq
+}
+
+/** A result closes its call (whatever the result type: the answer table says which field names it). */
+const onResult = (s: SessionState, e: LoggedEventOf<ResultType>, seq: number): void => {
+  const useId = answeredUseId(e)
+  s.openToolUses = s.openToolUses.filter((t) => t.id !== useId)
+  onInput(s, e, seq)
+}
+
+/** custom tool calls are answered by the client; once the turn is stopped or moves on they are abandoned (the context view tells the model they got no result) */
+const dropCustom = (s: SessionState) => {
+  s.openToolUses = s.openToolUses.filter((t) => t.type !== 'agent.custom_tool_use')
+}
+
+/** One event of the thread: every type is handled or explicitly ignored (a new type does not compile until it is). */
+const step = defineFold<SessionState, number>({
+  'session.status_running': onStatus,
+  'session.status_rescheduled': onStatus,
+  'session.status_terminated': onStatus,
+  'session.status_idle': onIdle,
+  'session.thread_status_running': onStatus,
+  'session.thread_status_rescheduled': onStatus,
+  'session.thread_status_terminated': onStatus,
+  'session.thread_status_idle': onIdle,
+  'user.interrupt': (s, _e, seq) => {
+    s.lastInterruptSeq = seq
+    resetBarrier(s)
+    dropCustom(s)
+  },
+  'user.message': (s, e, seq) => {
+    s.lastUserMessageSeq = seq
+    dropCustom(s)
+    onInput(s, e, seq)
+  },
+  'system.message': (s, e, seq) => {
+    s.lastUserMessageSeq = seq
+    dropCustom(s)
+    onInput(s, e, seq)
+  },
+  'span.model_request_start': (s, e) => {
+    s.openSpanId = e.id
+  },
+  'span.model_request_end': (s, e, seq) => {
+    if (s.openSpanId === e.model_request_start_id) s.openSpanId = undefined
+    const u = e.model_usage as Partial<ModelUsage> | undefined
+    if (u) {
+      const model = typeof e.model === 'string' ? e.model : ''
+      const acc = s.usageByModel.get(model) ?? { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+      for (const k of Object.keys(acc) as (keyof ModelUsage)[]) acc[k] += u[k] ?? 0
+      s.usageByModel.set(model, acc)
+    }
+    // a compaction request summarizes; it answers nothing
+    if (!e.is_error && e.stop_reason !== 'compaction') {
+      s.lastAnswerSeq = seq
+      s.lastStopReason = typeof e.stop_reason === 'string' ? e.stop_reason : 'end_turn'
+      s.failures = 0
+      // input appended while the request ran (after the part of the log it saw) is still news
+      const sawThrough = typeof e.context_seq === 'number' ? e.context_seq : seq
+      if (s.newInputSeq <= sawThrough) s.newInputSeq = 0
+      // pause_turn: the endpoint paused a long turn; sending the conversation again continues it
+      if (e.stop_reason === 'pause_turn') s.newInputSeq = seq
+    }
+  },
+  'session.error': (s, e) => {
+    const err = e.error as { type?: string; retry_status?: { type?: string } } | undefined
+    // an MCP server's failure is not a failed model request: it does not delay the next one
+    if (err?.retry_status?.type === 'retrying' && !err.type?.startsWith('mcp_')) s.failures++
+  },
+  'agent.tool_use': onToolUse,
+  'agent.mcp_tool_use': onToolUse,
+  'agent.custom_tool_use': onToolUse,
+  'user.tool_confirmation': (s, e) => {
+    const t = s.openToolUses.find((x) => x.id === e.tool_use_id)
+    if (t && !t.confirmation) t.confirmation = { result: e.result, deny_message: e.deny_message }
+    if (t && e.result === 'allow' && e.corral_allow_for_session === true && t.name === 'bash' && typeof t.input.command === 'string' && !s.allowedCommands.has(t.input.command)) {
+      s.allowedCommands.set(t.input.command, e.id)
+    }
+  },
+  'agent.tool_result': onResult,
+  'agent.mcp_tool_result': onResult,
+  'user.tool_result': onResult,
+  'user.custom_tool_result': onResult,
+  ...ignoring('agent.message', 'agent.thinking', 'agent.thread_context_compacted', 'agent.thread_message_received', 'agent.thread_message_sent'),
+  ...ignoring('session.thread_created', 'session.updated', 'session.usage', 'session.deleted', 'user.define_outcome'),
+  ...ignoring('span.outcome_evaluation_start', 'span.outcome_evaluation_ongoing', 'span.outcome_evaluation_end'),
+  ...ignoring('workflow_run.created', 'workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.status_ended', 'workflow_run.error', 'workflow_run.phase_started', 'workflow_run.phase_ended'),
+})
 
 function resetBarrier(s: SessionState): void {
   s.newInputSeq = 0

@@ -1,7 +1,11 @@
-import type { SessionEvent } from '../../shared/api/types'
+import type { AnyLoggedEvent } from '../../shared/api/events'
 
-/** An event as the API shows it: `id`, `type`, `processed_at`, optional `session_thread_id`, and its own fields. */
-export type LoggedEvent = SessionEvent & { id: string; type: string; processed_at: string; session_thread_id?: string | null }
+/**
+ * An event as the API shows it: one member of the SDK's closed union (so `switch (e.type)`
+ * narrows), with `id`, `processed_at`, optional `session_thread_id`, and the fields Corral adds
+ * (CorralEventFields, src/shared/api/events.ts).
+ */
+export type LoggedEvent = AnyLoggedEvent
 
 /** An event on its way into the log: everything but `id` and `processed_at`, which the log assigns. */
 export type EventInput = { type: string; session_thread_id?: string | null; [field: string]: unknown }

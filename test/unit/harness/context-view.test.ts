@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { PRIMARY_THREAD } from '../../../src/shared/api/events'
 import { buildContextView, COMPACTION_INSTRUCTION, type ViewEvent } from '../../../src/main/harness/context/view'
 
 let seq = 0
@@ -21,7 +22,7 @@ describe('the context view', () => {
       ev('span.model_request_end', { is_error: false }),
       ev('agent.tool_result', { tool_use_id: 'sevt_use1', content: [{ type: 'text', text: 'a.txt' }], is_error: false }),
     ]
-    const { request } = buildContextView(events, agent)
+    const { request } = buildContextView(events, { thread: PRIMARY_THREAD, agent })
     expect(request.model).toBe('claude-sonnet-5-5')
     expect(request.messages).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'list files' }] },
@@ -32,7 +33,7 @@ describe('the context view', () => {
 
   it('puts cache breakpoints on the system prompt, the last tool and the conversation tail only', () => {
     seq = 0
-    const { request } = buildContextView([userText('one'), ev('agent.message', { content: [{ type: 'text', text: 'two' }] }), userText('three')], agent)
+    const { request } = buildContextView([userText('one'), ev('agent.message', { content: [{ type: 'text', text: 'two' }] }), userText('three')], { thread: PRIMARY_THREAD, agent })
     expect(request.system).toEqual([{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }])
     const tools = request.tools as { name: string; cache_control?: unknown }[]
     expect(tools.filter((t) => t.cache_control)).toEqual([tools[tools.length - 1]])
@@ -45,7 +46,7 @@ describe('the context view', () => {
   it('gives a call that was never answered a synthetic error result when the conversation moves on', () => {
     seq = 0
     const events = [userText('weather?'), ev('agent.custom_tool_use', { id: 'sevt_c1', name: 'get_weather', input: {} }), userText('never mind')]
-    const { request } = buildContextView(events, { ...agent, tools: [] })
+    const { request } = buildContextView(events, { thread: PRIMARY_THREAD, agent: { ...agent, tools: [] } })
     const last = request.messages[2].content as unknown as Record<string, unknown>[]
     expect(last[0]).toMatchObject({ type: 'tool_result', tool_use_id: 'sevt_c1', is_error: true })
     expect(last[1]).toMatchObject({ type: 'text', text: 'never mind' })
@@ -61,7 +62,7 @@ describe('the context view', () => {
       userText('also this'),
       ev('agent.tool_result', { tool_use_id: 'sevt_a', content: [{ type: 'text', text: 'A' }] }),
     ]
-    const blocks = buildContextView(events, agent).request.messages[2].content as unknown as Record<string, unknown>[]
+    const blocks = buildContextView(events, { thread: PRIMARY_THREAD, agent }).request.messages[2].content as unknown as Record<string, unknown>[]
     expect(blocks.map((b) => (b.type === 'tool_result' ? b.tool_use_id : b.text))).toEqual(['sevt_a', 'sevt_b', 'also this'])
   })
 
@@ -73,7 +74,7 @@ describe('the context view', () => {
       ev('agent.thinking', { thinking: 'hmm', signature: 'sig' }),
       ev('agent.message', { content: [{ type: 'text', text: 'hello' }] }),
     ]
-    const { request } = buildContextView(events, agent)
+    const { request } = buildContextView(events, { thread: PRIMARY_THREAD, agent })
     expect(request.messages[0].content).toEqual([
       { type: 'text', text: '<system-message>\nThe repo moved.\n</system-message>' },
       { type: 'text', text: 'hi' },
@@ -84,7 +85,7 @@ describe('the context view', () => {
   it('ignores other threads and bookkeeping events', () => {
     seq = 0
     const events = [userText('main'), ev('user.message', { content: [{ type: 'text', text: 'sub' }], session_thread_id: 'sthr_1' }), ev('session.error', { error: {} }), ev('span.model_request_start')]
-    expect(buildContextView(events, agent).request.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'main', cache_control: { type: 'ephemeral' } }] }])
+    expect(buildContextView(events, { thread: PRIMARY_THREAD, agent }).request.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'main', cache_control: { type: 'ephemeral' } }] }])
   })
 
   it('clears old tool results from the view above the threshold, leaving a pointer to session_history and the newest results intact', () => {
@@ -94,9 +95,9 @@ describe('the context view', () => {
       events.push(ev('agent.tool_use', { id: `sevt_u${i}`, name: 'bash', input: {} }))
       events.push(ev('agent.tool_result', { tool_use_id: `sevt_u${i}`, content: [{ type: 'text', text: `output ${i} `.repeat(500) }] }))
     }
-    const small = buildContextView(events, agent, { clearThresholdTokens: 1_000_000 })
+    const small = buildContextView(events, { thread: PRIMARY_THREAD, agent, options: { clearThresholdTokens: 1_000_000 } })
     expect(small.clearedToolResults).toBe(0)
-    const view = buildContextView(events, agent, { clearThresholdTokens: 2_000, keepRecentToolResults: 2 })
+    const view = buildContextView(events, { thread: PRIMARY_THREAD, agent, options: { clearThresholdTokens: 2_000, keepRecentToolResults: 2 } })
     expect(view.clearedToolResults).toBe(4)
     expect(view.estimatedTokens).toBeLessThan(small.estimatedTokens)
     const results = view.request.messages.flatMap((m) => (m.content as unknown as Record<string, unknown>[]).filter((b) => b.type === 'tool_result'))
@@ -104,7 +105,7 @@ describe('the context view', () => {
     expect(JSON.stringify(results[0].content)).toContain('sevt_u0')
     expect(JSON.stringify(results[5].content)).toContain('output 5')
     // the log itself is untouched: the events still carry the full output
-    expect(JSON.stringify(events[2].event.content)).toContain('output 0')
+    expect(JSON.stringify((events[2].event as { content?: unknown }).content)).toContain('output 0')
   })
 
   it('asks for compaction above its threshold with a request ending in the summary instruction, and uses the summary afterwards', () => {
@@ -114,7 +115,7 @@ describe('the context view', () => {
       events.push(ev('agent.message', { content: [{ type: 'text', text: `answer ${i} ` + 'y'.repeat(4000) }] }))
       events.push(userText(`question ${i + 1} ` + 'z'.repeat(4000)))
     }
-    const view = buildContextView(events, agent, { compactThresholdTokens: 3_000, clearThresholdTokens: 1_000_000 })
+    const view = buildContextView(events, { thread: PRIMARY_THREAD, agent, options: { compactThresholdTokens: 3_000, clearThresholdTokens: 1_000_000 } })
     expect(view.compaction).toBeDefined()
     const c = view.compaction!
     const lastMsg = c.request.messages.at(-1)!
@@ -125,11 +126,26 @@ describe('the context view', () => {
     expect(c.throughSeq).toBe(events[events.length - 3].seq)
 
     const after = [...events, ev('agent.thread_context_compacted', { summary: 'SUMMARY', through_seq: c.throughSeq, through_event_id: c.throughEventId })]
-    const next = buildContextView(after, agent, { compactThresholdTokens: 1_000_000 })
+    const next = buildContextView(after, { thread: PRIMARY_THREAD, agent, options: { compactThresholdTokens: 1_000_000 } })
     expect(next.request.messages).toHaveLength(3)
     expect(JSON.stringify(next.request.messages[0].content)).toContain('SUMMARY')
     expect(next.request.messages[1].role).toBe('assistant')
     expect(JSON.stringify(next.request.messages[1].content)).toContain('answer 3')
     expect(next.compaction).toBeUndefined()
+  })
+
+  it("builds the view of the thread it is given, from that thread's events only", () => {
+    seq = 0
+    const events = [
+      userText('main question'),
+      ev('user.message', { content: [{ type: 'text', text: 'sub task' }], session_thread_id: 'sthr_1' }),
+      ev('agent.message', { content: [{ type: 'text', text: 'main answer' }] }),
+      ev('agent.message', { content: [{ type: 'text', text: 'sub answer' }], session_thread_id: 'sthr_1' }),
+      ev('user.message', { content: [{ type: 'text', text: 'other' }], session_thread_id: 'sthr_2' }),
+    ]
+    const texts = (thread: string | null) => buildContextView(events, { thread, agent }).request.messages.map((m) => (m.content as { text?: string }[]).map((b) => b.text).join())
+    expect(texts(PRIMARY_THREAD)).toEqual(['main question', 'main answer'])
+    expect(texts('sthr_1')).toEqual(['sub task', 'sub answer'])
+    expect(texts('sthr_2')).toEqual(['other'])
   })
 })

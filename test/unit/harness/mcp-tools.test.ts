@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { PRIMARY_THREAD } from '../../../src/shared/api/events'
 import { buildContextView, type ViewEvent } from '../../../src/main/harness/context/view'
 import { decideNext, foldSession } from '../../../src/main/harness/session-state'
 import { modelTools, SESSION_HISTORY_TOOL } from '../../../src/main/harness/tools'
@@ -32,7 +33,7 @@ describe('MCP tools offered to the model', () => {
       ['agent.mcp_tool_use', { id: 'm1', mcp_server_name: 'docs', name: 'echo', input: { text: 'a' }, evaluated_permission: 'allow' }],
       ['agent.mcp_tool_result', { mcp_tool_use_id: 'm1', content: [{ type: 'text', text: 'echo: a' }], is_error: true }],
     )
-    const view = buildContextView(events, { model: 'claude-sonnet-5-5', tools: [{ type: 'mcp_toolset', mcp_server_name: 'docs' }] }, {}, listed)
+    const view = buildContextView(events, { thread: PRIMARY_THREAD, agent: { model: 'claude-sonnet-5-5', tools: [{ type: 'mcp_toolset', mcp_server_name: 'docs' }] }, options: {}, mcpTools: listed })
     expect(((view.request.tools ?? []) as unknown as { name: string }[]).map((t) => t.name)).toEqual(['docs__echo', 'docs__whoami', SESSION_HISTORY_TOOL])
     const [, assistant, user] = view.request.messages as unknown as { content: Record<string, unknown>[] }[]
     expect(assistant!.content[0]).toMatchObject({ type: 'tool_use', id: 'm1', name: 'docs__echo', input: { text: 'a' } })
@@ -44,27 +45,27 @@ describe('MCP calls in the turn loop', () => {
   const asked = log(['user.message'], ['agent.mcp_tool_use', { id: 'm1', mcp_server_name: 'docs', name: 'echo', input: { text: 'a' }, evaluated_permission: 'ask' }], end())
 
   it('waits with requires_action for an asking MCP call, then runs it under its full name once allowed', () => {
-    expect(decideNext(foldSession(asked))).toEqual({ kind: 'idle', stopReason: { type: 'requires_action', event_ids: ['m1'] } })
+    expect(decideNext(foldSession(asked, PRIMARY_THREAD))).toEqual({ kind: 'idle', stopReason: { type: 'requires_action', event_ids: ['m1'] } })
     const allowed = [...asked, { seq: 4, event: { id: 'c1', type: 'user.tool_confirmation', tool_use_id: 'm1', result: 'allow' } }]
-    expect(decideNext(foldSession(allowed))).toMatchObject({ kind: 'run_tools', run: [{ id: 'm1', type: 'agent.mcp_tool_use', name: 'docs__echo', input: { text: 'a' } }], deny: [] })
+    expect(decideNext(foldSession(allowed, PRIMARY_THREAD))).toMatchObject({ kind: 'run_tools', run: [{ id: 'm1', type: 'agent.mcp_tool_use', name: 'docs__echo', input: { text: 'a' } }], deny: [] })
     const denied = [...asked, { seq: 4, event: { id: 'c1', type: 'user.tool_confirmation', tool_use_id: 'm1', result: 'deny' } }]
-    expect(decideNext(foldSession(denied))).toMatchObject({ kind: 'run_tools', run: [], deny: [{ id: 'm1' }] })
+    expect(decideNext(foldSession(denied, PRIMARY_THREAD))).toMatchObject({ kind: 'run_tools', run: [], deny: [{ id: 'm1' }] })
   })
 
   it('closes the call on agent.mcp_tool_result and asks the model next', () => {
     const answered = [...asked, { seq: 4, event: { id: 'c1', type: 'user.tool_confirmation', tool_use_id: 'm1', result: 'allow' } }, { seq: 5, event: { id: 'r1', type: 'agent.mcp_tool_result', mcp_tool_use_id: 'm1', content: [] } }]
-    const s = foldSession(answered)
+    const s = foldSession(answered, PRIMARY_THREAD)
     expect(s.openToolUses).toEqual([])
     expect(decideNext(s)).toEqual({ kind: 'model', attempt: 0 })
   })
 
   it('stops an open MCP call on interrupt like a toolset call', () => {
     const allowed = log(['user.message'], ['agent.mcp_tool_use', { id: 'm1', mcp_server_name: 'docs', name: 'echo', evaluated_permission: 'allow' }], end(), ['user.interrupt'])
-    expect(decideNext(foldSession(allowed))).toMatchObject({ kind: 'stop_tools', toolUses: [{ id: 'm1', type: 'agent.mcp_tool_use' }] })
+    expect(decideNext(foldSession(allowed, PRIMARY_THREAD))).toMatchObject({ kind: 'stop_tools', toolUses: [{ id: 'm1', type: 'agent.mcp_tool_use' }] })
   })
 
   it("does not count an MCP server's retrying error as a failed model request", () => {
-    const s = foldSession(log(['user.message'], ['session.error', { error: { type: 'mcp_connection_failed_error', mcp_server_name: 'docs', retry_status: { type: 'retrying' } } }]))
+    const s = foldSession(log(['user.message'], ['session.error', { error: { type: 'mcp_connection_failed_error', mcp_server_name: 'docs', retry_status: { type: 'retrying' } } }]), PRIMARY_THREAD)
     expect(decideNext(s)).toEqual({ kind: 'model', attempt: 0 })
   })
 })

@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { decideNext, foldSession } from '../../../src/main/harness/session-state'
+import { PRIMARY_THREAD } from '../../../src/shared/api/events'
+import { decideNext, foldInto, foldSession } from '../../../src/main/harness/session-state'
 import type { ViewEvent } from '../../../src/main/harness/context/view'
 
 function log(...events: [string, Record<string, unknown>?][]): ViewEvent[] {
   return events.map(([type, fields], i) => ({ seq: i + 1, event: { id: (fields?.id as string) ?? `sevt_${i + 1}`, type, ...fields } }))
 }
-const decide = (events: ViewEvent[]) => decideNext(foldSession(events))
+const decide = (events: ViewEvent[]) => decideNext(foldSession(events, PRIMARY_THREAD))
 const end = (fields: Record<string, unknown> = {}): [string, Record<string, unknown>] => ['span.model_request_end', { is_error: false, model_request_start_id: 's', stop_reason: 'end_turn', ...fields }]
 
 describe('deciding the next step from the log', () => {
@@ -42,7 +43,7 @@ describe('deciding the next step from the log', () => {
     expect(decide(log(...base, ['agent.tool_result', { tool_use_id: 'u2' }]))).toEqual({ kind: 'idle', stopReason: { type: 'requires_action', event_ids: ['u1', 'c1'] } })
     const waiting = log(...base, ['agent.tool_result', { tool_use_id: 'u2' }], ['session.status_idle', { stop_reason: { type: 'requires_action', event_ids: ['u1', 'c1'] } }])
     expect(decide(waiting)).toEqual({ kind: 'none' })
-    const denied = decideNext(foldSession([...waiting, { seq: 99, event: { id: 'sevt_99', type: 'user.tool_confirmation', tool_use_id: 'u1', result: 'deny', deny_message: 'no' } }]))
+    const denied = decideNext(foldSession([...waiting, { seq: 99, event: { id: 'sevt_99', type: 'user.tool_confirmation', tool_use_id: 'u1', result: 'deny', deny_message: 'no' } } as ViewEvent], PRIMARY_THREAD))
     expect(denied).toMatchObject({ kind: 'run_tools', run: [] })
     expect((denied as { deny: { id: string }[] }).deny.map((t) => t.id)).toEqual(['u1'])
   })
@@ -97,9 +98,9 @@ describe('deciding the next step from the log', () => {
 
   it('folds incrementally to the same state as folding everything at once', () => {
     const events = log(['user.message'], ['agent.tool_use', { id: 'u1', evaluated_permission: 'allow' }], end({ stop_reason: 'tool_use', model_usage: { input_tokens: 5, output_tokens: 3, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }))
-    const whole = foldSession(events)
-    const part = foldSession(events.slice(0, 1))
-    foldSession(events.slice(1), part)
+    const whole = foldSession(events, PRIMARY_THREAD)
+    const part = foldSession(events.slice(0, 1), PRIMARY_THREAD)
+    foldInto(part, events.slice(1))
     expect(part).toEqual(whole)
     expect(whole.usageByModel.get('')).toEqual({ input_tokens: 5, output_tokens: 3, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 })
   })
@@ -135,5 +136,34 @@ describe('deciding the next step from the log', () => {
     ]
     expect(decide(log(...waiting))).toMatchObject({ kind: 'stop_tools', toolUses: [{ id: 'u1' }] })
     expect(decide(log(...waiting, ['agent.tool_result', { tool_use_id: 'u1', is_error: true, interrupted: true }]))).toEqual({ kind: 'idle', stopReason: { type: 'end_turn' } })
+  })
+
+  it('folds one thread of a log that holds two: each fold sees only its own thread', () => {
+    const events = log(
+      ['user.message'],
+      ['agent.custom_tool_use', { id: 'c1', name: 'x', session_thread_id: 'sthr_child' }],
+      ['session.thread_status_idle', { session_thread_id: 'sthr_child', stop_reason: { type: 'requires_action', event_ids: ['c1'] } }],
+      ['span.model_request_start', { id: 'sp' }],
+      ['session.thread_status_rescheduled', { session_thread_id: 'sthr_other' }],
+    )
+    const primary = foldSession(events, PRIMARY_THREAD)
+    const child = foldSession(events, 'sthr_child')
+    expect(primary.openToolUses).toEqual([])
+    expect(primary.openSpanId).toBe('sp')
+    expect(primary.lastUserMessageSeq).toBe(1)
+    expect(primary.status).toBe('idle')
+    expect(child.openToolUses.map((t) => t.id)).toEqual(['c1'])
+    expect(child.openSpanId).toBeUndefined()
+    expect(child.lastUserMessageSeq).toBe(0)
+    expect(child.lastIdle).toEqual({ seq: 3, stopReason: { type: 'requires_action', event_ids: ['c1'] } })
+    expect(decideNext(child)).toEqual({ kind: 'none' })
+    expect(decideNext(primary)).toEqual({ kind: 'close_span', spanId: 'sp' })
+    // both folds have read the whole log, so a continued fold starts after it
+    expect([primary.lastSeq, child.lastSeq]).toEqual([5, 5])
+    expect(foldSession(events, 'sthr_other').status).toBe('rescheduling')
+  })
+
+  it("takes the API's status word from a rescheduled event: rescheduling", () => {
+    expect(foldSession(log(['session.status_running'], ['session.status_rescheduled']), PRIMARY_THREAD).status).toBe('rescheduling')
   })
 })

@@ -1,11 +1,10 @@
+import { answeredUseId, isEventOf, isOnThread, type LoggedEventOf, type RequestType, type ResultType, type ThreadKey } from '../../../shared/api/events'
+import { defineFold, ignoring, type SeqEvent } from '../../../shared/api/fold'
 import type { ModelRequest } from '../model-client'
 import { modelTools, type AgentToolConfig, type McpToolDefinition } from '../tools'
 
 /** An event of the log with its position (the view needs both). */
-export interface ViewEvent {
-  seq: number
-  event: { id: string; type: string; session_thread_id?: string | null; [k: string]: unknown }
-}
+export type ViewEvent = SeqEvent
 
 /** The parts of the session's pinned agent snapshot the view reads. */
 export interface ViewAgent {
@@ -22,6 +21,15 @@ export interface ContextViewOptions {
   compactThresholdTokens?: number
   /** The newest tool results that are never cleared (default 3). */
   keepRecentToolResults?: number
+}
+
+/** What a view is built for: the thread (the log's key: null for the primary), its agent snapshot, and the tools its MCP servers list. */
+export interface ContextViewInput {
+  thread: ThreadKey
+  agent: ViewAgent
+  options?: ContextViewOptions
+  /** What the session's MCP servers list; those the agent's mcp_toolsets enable are offered. */
+  mcpTools?: readonly McpToolDefinition[]
 }
 
 export interface ContextView {
@@ -53,38 +61,38 @@ export function modelId(agent: ViewAgent): string {
 }
 
 /**
- * The context view: a pure function from a session's primary-thread events and its agent
- * snapshot to the Messages API request the model sees next. Nothing here touches the log;
+ * The context view: a pure function from one thread's events (of a session's log; the others
+ * are skipped) and its agent snapshot to the Messages API request the model sees next. Nothing here touches the log;
  * clearing and compaction only change what the model sees.
  *
  * - Later views start at the newest `agent.thread_context_compacted` summary.
  * - A tool call with no answer by the time the conversation moves on gets a synthetic error
  *   result, so the request is always well-formed.
  * - Cache breakpoints: the system prompt, the last tool, and the conversation tail.
- * - `mcpTools`: what the session's MCP servers list; those the agent's mcp_toolsets enable are offered.
  */
-export function buildContextView(events: readonly ViewEvent[], agent: ViewAgent, options: ContextViewOptions = {}, mcpTools: readonly McpToolDefinition[] = []): ContextView {
+export function buildContextView(events: readonly ViewEvent[], input: ContextViewInput): ContextView {
+  const { agent, options = {}, mcpTools = [] } = input
   const clearAt = options.clearThresholdTokens ?? 100_000
   const compactAt = options.compactThresholdTokens ?? 150_000
   const keepRecent = options.keepRecentToolResults ?? 3
   const model = modelId(agent)
   const maxTokens = options.maxTokens ?? 8192
 
-  const primary = events.filter((e) => !e.event.session_thread_id)
+  const own = events.filter((e) => isOnThread(e.event, input.thread))
   let start = 0
   let summary: string | undefined
-  for (let i = primary.length - 1; i >= 0; i--) {
-    const e = primary[i].event
-    if (e.type === 'agent.thread_context_compacted' && typeof e.summary === 'string' && typeof e.through_seq === 'number') {
+  for (let i = own.length - 1; i >= 0; i--) {
+    const e = own[i].event
+    if (isEventOf(e, 'agent.thread_context_compacted') && typeof e.summary === 'string' && typeof e.through_seq === 'number') {
       summary = e.summary
       const through = e.through_seq
-      start = primary.findIndex((x) => x.seq > through)
-      if (start < 0) start = primary.length
+      start = own.findIndex((x) => x.seq > through)
+      if (start < 0) start = own.length
       break
     }
   }
 
-  const messages = toMessages(primary.slice(start), summary)
+  const messages = toMessages(own.slice(start), summary)
   const tools = modelTools(agent.tools ?? [], mcpTools).map((t) => ({ ...t })) as unknown as NonNullable<ModelRequest['tools']>
   const system = agent.system ? [{ type: 'text' as const, text: agent.system }] : undefined
 
@@ -193,52 +201,8 @@ function toMessages(events: readonly ViewEvent[], summary: string | undefined): 
   // the summary is a user turn of its own: what follows merges into it if it is user content
   if (summary !== undefined) user = out.pop()
 
-  for (const { seq, event: e } of events) {
-    switch (e.type) {
-      case 'user.message':
-        userMsg(seq, e.id).content.push(...userContent(e.content))
-        break
-      case 'system.message': {
-        const text = ((e.content as { text?: string }[] | undefined) ?? []).map((b) => b.text ?? '').join('\n')
-        userMsg(seq, e.id).content.push({ type: 'text', text: `<system-message>\n${text}\n</system-message>` })
-        break
-      }
-      case 'agent.thinking':
-        if (typeof e.thinking === 'string' && typeof e.signature === 'string' && e.signature) {
-          const m = assistantMsg(seq, e.id)
-          // thinking must precede text and tool_use in an assistant turn
-          const firstOther = m.content.findIndex((b) => b.type !== 'thinking')
-          const block = { type: 'thinking', thinking: e.thinking, signature: e.signature }
-          if (firstOther < 0) m.content.push(block)
-          else m.content.splice(firstOther, 0, block)
-        }
-        break
-      case 'agent.message':
-        for (const b of (e.content as Block[] | undefined) ?? []) if (b.type === 'text') assistantMsg(seq, e.id).content.push({ type: 'text', text: b.text })
-        break
-      case 'agent.tool_use':
-      case 'agent.custom_tool_use':
-      case 'agent.mcp_tool_use': {
-        const name = e.type === 'agent.mcp_tool_use' ? `${String(e.mcp_server_name)}__${String(e.name)}` : String(e.name)
-        assistantMsg(seq, e.id).content.push({ type: 'tool_use', id: e.id, name, input: (e.input as object) ?? {} })
-        openToolUses.set(e.id, name)
-        toolUseOrder.set(e.id, seq)
-        break
-      }
-      case 'agent.tool_result':
-      case 'user.tool_result':
-        addResult(seq, e.id, String(e.tool_use_id), e.content, !!e.is_error)
-        break
-      case 'agent.mcp_tool_result':
-        addResult(seq, e.id, String(e.mcp_tool_use_id), e.content, !!e.is_error)
-        break
-      case 'user.custom_tool_result':
-        addResult(seq, e.id, String(e.custom_tool_use_id), e.content, !!e.is_error)
-        break
-      default:
-        break
-    }
-  }
+  const fold: MessageFold = { userMsg, assistantMsg, addResult, openToolUses, toolUseOrder }
+  for (const { seq, event } of events) messageStep(fold, event, seq)
   if (assistant) {
     out.push(assistant)
     assistant = undefined
@@ -250,6 +214,64 @@ function toMessages(events: readonly ViewEvent[], summary: string | undefined): 
   flushUser()
   return out.filter((m) => m.content.length > 0)
 }
+
+/** What the message fold's handlers work on: the open turns of toMessages and its pending calls. */
+interface MessageFold {
+  userMsg: (seq: number, id: string) => Message
+  assistantMsg: (seq: number, id: string) => Message
+  addResult: (seq: number, id: string, toolUseId: string, content: unknown, isError: boolean) => void
+  /** tool_use id → tool name, awaiting a result */
+  openToolUses: Map<string, string>
+  toolUseOrder: Map<string, number>
+}
+
+const onToolUse = (f: MessageFold, e: LoggedEventOf<RequestType>, seq: number): void => {
+  const name = e.type === 'agent.mcp_tool_use' ? `${e.mcp_server_name}__${e.name}` : e.name
+  f.assistantMsg(seq, e.id).content.push({ type: 'tool_use', id: e.id, name, input: e.input ?? {} })
+  f.openToolUses.set(e.id, name)
+  f.toolUseOrder.set(e.id, seq)
+}
+
+const onResult = (f: MessageFold, e: LoggedEventOf<ResultType>, seq: number): void => {
+  f.addResult(seq, e.id, String(answeredUseId(e)), e.content, !!e.is_error)
+}
+
+/** One event of the thread into the messages: every type is handled or explicitly ignored. */
+const messageStep = defineFold<MessageFold, number>({
+  'user.message': (f, e, seq) => {
+    f.userMsg(seq, e.id).content.push(...userContent(e.content))
+  },
+  'system.message': (f, e, seq) => {
+    const text = ((e.content as { text?: string }[] | undefined) ?? []).map((b) => b.text ?? '').join('\n')
+    f.userMsg(seq, e.id).content.push({ type: 'text', text: `<system-message>\n${text}\n</system-message>` })
+  },
+  'agent.thinking': (f, e, seq) => {
+    if (typeof e.thinking === 'string' && typeof e.signature === 'string' && e.signature) {
+      const m = f.assistantMsg(seq, e.id)
+      // thinking must precede text and tool_use in an assistant turn
+      const firstOther = m.content.findIndex((b) => b.type !== 'thinking')
+      const block = { type: 'thinking', thinking: e.thinking, signature: e.signature }
+      if (firstOther < 0) m.content.push(block)
+      else m.content.splice(firstOther, 0, block)
+    }
+  },
+  'agent.message': (f, e, seq) => {
+    for (const b of (e.content as Block[] | undefined) ?? []) if (b.type === 'text') f.assistantMsg(seq, e.id).content.push({ type: 'text', text: b.text })
+  },
+  'agent.tool_use': onToolUse,
+  'agent.custom_tool_use': onToolUse,
+  'agent.mcp_tool_use': onToolUse,
+  'agent.tool_result': onResult,
+  'user.tool_result': onResult,
+  'agent.mcp_tool_result': onResult,
+  'user.custom_tool_result': onResult,
+  // the compaction summary starts the view (buildContextView); the rest is not for the model
+  ...ignoring('agent.thread_context_compacted', 'agent.thread_message_received', 'agent.thread_message_sent', 'user.interrupt', 'user.tool_confirmation', 'user.define_outcome'),
+  ...ignoring('session.status_running', 'session.status_idle', 'session.status_rescheduled', 'session.status_terminated', 'session.error', 'session.updated', 'session.usage', 'session.deleted'),
+  ...ignoring('session.thread_created', 'session.thread_status_running', 'session.thread_status_idle', 'session.thread_status_rescheduled', 'session.thread_status_terminated'),
+  ...ignoring('span.model_request_start', 'span.model_request_end', 'span.outcome_evaluation_start', 'span.outcome_evaluation_ongoing', 'span.outcome_evaluation_end'),
+  ...ignoring('workflow_run.created', 'workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.status_ended', 'workflow_run.error', 'workflow_run.phase_started', 'workflow_run.phase_ended'),
+})
 
 function userContent(content: unknown): Block[] {
   const out: Block[] = []

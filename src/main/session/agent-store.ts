@@ -5,25 +5,46 @@ import { newId } from '../../shared/api/ids'
 import { conflict, invalid, notFound } from '../../shared/errors'
 import type { Db } from './database'
 import { createdAtFilters, keysetList, type Page } from './pagination'
+import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
+import { checkToolNames, mergeMultiagent, pinSelf, resolveMultiagent, type MultiagentParams } from './agent-roster'
 
 export type AgentCreateInput = z.infer<typeof agentCreateSchema>
 export type AgentUpdateInput = z.infer<typeof agentUpdateSchema>
 export type ListQuery = z.infer<typeof listQuerySchema>
 
+export interface AgentStoreOptions {
+  clock?: () => Date
+  /** The advisor pairing table in effect (default: the built-in one); read at each save. */
+  advisorTiers?: () => AdvisorTierTable
+}
+
 /**
  * Agents, versioned: every update that changes something makes a new version; an update that
  * names a stale `version` is refused (409). Every version is kept, so a session can pin one.
+ * A save resolves and validates the `multiagent` block (agent-roster.ts): its roster comes back
+ * pinned, `{type:'agent', id, version}` per entry.
  */
 export class AgentStore {
+  private readonly clock: () => Date
+  private readonly advisorTiers?: () => AdvisorTierTable
   constructor(
     private readonly db: Db,
-    private readonly clock: () => Date = () => new Date(),
-  ) {}
+    options: AgentStoreOptions = {},
+  ) {
+    this.clock = options.clock ?? (() => new Date())
+    this.advisorTiers = options.advisorTiers
+  }
+
+  /** The advisor pairing table in effect for a save or a session's checks. */
+  tiers(): AdvisorTierTable | undefined {
+    return this.advisorTiers?.()
+  }
 
   create(input: AgentCreateInput): Agent {
     const now = this.clock().toISOString()
-    const agent = normalizeAgent({
+    const agent = this.resolve({
       ...input,
+      multiagent: input.multiagent ?? null,
       id: newId('agent'),
       version: 1,
       created_at: now,
@@ -39,6 +60,31 @@ export class AgentStore {
     return agent
   }
 
+  /**
+   * Normalizes a draft and resolves its `multiagent` block (request form) against the stored
+   * agents, checking the custom tool names (V10) and the roster rules (V2–V9, V11).
+   */
+  private resolve(draft: AgentDraft & { multiagent: MultiagentParams | null }): Agent {
+    const agent = normalizeAgent({ ...draft, multiagent: null })
+    checkToolNames(agent.tools)
+    agent.multiagent = resolveMultiagent({
+      multiagent: draft.multiagent,
+      owner: { id: agent.id, version: agent.version, name: agent.name, model: agent.model },
+      lookup: (id, version) => this.find(id, version),
+      tiers: this.tiers(),
+    })
+    return agent
+  }
+
+  /** Like retrieve, but undefined for a missing agent or version; `archived_at` is the agent's own at any version. */
+  find(id: string, version?: number): Agent | undefined {
+    const row = this.db.prepare('SELECT archived_at, data FROM agents WHERE id = ?').get(id) as { archived_at: string | null; data: string } | undefined
+    if (!row) return undefined
+    if (version === undefined) return parseAgent(row.data)
+    const v = this.db.prepare('SELECT data FROM agent_versions WHERE agent_id = ? AND version = ?').get(id, version) as { data: string } | undefined
+    return v ? { ...parseAgent(v.data), archived_at: row.archived_at } : undefined
+  }
+
   /** The latest version, or the given one. Throws not_found_error. */
   retrieve(id: string, version?: number): Agent {
     if (version !== undefined) {
@@ -47,11 +93,11 @@ export class AgentStore {
         this.retrieve(id) // not_found for the agent itself first
         throw notFound(`agent ${id} version`, String(version))
       }
-      return JSON.parse(row.data) as Agent
+      return parseAgent(row.data)
     }
     const row = this.db.prepare('SELECT data FROM agents WHERE id = ?').get(id) as { data: string } | undefined
     if (!row) throw notFound('agent', id)
-    return JSON.parse(row.data) as Agent
+    return parseAgent(row.data)
   }
 
   update(id: string, input: AgentUpdateInput): Agent {
@@ -61,17 +107,20 @@ export class AgentStore {
         throw conflict(`version: agent ${id} is at version ${current.version}, not ${input.version}; retrieve it and apply your change again`)
       }
       if (current.archived_at) throw conflict(`agent ${id} is archived and cannot be updated`)
-      const { version: _v, metadata, ...changes } = input
+      const { version: _v, metadata, multiagent, ...changes } = input
       const next: Record<string, unknown> = { ...current }
       for (const [k, v] of Object.entries(changes)) {
         if (v === undefined) continue
         next[k] = v === null ? nullValue(k) : v
       }
       if (metadata !== undefined) next.metadata = mergeMetadata(current.metadata, metadata)
-      const candidate = normalizeAgent(next as AgentDraft)
+      // The merged block is validated whole (spec §2.3): a stored roster is checked again too.
+      next.multiagent = mergeMultiagent(current.multiagent, multiagent)
+      const candidate = this.resolve(next as AgentDraft & { multiagent: MultiagentParams | null })
       if (sameContent(candidate, current)) return current
       const now = this.clock().toISOString()
-      const updated: Agent = { ...candidate, version: current.version + 1, updated_at: now }
+      const version = current.version + 1
+      const updated: Agent = { ...candidate, multiagent: pinSelf(candidate.multiagent, id, version), version, updated_at: now }
       this.db.prepare('UPDATE agents SET version = ?, updated_at = ?, data = ? WHERE id = ?').run(updated.version, now, JSON.stringify(updated), id)
       this.db.prepare('INSERT INTO agent_versions (agent_id, version, data) VALUES (?, ?, ?)').run(id, updated.version, JSON.stringify(updated))
       return updated
@@ -92,7 +141,7 @@ export class AgentStore {
     const args: unknown[] = []
     if (!q.include_archived) where.push('archived_at IS NULL')
     createdAtFilters(q, where, args)
-    return keysetList<Agent>(this.db, { table: 'agents', where, args, order: q.order ?? 'desc', limit: q.limit ?? 20, page: q.page })
+    return keysetList<Agent>(this.db, { table: 'agents', where, args, order: q.order ?? 'desc', limit: q.limit ?? 20, page: q.page }, (row) => parseAgent(row.data))
   }
 
   versions(id: string, q: { limit?: number; page?: string }): Page<Agent> {
@@ -111,19 +160,30 @@ export class AgentStore {
     if (more) rows.pop()
     const last = rows[rows.length - 1]
     return {
-      data: rows.map((r) => JSON.parse(r.data) as Agent),
+      data: rows.map((r) => parseAgent(r.data)),
       next_page: more && last ? Buffer.from(String(last.version)).toString('base64url') : null,
     }
   }
 }
 
-type AgentDraft = Omit<AgentCreateInput, 'model'> & {
+type AgentDraft = Omit<AgentCreateInput, 'model' | 'multiagent'> & {
+  multiagent?: Agent['multiagent'] | MultiagentParams | null
   id: string
   version: number
   created_at: string
   updated_at: string
   archived_at: string | null
   model: AgentCreateInput['model'] | Agent['model']
+}
+
+/**
+ * A stored agent as the API shows it. Agents saved before execution_identity was filled in have
+ * null there; they read as the default (`service_account`), as every agent object must show one.
+ */
+function parseAgent(data: string): Agent {
+  const a = JSON.parse(data) as Agent
+  a.execution_identity ??= { type: 'service_account' }
+  return a
 }
 
 function nullValue(key: string): unknown {
@@ -157,6 +217,7 @@ export function normalizeAgent(d: AgentDraft): Agent {
         default_config: { enabled: dc.enabled ?? true, permission_policy: dc.permission_policy ?? { type: 'always_allow' } },
         configs: (t.configs ?? []).map((c) => ({
           name: c.name,
+          type: c.name,
           ...(c.enabled != null ? { enabled: c.enabled } : {}),
           ...(c.permission_policy ? { permission_policy: c.permission_policy } : {}),
         })),
@@ -185,7 +246,7 @@ export function normalizeAgent(d: AgentDraft): Agent {
     mcp_servers: d.mcp_servers ?? [],
     skills: d.skills ?? [],
     multiagent: d.multiagent ?? null,
-    execution_identity: d.execution_identity ?? null,
+    execution_identity: d.execution_identity ?? { type: 'service_account' },
     metadata: d.metadata ?? {},
     created_at: d.created_at,
     updated_at: d.updated_at,

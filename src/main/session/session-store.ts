@@ -14,6 +14,7 @@ import { createdAtFilters, keysetList, type Page } from './pagination'
 import { primaryThreadId } from './thread-store'
 import { StoreChanges } from './store-changes'
 import { stepModelError } from './model-error'
+import { sessionRoster, snapshotRoster, type SessionRoster } from './agent-roster'
 
 export type SessionCreateInput = z.infer<typeof sessionCreateSchema>
 export type SessionUpdateInput = z.infer<typeof sessionUpdateSchema>
@@ -192,11 +193,14 @@ export class SessionStore {
     if (env.archived_at) throw conflict(`environment_id: environment ${env.id} is archived`)
     this.checkVaults(input.vault_ids ?? [])
     const now = this.clock().toISOString()
+    // The roster is copied whole (every listed agent's definition at its pinned version): later
+    // edits or archival of those agents never reach this session.
+    const multiagent = snapshotRoster({ agent, lookup: (id, version) => this.agents.find(id, version), tiers: this.agents.tiers() })
     const { archived_at: _a, created_at: _c, updated_at: _u, metadata: _m, ...snapshot } = agent
     const session: Session = {
       type: 'session',
       id: ids.session,
-      agent: snapshot as unknown as Session['agent'],
+      agent: { ...snapshot, multiagent } as unknown as Session['agent'],
       environment_id: env.id,
       status: 'idle',
       title: input.title ?? null,
@@ -259,6 +263,14 @@ export class SessionStore {
       if ((err as { code?: string }).code === 'not_found_error') throw invalid(`agent: ${(err as Error).message}`)
       throw err
     }
+  }
+
+  /**
+   * The agents a session's brains may start, as pinned at the session's creation (full
+   * definitions; see SessionRoster), or null for a single-threaded session. Throws not_found_error.
+   */
+  rosterOf(sessionId: string): SessionRoster | null {
+    return sessionRoster(this.retrieve(sessionId).agent.multiagent)
   }
 
   retrieve(id: string): Session {

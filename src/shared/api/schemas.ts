@@ -22,12 +22,14 @@ const policySchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('auto') }),
 ])
 export const TOOLSET_TOOLS = ['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const
-const toolConfigSchema = z.strictObject({
-  name: z.enum(TOOLSET_TOOLS),
-  type: z.enum(TOOLSET_TOOLS).optional(),
-  enabled: z.boolean().nullable().optional(),
-  permission_policy: policySchema.nullable().optional(),
-})
+const toolConfigSchema = z
+  .strictObject({
+    name: z.enum(TOOLSET_TOOLS),
+    type: z.enum(TOOLSET_TOOLS).optional(),
+    enabled: z.boolean().nullable().optional(),
+    permission_policy: policySchema.nullable().optional(),
+  })
+  .refine((c) => c.type === undefined || c.type === c.name, { path: ['type'], message: 'must equal name when given' })
 const toolsetSchema = z.strictObject({
   type: z.literal('agent_toolset_20260401'),
   configs: z.array(toolConfigSchema).max(TOOLSET_TOOLS.length).optional(),
@@ -74,7 +76,50 @@ const mcpServerSchema = z.strictObject({
   name: z.string().min(1).max(128),
   url: z.url({ protocol: /^https?$/ }),
 })
-const multiagentSchema = z.looseObject({ type: z.string().min(1) })
+
+// The `multiagent` block (spec/multiagent.md §2): shapes only. The rules that need the other
+// agents (V2–V11: limits, existence, depth, pairing, names) are session/agent-roster.ts's.
+const agentIdSchema = z.string().min(1).max(128)
+const agentParamsSchema = z.strictObject({ type: z.literal('agent'), id: agentIdSchema, version: z.number().int().positive().optional() })
+const selfEntrySchema = z.strictObject({ type: z.literal('self') })
+/** The advisor as a roster entry: the legacy `coordinator` form only (V9 refuses it in a predefined list, naming the rule). */
+const advisorEntrySchema = z.strictObject({ type: z.literal('advisor'), model: z.string().min(1).max(256) })
+const enabledOrDisabled = z.discriminatedUnion('type', [z.strictObject({ type: z.literal('enabled') }), z.strictObject({ type: z.literal('disabled') })], {
+  error: 'must be enabled or disabled',
+})
+/** Lists are capped here only against abuse; the API's limit of 20 is V2's, with its own message. */
+const predefinedAgentsSchema = z.array(z.union([agentIdSchema, agentParamsSchema, selfEntrySchema, advisorEntrySchema], { error: 'an agent id, {type:"agent", id, version?}, {type:"self"} or (coordinator only) {type:"advisor", model}' })).max(200)
+const delegationSchema = z.discriminatedUnion(
+  'type',
+  [
+    z.strictObject({ type: z.literal('disabled') }),
+    z.strictObject({ type: z.literal('enabled'), inline_agents: enabledOrDisabled.nullable().optional(), predefined_agents: predefinedAgentsSchema.nullable().optional() }),
+  ],
+  { error: 'must be enabled or disabled' },
+)
+const advisorSchema = z.discriminatedUnion(
+  'type',
+  [z.strictObject({ type: z.literal('disabled') }), z.strictObject({ type: z.literal('enabled'), model: z.string().min(1).max(256) })],
+  { error: 'must be enabled (with model) or disabled' },
+)
+export const multiagentSchema = z.discriminatedUnion(
+  'type',
+  [
+    z.strictObject({
+      type: z.literal('multiagent_20261001'),
+      subagents: delegationSchema.nullable().optional(),
+      workflows: delegationSchema.nullable().optional(),
+      advisor: advisorSchema.nullable().optional(),
+    }),
+    z.strictObject({ type: z.literal('coordinator'), agents: predefinedAgentsSchema }),
+  ],
+  { error: 'must be multiagent_20261001 or coordinator (V1)' },
+)
+const executionIdentitySchema = z.discriminatedUnion(
+  'type',
+  [z.strictObject({ type: z.literal('service_account') }), z.strictObject({ type: z.literal('aws_role'), role_arn: z.string().min(1).max(2048) })],
+  { error: 'must be service_account or aws_role' },
+)
 const skillSchema = z.looseObject({ type: z.string().min(1) })
 
 export const agentCreateSchema = z.strictObject({
@@ -87,7 +132,7 @@ export const agentCreateSchema = z.strictObject({
   metadata: metadataSchema.optional(),
   multiagent: multiagentSchema.nullable().optional(),
   skills: z.array(skillSchema).max(64).optional(),
-  execution_identity: z.looseObject({ type: z.string() }).nullable().optional(),
+  execution_identity: executionIdentitySchema.nullable().optional(),
 })
 export const agentUpdateSchema = z.strictObject({
   version: z.number().int().positive().optional(),
@@ -100,7 +145,7 @@ export const agentUpdateSchema = z.strictObject({
   metadata: metadataPatchSchema.nullable().optional(),
   multiagent: multiagentSchema.nullable().optional(),
   skills: z.array(skillSchema).max(64).nullable().optional(),
-  execution_identity: z.looseObject({ type: z.string() }).nullable().optional(),
+  execution_identity: executionIdentitySchema.nullable().optional(),
 })
 
 // ---------- environments ----------

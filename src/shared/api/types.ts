@@ -7,6 +7,9 @@ export type {
   AgentCreateParams,
   AgentUpdateParams,
   AgentListParams,
+  BetaManagedAgentsAgentReference as AgentReference,
+  BetaManagedAgentsExecutionIdentity as ExecutionIdentity,
+  BetaManagedAgentsSessionThreadAgent as SessionThreadAgent,
 } from '@anthropic-ai/sdk/resources/beta/agents/agents'
 export type {
   BetaEnvironment as Environment,
@@ -20,6 +23,8 @@ export type {
   SessionUpdateParams,
   SessionListParams,
   BetaManagedAgentsSessionUsage as SessionUsage,
+  BetaManagedAgentsMultiagent as Multiagent,
+  BetaManagedAgentsSessionMultiagent as SessionMultiagent,
 } from '@anthropic-ai/sdk/resources/beta/sessions/sessions'
 export type {
   BetaManagedAgentsSessionEvent as SessionEvent,

@@ -21,7 +21,7 @@ export interface Stores {
 export function memoryStores(clock?: () => Date): Stores {
   const db = openDatabase({ path: ':memory:' })
   const log = new SqliteEventLog(db, clock ? { clock } : {})
-  const agents = new AgentStore(db, clock)
+  const agents = new AgentStore(db, { clock })
   const environments = new EnvironmentStore(db, clock)
   const sessions = new SessionStore(db, log, agents, environments, clock)
   const threads = new ThreadStore(log, sessions, clock)

@@ -85,6 +85,18 @@ describe('TimelineBuilder', () => {
     expect(sub.items.map((i) => (i.kind === 'agent' ? i.text : i.kind))).toEqual(['thread', 'from sub'])
   })
 
+  it("gives a subagent's lifecycle rows the API's status words (rescheduling, idle, terminated), from the shared status table", () => {
+    const events = [
+      ev('session.thread_created', { session_thread_id: 'sthr_a', agent_name: 'researcher' }),
+      ev('session.thread_status_running', { session_thread_id: 'sthr_a' }),
+      ev('session.thread_status_rescheduled', { session_thread_id: 'sthr_a' }),
+      ev('session.thread_status_idle', { session_thread_id: 'sthr_a', stop_reason: { type: 'end_turn' } }),
+      ev('session.thread_status_terminated', { session_thread_id: 'sthr_a' }),
+    ]
+    const rows = TimelineBuilder.from(events, null).items.flatMap((i) => (i.kind === 'thread' ? [i.state] : []))
+    expect(rows).toEqual(['created', 'rescheduling', 'idle', 'terminated'])
+  })
+
   it('lists as pending only the asks named by the latest requires_action idle and not yet answered', () => {
     const a = ev('agent.tool_use', { name: 'bash', input: {}, evaluated_permission: 'ask' })
     const c = ev('agent.tool_use', { name: 'write', input: {}, evaluated_permission: 'ask' })

@@ -1,6 +1,7 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react'
 import { useClient } from '../../api/context'
 import type { Page, Session, SessionEvent } from '../../api/types'
+import { PENDING_EVENT_TYPES } from '../../../../shared/api/events'
 import { TimelineBuilder, type TimelineEvent, type ToolItem } from '../thread/timeline'
 import { useSessions, sessionTitle } from '../sessions/SessionsProvider'
 
@@ -26,19 +27,6 @@ interface ConfirmationsState {
 
 const Ctx = createContext<ConfirmationsState | null>(null)
 
-/** The events that decide what is pending: requests, their answers, and the idles that list them. */
-const PENDING_TYPES = [
-  'agent.tool_use',
-  'agent.mcp_tool_use',
-  'agent.custom_tool_use',
-  'agent.tool_result',
-  'agent.mcp_tool_result',
-  'user.tool_confirmation',
-  'user.custom_tool_result',
-  'user.tool_result',
-  'session.status_idle',
-  'session.thread_status_idle',
-]
 
 function notify(item: PendingItem): void {
   if (typeof Notification === 'undefined' || Notification.permission !== 'granted') return
@@ -68,7 +56,7 @@ export function ConfirmationsProvider({ children }: { children: ReactNode }) {
 
   const load = useCallback(
     async (s: Session) => {
-      const page = await client.request<Page<SessionEvent>>('events.list', { id: s.id }, { order: 'desc', limit: 500, types: PENDING_TYPES })
+      const page = await client.request<Page<SessionEvent>>('events.list', { id: s.id }, { order: 'desc', limit: 500, types: PENDING_EVENT_TYPES })
       const events = [...page.data].reverse() as unknown as TimelineEvent[]
       const items = TimelineBuilder.from(events, '*')
         .pending()

@@ -23,6 +23,9 @@ export interface TimelineProps {
   sentMark?: number
 }
 
+/** How a subagent's lifecycle row reads ("Subagent x started"); other states read as their status word. */
+const THREAD_STATE_WORD: Partial<Record<Extract<TimelineItem, { kind: 'thread' }>['state'], string>> = { created: 'started', rescheduling: 'rescheduled' }
+
 const STOP_LABEL: Record<string, string> = {
   end_turn: 'Turn complete',
   requires_action: 'Paused for your answer',
@@ -347,7 +350,7 @@ const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenT
         <div className="thread-event">
           <Icon name="branch" size={14} />
           <span>
-            Subagent <strong>{item.agentName}</strong> {item.state === 'created' ? 'started' : item.state}
+            Subagent <strong>{item.agentName}</strong> {THREAD_STATE_WORD[item.state] ?? item.state}
             {item.stopReason && item.stopReason !== 'end_turn' ? ` (${item.stopReason.replace(/_/g, ' ')})` : ''}
           </span>
           <button type="button" className="link-btn" onClick={() => onOpenThread(item.threadId)}>

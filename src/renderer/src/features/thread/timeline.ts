@@ -8,6 +8,8 @@
  * `TimelineBuilder.from(events)` folds a whole history in one pass.
  */
 
+import { answeredUseId, isPending, statusChangeOf, type RequestType, type ThreadStatus } from '../../../../shared/api/events'
+
 /** The fields of a logged event the fold reads. Events come from the SDK's types; this is their common part. */
 export interface TimelineEvent {
   id: string
@@ -66,7 +68,7 @@ export type TimelineItem =
       maxAttempts?: number
       statusCode?: number
     }
-  | { kind: 'thread'; id: string; at?: string; threadId: string; agentName: string; state: 'created' | 'running' | 'idle' | 'rescheduled' | 'terminated'; stopReason?: string }
+  | { kind: 'thread'; id: string; at?: string; threadId: string; agentName: string; state: 'created' | ThreadStatus; stopReason?: string }
   | { kind: 'thread_message'; id: string; at?: string; direction: 'sent' | 'received'; otherThreadId: string; agentName?: string | null; text: string }
   | { kind: 'note'; id: string; at?: string; label: string; text: string; tone: 'neutral' | 'warn' | 'good' }
 
@@ -252,7 +254,7 @@ export class TimelineBuilder {
       case 'session.thread_status_idle':
       case 'session.thread_status_rescheduled':
       case 'session.thread_status_terminated': {
-        const state = e.type === 'session.thread_created' ? 'created' : (e.type.slice('session.thread_status_'.length) as 'running' | 'idle' | 'rescheduled' | 'terminated')
+        const state = e.type === 'session.thread_created' ? 'created' : (statusChangeOf(e)?.status ?? 'running')
         if (state === 'running') return false
         this.push({
           kind: 'thread',
@@ -333,7 +335,7 @@ export class TimelineBuilder {
   }
 
   private answerTool(e: TimelineEvent): boolean {
-    const useId = String(e.tool_use_id ?? e.mcp_tool_use_id ?? e.custom_tool_use_id ?? '')
+    const useId = answeredUseId(e) ?? ''
     if (!this.index.has(useId)) {
       const list = this.orphans.get(useId) ?? []
       list.push(e)
@@ -422,7 +424,9 @@ export class TimelineBuilder {
 
 /** A tool call that waits for the person: a confirmation, or a custom tool's result. */
 export function isAwaitingUser(item: TimelineItem): item is ToolItem {
-  if (item.kind !== 'tool' || item.result) return false
-  if (item.source === 'custom') return true
-  return item.permission === 'ask' && !item.confirmation
+  if (item.kind !== 'tool') return false
+  return isPending({ type: REQUEST_OF_SOURCE[item.source], permission: item.permission, confirmed: !!item.confirmation, resulted: !!item.result })
 }
+
+/** The request type a tool card was folded from. */
+const REQUEST_OF_SOURCE = { toolset: 'agent.tool_use', mcp: 'agent.mcp_tool_use', custom: 'agent.custom_tool_use' } as const satisfies Record<ToolItem['source'], RequestType>

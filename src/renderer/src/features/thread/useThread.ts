@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'react'
 import { useClient } from '../../api/context'
 import type { StreamMessage } from '../../api'
 import type { Page, SessionEvent } from '../../api/types'
+import { sessionStatusOf, type SessionStatus } from '../../../../shared/api/events'
 import { TimelineBuilder, type TimelineEvent, type TimelineItem, type ThreadFilter } from './timeline'
 
 /** Newest events read when a thread opens; older ones load as the reader scrolls up. */
@@ -26,14 +27,7 @@ export interface ThreadData {
   /** The last event's type, for the view to react to (e.g. refresh the queue). */
   lastEventType: string | undefined
   /** The session's status as its latest status event says (fresher than a polled resource). */
-  liveStatus: 'running' | 'idle' | 'rescheduling' | 'terminated' | undefined
-}
-
-const STATUS_OF: Record<string, ThreadData['liveStatus']> = {
-  'session.status_running': 'running',
-  'session.status_idle': 'idle',
-  'session.status_rescheduled': 'rescheduling',
-  'session.status_terminated': 'terminated',
+  liveStatus: SessionStatus | undefined
 }
 
 /**
@@ -85,8 +79,8 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
     const buffered: StreamMessage[] = []
 
     const trackSpan = (e: TimelineEvent) => {
-      const status = STATUS_OF[e.type]
-      if (status && !e.session_thread_id) setLiveStatus(status)
+      const status = sessionStatusOf(e)
+      if (status) setLiveStatus(status)
       if (e.type === 'span.model_request_start') openSpans.current.add(e.id)
       else if (e.type === 'span.model_request_end') openSpans.current.delete(String(e.model_request_start_id ?? ''))
       else if (e.type === 'session.status_idle' || e.type === 'session.status_terminated') openSpans.current.clear()

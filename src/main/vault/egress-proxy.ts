@@ -14,7 +14,10 @@ import { headerTokens, hostHeaderProblem, NOT_A_PROXY_REQUEST, plainHttpAllowed,
 import { contentCodings, repositoryAuthorization, repositoryScrubValues, SecretScrubber, scrubBuffer, scrubbedBody, scrubHeaderValue } from './egress-response'
 import type { EgressCertificateAuthority } from './egress-ca'
 import { SANDBOX_BRIDGE_SOURCE } from './sandbox-bridge'
-import { policyFingerprint } from './egress-policy'
+import { policyFingerprint, type EgressCredential, type EgressPolicy, type EgressRepository } from './egress-policy'
+// The policy's types live with the policy (egress-policy.ts, which imports nothing of the proxy);
+// re-exported here for the proxy's callers.
+export type { EgressCredential, EgressNetworking, EgressPolicy, EgressRepository } from './egress-policy'
 import { egressPeerRefusal, peerCredentialsReader, socketFd, type EgressPeerRule, type PeerCredentialsReader } from './peer-credentials'
 
 /*
@@ -70,38 +73,6 @@ import { egressPeerRefusal, peerCredentialsReader, socketFd, type EgressPeerRule
 export type Resolver = (host: string) => Promise<string[]>
 /** Opens a TCP connection to an address the proxy has already checked. Tests map it to 127.0.0.1. */
 export type Dialer = (address: string, port: number) => Promise<Duplex>
-
-export interface EgressCredential {
-  credentialId: string
-  secretName: string
-  /** `unrestricted` = any host the environment allows; else these allow-list entries. */
-  hosts: 'unrestricted' | readonly string[]
-  header: boolean
-  body: boolean
-  /**
-   * `host:port` destinations where the secret may be injected over plain HTTP (from the
-   * credential's metadata `corral.plain_http_hosts`); elsewhere only over TLS.
-   */
-  plainHttpHosts?: readonly string[]
-  /** Reads the secret (from the keychain) when a request needs it; never cached by the proxy. */
-  secret: () => Promise<string | undefined>
-}
-
-export interface EgressRepository {
-  /** The repository's URL as the session names it (https://host/owner/repo[.git]). */
-  url: string
-  /** Reads the authorization token when a request needs it. */
-  token: () => Promise<string | undefined>
-}
-
-export type EgressNetworking = { type: 'none' } | { type: 'unrestricted' } | { type: 'limited'; allowedHosts: readonly string[] }
-
-/** What one session's sandbox may reach and with which credentials. */
-export interface EgressPolicy {
-  networking: EgressNetworking
-  credentials: readonly EgressCredential[]
-  repositories: readonly EgressRepository[]
-}
 
 export interface EgressProxyOptions {
   /**

@@ -16,7 +16,7 @@ import { resolveDataDir } from './config'
 import { Engine } from './engine'
 import { createIpcAdapter, type IpcAdapter } from './api/ipc'
 import { IPC_CHANNELS, type IpcResult } from '../shared/api/operations'
-import { RENDERER_CSP, CONTENT_TYPES } from './cli/serve-renderer'
+import { RENDERER_CSP, CONTENT_TYPES } from './api/renderer-headers'
 
 const SCHEME = 'corral'
 const APP_ORIGIN = `${SCHEME}://app`

@@ -5,37 +5,7 @@ import { SESSION_COOKIE } from '../api/server'
 import { browserRequestRefusal } from '../api/auth'
 import { readJson } from '../api/routes/common'
 import { CorralError } from '../../shared/errors'
-
-export const CONTENT_TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.woff2': 'font/woff2',
-  '.json': 'application/json',
-  '.wasm': 'application/wasm',
-}
-
-/**
- * The renderer's Content-Security-Policy, the same in the browser and in the desktop app: only
- * our own scripts and styles (no inline script or style attribute, no eval), no plugins, no
- * framing, no foreign connections, forms only to ourselves.
- */
-export const RENDERER_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "manifest-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "object-src 'none'",
-].join('; ')
+import { CONTENT_TYPES, RENDERER_CSP } from '../api/renderer-headers'
 
 const SECURITY_HEADERS = {
   'content-security-policy': RENDERER_CSP,

@@ -1,7 +1,0 @@
-export { Brains } from './brains'
-export type { BrainsOptions, BrainsParams } from './brains'
-export { Scheduler } from './scheduler'
-export type { SchedulerParams } from './scheduler'
-export { SqliteLeaseStore, newLeaseOwner, ownerIsDead } from './leases'
-export type { LeaseStoreParams } from './leases'
-export { SqliteToolJournal } from './tool-journal'

@@ -1,7 +1,59 @@
-// Lint enforces the layering of CONVENTIONS.md: which folder may import what.
-// (VS Code does the same with its `local/code-layering` rule.)
+// Lint enforces the layering of CONVENTIONS.md: which folder may import what. Two halves, as in
+// VS Code: the driver rules below (`no-restricted-imports`: which folder may use better-sqlite3,
+// dockerode, electron, node:; VS Code's `local/code-layering`), and the rooms table (the local rule
+// `corral/rooms` in eslint-rules/rooms.mjs: which room of src/main may import which; VS Code's
+// `local/code-import-patterns`). test/unit/tooling/layering.test.ts proves each line bites;
+// scripts/import-graph.mjs (the second half of `npm run lint`) checks the whole graph for circles.
 import tseslint from 'typescript-eslint'
 import globals from 'globals'
+import corral from './eslint-rules/rooms.mjs'
+
+const below = {
+  // Everything under the orchestrator, highest first; each room's `may` is the rooms under it.
+  orchestrator: ['harness', 'hands', 'api', 'vault', 'session', 'config', 'shared'],
+  hands: ['api', 'vault', 'session', 'config', 'shared'],
+}
+
+/**
+ * The rooms of src/main, highest first. A file may import its own room and what its room's `may`
+ * lists (rooms, or single files where a room is seen only through one door); nothing else of
+ * src/main or src/shared. Packages and drivers are the rules further down.
+ */
+export const rooms = {
+  order: 'index.ts | cli/ → engine.ts, engine-hands.ts, doctor.ts → orchestrator → harness → hands → {api, vault} → session → {config.ts, src/shared}',
+  rooms: [
+    { room: 'desktop', holds: ['src/main/index.ts'], may: ['engine', ...below.orchestrator, 'orchestrator'] }, // the Electron shell never imports the CLI
+    { room: 'cli', holds: ['src/main/cli/**'], may: ['engine', ...below.orchestrator, 'orchestrator'] },
+    { room: 'engine', holds: ['src/main/engine.ts', 'src/main/engine-hands.ts', 'src/main/doctor.ts'], may: ['orchestrator', ...below.orchestrator] },
+    { room: 'orchestrator', holds: ['src/main/orchestrator/**'], may: below.orchestrator },
+    // The harness depends on interfaces: hands only through the tool-router contract, session only
+    // through the log's and the journal's interfaces (the driver rules below also keep it off drivers).
+    { room: 'harness', holds: ['src/main/harness/**'], may: ['src/main/hands/tool-router.ts', 'src/main/session/event-log.ts', 'src/main/session/tool-journal.ts', 'config', 'shared'] },
+    { room: 'hands', holds: ['src/main/hands/**'], may: below.hands },
+    { room: 'api', holds: ['src/main/api/**'], may: ['session', 'config', 'shared'] }, // a route appends to the log; the log wakes the brain
+    { room: 'vault', holds: ['src/main/vault/**'], may: ['session', 'config', 'shared'] },
+    { room: 'session', holds: ['src/main/session/**'], may: ['config', 'shared'] },
+    { room: 'config', holds: ['src/main/config.ts'], may: ['shared'] },
+    { room: 'shared', holds: ['src/shared/**'], may: [] },
+  ],
+  private: [
+    { file: 'src/main/session/database.ts', why: 'nothing but session/ touches SQL or the Db type; ask a session store (or open and close the database through session/)' },
+  ],
+  // Today's known violations, each named with who removes it (issue #10). This list must end empty;
+  // scripts/import-graph.mjs fails on an entry that no longer matches an import, so it only shrinks.
+  allow: [
+    { from: 'src/main/hands/router.ts', to: 'src/main/harness/tool-router.ts', removedBy: 'seam: the ToolRouter contract moves to hands/tool-router.ts' },
+    { from: 'src/main/vault/mcp-router.ts', to: 'src/main/harness/tool-router.ts', removedBy: 'seam: MCP moves to hands/mcp/' },
+    { from: 'src/main/vault/mcp-client.ts', to: 'src/main/harness/tool-router.ts', removedBy: 'seam: MCP moves to hands/mcp/' },
+    { from: 'src/main/harness/tools.ts', to: 'src/main/hands/index.ts', removedBy: 'seam: the harness takes the toolset table from src/shared/tools' },
+    { from: 'src/main/orchestrator/brains.ts', to: 'src/main/session/database.ts', removedBy: 'session: openStores() and session-store queries' },
+    { from: 'src/main/orchestrator/leases.ts', to: 'src/main/session/database.ts', removedBy: 'session: leases move to session/' },
+    { from: 'src/main/orchestrator/scheduler.ts', to: 'src/main/session/database.ts', removedBy: 'session: SessionStore.needingBrains() instead of the join' },
+    { from: 'src/main/orchestrator/tool-journal.ts', to: 'src/main/session/database.ts', removedBy: 'session: the tool journal moves to session/' },
+    { from: 'src/main/api/services.ts', to: 'src/main/session/database.ts', removedBy: 'session: ApiServices without db' },
+    { from: 'src/main/engine.ts', to: 'src/main/session/database.ts', removedBy: 'session: openStores() opens and closes the database' },
+  ],
+}
 
 const drivers = {
   sqlite: { name: 'better-sqlite3', message: 'better-sqlite3 is imported only under src/main/session/.' },
@@ -23,6 +75,11 @@ export default tseslint.config(
       'no-unreachable': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none' }],
     },
+  },
+  {
+    files: ['src/**/*.{ts,tsx}'],
+    plugins: { corral },
+    rules: { 'corral/rooms': ['error', rooms] },
   },
   {
     files: ['src/main/**/*.ts'],

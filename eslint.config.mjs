@@ -42,10 +42,6 @@ export const rooms = {
   // Today's known violations, each named with who removes it (issue #10). This list must end empty;
   // scripts/import-graph.mjs fails on an entry that no longer matches an import, so it only shrinks.
   allow: [
-    { from: 'src/main/hands/router.ts', to: 'src/main/harness/tool-router.ts', removedBy: 'seam: the ToolRouter contract moves to hands/tool-router.ts' },
-    { from: 'src/main/vault/mcp-router.ts', to: 'src/main/harness/tool-router.ts', removedBy: 'seam: MCP moves to hands/mcp/' },
-    { from: 'src/main/vault/mcp-client.ts', to: 'src/main/harness/tool-router.ts', removedBy: 'seam: MCP moves to hands/mcp/' },
-    { from: 'src/main/harness/tools.ts', to: 'src/main/hands/index.ts', removedBy: 'seam: the harness takes the toolset table from src/shared/tools' },
     { from: 'src/main/orchestrator/brains.ts', to: 'src/main/session/database.ts', removedBy: 'session: openStores() and session-store queries' },
     { from: 'src/main/orchestrator/leases.ts', to: 'src/main/session/database.ts', removedBy: 'session: leases move to session/' },
     { from: 'src/main/orchestrator/scheduler.ts', to: 'src/main/session/database.ts', removedBy: 'session: SessionStore.needingBrains() instead of the join' },

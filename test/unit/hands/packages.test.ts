@@ -114,7 +114,7 @@ describe('runInstall', () => {
   it("calls the runner's bash with fields the toolset table accepts (the runner refuses any other)", async () => {
     const calls: { name: string; input: Record<string, unknown> }[] = []
     const connection = { call: async (c: { name: string; input: Record<string, unknown> }) => (calls.push(c), { content: 'ok', isError: false, exitCode: 0 }) }
-    await runInstall(connection as unknown as Parameters<typeof runInstall>[0], 'echo install', { idPrefix: 'pkg', environmentId: 'env_1', progress: () => {} })
+    await runInstall(connection as unknown as Parameters<typeof runInstall>[0], { script: 'echo install', idPrefix: 'pkg', environmentId: 'env_1', progress: () => {} })
     expect(calls).toHaveLength(1)
     expect(parseToolsetInput(calls[0]!.name, calls[0]!.input)).toEqual({ ok: true, input: calls[0]!.input })
   })

@@ -50,7 +50,7 @@ describe('session resources', () => {
     const placed: { path: string; contentBase64?: string }[] = []
     await placeResources(
       { exists: async () => false, place: async (p) => (placed.push(p), { existed: false }) },
-      [{ type: 'file', file_id: 'file_9', content: 'hi' }, { type: 'memory_store', memory_store_id: 'memstore_1' }],
+      { resources: [{ type: 'file', file_id: 'file_9', content: 'hi' }, { type: 'memory_store', memory_store_id: 'memstore_1' }] },
     )
     expect(placed).toEqual([{ path: '/mnt/session/uploads/file_9', contentBase64: Buffer.from('hi').toString('base64') }])
   })

@@ -273,7 +273,7 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
       environmentId: params.environmentId,
       openEgress: params.packageEgress,
       progress: params.packageProgress,
-      install: (egress, progress) => this.install(params, settings, plan, { key, root: dirname(final), final, egress, progress }),
+      install: (egress, progress) => this.install({ params, settings, plan, key, root: dirname(final), final, egress, progress }),
     })
   }
 
@@ -291,7 +291,8 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
     return join(this.options.dataDir, '.packages', packageCacheKey(plan, await this.toolchain()))
   }
 
-  private async install(params: SandboxProvisionParams, settings: SandboxSettings, plan: PackagePlan, p: { key: string; root: string; final: string; egress: PackageEgressOpener; progress: PackageProgress }): Promise<void> {
+  private async install(p: { params: SandboxProvisionParams; settings: SandboxSettings; plan: PackagePlan; key: string; root: string; final: string; egress: PackageEgressOpener; progress: PackageProgress }): Promise<void> {
+    const { params, settings, plan } = p
     const work = join(p.root, `${p.key}.install-${Date.now().toString(36)}`)
     const prefix = join(work, 'prefix')
     await mkdir(prefix, { recursive: true })
@@ -303,7 +304,8 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
     try {
       live = await launchBwrap({ options: this.options, dir: join(work, 'home'), settings, hardening: await this.hardening(), egress, packages: { dir: prefix, writable: true } })
       await live.connection.egress({ env: egress.env, socket: egress.bridge.socket, port: egress.bridge.port })
-      await runInstall(live.connection, installScript(plan, { prefix: PACKAGES_PREFIX }), {
+      await runInstall(live.connection, {
+        script: installScript(plan, { prefix: PACKAGES_PREFIX }),
         idPrefix: `packages-${p.key}`,
         environmentId: params.environmentId,
         progress: (line) => {

@@ -187,7 +187,7 @@ export class DockerContainers {
     if (found.live) return { live: found.live }
     const volume = found.volume ?? (await this.existingVolume(p.params.sessionId))
     if (!volume && p.warm) {
-      const claimed = await this.claimWarm(p.warm, p.params.sessionId, egress)
+      const claimed = await this.claimWarm({ warm: p.warm, sessionId: p.params.sessionId, egress })
       if (claimed) return claimed
     }
     const live = await this.launchCold(p, { volume, egress })
@@ -242,7 +242,8 @@ export class DockerContainers {
    * A warm container for a session without a workspace, its egress opened in the directory the
    * container already mounts; undefined (the container discarded) when the egress opened elsewhere.
    */
-  private async claimWarm(warm: WarmSource, sessionId: string, egress: EgressOnce): Promise<Acquired | undefined> {
+  private async claimWarm(p: { warm: WarmSource; sessionId: string; egress: EgressOnce }): Promise<Acquired | undefined> {
+    const { warm, sessionId, egress } = p
     const live = warm.claim()
     if (!live) return undefined
     const e = await egress.open(live.reservedEgress?.dir)

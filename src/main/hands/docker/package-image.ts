@@ -48,7 +48,7 @@ export async function packageImage(
     flights: InstallFlights
   },
 ): Promise<string> {
-  const { image, key, baseId } = await packageImageName(deps.docker, p.base, p.plan)
+  const { image, key, baseId } = await packageImageName(deps.docker, { base: p.base, plan: p.plan })
   return installOnce({
     flights: p.flights,
     key,
@@ -63,7 +63,8 @@ export async function packageImage(
 }
 
 /** The environment image's name (`corral-env:<key>`) for a plan on `base`. Throws when `base` is not there. */
-export async function packageImageName(docker: Docker, base: string, plan: PackagePlan): Promise<{ image: string; key: string; baseId: string }> {
+export async function packageImageName(docker: Docker, p: { base: string; plan: PackagePlan }): Promise<{ image: string; key: string; baseId: string }> {
+  const { base, plan } = p
   let baseId: string
   try {
     baseId = ((await docker.getImage(base).inspect()) as { Id: string }).Id
@@ -117,7 +118,8 @@ async function build(
     const { connection } = await deps.attach(container)
     await connection.egress({ env: egress.env, socket: egress.bridge.socket, port: egress.bridge.port })
     try {
-      await runInstall(connection, installScript(p.plan), {
+      await runInstall(connection, {
+        script: installScript(p.plan),
         idPrefix: `packages-${p.key}`,
         environmentId: p.environmentId,
         progress: (line) => {

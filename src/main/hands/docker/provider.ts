@@ -168,7 +168,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     const plan = packagePlan(params.config)
     if (!plan) return undefined
     const settings = sandboxSettings(params.config)
-    return imageExists(this.docker, (await packageImageName(this.docker, this.imageFor(settings), plan)).image)
+    return imageExists(this.docker, (await packageImageName(this.docker, { base: this.imageFor(settings), plan })).image)
   }
 
   async preparePackages(params: SandboxProvisionParams): Promise<void> {

@@ -16,13 +16,13 @@ export const INSTALL_TIMEOUT_MS = 30 * 60_000
  * `[packages]` progress line to `progress` as it comes. Throws CorralError sandbox_error with the
  * package manager's last lines when the script fails.
  */
-export async function runInstall(connection: RunnerConnection, script: string, p: { idPrefix: string; environmentId: string; progress: (line: string) => void }): Promise<void> {
+export async function runInstall(connection: RunnerConnection, p: { script: string; idPrefix: string; environmentId: string; progress: (line: string) => void }): Promise<void> {
   let output = ''
   let pending = ''
   const result = await connection.call({
     toolUseId: `${p.idPrefix}-${Date.now().toString(36)}`,
     name: 'bash',
-    input: { command: script, timeout: INSTALL_TIMEOUT_MS },
+    input: { command: p.script, timeout: INSTALL_TIMEOUT_MS },
     cap: 4 * 1024 * 1024,
     onOutput: (chunk) => {
       output = (output + chunk).slice(-64 * 1024)

@@ -4,13 +4,7 @@ import { CorralError } from '../../../shared/errors'
 import type { SandboxToolCall, ToolOutcome } from '../sandbox'
 import { type AnsweredOp, answers, REPLY_TO, replySchema, type ReplyTo, type ReplyType, type RunnerReply, type RunnerRequest } from './protocol'
 
-/**
- * The host's end of the runner protocol (resources/sandbox/runner.js): newline-delimited JSON
- * requests written to `input`, replies read from `output` (the runner's stdout, demultiplexed
- * by the caller when it comes from Docker). One connection per live runner; it never retries:
- * when the stream ends every pending request fails with RunnerClosedError and the backend
- * decides what happened (container died, OOM, daemon down).
- */
+/** The runner's connection closed (stream end, error or close()): every pending request fails with it. */
 export class RunnerClosedError extends CorralError {
   constructor(reason: string) {
     super('sandbox_error', `the sandbox runner connection closed: ${reason}`)
@@ -59,6 +53,14 @@ export interface RunnerConnectionParams {
 /** What the runner keeps of a call an earlier process started (its `recovery` reply). */
 export type RunnerRecovery = { state: 'finished'; result: ToolOutcome } | { state: 'running' } | { state: 'unknown' }
 
+/**
+ * The host's end of the runner protocol (resources/sandbox/runner.js): newline-delimited JSON
+ * requests written to `input`, replies read from `output` (the runner's stdout, demultiplexed
+ * by the caller when it comes from Docker). One connection per live runner; it never retries:
+ * when the stream ends every pending request fails with RunnerClosedError and the backend
+ * decides what happened (container died, OOM, daemon down). Requests and replies are typed by
+ * protocol.ts; every reply is parsed with its zod schema and held to its caps before anyone sees it.
+ */
 export class RunnerConnection {
   private readonly pending = new Map<string, Pending>()
   private buffered: Buffer[] = []

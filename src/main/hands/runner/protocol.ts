@@ -19,6 +19,13 @@ export type RunnerRequest =
 
 export type RunnerOp = RunnerRequest['op']
 
+/** Every op of the protocol, as a value (test/unit/hands/runner-protocol.test.ts holds it to runner.js's dispatch). */
+export const RUNNER_OPS = ['hello', 'call', 'cancel', 'recover', 'place', 'exists', 'reset', 'egress', 'clone'] as const satisfies readonly RunnerOp[]
+// A compile error when the union has an op the list lacks (`satisfies` above catches the converse).
+export type UnlistedOps = Exclude<RunnerOp, (typeof RUNNER_OPS)[number]>
+const everyOpListed: [UnlistedOps] extends [never] ? true : never = true
+void everyOpListed
+
 // The replies, as the host accepts them. Unknown fields are dropped: nothing but these reaches
 // the caller, and so the session log.
 const rid = z.string().max(512)

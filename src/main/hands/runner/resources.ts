@@ -26,15 +26,17 @@ export interface ResourcePlacer {
   clone?(params: { url: string; path: string; branch?: string; sha?: string }): Promise<{ existed: boolean }>
 }
 
-export interface PlaceResourcesOptions {
+export interface PlaceResourcesParams {
+  /** The session's resources (kinds other than github_repository and file are skipped). */
+  resources?: readonly Record<string, unknown>[]
   /** http(s) URLs the sandbox's egress proxy serves with their token: cloned inside the sandbox. */
   egressRepositories?: readonly string[]
 }
 
 const MAX_REPO_TAR_BYTES = 512 * 1024 * 1024
 
-export async function placeResources(runner: ResourcePlacer, resources: readonly Record<string, unknown>[] | undefined, options: PlaceResourcesOptions = {}): Promise<void> {
-  for (const res of resources ?? []) {
+export async function placeResources(runner: ResourcePlacer, options: PlaceResourcesParams): Promise<void> {
+  for (const res of options.resources ?? []) {
     if (res.type === 'github_repository') await placeRepository(runner, res, options)
     else if (res.type === 'file') await placeFile(runner, res)
     // memory_store and unknown kinds are not the hands' business
@@ -59,7 +61,7 @@ export function checkRepositoryUrl(url: unknown): string {
   throw new CorralError('invalid_request_error', `github_repository resource: url ${JSON.stringify(url)} must be an https://, http://, git://, file:// URL or an absolute local path`)
 }
 
-async function placeRepository(runner: ResourcePlacer, res: Record<string, unknown>, options: PlaceResourcesOptions): Promise<void> {
+async function placeRepository(runner: ResourcePlacer, res: Record<string, unknown>, options: PlaceResourcesParams): Promise<void> {
   const url = checkRepositoryUrl(res.url)
   const name = basename(url.replace(/\/+$/, '')).replace(/\.git$/, '') || 'repository'
   const target = mountPath(res, `${WORKSPACE}/${name}`)

@@ -66,7 +66,7 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
         try {
           // Idempotent: a re-attached runner keeps its bridge and shell.
           if (live.egress) await live.connection.egress({ env: live.egress.env, socket: live.egress.bridge.socket, port: live.egress.bridge.port })
-          if (live.fresh) await placeResources(live.connection, this.params.resources, { egressRepositories: live.egress?.repositories })
+          if (live.fresh) await placeResources(live.connection, { resources: this.params.resources, egressRepositories: live.egress?.repositories })
         } catch (err) {
           // A workspace without its resources (or its way out) is not ready; the next call tries again.
           live.connection.close('resources could not be placed')

@@ -75,14 +75,20 @@ export const rooms = {
     type: 'problem',
     docs: { description: 'src/main imports only downward, as the rooms table of eslint.config.mjs says' },
     schema: [{ type: 'object', additionalProperties: true }],
-    messages: { refused: 'corral/rooms: {{why}}' },
+    messages: {
+      refused: 'corral/rooms: {{why}}',
+      homeless: 'corral/rooms: {{file}} stands in no room of the rooms table (eslint.config.mjs): add it to the room it belongs to, so its imports are checked',
+    },
   },
   create(context) {
     const table = context.options[0]
     const cwd = context.cwd
     const filename = isAbsolute(context.filename) ? context.filename : join(cwd, context.filename)
     const from = relative(cwd, filename).split(sep).join('/')
-    if (!roomOf(table, from)) return {}
+    if (!roomOf(table, from)) {
+      if (!from.startsWith('src/main/')) return {}
+      return { Program: (node) => context.report({ node, messageId: 'homeless', data: { file: from } }) }
+    }
     const check = (node, source) => {
       if (!source || typeof source.value !== 'string') return
       const to = resolveImport(cwd, filename, source.value)

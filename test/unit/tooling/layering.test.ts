@@ -148,6 +148,10 @@ describe('the rooms of src/main', () => {
     expect(await roomViolations('src/main/cli/probe.ts', "import { x } from '../index'\nexport const y = x\n")).toHaveLength(1)
   })
 
+  it('refuses a file of src/main that stands in no room', async () => {
+    expect(await roomViolations('src/main/settings.ts', 'export const s = 1\n')).toEqual([expect.stringMatching(/^corral\/rooms: src\/main\/settings\.ts stands in no room/)])
+  })
+
   it('leaves files outside src/main and src/shared to the process rules', async () => {
     expect(await roomViolations('test/unit/probe.test.ts', "import { Db } from '../../src/main/session/database'\nexport const d = Db\n")).toEqual([])
   })

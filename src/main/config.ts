@@ -73,6 +73,12 @@ export interface Settings {
   model?: ModelEndpointSettings
   /** Default sandbox backend: docker | bubblewrap | auto. */
   sandboxBackend?: 'docker' | 'bubblewrap' | 'auto'
+  /**
+   * Extra entries for the advisor pairing table (model id → tier, on the scale of
+   * src/shared/api/advisor-tiers.ts: 0 claude-haiku-4-5 … 7 claude-mythos-5-1); an entry for a
+   * built-in model replaces its tier. Checked when the engine starts.
+   */
+  advisorTiers?: Record<string, number>
   [key: string]: unknown
 }
 

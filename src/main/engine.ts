@@ -15,6 +15,7 @@ import { runDoctor } from './doctor'
 import type { z } from 'zod'
 import type { corralModelTestSchema, corralSettingsUpdateSchema } from '../shared/api/schemas'
 import { CorralError } from '../shared/errors'
+import { advisorTierTable } from '../shared/api/advisor-tiers'
 import { keychainAccount, keychainFix } from './vault/keychain'
 import { Brains, type BrainsOptions } from './orchestrator/brains'
 import { NoHandsToolRouter, type ToolRouter } from './hands/tool-router'
@@ -122,7 +123,17 @@ export class Engine {
     this.token = config.token ?? resolveApiToken(config.dataDir, env)
     this.settings = readSettings(config.dataDir)
     const log = new SqliteEventLog(db)
-    const agents = new AgentStore(db)
+    // The advisor pairing table: the built-in one with settings.json's advisorTiers over it. A bad
+    // entry stops the start here, naming it (and fails a save as api_error if the file changes later).
+    const tiers = () => {
+      try {
+        return advisorTierTable(this.settings.advisorTiers)
+      } catch (err) {
+        throw new CorralError('api_error', `settings file ${join(config.dataDir, 'settings.json')}: ${(err as Error).message}`)
+      }
+    }
+    tiers()
+    const agents = new AgentStore(db, { advisorTiers: tiers })
     const environments = new EnvironmentStore(db)
     // A repository's authorization_token goes to the keychain (for the egress proxy); without one it is refused.
     const resourceKeychain = config.keychain && new KeychainResourceSecrets(config.keychain)

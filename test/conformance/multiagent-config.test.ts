@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import Anthropic from '@anthropic-ai/sdk'
 import type { AgentCreateParams } from '@anthropic-ai/sdk/resources/beta/agents/agents'
@@ -351,5 +354,33 @@ describe('sessions through the official SDK: the roster snapshot', () => {
     expect(s.agent.multiagent).toBeNull()
     expect(s.agent.execution_identity).toEqual({ type: 'service_account' })
     expect(t.engine.services.sessions.rosterOf(s.id)).toBeNull()
+  })
+})
+
+describe('the advisor tier table extended in settings.json', () => {
+  it('lets a model the user ranks in advisorTiers advise a model of the built-in table, and refuses to start on a bad entry', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'corral-tiers-'))
+    try {
+      writeFileSync(join(dataDir, 'settings.json'), JSON.stringify({ advisorTiers: { 'qwen-3-235b': 5 } }))
+      const s = await startApiServer({ dataDir })
+      try {
+        const ok = await s.client.beta.agents.create({ name: 'local-advised', model: 'claude-opus-4-8', multiagent: { type: 'multiagent_20261001', advisor: { type: 'enabled', model: 'qwen-3-235b' } } })
+        expect(ok.multiagent).toMatchObject({ advisor: { type: 'enabled', model: 'qwen-3-235b' } })
+        // still the table's rule: tier 5 may not advise a tier-6 model
+        expect(
+          await badRequest(s.client.beta.agents.create({ name: 'over', model: 'claude-opus-5', multiagent: { type: 'multiagent_20261001', advisor: { type: 'enabled', model: 'qwen-3-235b' } } })),
+        ).toMatch(/multiagent\.advisor\.model: qwen-3-235b cannot advise claude-opus-5: .*weaker.*\(V7/)
+      } finally {
+        await s.close()
+      }
+      // without the entry, the built-in table refuses it
+      expect(await badRequest(client.beta.agents.create({ name: 'unranked', model: 'claude-opus-4-8', multiagent: { type: 'multiagent_20261001', advisor: { type: 'enabled', model: 'qwen-3-235b' } } }))).toMatch(
+        /qwen-3-235b is not in the advisor tier table.*\(V7/,
+      )
+      writeFileSync(join(dataDir, 'settings.json'), JSON.stringify({ advisorTiers: { 'qwen-3-235b': 'high' } }))
+      await expect(startApiServer({ dataDir })).rejects.toThrow(/settings\.json: advisorTiers\.qwen-3-235b: a whole number/)
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
   })
 })

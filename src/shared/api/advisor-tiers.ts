@@ -6,7 +6,7 @@
  *
  * A model absent from the table (a local model, an older or newer id) may be advised by any
  * model; an advisor absent from the table can advise only such models. The user extends the
- * table in settings (`advisor_tiers` in settings.json: model id → tier number on this scale).
+ * table in settings (`advisorTiers` in settings.json: model id → tier number on this scale).
  */
 
 /** Tier (low → high) of each model the advisor tool's table knows. */
@@ -35,15 +35,15 @@ export type AdvisorTierTable = Readonly<Record<string, number>>
 
 /**
  * The built-in table with the user's entries laid over it (a user entry for a known model
- * replaces its tier). `extra` is what settings.json holds under `advisor_tiers`; entries that are
+ * replaces its tier). `extra` is what settings.json holds under `advisorTiers`; entries that are
  * not a model id mapped to a whole number ≥ 0 are refused with an Error naming the entry.
  */
 export function advisorTierTable(extra?: unknown): AdvisorTierTable {
   if (extra === undefined || extra === null) return ADVISOR_TIERS
-  if (typeof extra !== 'object' || Array.isArray(extra)) throw new Error('advisor_tiers: an object mapping model ids to tier numbers')
+  if (typeof extra !== 'object' || Array.isArray(extra)) throw new Error('advisorTiers: an object mapping model ids to tier numbers')
   const table: Record<string, number> = { ...ADVISOR_TIERS }
   for (const [model, tier] of Object.entries(extra as Record<string, unknown>)) {
-    if (typeof tier !== 'number' || !Number.isInteger(tier) || tier < 0) throw new Error(`advisor_tiers.${model}: a whole number ≥ 0 (the built-in tiers run from 0, claude-haiku-4-5, to 7)`)
+    if (typeof tier !== 'number' || !Number.isInteger(tier) || tier < 0) throw new Error(`advisorTiers.${model}: a whole number ≥ 0 (the built-in tiers run from 0, claude-haiku-4-5, to 7)`)
     table[model] = tier
   }
   return table
@@ -58,7 +58,7 @@ export function advisorPairingProblem(executor: string, advisor: string, table: 
   const e = table[executor]
   if (e === undefined) return null
   const a = table[advisor]
-  if (a === undefined) return `${advisor} is not in the advisor tier table, so it cannot advise ${executor}, which is (add it to advisor_tiers in the settings to allow it)`
+  if (a === undefined) return `${advisor} is not in the advisor tier table, so it cannot advise ${executor}, which is (add it to advisorTiers in settings.json to allow it)`
   if (a < ADVISOR_FLOOR_TIER) return `${advisor} is below the advisor floor (an advisor must be claude-sonnet-4-6 or more capable)`
   if (a < e) return `${advisor} (tier ${a}) is weaker than ${executor} (tier ${e}); the advisor must be at least as capable as the model it advises`
   return null

@@ -75,7 +75,11 @@ export default tseslint.config(
   {
     files: ['src/**/*.{ts,tsx}'],
     plugins: { corral },
-    rules: { 'corral/rooms': ['error', rooms] },
+    rules: {
+      'corral/rooms': ['error', rooms],
+      // CONVENTIONS.md: an index exports by name, so adding to it is adding public surface on purpose.
+      'no-restricted-syntax': ['error', { selector: 'ExportAllDeclaration', message: 'export by name, not `export *` (CONVENTIONS.md: adding to a module\'s face is adding public surface).' }],
+    },
   },
   {
     files: ['src/main/**/*.ts'],

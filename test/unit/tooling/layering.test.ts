@@ -148,6 +148,13 @@ describe('the rooms of src/main', () => {
     expect(await roomViolations('src/main/cli/probe.ts', "import { x } from '../index'\nexport const y = x\n")).toHaveLength(1)
   })
 
+  it('refuses export * (a module exports by name)', async () => {
+    const [result] = await eslint.lintText("export * from './sandbox'\n", { filePath: 'src/main/hands/index.ts' })
+    expect(result.messages.filter((m) => m.ruleId === 'no-restricted-syntax').map((m) => m.message)).toEqual([expect.stringContaining('export by name')])
+    const [named] = await eslint.lintText("export { type Sandbox } from './sandbox'\n", { filePath: 'src/main/hands/index.ts' })
+    expect(named.messages).toEqual([])
+  })
+
   it('refuses a file of src/main that stands in no room', async () => {
     expect(await roomViolations('src/main/settings.ts', 'export const s = 1\n')).toEqual([expect.stringMatching(/^corral\/rooms: src\/main\/settings\.ts stands in no room/)])
   })

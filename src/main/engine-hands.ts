@@ -6,6 +6,9 @@ import { BubblewrapSandboxProvider, DockerSandboxProvider, SandboxToolRouter, ty
 import type { Vault } from './vault/vault'
 import type { FolderRules, SessionChanges } from './hands'
 import { sandboxResourcesDir } from './hands/paths'
+import { HandsRouter, type HandsBackend } from './hands/router'
+import { NoHandsToolRouter, type ToolRouter } from './hands/tool-router'
+import type { McpToolRouter } from './hands/mcp/router'
 import { isCorralError } from '../shared/errors'
 
 type HandsServices = Pick<ApiServices, 'sessions' | 'environments' | 'vaults'>
@@ -112,4 +115,17 @@ export function defaultSandboxRouter(p: DefaultHandsParams): SandboxToolRouter {
     resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId, p.vault, p.log),
     resolveEnvironmentById: (environmentId) => environmentById(p.services(), environmentId, p.vault),
   })
+}
+
+/**
+ * The engine's one tool router: MCP calls to `mcp` (present with a keychain), toolset calls to
+ * `toolset` (a router the engine was given, or its default hands), or, with neither, to
+ * NoHandsToolRouter, whose answer tells the model that no sandbox is configured. The engine
+ * releases sessions through it; it owns none of its backends (the engine disposes its own).
+ */
+export function engineToolRouter(p: { toolset?: ToolRouter; mcp?: McpToolRouter }): HandsRouter {
+  const backends: HandsBackend[] = []
+  if (p.mcp) backends.push({ route: 'mcp', hands: p.mcp })
+  backends.push({ route: 'toolset', hands: p.toolset ?? new NoHandsToolRouter() })
+  return new HandsRouter({ backends })
 }

@@ -18,7 +18,8 @@ import { CorralError } from '../shared/errors'
 import { advisorTierTable } from '../shared/api/advisor-tiers'
 import { keychainAccount, keychainFix } from './vault/keychain'
 import { Brains, type BrainsOptions } from './orchestrator/brains'
-import { NoHandsToolRouter, type ToolRouter } from './hands/tool-router'
+import type { ToolRouter } from './hands/tool-router'
+import type { HandsRouter } from './hands/router'
 import type { ModelClient } from './harness/model-client'
 import { Vault, type VaultOptions } from './vault/vault'
 import { McpToolRouter } from './hands/mcp/router'
@@ -26,7 +27,7 @@ import { sessionMcpServers } from './hands/mcp/servers'
 import type { Keychain } from './vault/keychain'
 import type { SafeStorageLike } from './vault/safe-storage-keychain'
 import { KeychainResourceSecrets, KeychainSecretSink, openKeychain, resolveEngineSecrets } from './vault/vault-services'
-import { defaultFolderRules, defaultSandboxRouter } from './engine-hands'
+import { defaultFolderRules, defaultSandboxRouter, engineToolRouter } from './engine-hands'
 import { folderMounts, SessionChanges, SandboxImageBuild, defaultImage } from './hands'
 import type { SandboxToolRouter } from './hands'
 
@@ -95,9 +96,14 @@ export class Engine {
   readonly hands?: SandboxToolRouter
   /**
    * Remote MCP servers (present with a keychain): `<server>__<tool>` calls go to the session's
-   * MCP servers with its vaults' credentials, every other call to `toolRouter` or the default hands.
+   * MCP servers with its vaults' credentials.
    */
   readonly mcp?: McpToolRouter
+  /**
+   * The one router the brains call and archive/delete release: MCP calls to `mcp`, toolset
+   * calls to `toolRouter`, else the default hands, else an answer that no sandbox is configured.
+   */
+  readonly router: HandsRouter
   /** Start-up sweep, hand releases and resource-secret deletions still running; close() waits for them. */
   private readonly handsWork = new Set<Promise<unknown>>()
   /** Store-change subscriptions, removed on close. */
@@ -202,10 +208,8 @@ export class Engine {
       extend: config.extendApp,
       onInternalError: (err) => (config.log ?? console.error)(`[corral] internal error: ${(err as Error).stack ?? String(err)}`),
     })
-    const sandboxRouter = config.toolRouter ?? this.hands
     if (config.keychain) {
       this.mcp = new McpToolRouter({
-        inner: sandboxRouter ?? new NoHandsToolRouter(),
         keychain: config.keychain,
         serversFor: (sessionId) => sessionMcpServers(vaults, sessions.retrieve(sessionId)),
         // an unreachable server or a refused credential is the session's error (never a token: the client scrubs)
@@ -219,6 +223,7 @@ export class Engine {
       const mcp = this.mcp
       for (const store of [vaults, sessions]) this.disposers.push(store.changes.subscribe(() => mcp.refreshCredentials()))
     }
+    this.router = engineToolRouter({ toolset: config.toolRouter ?? this.hands, mcp: this.mcp })
     this.brains = new Brains({
       db,
       log,
@@ -226,7 +231,7 @@ export class Engine {
       previews: this.services.previews,
       settings: this.settings,
       env,
-      router: this.mcp ?? sandboxRouter,
+      router: this.router,
       mcp: this.mcp,
       model: config.modelClient,
       options: config.harness,
@@ -260,10 +265,9 @@ export class Engine {
   /** An archived or deleted session's hands: no container, workspace or egress is left behind. */
   private releaseHands(sessionId: string): void {
     if (this.closed) return
-    const router = this.mcp ?? this.config.toolRouter ?? this.hands
     this.trackHands(
       (async () => {
-        await router?.release(sessionId, { removeWorkspace: true })
+        await this.router.release(sessionId, { removeWorkspace: true })
         await this.vault?.releaseSessionEgress(sessionId)
       })(),
     )

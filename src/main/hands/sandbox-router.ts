@@ -1,5 +1,5 @@
 import { CorralError, isCorralError } from '../../shared/errors'
-import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from './tool-router'
+import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter, ToolTarget } from './tool-router'
 import type { SessionChanges } from './changes/session-changes'
 import { folderMounts, type FolderMount, type FolderRules } from './folders'
 import { packagePlan, type PackagePlan } from './packages/plan'
@@ -85,6 +85,11 @@ export class SandboxToolRouter implements ToolRouter {
     if (options.providers.length === 0) throw new CorralError('api_error', 'SandboxToolRouter needs at least one sandbox provider')
     this.maxInputBytes = options.maxInputBytes ?? 8 * 1024 * 1024
     this.ttl = options.availabilityTtlMs ?? 5000
+  }
+
+  /** Whether the call names a toolset tool (the sandbox's, or web_fetch on the host): every other name is not this router's. */
+  async serves(call: ToolTarget): Promise<boolean> {
+    return SANDBOX_TOOLS.has(call.name) || HOST_TOOLS.has(call.name)
   }
 
   /**

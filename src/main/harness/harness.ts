@@ -264,7 +264,7 @@ export class Harness {
     const route = routeTool(c.agent.tools ?? [], t.name)
     if (route.kind === 'history') return readSessionHistory(this.deps.log, c.sessionId, t.input)
     if (route.kind === 'unknown' || route.kind === 'custom') return { content: `Unknown tool ${JSON.stringify(t.name)}: this agent has no such tool.`, isError: true }
-    const call = { sessionId: c.sessionId, toolUseId: t.id, name: t.name, input: t.input }
+    const call = { sessionId: c.sessionId, toolUseId: t.id, name: t.name, input: t.input, route: route.kind }
     if (this.deps.journal.wasStarted(t.id)) {
       const deadline = Date.now() + this.o.recoverTimeoutMs
       for (;;) {

@@ -1,12 +1,10 @@
-import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../tool-router'
+import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter, ToolTarget } from '../tool-router'
 import type { StoredCredential } from '../../session/vault-store'
 import type { Keychain } from '../../vault/keychain'
 import { McpConnection, McpServerError, mcpCredentialFor, type McpErrorObject, type McpServerSpec, type McpTool } from './client'
 import type { McpSessionServers } from './servers'
 
 export interface McpToolRouterOptions {
-  /** Where every other tool goes (the sandbox router). */
-  inner: ToolRouter
   keychain: Keychain
   serversFor(sessionId: string): Promise<McpSessionServers> | McpSessionServers
   /** Told of each failed connection with the object a `session.error` event carries. */
@@ -18,9 +16,11 @@ export interface McpToolRouterOptions {
 }
 
 /**
- * A ToolRouter that runs `<server>__<tool>` calls on the session's remote MCP servers (one
- * connection per session and server, made on first use and remade after a failure) and hands
- * every other call to `inner`. `tools(sessionId)` lists what the model may call.
+ * The MCP hands: a ToolRouter that runs `<server>__<tool>` calls on the session's remote MCP
+ * servers (one connection per session and server, made on first use and remade after a failure).
+ * It serves only the names of the session's servers (`serves`); any other call is declined with
+ * an `isError` outcome (the composite HandsRouter never sends it one). `tools(sessionId)` lists
+ * what the model may call.
  */
 export class McpToolRouter implements ToolRouter {
   private readonly connections = new Map<string, Map<string, Promise<McpConnection>>>()
@@ -46,14 +46,19 @@ export class McpToolRouter implements ToolRouter {
     return { tools, errors }
   }
 
-  /** MCP calls need no sandbox; every other tool is the inner router's to judge. */
-  async unavailable(sessionId: string, toolName: string): Promise<string | undefined> {
-    return this.options.inner.unavailable?.(sessionId, toolName)
+  /** Whether the call names a tool of one of the session's MCP servers (`<server>__<tool>`). */
+  async serves(call: ToolTarget): Promise<boolean> {
+    return (await this.serverOf(call.sessionId, call.name)) !== undefined
+  }
+
+  /** MCP calls need no sandbox: nothing stops one before it is asked. */
+  async unavailable(): Promise<string | undefined> {
+    return undefined
   }
 
   async execute(call: ToolCall): Promise<ToolOutcome> {
     const server = await this.serverOf(call.sessionId, call.name)
-    if (!server) return this.options.inner.execute(call)
+    if (!server) return { content: `unknown tool "${call.name}": none of this session's MCP servers has it`, isError: true }
     let conn: McpConnection
     try {
       conn = await this.connection(call.sessionId, server)
@@ -64,21 +69,20 @@ export class McpToolRouter implements ToolRouter {
     return conn.callTool(call.name, call.input, call.signal)
   }
 
-  async recover(call: Omit<ToolCall, 'signal' | 'onOutput'>): Promise<ToolRecovery> {
-    // A remote MCP server keeps no record Corral can ask about: an interrupted call is unknown.
-    if (await this.serverOf(call.sessionId, call.name)) return { state: 'unknown' }
-    return this.options.inner.recover(call)
+  async recover(): Promise<ToolRecovery> {
+    // A remote MCP server keeps no record Corral can ask about: an interrupted call (or one that
+    // is not this router's) is unknown.
+    return { state: 'unknown' }
   }
 
-  async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
+  async release(sessionId: string): Promise<void> {
     const conns = this.connections.get(sessionId)
     this.connections.delete(sessionId)
     this.reported.delete(sessionId)
     for (const c of conns?.values() ?? []) await (await c.catch(() => undefined))?.close()
-    await this.options.inner.release(sessionId, options)
   }
 
-  /** Closes every MCP connection (engine shutdown); the inner router is its owner's to dispose. */
+  /** Closes every MCP connection (engine shutdown). */
   async dispose(): Promise<void> {
     const all = [...this.connections.values()].flatMap((m) => [...m.values()])
     this.connections.clear()

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Engine } from '../../../../src/main/engine'
 import { KeyringKeychain } from '../../../../src/main/vault/keyring-keychain'
 import { McpToolRouter } from '../../../../src/main/hands/mcp/router'
+import { HandsRouter } from '../../../../src/main/hands/router'
 import type { McpErrorObject } from '../../../../src/main/hands/mcp/client'
 import { sessionMcpServers } from '../../../../src/main/hands/mcp/servers'
 import { keychainProbe, requirement } from '../../../support/requirements'
@@ -20,7 +21,9 @@ describe.skipIf(!keychainReq.ok)('McpToolRouter with an engine, its vaults and a
   let srv: Awaited<ReturnType<typeof mcpTestServer>>
   let engine: Engine
   let client: Anthropic
-  let router: McpToolRouter
+  let mcp: McpToolRouter
+  /** The MCP hands and, for every other tool, a recording stand-in for the sandbox hands. */
+  let router: HandsRouter
   let inner: RecordingToolRouter
   const reported: [string, McpErrorObject][] = []
   const credentialIds: string[] = []
@@ -31,13 +34,13 @@ describe.skipIf(!keychainReq.ok)('McpToolRouter with an engine, its vaults and a
     const server = await engine.listen(0)
     client = new Anthropic({ baseURL: server.url, apiKey: 'test-token' })
     inner = new RecordingToolRouter(join(dir, 'effects.log'))
-    router = new McpToolRouter({
-      inner,
+    mcp = new McpToolRouter({
       keychain,
       connectAttempts: 1,
       serversFor: (sessionId) => sessionMcpServers(engine.services.vaults, engine.services.sessions.retrieve(sessionId)),
       onServerError: (sessionId, e) => reported.push([sessionId, e]),
     })
+    router = new HandsRouter({ backends: [{ route: 'mcp', hands: mcp }, { route: 'toolset', hands: inner }] })
   })
 
   afterAll(async () => {
@@ -65,7 +68,7 @@ describe.skipIf(!keychainReq.ok)('McpToolRouter with an engine, its vaults and a
 
   it("lists the session's MCP tools, runs them with the vault's token, and passes other tools to the sandbox router", async () => {
     const sessionId = await sessionWith([{ name: 'docs', url: `${srv.url}/mcp` }], true)
-    const { tools, errors } = await router.tools(sessionId)
+    const { tools, errors } = await mcp.tools(sessionId)
     expect(errors).toEqual([])
     expect(tools.map((t) => t.name).sort()).toEqual(['docs__echo', 'docs__whoami'])
     const echoed = await router.execute({ sessionId, toolUseId: 'sevt_1', name: 'docs__echo', input: { text: 'through the router' } })
@@ -110,7 +113,7 @@ describe.skipIf(!keychainReq.ok)('McpToolRouter with an engine, its vaults and a
 
   it('reports mcp_connection_failed_error for a server that does not answer, and lists the other servers', async () => {
     const sessionId = await sessionWith([{ name: 'docs', url: `${srv.url}/mcp` }, { name: 'gone', url: 'http://127.0.0.1:9/mcp' }], true)
-    const { tools, errors } = await router.tools(sessionId)
+    const { tools, errors } = await mcp.tools(sessionId)
     expect(tools.map((t) => t.name)).toContain('docs__echo')
     expect(errors).toEqual([expect.objectContaining({ type: 'mcp_connection_failed_error', mcp_server_name: 'gone', retry_status: { type: 'exhausted' } })])
   })
@@ -118,7 +121,6 @@ describe.skipIf(!keychainReq.ok)('McpToolRouter with an engine, its vaults and a
   it('tells the session `retrying` while a first connection keeps failing, then `exhausted`, and stays quiet on later reconnects', async () => {
     const sessionId = await sessionWith([{ name: 'flaky', url: 'http://127.0.0.1:9/mcp' }], false)
     const retrying = new McpToolRouter({
-      inner,
       keychain,
       connectAttempts: 3,
       retryDelayMs: 5,

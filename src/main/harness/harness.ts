@@ -1,4 +1,4 @@
-import { PRIMARY_THREAD } from '../../shared/api/events'
+import { PRIMARY_THREAD, type EventInputOf, type EventOf } from '../../shared/api/events'
 import { newId } from '../../shared/api/ids'
 import type { EventInput, EventLog } from '../session/event-log'
 import { buildContextView, modelId, type ContextViewOptions, type ViewAgent, type ViewEvent } from './context/view'
@@ -338,7 +338,7 @@ export class Harness {
       await startSpan()
       const e = err instanceof ModelRequestError ? err : new ModelRequestError('connection', (err as Error).message, { cause: err })
       if (!c.control.mayRecord) return
-      const end: EventInput = { type: 'span.model_request_end', model_request_start_id: startId, is_error: true, model_usage: usage, model }
+      const end: EventInputOf<'span.model_request_end'> = { type: 'span.model_request_end', model_request_start_id: startId, is_error: true, model_usage: usage, model }
       if (e.kind === 'aborted' || c.control.stopped) {
         await this.deps.log.append(c.sessionId, [{ ...end, interrupted: true }])
         return
@@ -365,7 +365,7 @@ export class Harness {
     }
     await startSpan()
     if (!c.control.mayRecord) return
-    const end: EventInput = {
+    const end: EventInputOf<'span.model_request_end'> = {
       type: 'span.model_request_end',
       model_request_start_id: startId,
       is_error: false,
@@ -446,7 +446,7 @@ export class Harness {
         if (route.kind === 'custom') out.push({ id, type: 'agent.custom_tool_use', name: b.name, input: b.input })
         else if (route.kind === 'toolset' || route.kind === 'mcp') {
           // `auto` is evaluated as ask: Corral has no classifier to judge a single call
-          const evaluation = route.policy === 'auto' ? { type: 'auto', evaluated_permission: { type: 'ask', reason_code: 'no_local_classifier' } } : { type: route.policy }
+          const evaluation: ToolEvaluation = route.policy === 'auto' ? { type: 'auto', evaluated_permission: { type: 'ask', reason_code: 'no_local_classifier' } } : { type: route.policy }
           if (route.kind === 'mcp') {
             const name = b.name.slice(route.serverName.length + 2)
             out.push({ id, type: 'agent.mcp_tool_use', mcp_server_name: route.serverName, name, input: b.input, evaluated_permission: route.permission, evaluation })
@@ -464,6 +464,8 @@ export class Harness {
   }
 }
 
+type ToolEvaluation = NonNullable<EventOf<'agent.tool_use'>['evaluation']>
+
 interface RunContext {
   sessionId: string
   session: { id: string; agent: unknown; budget?: unknown }
@@ -475,8 +477,8 @@ interface RunContext {
 
 /** The result event of a call: `agent.mcp_tool_result` for an MCP tool, `agent.tool_result` otherwise. */
 function toolResult(t: Pick<OpenToolUse, 'id' | 'type'>, o: ToolOutcome, interrupted = false, id?: string): EventInput {
-  const content = [{ type: 'text', text: o.content }]
-  const ev: EventInput =
+  const content = [{ type: 'text' as const, text: o.content }]
+  const ev: EventInputOf<'agent.mcp_tool_result'> | EventInputOf<'agent.tool_result'> =
     t.type === 'agent.mcp_tool_use'
       ? { type: 'agent.mcp_tool_result', mcp_tool_use_id: t.id, content, is_error: o.isError }
       : { type: 'agent.tool_result', tool_use_id: t.id, content, is_error: o.isError }

@@ -177,9 +177,8 @@ const step = defineFold<SessionState, number>({
     }
   },
   'session.error': (s, e) => {
-    const err = e.error as { type?: string; retry_status?: { type?: string } } | undefined
     // an MCP server's failure is not a failed model request: it does not delay the next one
-    if (err?.retry_status?.type === 'retrying' && !err.type?.startsWith('mcp_')) s.failures++
+    if (e.error?.retry_status?.type === 'retrying' && !e.error.type?.startsWith('mcp_')) s.failures++
   },
   'agent.tool_use': onToolUse,
   'agent.mcp_tool_use': onToolUse,

@@ -1,4 +1,4 @@
-import type { AnyLoggedEvent } from '../../shared/api/events'
+import type { AnyEventInput, AnyLoggedEvent } from '../../shared/api/events'
 
 /**
  * An event as the API shows it: one member of the SDK's closed union (so `switch (e.type)`
@@ -7,8 +7,18 @@ import type { AnyLoggedEvent } from '../../shared/api/events'
  */
 export type LoggedEvent = AnyLoggedEvent
 
-/** An event on its way into the log: everything but `id` and `processed_at`, which the log assigns. */
-export type EventInput = { type: string; session_thread_id?: string | null; [field: string]: unknown }
+/**
+ * An event on its way into the log, as the rooms above write it: a member of the same union
+ * without `processed_at` (the log assigns it) and with `id` optional (the log assigns one
+ * unless the writer chose it, as the harness does for an event it previewed under that id).
+ */
+export type EventInput = AnyEventInput
+
+/**
+ * What the log's storage takes: any type and fields (it stores events, it does not read them).
+ * Its own tests and the send path, which appends events the API's zod schemas checked, write these.
+ */
+export type RawEventInput = { type: string; session_thread_id?: string | null; [field: string]: unknown }
 
 /** An event with its position in its session's log. `seq` starts at 1 and has no gaps. */
 export interface StoredEvent {
@@ -60,8 +70,8 @@ export interface EventLog {
   subscribeAll(listener: EventListener): Disposer
 }
 
-/** Convenience: append one event and return it. */
-export async function emitEvent(log: EventLog, sessionId: string, event: EventInput): Promise<StoredEvent> {
+/** Convenience: append one event and return it (an EventInput through EventLog, anything through the storage). */
+export async function emitEvent<E extends EventInput | RawEventInput>(log: { append(sessionId: string, events: readonly E[]): Promise<StoredEvent[]> }, sessionId: string, event: NoInfer<E>): Promise<StoredEvent> {
   const [stored] = await log.append(sessionId, [event])
   return stored
 }

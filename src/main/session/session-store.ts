@@ -8,7 +8,7 @@ import type { Db } from './database'
 import type { AgentStore } from './agent-store'
 import { mergeMetadata, normalizeAgent } from './agent-store'
 import type { EnvironmentStore } from './environment-store'
-import type { EventInput, StoredEvent } from './event-log'
+import type { EventInput, RawEventInput, StoredEvent } from './event-log'
 import type { SqliteEventLog } from './sqlite-event-log'
 import { createdAtFilters, keysetList, type Page } from './pagination'
 import { primaryThreadId } from './thread-store'
@@ -286,7 +286,7 @@ export class SessionStore {
    * tools from the next turn). An update that changes nothing writes nothing.
    */
   async update(id: string, input: SessionUpdateInput): Promise<Session> {
-    const event: EventInput = { type: 'session.updated' }
+    const event: RawEventInput = { type: 'session.updated' }
     // Metadata cleared to empty is a change the event shows by leaving `metadata` out (API rule).
     let changedWithoutField = false
     const apply = () => {

@@ -1,5 +1,5 @@
 import type { Db } from './database'
-import type { Disposer, EventInput, EventListener, EventLog, StoredEvent } from './event-log'
+import type { Disposer, RawEventInput as EventInput, EventListener, EventLog, StoredEvent } from './event-log'
 import { LogAppender, type AppendOptions, type EventBatchProjector, type EventProjector } from './log/append'
 import { LogReader, MAX_READ_LIMIT, type AnswerQuery, type ScannedEvent, type SqliteEventReadParams } from './log/read'
 import { LogTail } from './log/tail'

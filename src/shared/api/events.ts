@@ -31,7 +31,7 @@ type Result = { interrupted?: boolean; exit_code?: number; duration_ms?: number 
  */
 export interface CorralEventFields {
   /** `model`: the request's model; `stop_reason`: why the response stopped (`compaction` for a summary); `context_seq`: the last seq the request saw; `interrupted`: the turn was stopped mid-request. */
-  'span.model_request_end': { model?: string; stop_reason?: string; context_seq?: number; interrupted?: boolean }
+  'span.model_request_end': { model?: string; stop_reason?: string | null; context_seq?: number; interrupted?: boolean }
   /** `context_seq`: an idle written with a model answer covers only what that request saw. */
   'session.status_idle': { context_seq?: number }
   /** Which attempt of a failing episode this is, of how many, and the endpoint's HTTP status. */
@@ -49,6 +49,8 @@ export interface CorralEventFields {
   'agent.tool_use': { corral_allowed_by?: string }
   /** Remember this exact bash command for the rest of the session. */
   'user.tool_confirmation': { corral_allow_for_session?: boolean }
+  /** The session's new vault_ids (the API's event names only title, metadata, budget and agent). */
+  'session.updated': { vault_ids?: string[] }
   /** The resolved agent snapshot and the parent thread of a child thread. */
   'session.thread_created': { agent?: unknown; parent_thread_id?: string | null }
 }
@@ -64,6 +66,15 @@ export interface EventCommon {
 
 /** A logged event of one type: the API's fields, Corral's additions, and the common ones. */
 export type LoggedEventOf<T extends EventType> = EventOf<T> & CorralFieldsOf<T> & EventCommon
+
+/**
+ * An event of one type on its way into the log: the API's fields and Corral's, without
+ * `processed_at` (the log assigns it) and with `id` optional (assigned unless the writer chose it).
+ */
+export type EventInputOf<T extends EventType> = Omit<EventOf<T>, 'id' | 'processed_at'> & CorralFieldsOf<T> & { id?: string; session_thread_id?: string | null }
+
+/** Any event on its way into the log: a closed union like AnyLoggedEvent. */
+export type AnyEventInput = { [T in EventType]: EventInputOf<T> }[EventType]
 
 /** Any logged event: a closed union, so `switch (e.type)` narrows. */
 export type AnyLoggedEvent = { [T in EventType]: LoggedEventOf<T> }[EventType]

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import type { EventInput, StoredEvent } from '../../../src/main/session/event-log'
+import type { RawEventInput as EventInput, StoredEvent } from '../../../src/main/session/event-log'
 import { SqliteEventLog, type SqliteEventReadParams } from '../../../src/main/session/sqlite-event-log'
 import { mulberry32 } from '../../support/random'
 import { memoryStores, message, type Stores } from './fixtures'

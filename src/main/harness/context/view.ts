@@ -242,7 +242,7 @@ const messageStep = defineFold<MessageFold, number>({
     f.userMsg(seq, e.id).content.push(...userContent(e.content))
   },
   'system.message': (f, e, seq) => {
-    const text = ((e.content as { text?: string }[] | undefined) ?? []).map((b) => b.text ?? '').join('\n')
+    const text = (e.content ?? []).map((b) => b.text ?? '').join('\n')
     f.userMsg(seq, e.id).content.push({ type: 'text', text: `<system-message>\n${text}\n</system-message>` })
   },
   'agent.thinking': (f, e, seq) => {

@@ -2,7 +2,7 @@ import type { Statement, Transaction } from 'better-sqlite3'
 import { CorralError, notFound, invalid } from '../../../shared/errors'
 import { newId } from '../../../shared/api/ids'
 import type { Db } from '../database'
-import type { EventInput, LoggedEvent, StoredEvent } from '../event-log'
+import type { RawEventInput as EventInput, LoggedEvent, StoredEvent } from '../event-log'
 import { DENSE_EVENT_TYPES, FOLLOWED, LISTED, TYPE_BLOCK, UNLISTED } from './read'
 
 /**

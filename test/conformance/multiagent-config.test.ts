@@ -230,6 +230,13 @@ describe('the multiagent block through the official SDK: each rule is a 400 that
     expect(await badRequest(create(null, { tools: tool('ant__advisor') }))).toMatch(/tools\[0\]\.name: "ant__advisor" is reserved.*\(V10\)/)
     const ok = await agent()
     expect(await badRequest(client.beta.agents.update(ok.id, { tools: tool('send_to_agent') as AgentCreateParams['tools'] }))).toMatch(/tools\[0\]\.name: "send_to_agent" is reserved.*\(V10\)/)
+    // and on a mid-session update of the session's tools, which leaves the session as it was
+    const env = await client.beta.environments.create({ name: `v10-env-${++n}` })
+    const s = await client.beta.sessions.create({ agent: ok.id, environment_id: env.id })
+    expect(await badRequest(client.beta.sessions.update(s.id, { agent: { tools: tool('mcp__files__read') as AgentCreateParams['tools'] } }))).toMatch(
+      /agent\.tools\[0\]\.name: "mcp__files__read" is reserved.*\(V10\)/,
+    )
+    expect((await client.beta.sessions.retrieve(s.id)).agent.tools).toEqual(ok.tools)
   })
 
   it('V11: two listed agents with one name, and a coordinator roster member named self', async () => {

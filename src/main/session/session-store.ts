@@ -14,7 +14,7 @@ import { createdAtFilters, keysetList, type Page } from './pagination'
 import { primaryThreadId } from './thread-store'
 import { StoreChanges } from './store-changes'
 import { stepModelError } from './model-error'
-import { sessionRoster, snapshotRoster, type SessionRoster } from './agent-roster'
+import { checkToolNames, sessionRoster, snapshotRoster, type SessionRoster } from './agent-roster'
 
 export type SessionCreateInput = z.infer<typeof sessionCreateSchema>
 export type SessionUpdateInput = z.infer<typeof sessionUpdateSchema>
@@ -306,6 +306,7 @@ export class SessionStore {
         }
       }
       if (input.vault_ids !== undefined && JSON.stringify(input.vault_ids) !== JSON.stringify(cur.vault_ids)) event.vault_ids = next.vault_ids = this.checkVaults(input.vault_ids)
+      if (input.agent?.tools) checkToolNames(input.agent.tools, 'agent.tools')
       if (input.agent && (input.agent.tools !== undefined || input.agent.mcp_servers !== undefined)) {
         const agent = updatedAgent(cur.agent, input.agent)
         if (JSON.stringify(agent) !== JSON.stringify(cur.agent)) event.agent = next.agent = agent

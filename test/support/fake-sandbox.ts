@@ -2,7 +2,7 @@ import type { Sandbox, SandboxProvider, SandboxProvisionParams, SandboxToolCall,
 
 /*
  * In-memory sandbox backends for unit tests of the routers above a SandboxProvider: they record
- * what they were asked (created sandboxes, calls, disposals, sweeps) and answer by the contract of
+ * what they were asked (created sandboxes, calls, disposals, releases, sweeps) and answer by the contract of
  * src/main/hands/sandbox.ts. The real backends are tested against test/integration/hands/sandbox.contract.ts.
  */
 
@@ -27,9 +27,10 @@ export class FakeSandbox implements Sandbox {
   }
 }
 
-/** A backend whose availability the test sets; it records the sandboxes it made. */
+/** A backend whose availability the test sets; it records the sandboxes it made and the sessions it released by id. */
 export class FakeProvider implements SandboxProvider {
   readonly created: FakeSandbox[] = []
+  readonly released: { sessionId: string; removeWorkspace?: boolean }[] = []
   disposed = false
   swept: ReadonlySet<string> | undefined
   constructor(
@@ -43,6 +44,9 @@ export class FakeProvider implements SandboxProvider {
     const s = new FakeSandbox(this.backend, params)
     this.created.push(s)
     return s
+  }
+  async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
+    this.released.push({ sessionId, ...options })
   }
   async sweep(keep: ReadonlySet<string>): Promise<number> {
     this.swept = keep

@@ -173,8 +173,9 @@ export class SandboxToolRouter implements ToolRouter {
 
   /**
    * Disposes the session's sandbox; with removeWorkspace, its workspace too. A session with no
-   * sandbox in this process (a restarted host, a deleted session) is removed from every backend,
-   * without asking for its environment: its session row may already be gone.
+   * sandbox in this process (a restarted host, a deleted session) is released by its id on every
+   * available backend (SandboxProvider.release), without asking for its environment: its session
+   * row may already be gone.
    */
   async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
     const pending = this.sandboxes.get(sessionId)
@@ -193,10 +194,7 @@ export class SandboxToolRouter implements ToolRouter {
     await Promise.all(
       this.options.providers.map(async (p) => {
         if (!(await this.isAvailable(p)).ok) return
-        await p
-          .create({ sessionId, environmentId: '', config: {} })
-          .dispose(options)
-          .catch(() => undefined)
+        await p.release(sessionId, options).catch(() => undefined)
       }),
     )
   }
@@ -315,7 +313,7 @@ export class SandboxToolRouter implements ToolRouter {
     const known = this.packages.get(environmentId)
     const current = known && known.summary === plan.summary && known.backend === provider.backend ? known : undefined
     if (current?.state === 'installing') return current
-    const ready = await provider.packagesReady?.({ sessionId: '', environmentId, config: env.config })
+    const ready = await provider.packages?.ready({ environmentId, config: env.config })
     if (ready) return { ...(current ?? { progress: [] }), environment_id: environmentId, state: 'ready', backend: provider.backend, summary: plan.summary, error: undefined }
     if (current?.state === 'failed') return current
     return { environment_id: environmentId, state: 'missing', backend: provider.backend, summary: plan.summary, progress: [] }
@@ -329,8 +327,8 @@ export class SandboxToolRouter implements ToolRouter {
   async preparePackages(environmentId: string): Promise<PackageStatus> {
     const { env, plan, provider } = await this.packageTarget(environmentId)
     if (!plan || !provider) return { environment_id: environmentId, state: 'none', progress: [] }
-    if (!provider.preparePackages) throw new CorralError('sandbox_error', `the ${provider.backend} backend cannot install packages ahead of a session`)
-    const started = provider.preparePackages({ sessionId: '', environmentId, config: env.config, packageEgress: env.packageEgress, packageProgress: this.packages.reporter(environmentId, provider.backend) })
+    if (!provider.packages) throw new CorralError('sandbox_error', `the ${provider.backend} backend cannot install packages ahead of a session`)
+    const started = provider.packages.prepare({ environmentId, config: env.config, packageEgress: env.packageEgress, packageProgress: this.packages.reporter(environmentId, provider.backend) })
     started.catch(() => undefined) // the status carries the failure
     // Give a cached environment a moment to answer `ready` rather than a flash of `installing`.
     await Promise.race([started.catch(() => undefined), new Promise((r) => setTimeout(r, 50))])

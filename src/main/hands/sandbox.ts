@@ -100,11 +100,23 @@ export interface PackageEgress extends SandboxEgress {
 /** Opens an egress that reaches the package registries plus `extraHosts` (the vault's `packageEgress`). */
 export type PackageEgressOpener = (extraHosts: readonly string[]) => Promise<PackageEgress>
 
-export interface SandboxProvisionParams {
-  sessionId: string
+/** An environment, as its package work sees it: no session. */
+export interface EnvironmentPackagesParams {
   environmentId: string
   /** Environment config as stored (the API's `config`), plus Corral's optional additions. */
   config: Record<string, unknown>
+  /**
+   * Opens the egress that installs the environment's `packages` (registries and mirrors only).
+   * Absent: an environment that lists packages cannot provision (the error says why).
+   */
+  packageEgress?: PackageEgressOpener
+  /** Told how an install of the environment's packages goes (start, progress lines, ready or failed). */
+  packageProgress?: PackageProgress
+}
+
+/** One session's sandbox, as a backend is asked to make it: its environment, resources, folders and egress. */
+export interface SandboxProvisionParams extends EnvironmentPackagesParams {
+  sessionId: string
   /** Session resources (repositories, files) to place in the workspace at provision. */
   resources?: readonly Record<string, unknown>[]
   /**
@@ -114,13 +126,17 @@ export interface SandboxProvisionParams {
   folders?: readonly FolderMount[]
   /** The session's egress; absent: the sandbox reaches nothing. */
   egress?: SandboxEgressSource
-  /**
-   * Opens the egress that installs the environment's `packages` (registries and mirrors only).
-   * Absent: an environment that lists packages cannot provision (the error says why).
-   */
-  packageEgress?: PackageEgressOpener
-  /** Told how an install of the environment's packages goes (start, progress lines, ready or failed). */
-  packageProgress?: PackageProgress
+}
+
+/**
+ * A backend's environment-wide package work: the cached install every sandbox of an environment
+ * starts from (Docker: an image; bubblewrap: a prefix directory). Nothing here is a session's.
+ */
+export interface EnvironmentPackages {
+  /** Whether the environment's packages are installed and cached for this backend (undefined: it lists none). */
+  ready(params: EnvironmentPackagesParams): Promise<boolean | undefined>
+  /** Installs the environment's packages now, if they are not cached yet (what its first sandbox would do). */
+  prepare(params: EnvironmentPackagesParams): Promise<void>
 }
 
 /** One session's sandbox on one backend. */
@@ -136,16 +152,25 @@ export interface Sandbox {
   dispose(options?: { removeWorkspace?: boolean }): Promise<void>
 }
 
-/** Makes sandboxes for sessions; one per backend (docker, bubblewrap, worker). */
+/**
+ * Makes sandboxes for sessions; one per backend (docker, bubblewrap, worker). What it does is
+ * per session (create, release) or about the backend itself (available, sweep, dispose); work on
+ * a whole environment is its separate `packages` interface.
+ */
 export interface SandboxProvider {
   readonly backend: string
   /** Whether this backend works on this machine, and why not. */
   available(): Promise<{ ok: boolean; reason?: string }>
   create(params: SandboxProvisionParams): Sandbox
-  /** Whether the environment's packages are installed and cached for this backend (undefined: it lists none). */
-  packagesReady?(params: SandboxProvisionParams): Promise<boolean | undefined>
-  /** Installs the environment's packages now, if they are not cached yet (what the first sandbox would do). */
-  preparePackages?(params: SandboxProvisionParams): Promise<void>
+  /**
+   * Removes what this backend keeps of a session for which this process holds no Sandbox (a
+   * restarted host, a deleted session): its sandbox processes or containers, and with
+   * `removeWorkspace` its workspace. Needs nothing but the id (the session row may be gone);
+   * idempotent.
+   */
+  release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void>
+  /** The backend's environment-wide package work; absent: it cannot install packages ahead of a session. */
+  readonly packages?: EnvironmentPackages
   /** Removes what earlier runs left behind (containers labelled with session ids, ...). */
   sweep?(keepSessionIds: ReadonlySet<string>): Promise<number>
   dispose(): Promise<void>

@@ -319,5 +319,23 @@ export function sandboxContract(name: string, h: ContractHarness): void {
       await other.dispose({ removeWorkspace: true })
       expect(await h.leftovers(id)).toEqual([])
     })
+
+    it('releases a session by its id alone from a provider that never made its sandbox (a restarted host), leaving nothing behind', async () => {
+      const id = newSessionId('r')
+      const before = provider.create({ sessionId: id, environmentId: 'env_contract', config: h.config })
+      expect((await before.execute({ toolUseId: 'toolu_r', name: 'write', input: { file_path: 'f', content: 'x' } })).isError).toBe(false)
+      expect((await h.leftovers(id)).length).toBeGreaterThan(0)
+      const restarted = h.provider()
+      try {
+        await restarted.release(id)
+        await restarted.release(id, { removeWorkspace: true })
+        expect(await h.leftovers(id)).toEqual([])
+        await restarted.release(id, { removeWorkspace: true }) // idempotent
+      } finally {
+        await before.dispose()
+        await restarted.dispose()
+      }
+      expect(await h.leftovers(id)).toEqual([])
+    })
   })
 }

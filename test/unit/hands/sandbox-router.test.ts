@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { inputSize, SandboxToolRouter } from '../../../src/main/hands/sandbox-router'
-import type { SandboxProvisionParams } from '../../../src/main/hands/sandbox'
+import type { EnvironmentPackages, EnvironmentPackagesParams } from '../../../src/main/hands/sandbox'
 import { FakeProvider } from '../../support/fake-sandbox'
 
 const env = (config: Record<string, unknown> = { type: 'cloud' }) => ({ environmentId: 'env_1', config, resources: [{ type: 'file', file_id: 'f', content: 'x' }] })
@@ -107,14 +107,17 @@ describe('SandboxToolRouter', () => {
     await router.release('sesn_2', { removeWorkspace: true })
     // the session may be deleted already: its environment is not asked for
     expect(resolved).toEqual(['sesn_1'])
-    expect(docker.created[1].params.sessionId).toBe('sesn_2')
-    expect(docker.created[1].disposed).toEqual({ removeWorkspace: true })
-    expect(bwrap.created[0]).toMatchObject({ params: { sessionId: 'sesn_2' }, disposed: { removeWorkspace: true } })
+    // released by its id on each available backend, with no throwaway sandbox made for it
+    expect(docker.released).toEqual([{ sessionId: 'sesn_2', removeWorkspace: true }])
+    expect(bwrap.released).toEqual([{ sessionId: 'sesn_2', removeWorkspace: true }])
+    expect([docker.created.length, bwrap.created.length]).toEqual([1, 0])
     expect(down.created).toHaveLength(0)
+    expect(down.released).toHaveLength(0)
     await router.release('sesn_3')
-    expect(docker.created).toHaveLength(2)
+    expect(docker.created).toHaveLength(1)
+    expect(docker.released).toHaveLength(1)
     await router.execute({ sessionId: 'sesn_1', toolUseId: 't2', name: 'bash', input: { command: 'ls' } })
-    expect(docker.created).toHaveLength(3)
+    expect(docker.created).toHaveLength(2)
   })
 })
 
@@ -145,22 +148,28 @@ describe('SandboxToolRouter: environment packages', () => {
   class PackagingProvider extends FakeProvider {
     cached = false
     installs: { resolve: () => void; reject: (e: Error) => void }[] = []
-    async packagesReady(): Promise<boolean> {
-      return this.cached
-    }
-    preparePackages(params: SandboxProvisionParams): Promise<void> {
-      params.packageProgress?.({ kind: 'start', summary: 'npm: left-pad' })
-      params.packageProgress?.({ kind: 'line', line: 'npm: installing 1 package(s)' })
-      return new Promise<void>((resolve, reject) => this.installs.push({ resolve, reject })).then(
-        () => {
-          this.cached = true
-          params.packageProgress?.({ kind: 'ready' })
-        },
-        (e: Error) => {
-          params.packageProgress?.({ kind: 'failed', message: e.message })
-          throw e
-        },
-      )
+    /** What the package work was asked with: environments, never a session. */
+    asked: EnvironmentPackagesParams[] = []
+    readonly packages: EnvironmentPackages = {
+      ready: async (params) => {
+        this.asked.push(params)
+        return this.cached
+      },
+      prepare: (params) => {
+        this.asked.push(params)
+        params.packageProgress?.({ kind: 'start', summary: 'npm: left-pad' })
+        params.packageProgress?.({ kind: 'line', line: 'npm: installing 1 package(s)' })
+        return new Promise<void>((resolve, reject) => this.installs.push({ resolve, reject })).then(
+          () => {
+            this.cached = true
+            params.packageProgress?.({ kind: 'ready' })
+          },
+          (e: Error) => {
+            params.packageProgress?.({ kind: 'failed', message: e.message })
+            throw e
+          },
+        )
+      },
     }
   }
   const config = (npm: string[]) => ({ type: 'cloud', packages: { npm } })
@@ -183,6 +192,10 @@ describe('SandboxToolRouter: environment packages', () => {
     expect(await router.packageStatus('env_1')).toMatchObject({ state: 'failed', error: 'packages.npm: npm install failed' })
     cfg = config(['left-pad', 'right-pad'])
     expect(await router.packageStatus('env_1')).toMatchObject({ state: 'missing', summary: 'npm: left-pad right-pad' })
+    // environment-wide work is asked about an environment, not a made-up session
+    expect(docker.asked.length).toBeGreaterThan(0)
+    expect(docker.asked.every((p) => p.environmentId === 'env_1' && !('sessionId' in p))).toBe(true)
+    expect(docker.created).toHaveLength(0)
   })
 
   it('says none for an environment without packages or a self-hosted one, without asking a backend', async () => {

@@ -16,7 +16,7 @@ import { type BwrapHardening, describeHardening, detectHardening, SANDBOX_CPU_SE
 import { seccompFilterBytes } from './seccomp'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner/runner-sandbox'
 import { startRunner } from '../runner/start'
-import type { SandboxEgress, SandboxProvider, SandboxProvisionParams } from '../sandbox'
+import type { EnvironmentPackages, EnvironmentPackagesParams, SandboxEgress, SandboxProvider, SandboxProvisionParams } from '../sandbox'
 import type { FolderMount } from '../folders'
 import { runnerEnv, type SandboxSettings, sandboxSettings, SESSION_MOUNT, STATE_MOUNT, WORKSPACE } from '../settings'
 
@@ -255,7 +255,7 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
    * package managers running inside bwrap as the sandbox user, through a registries-only egress,
    * into `<dataDir>/.packages/<key>` (renamed into place only when complete).
    */
-  private async packagePrefix(params: SandboxProvisionParams, settings: SandboxSettings): Promise<string | undefined> {
+  private async packagePrefix(params: EnvironmentPackagesParams, settings: SandboxSettings): Promise<string | undefined> {
     const plan = packagePlan(params.config)
     if (!plan) return undefined
     if (plan.packages.apt.length) {
@@ -277,21 +277,29 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
     })
   }
 
-  async packagesReady(params: SandboxProvisionParams): Promise<boolean | undefined> {
-    const plan = packagePlan(params.config)
-    if (!plan) return undefined
-    return !plan.packages.apt.length && existsSync(await this.prefixFor(plan))
+  /** An environment's packages as a prefix directory under `<dataDir>/.packages`, bound read-only into its sandboxes. */
+  readonly packages: EnvironmentPackages = {
+    ready: async (params) => {
+      const plan = packagePlan(params.config)
+      if (!plan) return undefined
+      return !plan.packages.apt.length && existsSync(await this.prefixFor(plan))
+    },
+    prepare: async (params) => {
+      await this.packagePrefix(params, sandboxSettings(params.config))
+    },
   }
 
-  async preparePackages(params: SandboxProvisionParams): Promise<void> {
-    await this.packagePrefix(params, sandboxSettings(params.config))
+  /** A session's workspace directory, with removeWorkspace (a session with no sandbox here has no bwrap process to stop). */
+  async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
+    // fs.rm removes symlinks the sandbox made without following them.
+    if (options?.removeWorkspace) await rm(join(this.options.dataDir, bubblewrapKey(sessionId)), { recursive: true, force: true })
   }
 
   private async prefixFor(plan: PackagePlan): Promise<string> {
     return join(this.options.dataDir, '.packages', packageCacheKey(plan, await this.toolchain()))
   }
 
-  private async install(p: { params: SandboxProvisionParams; settings: SandboxSettings; plan: PackagePlan; key: string; root: string; final: string; egress: PackageEgressOpener; progress: PackageProgress }): Promise<void> {
+  private async install(p: { params: EnvironmentPackagesParams; settings: SandboxSettings; plan: PackagePlan; key: string; root: string; final: string; egress: PackageEgressOpener; progress: PackageProgress }): Promise<void> {
     const { params, settings, plan } = p
     const work = join(p.root, `${p.key}.install-${Date.now().toString(36)}`)
     const prefix = join(work, 'prefix')

@@ -3,7 +3,7 @@ import { defaultImage } from '../paths'
 import { packagePlan } from '../packages/plan'
 import { InstallFlights } from '../packages/install'
 import { type RunnerDeath, RunnerSandbox } from '../runner/runner-sandbox'
-import type { SandboxProvider, SandboxProvisionParams } from '../sandbox'
+import type { EnvironmentPackages, EnvironmentPackagesParams, SandboxProvider, SandboxProvisionParams } from '../sandbox'
 import { type SandboxSettings, sandboxSettings } from '../settings'
 import { MANAGED, type EgressMount } from './container-spec'
 import { DockerContainers, type DockerLive, dockerError, POOL_LABEL, REF_LABEL, statusOf, containerName } from './containers'
@@ -154,7 +154,7 @@ export class DockerSandboxProvider implements SandboxProvider {
    * The image a sandbox of these params starts from: `base`, or, when the environment lists
    * packages, `base` with them installed (built once per environment and cached: package-image.ts).
    */
-  private async sandboxImage(params: SandboxProvisionParams, base: string): Promise<string> {
+  private async sandboxImage(params: EnvironmentPackagesParams, base: string): Promise<string> {
     const plan = packagePlan(params.config)
     if (!plan) return base
     const settings = sandboxSettings(params.config)
@@ -164,15 +164,22 @@ export class DockerSandboxProvider implements SandboxProvider {
     )
   }
 
-  async packagesReady(params: SandboxProvisionParams): Promise<boolean | undefined> {
-    const plan = packagePlan(params.config)
-    if (!plan) return undefined
-    const settings = sandboxSettings(params.config)
-    return imageExists(this.docker, (await packageImageName(this.docker, { base: this.imageFor(settings), plan })).image)
+  /** An environment's packages as an image of its own, built from the sandbox image (package-image.ts). */
+  readonly packages: EnvironmentPackages = {
+    ready: async (params) => {
+      const plan = packagePlan(params.config)
+      if (!plan) return undefined
+      const settings = sandboxSettings(params.config)
+      return imageExists(this.docker, (await packageImageName(this.docker, { base: this.imageFor(settings), plan })).image)
+    },
+    prepare: async (params) => {
+      await this.sandboxImage(params, this.imageFor(sandboxSettings(params.config)))
+    },
   }
 
-  async preparePackages(params: SandboxProvisionParams): Promise<void> {
-    await this.sandboxImage(params, this.imageFor(sandboxSettings(params.config)))
+  /** A session's containers (found by name and label, not by a Sandbox of this process) and, with removeWorkspace, its volume. */
+  async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
+    await this.containers.release(sessionId, { removeWorkspace: options?.removeWorkspace === true })
   }
 
   /** Fills the environment's warm pool and waits (up to `timeoutMs`) until it is full; returns its size. */

@@ -285,10 +285,14 @@ export interface RosterSnapshotParams {
  * custom tool names of every agent it will run (V10). Refusals name `agent` and the roster path.
  */
 export function snapshotRoster(p: RosterSnapshotParams): SessionMultiagent | null {
-  const m = p.agent.multiagent
   checkToolNames(p.agent.tools, 'agent: tools')
-  if (!m) return null
+  if (!p.agent.multiagent) return null
   const owner: RosterOwner = { id: p.agent.id, version: p.agent.version, name: p.agent.name, model: p.agent.model }
+  // A block saved before rosters were resolved at save (stored as sent) is resolved now.
+  const m = isResolved(p.agent.multiagent)
+    ? p.agent.multiagent
+    : resolveMultiagent({ multiagent: p.agent.multiagent as unknown as MultiagentParams, owner, lookup: p.lookup, tiers: p.tiers })
+  if (!m) return null
   const geo = new GeoCheck(owner)
   const tiers = p.tiers ?? ADVISOR_TIERS
   const self = threadAgent(p.agent)
@@ -320,6 +324,14 @@ export function snapshotRoster(p: RosterSnapshotParams): SessionMultiagent | nul
     return { type: 'enabled' as const, inline_agents: d.inline_agents, predefined_agents: d.predefined_agents.map((ref, i) => expand(`multiagent.${key}.predefined_agents[${i}]`, ref)) }
   }
   return { type: 'multiagent_20261001', subagents: list('subagents'), workflows: list('workflows'), advisor: m.advisor }
+}
+
+/** Whether a stored block has the resolved shape (every member present, every entry pinned). */
+function isResolved(m: Multiagent): boolean {
+  const pinned = (r: unknown) => typeof r === 'object' && r !== null && ((r as { type?: unknown }).type === 'advisor' || typeof (r as { version?: unknown }).version === 'number')
+  if (m.type === 'coordinator') return Array.isArray(m.agents) && m.agents.every(pinned)
+  const member = (d: Delegation | undefined) => !!d && (d.type === 'disabled' || (!!d.inline_agents && Array.isArray(d.predefined_agents) && d.predefined_agents.every(pinned)))
+  return member(m.subagents) && member(m.workflows) && !!m.advisor
 }
 
 /**

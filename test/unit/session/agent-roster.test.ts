@@ -319,6 +319,17 @@ describe('the session snapshot of a roster', () => {
     expect(sessionRoster(snap)).toMatchObject({ subagents: { enabled: true, inlineAgents: true, agents: [{ id: 'agent_a' }, { id: 'agent_lead' }] }, workflows: { enabled: true, agents: [] }, advisor: null })
   })
 
+  it('resolves a block stored as sent (saved before rosters were resolved) when a session copies it', () => {
+    const agents = new Agents()
+    agents.add('a')
+    const lead = agents.add('old-lead', { multiagent: { type: 'multiagent_20261001', subagents: { type: 'enabled', predefined_agents: ['agent_a'] } } as unknown as Multiagent })
+    expect(snapshotRoster({ agent: lead, lookup: agents.lookup })).toMatchObject({
+      subagents: { type: 'enabled', inline_agents: { type: 'enabled' }, predefined_agents: [{ type: 'agent', id: 'agent_a', version: 1, name: 'a' }] },
+      workflows: { type: 'enabled', predefined_agents: [] },
+      advisor: { type: 'disabled' },
+    })
+  })
+
   it('refuses a session whose roster lists an agent archived since the save, and an override model the advisor may not advise', () => {
     const agents = new Agents()
     agents.add('a')

@@ -7,10 +7,9 @@ import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from '
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase, type Db } from '../src/main/session/database'
-import { SqliteEventLog } from '../src/main/session/sqlite-event-log'
-import { AgentStore } from '../src/main/session/agent-store'
-import { EnvironmentStore } from '../src/main/session/environment-store'
-import { SessionStore } from '../src/main/session/session-store'
+import type { SqliteEventLog } from '../src/main/session/sqlite-event-log'
+import type { SessionStore } from '../src/main/session/session-store'
+import { openStores } from '../src/main/session/stores'
 import { percentile, summary } from './stats'
 
 const EVENT = { type: 'agent.message', content: [{ type: 'text', text: 'The quick brown fox jumps over the lazy dog. '.repeat(3) }] }
@@ -27,11 +26,7 @@ interface Fixture {
 
 function fixture(): Fixture {
   const dir = mkdtempSync(join(tmpdir(), 'corral-bench-'))
-  const db = openDatabase({ path: join(dir, 'corral.db') })
-  const log = new SqliteEventLog(db)
-  const agents = new AgentStore(db)
-  const environments = new EnvironmentStore(db)
-  const sessions = new SessionStore(db, log, agents, environments)
+  const { db, log, agents, environments, sessions } = openStores(openDatabase({ path: join(dir, 'corral.db') }))
   const agent = agents.create({ name: 'bench', model: 'claude-sonnet-4-6' })
   const env = environments.create({ name: 'bench' })
   return {

@@ -1,12 +1,7 @@
 import { join } from 'node:path'
 import type { Hono } from 'hono'
-import { openDatabase, type Db } from './session/database'
-import { SqliteEventLog } from './session/sqlite-event-log'
-import { AgentStore } from './session/agent-store'
-import { EnvironmentStore } from './session/environment-store'
-import { SessionStore } from './session/session-store'
-import { VaultStore, type SecretSink } from './session/vault-store'
-import { ThreadStore } from './session/thread-store'
+import type { SecretSink } from './session/vault-store'
+import { openStoresAt, type Stores } from './session/stores'
 import { PreviewBus, type ApiServices, type CorralSettingsView, type ModelCheckView, type SandboxStatusView } from './api/services'
 import { probeModel } from './harness/model-probe'
 import { createApiApp, listen, type ListeningServer } from './api/server'
@@ -120,15 +115,12 @@ export class Engine {
   /** Building the default sandbox image from the app (present with the engine's own hands). */
   private imageBuild?: SandboxImageBuild
 
-  private constructor(
-    readonly config: EngineConfig,
-    readonly db: Db,
-  ) {
+  /** Every store of the engine's database (session/stores.ts); the engine reaches SQL only through them. */
+  readonly stores: Stores
+
+  private constructor(readonly config: EngineConfig) {
     const env = (this.env = { ...(config.env ?? process.env) })
     this.apiKeySource = config.apiKeySource ?? (env.ANTHROPIC_API_KEY ? 'environment' : undefined)
-    this.token = config.token ?? resolveApiToken(config.dataDir, env)
-    this.settings = readSettings(config.dataDir)
-    const log = new SqliteEventLog(db)
     // The advisor pairing table: the built-in one with settings.json's advisorTiers over it. A bad
     // entry stops the start here, naming it (and fails a save as api_error if the file changes later).
     const tiers = () => {
@@ -138,26 +130,31 @@ export class Engine {
         throw new CorralError('api_error', `settings file ${join(config.dataDir, 'settings.json')}: ${(err as Error).message}`)
       }
     }
-    tiers()
-    const agents = new AgentStore(db, { advisorTiers: tiers })
-    const environments = new EnvironmentStore(db)
     // A repository's authorization_token goes to the keychain (for the egress proxy); without one it is refused.
     const resourceKeychain = config.keychain && new KeychainResourceSecrets(config.keychain)
-    const sessions = new SessionStore(db, log, agents, environments, undefined, {
-      onRemoved: (sessionId, how) => {
-        this.releaseHands(sessionId)
-        // a deleted session's change records (pre-images of its folders) go with it; archived ones stay
-        if (how === 'deleted' && this.changes) this.trackHands(this.changes.remove(sessionId))
+    const stores = (this.stores = openStoresAt(join(config.dataDir, 'corral.db'), {
+      secrets: config.secrets ?? (config.keychain ? new KeychainSecretSink(config.keychain) : undefined),
+      leases: { ttlMs: config.harness?.leaseTtlMs },
+      advisorTiers: tiers,
+      sessionHooks: {
+        onRemoved: (sessionId, how) => {
+          this.releaseHands(sessionId)
+          // a deleted session's change records (pre-images of its folders) go with it; archived ones stay
+          if (how === 'deleted' && this.changes) this.trackHands(this.changes.remove(sessionId))
+        },
+        // host folders: refused at create (400 naming resources[i]) for system, data and keychain paths
+        checkResources: (resources) => void folderMounts(resources, defaultFolderRules(config.dataDir)),
+        resourceSecrets: resourceKeychain && {
+          put: (sessionId, resourceId, field, value) => resourceKeychain.put(sessionId, resourceId, field, value),
+          delete: (sessionId, resourceIds) => this.trackHands(resourceKeychain.delete(sessionId, resourceIds)),
+        },
       },
-      // host folders: refused at create (400 naming resources[i]) for system, data and keychain paths
-      checkResources: (resources) => void folderMounts(resources, defaultFolderRules(config.dataDir)),
-      resourceSecrets: resourceKeychain && {
-        put: (sessionId, resourceId, field, value) => resourceKeychain.put(sessionId, resourceId, field, value),
-        delete: (sessionId, resourceIds) => this.trackHands(resourceKeychain.delete(sessionId, resourceIds)),
-      },
-    })
-    const threads = new ThreadStore(log, sessions)
-    const vaults = new VaultStore(db, config.secrets ?? (config.keychain ? new KeychainSecretSink(config.keychain) : undefined))
+    }))
+    // (the database first, as before: opening it creates the data directory)
+    this.token = config.token ?? resolveApiToken(config.dataDir, env)
+    this.settings = readSettings(config.dataDir)
+    tiers()
+    const { log, agents, environments, sessions, threads, vaults } = stores
     if (config.keychain) {
       const vault = (this.vault = new Vault({ keychain: config.keychain, dataDir: config.dataDir, env, log: config.log, ...config.egress }))
       // One mechanism for every egress-relevant change (an environment's networking, a vault or
@@ -166,7 +163,7 @@ export class Engine {
       const refresh = () => vault.refreshSessionEgress()
       for (const store of [environments, vaults, sessions]) this.disposers.push(store.changes.subscribe(refresh))
     }
-    this.services = { db, log, agents, environments, sessions, threads, vaults, previews: new PreviewBus() }
+    this.services = { log, agents, environments, sessions, threads, vaults, searchMessages: stores.searchMessages, previews: new PreviewBus() }
     this.services.admin = {
       getSettings: () => this.settingsView(),
       updateSettings: (input) => this.updateSettings(input),
@@ -225,9 +222,10 @@ export class Engine {
     }
     this.router = engineToolRouter({ toolset: config.toolRouter ?? this.hands, mcp: this.mcp })
     this.brains = new Brains({
-      db,
       log,
       sessions,
+      leases: stores.leases,
+      journal: stores.toolJournal,
       previews: this.services.previews,
       settings: this.settings,
       env,
@@ -240,8 +238,7 @@ export class Engine {
   }
 
   static open(config: EngineConfig): Engine {
-    const db = openDatabase({ path: join(config.dataDir, 'corral.db') })
-    const engine = new Engine(config, db)
+    const engine = new Engine(config)
     // wakes every session that was running when the last process stopped
     engine.brains.start()
     engine.sweepHands()
@@ -254,7 +251,7 @@ export class Engine {
    */
   private sweepHands(): void {
     if (!this.hands) return
-    const keep = new Set(this.db.prepare('SELECT id FROM sessions WHERE archived_at IS NULL AND deleting = 0').pluck().all() as string[])
+    const keep = new Set(this.stores.sessions.liveIds())
     this.trackHands(
       this.hands.sweep(keep).then((n) => {
         if (n > 0) this.config.log?.(`[corral] removed ${n} sandbox(es) of archived or deleted sessions`)
@@ -448,7 +445,7 @@ export class Engine {
     await this.hands?.dispose()
     for (const d of this.disposers.splice(0)) d()
     await this.vault?.dispose()
-    await this.services.log.drain()
-    this.db.close()
+    await this.stores.log.drain()
+    this.stores.close()
   }
 }

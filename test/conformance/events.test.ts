@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import Anthropic from '@anthropic-ai/sdk'
 import { startApiServer, type TestApiServer } from '../support/api-server'
-import { primaryThreadId } from '../../src/main/session/thread-store'
+import { primaryThreadId } from '../../src/shared/api/ids'
 
 let t: TestApiServer
 let client: Anthropic
@@ -79,7 +79,7 @@ describe('sending and listing events through the official SDK', () => {
 
   it('pages through exactly 1000-event pages without stopping early', async () => {
     const sid = await newSession()
-    t.engine.services.log.appendSync(sid, Array.from({ length: 2001 }, (_, i) => ({ type: 'agent.message', content: [{ type: 'text', text: `${i}` }] })))
+    t.engine.stores.log.appendSync(sid, Array.from({ length: 2001 }, (_, i) => ({ type: 'agent.message', content: [{ type: 'text', text: `${i}` }] })))
     const page = await client.beta.sessions.events.list(sid, { limit: 1000 })
     expect(page.data).toHaveLength(1000)
     expect(page.hasNextPage()).toBe(true)
@@ -117,7 +117,7 @@ describe('streaming events over SSE through the official SDK', () => {
     const stream = await client.beta.sessions.events.stream(sid)
     const received = take(stream, 3)
     await client.beta.sessions.events.send(sid, { events: [userMessage('after-1')] })
-    await t.engine.services.log.append(sid, [{ type: 'agent.message', content: [{ type: 'text', text: 'from the harness' }] }, { type: 'session.status_idle', stop_reason: { type: 'end_turn' } }])
+    await t.engine.stores.log.append(sid, [{ type: 'agent.message', content: [{ type: 'text', text: 'from the harness' }] }, { type: 'session.status_idle', stop_reason: { type: 'end_turn' } }])
     const got = await received
     expect(got.map((e) => e.type)).toEqual(['user.message', 'agent.message', 'session.status_idle'])
     expect(text(got[0])).toBe('after-1')

@@ -221,7 +221,7 @@ describe('vaults and credentials through the official SDK', () => {
       await client.beta.vaults.credentials.retrieve(oauth.id, { vault_id: v.id }),
       await all(client.beta.vaults.credentials.list(v.id)),
     ])
-    const rows = JSON.stringify(t.engine.db.prepare('SELECT * FROM credentials').all())
+    const rows = JSON.stringify(t.engine.stores.db.prepare('SELECT * FROM credentials').all())
     for (const text of [responses, rows]) expect(text).not.toMatch(/SECRET-/)
   })
 

@@ -7,11 +7,7 @@
  * Usage: node harness-crash-child.(ts|cjs) <dataDir> <modelUrl> <effectsFile>
  */
 import { join } from 'node:path'
-import { openDatabase } from '../../src/main/session/database'
-import { SqliteEventLog } from '../../src/main/session/sqlite-event-log'
-import { AgentStore } from '../../src/main/session/agent-store'
-import { EnvironmentStore } from '../../src/main/session/environment-store'
-import { SessionStore } from '../../src/main/session/session-store'
+import { openStoresAt } from '../../src/main/session/stores'
 import { Brains } from '../../src/main/orchestrator/brains'
 import { RecordingToolRouter } from './harness-tool-router'
 
@@ -20,13 +16,12 @@ if (!dataDir || !modelUrl || !effectsFile) {
   console.error('usage: harness-crash-child <dataDir> <modelUrl> <effectsFile>')
   process.exit(2)
 }
-const db = openDatabase({ path: join(dataDir, 'corral.db') })
-const log = new SqliteEventLog(db)
-const sessions = new SessionStore(db, log, new AgentStore(db), new EnvironmentStore(db))
+const stores = openStoresAt(join(dataDir, 'corral.db'), { leases: { ttlMs: 10_000 } })
 const brains = new Brains({
-  db,
-  log,
-  sessions,
+  log: stores.log,
+  sessions: stores.sessions,
+  leases: stores.leases,
+  journal: stores.toolJournal,
   previews: { publish: () => {} },
   settings: {},
   env: { ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'k' },

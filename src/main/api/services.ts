@@ -4,8 +4,8 @@ export type { CorralSettingsView, ModelCheckView, SandboxStatusView } from '../.
 import type { AgentStore } from '../session/agent-store'
 import type { EnvironmentStore } from '../session/environment-store'
 import type { SessionStore } from '../session/session-store'
-import type { SqliteEventLog } from '../session/sqlite-event-log'
-import type { Db } from '../session/database'
+import type { EventLog } from '../session/event-log'
+import type { MessageSearchHit, MessageSearchParams } from '../session/message-search'
 import type { VaultStore } from '../session/vault-store'
 import type { ThreadStore } from '../session/thread-store'
 
@@ -14,8 +14,7 @@ import type { ThreadStore } from '../session/thread-store'
  * Built by the composition root (src/main/engine.ts).
  */
 export interface ApiServices {
-  db: Db
-  log: SqliteEventLog
+  log: EventLog
   agents: AgentStore
   environments: EnvironmentStore
   sessions: SessionStore
@@ -23,6 +22,8 @@ export interface ApiServices {
   threads: ThreadStore
   /** Vaults and credentials (metadata; secrets go to its SecretSink). */
   vaults: VaultStore
+  /** Messages whose text contains a query, across sessions, newest first (`/v1/corral/search`). */
+  searchMessages(params: MessageSearchParams): { data: MessageSearchHit[]; next_page: string | null }
   /** Preview (`event_start` / `event_delta`) events: streamed to subscribers, never stored. */
   previews: PreviewBus
   /** Corral's own operations (settings, doctor); absent in engines built without them. */

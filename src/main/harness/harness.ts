@@ -1,6 +1,7 @@
 import { PRIMARY_THREAD, type EventInputOf, type EventOf } from '../../shared/api/events'
 import { newId } from '../../shared/api/ids'
 import type { EventInput, EventLog } from '../session/event-log'
+import type { ToolJournal } from '../session/tool-journal'
 import { buildContextView, modelId, type ContextViewOptions, type ViewAgent, type ViewEvent } from './context/view'
 import { ModelRequestError, type ModelClient, type ModelResponse, type ModelUsage } from './model-client'
 import { budgetCents, listCostCents } from './pricing'
@@ -19,15 +20,6 @@ export interface SessionSource {
   retrieve(id: string): { id: string; agent: unknown; budget?: unknown }
 }
 
-/**
- * A durable record that a tool call was handed to the hands, written before the call runs, so
- * a restarted brain knows whether a call without a result may have run. Implementations:
- * SqliteToolJournal (orchestrator).
- */
-export interface ToolJournal {
-  markStarted(sessionId: string, toolUseId: string): void
-  wasStarted(toolUseId: string): boolean
-}
 
 /**
  * The tools a session's remote MCP servers list (McpToolRouter in the vault). A server that

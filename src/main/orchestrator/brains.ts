@@ -1,12 +1,12 @@
-import type { Db } from '../session/database'
 import type { EventLog } from '../session/event-log'
+import type { SessionStore } from '../session/session-store'
+import type { SqliteLeaseStore } from '../session/lease-store'
+import type { ToolJournal } from '../session/tool-journal'
 import { resolveModelEndpoint, type Settings } from '../config'
 import { Harness, type HarnessOptions, type McpToolSource, type PreviewSink, type SessionSource } from '../harness/harness'
 import { AnthropicModelClient, type ModelClient } from '../harness/model-client'
 import { NoHandsToolRouter, type ToolRouter } from '../hands/tool-router'
-import { SqliteLeaseStore } from './leases'
 import { Scheduler } from './scheduler'
-import { SqliteToolJournal } from './tool-journal'
 
 let warnedNoEndpoint = false
 
@@ -14,7 +14,7 @@ let warnedNoEndpoint = false
 export interface BrainsOptions extends HarnessOptions {
   /** false: build the harness but never run a brain (tools that only read or write the log). */
   enabled?: boolean
-  /** Lease lifetime (default 15 s); a brain renews it at a third of that. */
+  /** Lease lifetime (default 15 s); a brain renews it at a third of that (the engine gives it to the lease store). */
   leaseTtlMs?: number
   /** Model request stall timeout, overriding settings (ms). */
   stallTimeoutMs?: number
@@ -29,9 +29,12 @@ class SwitchableModelClient implements ModelClient {
 }
 
 export interface BrainsParams {
-  db: Db
   log: EventLog
-  sessions: SessionSource
+  sessions: SessionSource & Pick<SessionStore, 'needingBrains'>
+  /** At most one brain per session (session/lease-store.ts). */
+  leases: SqliteLeaseStore
+  /** The harness's record of tool calls handed to the hands (session/tool-journal.ts). */
+  journal: ToolJournal
   previews: PreviewSink
   settings: Settings
   env: NodeJS.ProcessEnv
@@ -62,15 +65,15 @@ export class Brains {
       sessions: p.sessions,
       model,
       router: this.router,
-      journal: new SqliteToolJournal(p.db),
+      journal: p.journal,
       previews: p.previews,
       mcp: p.mcp,
       options: { maxRetries: endpoint.maxRetries, ...p.options },
     })
-    this.leases = new SqliteLeaseStore(p.db, { ttlMs: p.options?.leaseTtlMs })
+    this.leases = p.leases
     this.scheduler = new Scheduler({
-      db: p.db,
       log: p.log,
+      sessions: p.sessions,
       harness: this.harness,
       leases: this.leases,
       onError: (sessionId, err) => (p.onError ?? console.error)(`[corral] brain of ${sessionId} failed: ${(err as Error).stack ?? String(err)}`),

@@ -1,14 +1,15 @@
-import type { Db } from '../session/database'
 import type { EventLog, StoredEvent } from '../session/event-log'
+import type { SessionStore } from '../session/session-store'
+import type { SqliteLeaseStore } from '../session/lease-store'
 import { TurnControl, type Harness } from '../harness/harness'
-import type { SqliteLeaseStore } from './leases'
 
 /** Client events that give a session work for its brain. */
 const WAKING_TYPES = new Set(['user.message', 'user.tool_confirmation', 'user.custom_tool_result', 'user.tool_result', 'system.message', 'user.interrupt'])
 
 export interface SchedulerParams {
-  db: Db
   log: EventLog
+  /** Asked at start which sessions need a brain. */
+  sessions: Pick<SessionStore, 'needingBrains'>
   harness: Harness
   leases: SqliteLeaseStore
   onError?: (sessionId: string, err: unknown) => void
@@ -91,14 +92,7 @@ export class Scheduler {
 
   /** Sessions that were running, or whose newest event is client input nobody answered. */
   sessionsNeedingBrains(): string[] {
-    const rows = this.p.db
-      .prepare(
-        `SELECT s.id FROM sessions s WHERE s.deleting = 0 AND s.archived_at IS NULL AND (
-           s.status IN ('running', 'rescheduling') OR
-           (SELECT e.type FROM events e WHERE e.session_rid = s.rid ORDER BY e.seq DESC LIMIT 1) IN (${[...WAKING_TYPES].map(() => '?').join(',')}))`,
-      )
-      .all(...WAKING_TYPES) as { id: string }[]
-    return rows.map((r) => r.id)
+    return this.p.sessions.needingBrains([...WAKING_TYPES])
   }
 
   private onEvent(stored: StoredEvent): void {

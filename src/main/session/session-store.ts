@@ -11,7 +11,7 @@ import type { EnvironmentStore } from './environment-store'
 import type { EventInput, RawEventInput, StoredEvent } from './event-log'
 import type { SqliteEventLog } from './sqlite-event-log'
 import { createdAtFilters, keysetList, type Page } from './pagination'
-import { primaryThreadId } from './thread-store'
+import { primaryThreadId } from '../../shared/api/ids'
 import { StoreChanges } from './store-changes'
 import { stepModelError } from './model-error'
 import { checkToolNames, sessionRoster, snapshotRoster, type SessionRoster } from './agent-roster'
@@ -84,6 +84,30 @@ export interface SessionStoreHooks {
   files?: { has(fileId: string): boolean }
 }
 
+/** What a SessionStore is built from (besides its database). */
+export interface SessionStoreOptions {
+  log: SqliteEventLog
+  agents: AgentStore
+  environments: EnvironmentStore
+  clock?: () => Date
+  hooks?: SessionStoreHooks
+}
+
+/** An answer a client event gives: which request it answers and how (see SessionStore.checkPending). */
+interface PendingCheck {
+  sessionId: string
+  /** The event's index in the send, for the error's field path. */
+  index: number
+  /** The request's event id (the answer's tool_use_id / custom_tool_use_id). */
+  useId: string
+  requestTypes: readonly string[]
+  answerType: string
+  /** The answer's field that names the request. */
+  field: string
+  /** Requests answered earlier in this send. */
+  answered: Set<string>
+}
+
 /**
  * Sessions: the resource rows, and the send path that validates client events against the log
  * before appending them. Status, usage, updated_at and `corral.model_error` (stepModelError) are
@@ -97,14 +121,20 @@ export class SessionStore {
   readonly changes = new StoreChanges()
   /** Prepared once: a send retrieves its session twice (before and inside the append). */
   private byId?: Statement
+  private readonly log: SqliteEventLog
+  private readonly agents: AgentStore
+  private readonly environments: EnvironmentStore
+  private readonly clock: () => Date
+  private readonly hooks: SessionStoreHooks
   constructor(
     private readonly db: Db,
-    private readonly log: SqliteEventLog,
-    private readonly agents: AgentStore,
-    private readonly environments: EnvironmentStore,
-    private readonly clock: () => Date = () => new Date(),
-    private readonly hooks: SessionStoreHooks = {},
+    options: SessionStoreOptions,
   ) {
+    const log = (this.log = options.log)
+    this.agents = options.agents
+    this.environments = options.environments
+    this.clock = options.clock ?? (() => new Date())
+    this.hooks = options.hooks ?? {}
     const setStatus = db.prepare('UPDATE sessions SET status = ?, updated_at = ? WHERE rid = ?')
     const getUsage = db.prepare('SELECT usage FROM sessions WHERE rid = ?').pluck()
     const setUsage = db.prepare('UPDATE sessions SET usage = ?, updated_at = ? WHERE rid = ?')
@@ -353,6 +383,26 @@ export class SessionStore {
     return { id, type: 'session_deleted' }
   }
 
+  /** Ids of the sessions that are neither archived nor being deleted. */
+  liveIds(): string[] {
+    return this.db.prepare('SELECT id FROM sessions WHERE archived_at IS NULL AND deleting = 0').pluck().all() as string[]
+  }
+
+  /**
+   * Live sessions that need a brain: the ones that were running (or rescheduling), and the ones
+   * whose newest event is of one of `wakingTypes` (client input nobody answered yet).
+   */
+  needingBrains(wakingTypes: readonly string[]): string[] {
+    const types = [...new Set(wakingTypes)]
+    const newest = types.length
+      ? ` OR (SELECT e.type FROM events e WHERE e.session_rid = s.rid ORDER BY e.seq DESC LIMIT 1) IN (${types.map(() => '?').join(',')})`
+      : ''
+    return this.db
+      .prepare(`SELECT s.id FROM sessions s WHERE s.deleting = 0 AND s.archived_at IS NULL AND (s.status IN ('running', 'rescheduling')${newest})`)
+      .pluck()
+      .all(...types) as string[]
+  }
+
   list(q: SessionListQuery): Page<Session> {
     const where: string[] = ['deleting = 0']
     const args: unknown[] = []
@@ -393,12 +443,12 @@ export class SessionStore {
       events.forEach((e, i) => {
         let thread: string | null | undefined
         if (e.type === 'user.tool_confirmation') {
-          thread = this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use', 'agent.mcp_tool_use'], 'user.tool_confirmation', 'tool_use_id', answered)
+          thread = this.checkPending({ sessionId, index: i, useId: e.tool_use_id, requestTypes: ['agent.tool_use', 'agent.mcp_tool_use'], answerType: 'user.tool_confirmation', field: 'tool_use_id', answered })
           if (e.corral_allow_for_session) this.checkAllowForSession(i, e.tool_use_id, e.result)
         }
         else if (e.type === 'user.custom_tool_result')
-          thread = this.checkPending(sessionId, i, e.custom_tool_use_id, ['agent.custom_tool_use'], 'user.custom_tool_result', 'custom_tool_use_id', answered)
-        else if (e.type === 'user.tool_result') thread = this.checkPending(sessionId, i, e.tool_use_id, ['agent.tool_use'], 'user.tool_result', 'tool_use_id', answered)
+          thread = this.checkPending({ sessionId, index: i, useId: e.custom_tool_use_id, requestTypes: ['agent.custom_tool_use'], answerType: 'user.custom_tool_result', field: 'custom_tool_use_id', answered })
+        else if (e.type === 'user.tool_result') thread = this.checkPending({ sessionId, index: i, useId: e.tool_use_id, requestTypes: ['agent.tool_use'], answerType: 'user.tool_result', field: 'tool_use_id', answered })
         else if (e.type === 'user.interrupt') thread = this.checkThread(sessionId, i, e.session_thread_id)
         else return
         // An answer is routed to the thread of the request it answers (the API: "set by the
@@ -433,7 +483,7 @@ export class SessionStore {
   }
 
   /** Checks that an answer matches a pending request; returns the request's thread (null: primary). */
-  private checkPending(sessionId: string, index: number, useId: string, requestTypes: string[], answerType: string, field: string, answered: Set<string>): string | null {
+  private checkPending({ sessionId, index, useId, requestTypes, answerType, field, answered }: PendingCheck): string | null {
     const where = `events[${index}].${field}`
     const req = this.log.get(useId)
     if (!req || req.sessionId !== sessionId || !requestTypes.includes(req.event.type)) {
@@ -442,12 +492,7 @@ export class SessionStore {
     if (answerType === 'user.tool_confirmation' && (req.event as { evaluated_permission?: string }).evaluated_permission !== 'ask') {
       throw invalid(`${where}: tool use ${useId} did not ask for confirmation`)
     }
-    // Answers are never of a dense type, so the type index lists every one of them.
-    const prior = this.db
-      .prepare(
-        `SELECT 1 FROM events e INDEXED BY events_type_marks JOIN sessions s ON s.rid = e.session_rid WHERE s.id = ? AND e.seq > ? AND e.type = ? AND e.type_mark IS NOT 0 AND json_extract(e.data, '$.${field}') = ? LIMIT 1`,
-      )
-      .get(sessionId, req.seq, answerType, useId)
+    const prior = this.log.hasAnswer({ sessionId, after: req.seq, type: answerType, field, id: useId })
     if (prior || answered.has(useId)) throw invalid(`${where}: ${useId} has already been answered`)
     answered.add(useId)
     return typeof req.event.session_thread_id === 'string' ? req.event.session_thread_id : null

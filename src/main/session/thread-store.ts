@@ -1,5 +1,5 @@
 import type { BetaManagedAgentsSessionThread as SessionThread } from '@anthropic-ai/sdk/resources/beta/sessions/threads/threads'
-import { ID_PREFIX } from '../../shared/api/ids'
+import { primaryThreadId } from '../../shared/api/ids'
 import { invalid, notFound } from '../../shared/errors'
 import type { Session } from '../../shared/api/types'
 import type { SessionStore } from './session-store'
@@ -9,14 +9,6 @@ import type { Page } from './pagination'
 export type { SessionThread }
 type ThreadStatus = SessionThread['status']
 
-/**
- * The primary thread of a session exists implicitly (no `session.thread_created` event): its id
- * is the session id's body under the thread prefix, so anyone can compute it from the session id.
- * Its events are the ones logged without a `session_thread_id`.
- */
-export function primaryThreadId(sessionId: string): string {
-  return ID_PREFIX.thread + sessionId.slice(ID_PREFIX.session.length)
-}
 
 const THREAD_EVENT_TYPES = [
   'session.thread_created',
@@ -76,11 +68,15 @@ export class ThreadStore {
    */
   private readonly folds = new Map<string, SessionFold>()
 
-  constructor(
-    private readonly log: SqliteEventLog,
-    private readonly sessions: SessionStore,
-    private readonly clock: () => Date = () => new Date(),
-  ) {}
+  private readonly log: SqliteEventLog
+  private readonly sessions: SessionStore
+  private readonly clock: () => Date
+
+  constructor(options: { log: SqliteEventLog; sessions: SessionStore; clock?: () => Date }) {
+    this.log = options.log
+    this.sessions = options.sessions
+    this.clock = options.clock ?? (() => new Date())
+  }
 
   /** Every thread of a session, primary first then in creation order. */
   all(sessionId: string): SessionThread[] {

@@ -79,11 +79,16 @@ export class VaultStore {
    */
   readonly changes = new StoreChanges()
 
+  private readonly secrets: SecretSink
+  private readonly clock: () => Date
+
   constructor(
     private readonly db: Db,
-    private readonly secrets: SecretSink = new DiscardingSecretSink(),
-    private readonly clock: () => Date = () => new Date(),
-  ) {}
+    options: { secrets?: SecretSink; clock?: () => Date } = {},
+  ) {
+    this.secrets = options.secrets ?? new DiscardingSecretSink()
+    this.clock = options.clock ?? (() => new Date())
+  }
 
   // ---------- vaults ----------
 

@@ -15,6 +15,15 @@ export const ID_PREFIX = {
 
 export type IdKind = keyof typeof ID_PREFIX
 
+/**
+ * The primary thread of a session exists implicitly (no `session.thread_created` event): its id
+ * is the session id's body under the thread prefix, so anyone can compute it from the session id.
+ * Its events are the ones logged without a `session_thread_id`.
+ */
+export function primaryThreadId(sessionId: string): string {
+  return ID_PREFIX.thread + sessionId.slice(ID_PREFIX.session.length)
+}
+
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ' // Crockford base32: sortable, no I L O U
 
 /**

@@ -217,7 +217,7 @@ function generator(rand: () => number) {
 }
 
 function eventCount(): number {
-  return (t.engine.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n
+  return (t.engine.stores.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n
 }
 
 beforeAll(async () => {
@@ -273,7 +273,7 @@ describe('the API under malformed requests', () => {
   it('is still up, its database intact and its log unchanged after the fuzzing', async () => {
     const list = await t.client.beta.agents.list()
     expect(list.data.map((a) => a.id)).toContain(ids.agent)
-    expect(t.engine.db.pragma('integrity_check', { simple: true })).toBe('ok')
+    expect(t.engine.stores.db.pragma('integrity_check', { simple: true })).toBe('ok')
     const events = await t.client.beta.sessions.events.list(ids.session)
     expect(events.data.map((e) => e.type)).toEqual(['user.message'])
   })

@@ -23,7 +23,7 @@ beforeAll(async () => {
   const env = (await t.client.beta.environments.create({ name: 'e' })).id
   a = (await t.client.beta.sessions.create({ agent, environment_id: env, title: 'alpha' })).id
   b = (await t.client.beta.sessions.create({ agent, environment_id: env, title: 'beta' })).id
-  const { log } = t.engine.services
+  const { log } = t.engine.stores
   await log.append(a, [{ type: 'user.message', content: text('Please fix the Flaky date test in utils') }])
   await log.append(a, [{ type: 'agent.message', content: text('The flaky test fails at midnight UTC.') }])
   await log.append(b, [{ type: 'user.message', content: text('Nothing about it here; a "quoted" word') }])

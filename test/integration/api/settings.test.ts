@@ -54,7 +54,7 @@ describe('settings API (/v1/corral/settings)', () => {
     expect(r.body).toMatchObject({ api_key: { set: true, source: 'keychain' }, sandbox_backend: 'bubblewrap', model: { compatibility_mode: true, default_model: 'local-model' } })
     expect(await keychain.get(keychainAccount.anthropicApiKey)).toBe(key)
     expect(readFileSync(join(dataDir, 'settings.json'), 'utf8')).not.toContain(key)
-    engine.db.pragma('wal_checkpoint(TRUNCATE)')
+    engine.stores.db.pragma('wal_checkpoint(TRUNCATE)')
     expect(readFileSync(join(dataDir, 'corral.db')).includes(Buffer.from(key))).toBe(false)
     const removed = await call('POST', '/v1/corral/settings', { api_key: null })
     expect(removed.body.api_key).toEqual({ set: false, source: null })

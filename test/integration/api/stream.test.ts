@@ -73,7 +73,7 @@ const listenerCount = () => ((t.engine.services.log as unknown as { sessionListe
 
 describe('the SSE stream', () => {
   it('resumes after Last-Event-ID: history then live, each event once, ids are seqs', async () => {
-    const log = t.engine.services.log
+    const log = t.engine.stores.log
     const base = log.lastSeq(sid)
     await log.append(sid, Array.from({ length: 5 }, (_, n) => ({ type: 'agent.message', n })))
     const s = await openStream(`/v1/sessions/${sid}/events/stream`, { 'last-event-id': String(base + 3) })
@@ -119,7 +119,7 @@ describe('the SSE stream', () => {
     const long = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: env.id })).id
     const N = 20_000
     const text = 'x'.repeat(1000)
-    for (let b = 0; b < N; b += 2000) t.engine.services.log.appendSync(long, Array.from({ length: 2000 }, (_, i) => ({ type: 'agent.message', n: b + i, content: [{ type: 'text', text }] })))
+    for (let b = 0; b < N; b += 2000) t.engine.stores.log.appendSync(long, Array.from({ length: 2000 }, (_, i) => ({ type: 'agent.message', n: b + i, content: [{ type: 'text', text }] })))
     const live = () => ((t.engine.services.log as unknown as { sessionListeners: Map<string, Set<unknown>> }).sessionListeners.get(long)?.size ?? 0)
     const s = await openStream(`/v1/sessions/${long}/events/stream?after=0`)
     s.res.pause()
@@ -130,7 +130,7 @@ describe('the SSE stream', () => {
     const history = await s.next(N)
     expect(history.map((m) => Number(m.id))).toEqual(Array.from({ length: N }, (_, i) => i + 1))
     for (let i = 0; i < 50 && live() === 0; i++) await new Promise((r) => setTimeout(r, 20))
-    await t.engine.services.log.append(long, [{ type: 'agent.message', n: N }])
+    await t.engine.stores.log.append(long, [{ type: 'agent.message', n: N }])
     expect((await s.next(1)).map((m) => Number(m.id))).toEqual([N + 1])
     s.res.destroy()
   })

@@ -3,8 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Engine } from '../../../src/main/engine'
-import { SqliteToolJournal } from '../../../src/main/orchestrator/tool-journal'
-import { SqliteLeaseStore } from '../../../src/main/orchestrator/leases'
+import { SqliteLeaseStore } from '../../../src/main/session/lease-store'
 import type { EventInput } from '../../../src/main/session/event-log'
 import { newId } from '../../../src/shared/api/ids'
 import { RecordingToolRouter } from '../../support/harness-tool-router'
@@ -25,7 +24,7 @@ async function prepare(events: (ids: { toolUseId: string }) => EventInput[], jou
   const session = await engine.services.sessions.create({ agent: agent.id, environment_id: env.id } as never)
   const toolUseId = newId('event')
   await engine.services.log.append(session.id, events({ toolUseId }))
-  if (journalStarted) new SqliteToolJournal(engine.db).markStarted(session.id, toolUseId)
+  if (journalStarted) engine.stores.toolJournal.markStarted(session.id, toolUseId)
   await engine.close()
   return { dir, sessionId: session.id, toolUseId }
 }
@@ -127,8 +126,8 @@ describe('leases', () => {
     const engine = Engine.open({ dataDir: dir, token: 't', env: {}, harness: { enabled: false }, defaultHands: false })
     cleanups.push(() => engine.close())
     let now = 1_000
-    const a = new SqliteLeaseStore(engine.db, { ttlMs: 100, clock: () => now })
-    const b = new SqliteLeaseStore(engine.db, { ttlMs: 100, clock: () => now })
+    const a = new SqliteLeaseStore(engine.stores.db, { ttlMs: 100, clock: () => now })
+    const b = new SqliteLeaseStore(engine.stores.db, { ttlMs: 100, clock: () => now })
     expect(a.acquire('sesn_1')).toBe(true)
     expect(b.acquire('sesn_1')).toBe(false)
     expect(a.acquire('sesn_1')).toBe(true)
@@ -146,12 +145,12 @@ describe('leases', () => {
     const { hostname } = await import('node:os')
     const { spawnSync } = await import('node:child_process')
     const deadPid = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString())
-    const dead = new SqliteLeaseStore(engine.db, { ttlMs: 60_000, owner: `${hostname()}:${deadPid}:abc` })
-    const alive = new SqliteLeaseStore(engine.db, { ttlMs: 60_000, owner: `${hostname()}:${process.ppid}:def` })
+    const dead = new SqliteLeaseStore(engine.stores.db, { ttlMs: 60_000, owner: `${hostname()}:${deadPid}:abc` })
+    const alive = new SqliteLeaseStore(engine.stores.db, { ttlMs: 60_000, owner: `${hostname()}:${process.ppid}:def` })
     expect(dead.acquire('sesn_2')).toBe(true)
-    expect(new SqliteLeaseStore(engine.db).acquire('sesn_2')).toBe(true)
+    expect(new SqliteLeaseStore(engine.stores.db).acquire('sesn_2')).toBe(true)
     expect(alive.acquire('sesn_3')).toBe(true)
-    expect(new SqliteLeaseStore(engine.db).acquire('sesn_3')).toBe(false)
+    expect(new SqliteLeaseStore(engine.stores.db).acquire('sesn_3')).toBe(false)
   })
 })
 

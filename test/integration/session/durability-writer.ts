@@ -5,21 +5,13 @@
  * `ack <sessionId> <seq> <eventId>` per event. Stdout is a pipe, which Node writes synchronously
  * on Linux, so a printed ack has left the process before any later kill.
  */
-import { openDatabase } from '../../../src/main/session/database'
-import { SqliteEventLog } from '../../../src/main/session/sqlite-event-log'
-import { AgentStore } from '../../../src/main/session/agent-store'
-import { EnvironmentStore } from '../../../src/main/session/environment-store'
-import { SessionStore } from '../../../src/main/session/session-store'
+import { openStoresAt } from '../../../src/main/session/stores'
 
 const SESSIONS = 4
 const WRITERS = 8
 
 async function main(): Promise<void> {
-  const db = openDatabase({ path: process.argv[2] })
-  const log = new SqliteEventLog(db)
-  const agents = new AgentStore(db)
-  const environments = new EnvironmentStore(db)
-  const sessions = new SessionStore(db, log, agents, environments)
+  const { db, log, agents, environments, sessions } = openStoresAt(process.argv[2])
   let ids = (db.prepare('SELECT id FROM sessions ORDER BY rid').all() as { id: string }[]).map((r) => r.id)
   if (ids.length < SESSIONS) {
     const agent = agents.create({ name: 'durable', model: 'claude-sonnet-4-6' })

@@ -28,7 +28,7 @@ describe('two writers on one database file', () => {
     const logs = dbs.map((db) => new SqliteEventLog(db))
     const agents = new AgentStore(dbs[0])
     const environments = new EnvironmentStore(dbs[0])
-    const sessions = new SessionStore(dbs[0], logs[0], agents, environments)
+    const sessions = new SessionStore(dbs[0], { log: logs[0], agents, environments })
     const agent = agents.create({ name: 'a', model: 'claude-sonnet-4-6' })
     const env = environments.create({ name: 'e' })
     const sid = (await sessions.create({ agent: agent.id, environment_id: env.id })).id

@@ -81,7 +81,7 @@ describe.skipIf(!keychain.ok)('Engine with the OS keychain', () => {
     const listed = JSON.stringify(await client.beta.vaults.credentials.list(vault.id))
     const fetched = JSON.stringify(await client.beta.vaults.credentials.retrieve(env.id, { vault_id: vault.id }))
     expect(listed + fetched + JSON.stringify(env) + JSON.stringify(mcp)).not.toMatch(/canary-credential-secret|canary-static-bearer/)
-    await engine.services.log.drain()
+    await engine.stores.log.drain()
     const bytes = dataDirBytes(dataDir)
     for (const c of [SECRET, BEARER, TOKEN, MODEL_KEY]) expect(bytes).not.toContain(c)
     expect(logs.join('\n')).not.toMatch(/canary/)

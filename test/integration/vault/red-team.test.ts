@@ -302,7 +302,7 @@ function describeRedTeam(p: { backend: 'docker' | 'bubblewrap'; ready: boolean; 
     })
 
     it("keeps every secret out of Corral's data directory and log lines (the keychain holds them)", async () => {
-      await engine.services.log.drain()
+      await engine.stores.log.drain()
       const bytes = filesUnder(dataDir)
         .filter((p) => !p.includes(`${join(dataDir, 'srv')}`) && !p.includes(join(dataDir, 'seed')))
         .map((p) => readFileSync(p, 'latin1'))

@@ -111,7 +111,7 @@ function describeCredentialedClone(backend: 'docker' | 'bubblewrap', ready: bool
     it('puts the token in no event, no API response and no file of the data directory', async () => {
       expect(JSON.stringify(events)).not.toContain(TOKEN)
       expect(JSON.stringify(responses)).not.toContain(TOKEN)
-      await engine.services.log.drain()
+      await engine.stores.log.drain()
       for (const f of filesUnder(dataDir)) expect(readFileSync(f, 'latin1').includes(TOKEN), f).toBe(false)
     })
 

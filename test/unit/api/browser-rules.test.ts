@@ -2,7 +2,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { Hono } from 'hono'
 import { createApiApp, SESSION_COOKIE } from '../../../src/main/api/server'
 import { PreviewBus, type ApiServices } from '../../../src/main/api/services'
-import { VaultStore } from '../../../src/main/session/vault-store'
 import { memoryStores, type Stores } from '../session/fixtures'
 
 // Red-team issue #15, finding 1: a page on another loopback port sent a blind text/plain POST
@@ -19,13 +18,13 @@ let errors: unknown[]
 beforeEach(() => {
   t = memoryStores()
   const services: ApiServices = {
-    db: t.db,
+    searchMessages: t.searchMessages,
     log: t.log,
     agents: t.agents,
     environments: t.environments,
     sessions: t.sessions,
     threads: t.threads,
-    vaults: new VaultStore(t.db),
+    vaults: t.vaults,
     previews: new PreviewBus(),
   }
   errors = []

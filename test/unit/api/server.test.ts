@@ -2,7 +2,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { Hono } from 'hono'
 import { createApiApp } from '../../../src/main/api/server'
 import { PreviewBus, type ApiServices } from '../../../src/main/api/services'
-import { VaultStore } from '../../../src/main/session/vault-store'
 import { memoryStores, type Stores } from '../session/fixtures'
 import { parseQuery } from '../../../src/main/api/query'
 
@@ -16,13 +15,13 @@ beforeEach(() => {
   t = memoryStores()
   errors = []
   const services: ApiServices = {
-    db: t.db,
+    searchMessages: t.searchMessages,
     log: t.log,
     agents: t.agents,
     environments: t.environments,
     sessions: t.sessions,
     threads: t.threads,
-    vaults: new VaultStore(t.db),
+    vaults: t.vaults,
     previews: new PreviewBus(),
   }
   app = createApiApp({ services, token: TOKEN, onInternalError: (e) => errors.push(e) })

@@ -41,7 +41,7 @@ describe('migration 4 (type index lists marked events only)', () => {
     expect((db.prepare('SELECT COUNT(*) AS n FROM events INDEXED BY events_type_marks WHERE session_rid = ? AND type > ? AND type_mark IS NOT 0').get(rid, '') as { n: number }).n).toBe(100)
 
     const log = new SqliteEventLog(db)
-    new SessionStore(db, log, agents, environments)
+    new SessionStore(db, { log, agents, environments })
     const n = (rows: { event: unknown }[]) => rows.map((r) => (r.event as { n: number }).n)
     expect(log.read('sesn_OLD', { limit: 1000 }).map((s) => s.event)).toEqual(old)
     expect(log.get(old[7].id)).toEqual({ seq: 8, sessionId: 'sesn_OLD', event: old[7] })
@@ -76,7 +76,7 @@ describe('migration 5 (model-failure projection)', () => {
     ).run(agent.id, env.id)
     expect(migrate(db, MIGRATIONS)).toBe(5)
     const log = new SqliteEventLog(db)
-    const sessions = new SessionStore(db, log, agents, environments)
+    const sessions = new SessionStore(db, { log, agents, environments })
     const corral = () => (sessions.retrieve('sesn_OLD') as unknown as { corral: unknown }).corral
     expect(corral()).toEqual({ model_error: null })
     log.appendSync('sesn_OLD', [

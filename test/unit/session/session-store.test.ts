@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { VaultStore } from '../../../src/main/session/vault-store'
-import { primaryThreadId } from '../../../src/main/session/thread-store'
+import { primaryThreadId } from '../../../src/shared/api/ids'
 import { memoryStores, type Stores } from './fixtures'
 
 let t: Stores
@@ -141,5 +141,27 @@ describe('SessionStore.list filters', () => {
     expect(t.sessions.list({ memory_store_id: 'memstore_A' }).data.map((s) => s.id)).toEqual([withStore.id])
     expect(t.sessions.list({ deployment_id: 'dep_1' }).data).toEqual([])
     expect(t.sessions.list({}).data).toHaveLength(3)
+  })
+})
+
+describe('SessionStore queries for the engine and the scheduler', () => {
+  it('lists as live every session that is neither archived nor deleted', async () => {
+    const [kept, archived, deleted] = [await t.newSession(), await t.newSession(), await t.newSession()]
+    t.sessions.archive(archived)
+    t.sessions.delete(deleted)
+    expect(t.sessions.liveIds()).toEqual([kept])
+  })
+
+  it('names as needing a brain the running or rescheduling sessions and those whose newest event is one of the waking types, never an archived one', async () => {
+    const [running, rescheduling, asked, answered, quiet, archived] = await Promise.all(Array.from({ length: 6 }, () => t.newSession()))
+    await t.log.append(running, [{ type: 'session.status_running' }])
+    await t.log.append(rescheduling, [{ type: 'session.status_rescheduled' }])
+    await t.log.append(asked, [{ type: 'user.message', content: [] }])
+    await t.log.append(answered, [{ type: 'user.message', content: [] }, { type: 'session.status_idle' }])
+    await t.log.append(archived, [{ type: 'user.message', content: [] }])
+    t.sessions.archive(archived)
+    expect(t.sessions.needingBrains(['user.message']).sort()).toEqual([running, rescheduling, asked].sort())
+    expect(t.sessions.needingBrains([]).sort()).toEqual([running, rescheduling].sort())
+    expect(t.sessions.needingBrains([]).includes(quiet)).toBe(false)
   })
 })

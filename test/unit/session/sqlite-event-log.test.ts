@@ -173,6 +173,32 @@ describe('SqliteEventLog reads', () => {
   })
 })
 
+describe('SqliteEventLog answer lookups', () => {
+  it('finds an answer only after its request, in the same session, by the field that names the request', async () => {
+    const [sid, other] = [await t.newSession(), await t.newSession()]
+    const [use] = await t.log.append(sid, [{ type: 'agent.tool_use', name: 'bash', input: {} }])
+    const ask = { sessionId: sid, after: use.seq, type: 'user.tool_confirmation', field: 'tool_use_id', id: use.event.id }
+    expect(t.log.hasAnswer(ask)).toBe(false)
+    await t.log.append(other, [{ type: 'user.tool_confirmation', tool_use_id: use.event.id, result: 'allow' }])
+    expect(t.log.hasAnswer(ask)).toBe(false)
+    await t.log.append(sid, [{ type: 'user.tool_confirmation', tool_use_id: 'sevt_someOtherUse', result: 'allow' }])
+    expect(t.log.hasAnswer(ask)).toBe(false)
+    const [answer] = await t.log.append(sid, [{ type: 'user.tool_confirmation', tool_use_id: use.event.id, result: 'allow' }])
+    expect(t.log.hasAnswer(ask)).toBe(true)
+    expect(t.log.hasAnswer({ ...ask, after: answer.seq })).toBe(false)
+  })
+
+  it('finds an answer of a dense type too, whose events the type index does not all list', async () => {
+    const sid = await t.newSession()
+    await t.log.append(sid, Array.from({ length: 10 }, (_, i) => ({ type: 'agent.tool_result', tool_use_id: `sevt_use${i}`, content: [] })))
+    expect(t.log.hasAnswer({ sessionId: sid, after: 0, type: 'agent.tool_result', field: 'tool_use_id', id: 'sevt_use9' })).toBe(true)
+  })
+
+  it('refuses a field that is not a plain name, naming it', () => {
+    expect(() => t.log.hasAnswer({ sessionId: 'sesn_x', after: 0, type: 'user.tool_result', field: "x') OR 1 --", id: 'sevt_x' })).toThrow(/^field: .* is not a plain event field name/)
+  })
+})
+
 describe('SqliteEventLog tail', () => {
   it('delivers history then live events exactly once, in order, while appends race the switch', async () => {
     const sid = await t.newSession()

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { primaryThreadId } from '../../../src/main/session/thread-store'
+import { primaryThreadId } from '../../../src/shared/api/ids'
 import { memoryStores, type Stores } from './fixtures'
 import { ThreadStore } from '../../../src/main/session/thread-store'
 
-const memoryStoresOn = (s: Stores) => new ThreadStore(s.log, s.sessions, () => new Date(now))
+const memoryStoresOn = (s: Stores) => new ThreadStore({ log: s.log, sessions: s.sessions, clock: () => new Date(now) })
 
 let now = Date.parse('2026-06-01T00:00:00.000Z')
 let t: Stores

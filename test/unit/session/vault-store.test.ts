@@ -25,7 +25,7 @@ const dump = () => JSON.stringify([db.prepare('SELECT * FROM credentials').all()
 
 describe('VaultStore with the default (discarding) sink', () => {
   it('stores no secret and marks the credential as having none', async () => {
-    const store = new VaultStore(db, new DiscardingSecretSink())
+    const store = new VaultStore(db, { secrets: new DiscardingSecretSink() })
     const v = store.create({ display_name: 'v' })
     const c = await store.createCredential(v.id, bearer())
     expect(c.corral).toEqual({ secret_stored: false })
@@ -39,7 +39,7 @@ describe('VaultStore with a sink that keeps secrets', () => {
   let store: VaultStore
   beforeEach(() => {
     sink = new MemorySecretSink()
-    store = new VaultStore(db, sink)
+    store = new VaultStore(db, { secrets: sink })
   })
 
   it('hands every secret field to the sink and none to the database', async () => {
@@ -81,7 +81,7 @@ describe('VaultStore with a sink that keeps secrets', () => {
       },
       delete: async () => {},
     }
-    const s = new VaultStore(db, failing)
+    const s = new VaultStore(db, { secrets: failing })
     const v = s.create({ display_name: 'v' })
     await expect(s.createCredential(v.id, bearer())).rejects.toMatchObject({ code: 'keychain_error' })
     expect(s.listCredentials(v.id, {}).data).toEqual([])

@@ -1,9 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { openDatabase, type Db } from '../../../src/main/session/database'
-import { SqliteEventLog } from '../../../src/main/session/sqlite-event-log'
-import { AgentStore } from '../../../src/main/session/agent-store'
-import { EnvironmentStore } from '../../../src/main/session/environment-store'
-import { SessionStore, type SessionResourceSecrets } from '../../../src/main/session/session-store'
+import type { SessionResourceSecrets } from '../../../src/main/session/session-store'
+import { openStores } from '../../../src/main/session/stores'
 import { keychainAccount } from '../../../src/main/vault/keychain'
 import { MemoryKeychain } from '../../../src/main/vault/memory-keychain'
 import { KeychainResourceSecrets } from '../../../src/main/vault/vault-services'
@@ -12,11 +10,7 @@ import { CorralError } from '../../../src/shared/errors'
 const TOKEN = 'ghp_unitResourceToken000000000000000000000'
 
 function stores(resourceSecrets?: SessionResourceSecrets) {
-  const db = openDatabase({ path: ':memory:' })
-  const log = new SqliteEventLog(db)
-  const agents = new AgentStore(db)
-  const environments = new EnvironmentStore(db)
-  const sessions = new SessionStore(db, log, agents, environments, undefined, { resourceSecrets })
+  const { db, log, agents, environments, sessions } = openStores(openDatabase({ path: ':memory:' }), { sessionHooks: { resourceSecrets } })
   const agent = agents.create({ name: 'a', model: 'claude-sonnet-4-6' })
   const env = environments.create({ name: 'e' })
   return { db, log, sessions, agentId: agent.id, envId: env.id }

@@ -1,6 +1,5 @@
 import type { Hono } from 'hono'
 import { z } from 'zod'
-import { searchMessages } from '../../session/message-search'
 import type { ApiServices } from '../services'
 import { validate } from '../validate'
 import { query } from './common'
@@ -19,6 +18,6 @@ const searchQuerySchema = z.strictObject({
 export function searchRoutes(app: Hono, s: ApiServices): void {
   app.get('/v1/corral/search', (c) => {
     const q = validate(searchQuerySchema, query(c, []), 'query')
-    return c.json(searchMessages(s.db, { query: q.q, limit: q.limit ?? 20, page: q.page }))
+    return c.json(s.searchMessages({ query: q.q, limit: q.limit ?? 20, page: q.page }))
   })
 }

@@ -173,7 +173,7 @@ describe('MCP tools in a session', () => {
   })
 
   it('keeps the canary token out of every event, every model request and every file of the data directory', async () => {
-    await engine.services.log.drain()
+    await engine.stores.log.drain()
     for (const s of engine.services.sessions.list({ limit: 100 }).data) expect(JSON.stringify(events(s.id))).not.toContain(BEARER)
     for (const r of model.requests) expect(JSON.stringify(r.body)).not.toContain(BEARER)
     for (const f of readdirSync(join(dir, 'data'), { recursive: true, withFileTypes: true })) {

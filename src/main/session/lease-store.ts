@@ -1,6 +1,6 @@
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
-import type { Db } from '../session/database'
+import type { Db } from './database'
 
 export interface LeaseStoreParams {
   /** How long a lease lasts unless renewed (default 15 s). */

@@ -1,5 +1,14 @@
-import type { Db } from '../session/database'
-import type { ToolJournal } from '../harness/harness'
+import type { Db } from './database'
+
+/**
+ * A durable record that a tool call was handed to the hands, written before the call runs, so
+ * a restarted brain knows whether a call without a result may have run. Implementations:
+ * SqliteToolJournal.
+ */
+export interface ToolJournal {
+  markStarted(sessionId: string, toolUseId: string): void
+  wasStarted(toolUseId: string): boolean
+}
 
 /**
  * The harness's tool-call journal in SQLite (table harness_tool_calls). `markStarted` commits

@@ -1,0 +1,71 @@
+import { openDatabase, type Db } from './database'
+import { SqliteEventLog } from './sqlite-event-log'
+import { AgentStore, type AgentStoreOptions } from './agent-store'
+import { EnvironmentStore } from './environment-store'
+import { SessionStore, type SessionStoreHooks } from './session-store'
+import { ThreadStore } from './thread-store'
+import { VaultStore, type SecretSink } from './vault-store'
+import { SqliteLeaseStore, type LeaseStoreParams } from './lease-store'
+import { SqliteToolJournal } from './tool-journal'
+import { searchMessages, type MessageSearchHit, type MessageSearchParams } from './message-search'
+
+export interface StoresOptions {
+  /** The stores' clock (created_at, processed_at, ...); the wall clock by default. */
+  clock?: () => Date
+  /** What the engine plugs into the session store (resource secrets and checks, onRemoved, files). */
+  sessionHooks?: SessionStoreHooks
+  /** Where vault credentials' secrets go; discarded by default. */
+  secrets?: SecretSink
+  /** The brains' session leases (lifetime, owner). */
+  leases?: LeaseStoreParams
+  /** The advisor pairing table agents are checked against at save (AgentStoreOptions.advisorTiers). */
+  advisorTiers?: AgentStoreOptions['advisorTiers']
+}
+
+/** Every store of one database, wired to each other. */
+export interface Stores {
+  /** The database itself: only for session/ and for tests that inspect the file. */
+  readonly db: Db
+  readonly log: SqliteEventLog
+  readonly agents: AgentStore
+  readonly environments: EnvironmentStore
+  readonly sessions: SessionStore
+  readonly threads: ThreadStore
+  readonly vaults: VaultStore
+  readonly leases: SqliteLeaseStore
+  readonly toolJournal: SqliteToolJournal
+  /** Messages (user and agent) whose text contains a query, across sessions, newest first. */
+  searchMessages(params: MessageSearchParams): { data: MessageSearchHit[]; next_page: string | null }
+  /** Closes the database (drain the log first: appends still queued would fail). */
+  close(): void
+}
+
+/**
+ * Wires every store on `db`: the one place that knows how they depend on each other (the engine,
+ * the test fixtures and the benchmarks all open their stores here).
+ */
+export function openStores(db: Db, options: StoresOptions = {}): Stores {
+  const clock = options.clock
+  const log = new SqliteEventLog(db, { clock })
+  const agents = new AgentStore(db, { clock, advisorTiers: options.advisorTiers })
+  const environments = new EnvironmentStore(db, clock)
+  const sessions = new SessionStore(db, { log, agents, environments, clock, hooks: options.sessionHooks })
+  return {
+    db,
+    log,
+    agents,
+    environments,
+    sessions,
+    threads: new ThreadStore({ log, sessions, clock }),
+    vaults: new VaultStore(db, { secrets: options.secrets, clock }),
+    leases: new SqliteLeaseStore(db, options.leases),
+    toolJournal: new SqliteToolJournal(db),
+    searchMessages: (params) => searchMessages(db, params),
+    close: () => db.close(),
+  }
+}
+
+/** Opens (creating and migrating as needed) the database file at `path` and wires its stores. */
+export function openStoresAt(path: string, options: StoresOptions = {}): Stores {
+  return openStores(openDatabase({ path }), options)
+}

@@ -103,7 +103,7 @@ async function openBench(model: ModelProcess, params: { enabled?: boolean } = {}
     defaultHands: false,
   })
   if (process.env.CORRAL_BENCH_TRACE) {
-    const l = engine.services.log as unknown as { flush: () => void }
+    const l = (engine.stores.log as unknown as { appender: { flush: () => void } }).appender
     const orig = l.flush.bind(l)
     l.flush = () => {
       const t = performance.now()

@@ -69,8 +69,10 @@ async function durable(writers: number, sessionCount: number, ms: number, mixed 
     const ids: string[] = []
     for (let i = 0; i < sessionCount; i++) ids.push(await f.newSession())
     let groups = 0
-    const origFlush = (f.log as unknown as { flush: () => void }).flush.bind(f.log)
-    ;(f.log as unknown as { flush: () => void }).flush = () => {
+    // each flush of the append side (log/append.ts) is one commit group
+    const appender = (f.log as unknown as { appender: { flush: () => void } }).appender
+    const origFlush = appender.flush.bind(appender)
+    appender.flush = () => {
       groups++
       origFlush()
     }

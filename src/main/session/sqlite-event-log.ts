@@ -27,6 +27,15 @@ export class SqliteEventLog implements EventLog {
     this.appender = new LogAppender(db, { clock: options.clock, onCommit: (stored) => this.live.notify(stored) })
   }
 
+  /** The clock that stamps processed_at on appends (tests replace it with a fixed time). */
+  get clock(): () => Date {
+    return this.appender.clock
+  }
+
+  set clock(clock: () => Date) {
+    this.appender.clock = clock
+  }
+
   /** Adds a projection run inside every append transaction. */
   addProjector(projector: EventProjector): void {
     this.appender.addProjector(projector)
@@ -77,6 +86,11 @@ export class SqliteEventLog implements EventLog {
 
   tail(sessionId: string, fromSeq: number, listener: EventListener): Disposer {
     return this.live.tail(sessionId, fromSeq, listener)
+  }
+
+  /** How many tails of a session are open (diagnostics and tests: a closed stream leaves none). */
+  tailCount(sessionId: string): number {
+    return this.live.tailCount(sessionId)
   }
 
   subscribeAll(listener: EventListener): Disposer {

@@ -69,7 +69,7 @@ function openStream(path: string, headers: Record<string, string> = {}): Promise
   })
 }
 
-const listenerCount = () => ((t.engine.services.log as unknown as { sessionListeners: Map<string, Set<unknown>> }).sessionListeners.get(sid)?.size ?? 0)
+const listenerCount = () => t.engine.stores.log.tailCount(sid)
 
 describe('the SSE stream', () => {
   it('resumes after Last-Event-ID: history then live, each event once, ids are seqs', async () => {
@@ -120,7 +120,7 @@ describe('the SSE stream', () => {
     const N = 20_000
     const text = 'x'.repeat(1000)
     for (let b = 0; b < N; b += 2000) t.engine.stores.log.appendSync(long, Array.from({ length: 2000 }, (_, i) => ({ type: 'agent.message', n: b + i, content: [{ type: 'text', text }] })))
-    const live = () => ((t.engine.services.log as unknown as { sessionListeners: Map<string, Set<unknown>> }).sessionListeners.get(long)?.size ?? 0)
+    const live = () => t.engine.stores.log.tailCount(long)
     const s = await openStream(`/v1/sessions/${long}/events/stream?after=0`)
     s.res.pause()
     await new Promise((r) => setTimeout(r, 300))

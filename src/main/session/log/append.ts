@@ -90,7 +90,8 @@ export class LogAppender {
   private readonly insert: Statement
   private readonly insertMany: Statement
   private readonly sessionTip: Statement
-  private readonly clock: () => Date
+  /** Stamps each append's processed_at (replaceable: tests set a fixed time). */
+  clock: () => Date
   private readonly onCommit: (stored: StoredEvent[]) => void
   private readonly groupTx: Transaction<(batch: readonly PendingAppend[], isolate: boolean, pending: Map<string, Tip>) => Outcome[]>
   private readonly savepointTx: (p: PendingAppend, pending: Map<string, Tip>) => StoredEvent[]

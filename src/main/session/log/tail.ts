@@ -58,6 +58,11 @@ export class LogTail {
     }
   }
 
+  /** How many tails of a session are open (diagnostics and tests: a closed stream leaves none). */
+  tailCount(sessionId: string): number {
+    return this.sessionListeners.get(sessionId)?.size ?? 0
+  }
+
   subscribeAll(listener: EventListener): Disposer {
     this.allListeners.add(listener)
     return () => this.allListeners.delete(listener)

@@ -41,14 +41,7 @@ export const rooms = {
   ],
   // Today's known violations, each named with who removes it (issue #10). This list must end empty;
   // scripts/import-graph.mjs fails on an entry that no longer matches an import, so it only shrinks.
-  allow: [
-    { from: 'src/main/orchestrator/brains.ts', to: 'src/main/session/database.ts', removedBy: 'session: openStores() and session-store queries' },
-    { from: 'src/main/orchestrator/leases.ts', to: 'src/main/session/database.ts', removedBy: 'session: leases move to session/' },
-    { from: 'src/main/orchestrator/scheduler.ts', to: 'src/main/session/database.ts', removedBy: 'session: SessionStore.needingBrains() instead of the join' },
-    { from: 'src/main/orchestrator/tool-journal.ts', to: 'src/main/session/database.ts', removedBy: 'session: the tool journal moves to session/' },
-    { from: 'src/main/api/services.ts', to: 'src/main/session/database.ts', removedBy: 'session: ApiServices without db' },
-    { from: 'src/main/engine.ts', to: 'src/main/session/database.ts', removedBy: 'session: openStores() opens and closes the database' },
-  ],
+  allow: [],
 }
 
 const drivers = {

@@ -22,7 +22,6 @@ import ts from 'typescript'
  * a listed circle that no longer exists is reported too, so the list cannot go stale.
  */
 export const KNOWN_CIRCLES = [
-  { files: ['src/main/session/session-store.ts', 'src/main/session/thread-store.ts'], removedBy: 'session (#10 point 3: primaryThreadId to src/shared/api/ids.ts)' },
 ]
 
 const SOURCE = /\.(ts|tsx|mts)$/

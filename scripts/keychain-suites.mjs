@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The keychain suites: every test file under test/integration/vault/ and every *red-team* file.
+// The keychain suites: every test file under test/integration/vault/ and test/integration/hands/mcp/
+// (the MCP hands read credentials from the keychain) and every *red-team* file.
 // They need a D-Bus session with an unlocked keyring (scripts/test.mjs starts one), and CI runs
 // all of them: `node scripts/keychain-suites.mjs <vitest.json> "<tests: N passed, N failed line>"`
 // prints that line with each skipped keychain test counted as failed, names the files on stderr,
@@ -8,7 +9,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 
-export const KEYCHAIN_SUITES = /(^|\/)test\/integration\/vault\/|red-team/
+export const KEYCHAIN_SUITES = /(^|\/)test\/integration\/(vault|hands\/mcp)\/|red-team/
 
 /** The skipped (or todo) tests of the keychain suites in a vitest JSON report, by relative file path. */
 export function skippedKeychainTests(report, cwd = process.cwd()) {

@@ -46,7 +46,7 @@ if (process.env.CORRAL_TEST_KEYRING === 'private') {
       '',
       '!!! ================================================================================',
       `!!! No D-Bus session and no way to start one: ${missing.join(', ')} not installed.`,
-      '!!! Every vault and red-team test (test/integration/vault/, *red-team*) will be SKIPPED.',
+      '!!! Every vault, MCP and red-team test (test/integration/vault/, test/integration/hands/mcp/, *red-team*) will be SKIPPED.',
       `!!! Install them to run those suites:  ${KEYRING_INSTALL}`,
       '!!! ================================================================================',
       '',

@@ -75,4 +75,14 @@ describe('the npm test runner and the keychain suites', () => {
     expect(passing.status).toBe(0)
     expect(passing.stdout.trim()).toBe('tests: 10 passed, 0 failed')
   })
+
+  it('counts a skipped test of the MCP hands (test/integration/hands/mcp/, keychain credentials) as a keychain suite', () => {
+    const report = join(scratch, 'vitest-mcp.json')
+    const file = (name: string, statuses: string[]) => ({ name: join(process.cwd(), name), assertionResults: statuses.map((status) => ({ status })) })
+    writeFileSync(report, JSON.stringify({ testResults: [file('test/integration/hands/mcp/router.test.ts', ['passed', 'skipped'])] }))
+    const failing = spawnSync(process.execPath, ['scripts/keychain-suites.mjs', report, 'tests: 10 passed, 0 failed'], { encoding: 'utf8' })
+    expect(failing.status).toBe(1)
+    expect(failing.stdout.trim()).toBe('tests: 10 passed, 1 failed')
+    expect(failing.stderr).toMatch(/test\/integration\/hands\/mcp\/router\.test\.ts: 1 skipped/)
+  })
 })

@@ -39,8 +39,9 @@ export const rooms = {
   private: [
     { file: 'src/main/session/database.ts', why: 'nothing but session/ touches SQL or the Db type; ask a session store (or open and close the database through session/)' },
   ],
-  // Today's known violations, each named with who removes it (issue #10). This list must end empty;
-  // scripts/import-graph.mjs fails on an entry that no longer matches an import, so it only shrinks.
+  // Known violations let through for now: { from, to, removedBy }. Issue #10 started with eleven
+  // and ended with none; a new entry names who removes it, scripts/import-graph.mjs fails on an
+  // entry no import needs any more, and layering.test.ts holds the list empty until one is argued for.
   allow: [],
 }
 

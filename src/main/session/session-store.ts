@@ -3,6 +3,7 @@ import type { Statement } from 'better-sqlite3'
 import type { Agent, Session, SessionCorralFields, SessionModelError, SessionUsage } from '../../shared/api/types'
 import type { eventParamsSchema, sessionCreateSchema, sessionListQuerySchema, sessionUpdateSchema } from '../../shared/api/schemas'
 import { newId } from '../../shared/api/ids'
+import { sessionStatusOf } from '../../shared/api/events'
 import { CorralError, conflict, invalid, notFound } from '../../shared/errors'
 import type { Db } from './database'
 import type { AgentStore } from './agent-store'
@@ -40,13 +41,6 @@ interface SessionRow {
 const SESSION_ROWS = `(SELECT s.rid, s.id, s.agent_id, s.agent_version, s.environment_id, s.status, s.created_at, s.archived_at, s.deleting, s.usage, s.model_error, s.data,
   MAX(s.updated_at, COALESCE((SELECT e.processed_at FROM events e WHERE e.session_rid = s.rid ORDER BY e.seq DESC LIMIT 1), '')) AS updated_at
   FROM sessions s)`
-
-const STATUS_BY_EVENT: Record<string, Session['status']> = {
-  'session.status_running': 'running',
-  'session.status_idle': 'idle',
-  'session.status_rescheduled': 'rescheduling',
-  'session.status_terminated': 'terminated',
-}
 
 /** Secret fields of session resources: kept by `SessionResourceSecrets`, never in SQLite. */
 export type SessionResourceSecretField = 'authorization_token'
@@ -152,8 +146,8 @@ export class SessionStore {
       let storedError: SessionModelError | null | undefined
       const prevError = () => (modelError !== undefined ? modelError : (storedError ??= parseModelError(getModelError.get(rid) as string | null)))
       for (const { event } of stored) {
-        const st = STATUS_BY_EVENT[event.type]
-        if (st && !event.session_thread_id) status = st
+        const st = sessionStatusOf(event)
+        if (st) status = st
         else if (event.type === 'span.model_request_end') usageDelta.push((event as unknown as { model_usage?: Record<string, number> }).model_usage ?? {})
         const me = stepModelError(prevError, event as unknown as Record<string, unknown>)
         if (me !== undefined) modelError = me

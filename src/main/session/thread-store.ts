@@ -1,6 +1,7 @@
 import type { BetaManagedAgentsSessionThread as SessionThread } from '@anthropic-ai/sdk/resources/beta/sessions/threads/threads'
 import { primaryThreadId } from '../../shared/api/ids'
 import { invalid, notFound } from '../../shared/errors'
+import { STATUS_EVENT_TYPES, statusChangeOf } from '../../shared/api/events'
 import type { Session } from '../../shared/api/types'
 import type { SessionStore } from './session-store'
 import type { SqliteEventLog } from './sqlite-event-log'
@@ -10,29 +11,8 @@ export type { SessionThread }
 type ThreadStatus = SessionThread['status']
 
 
-const THREAD_EVENT_TYPES = [
-  'session.thread_created',
-  'session.thread_status_running',
-  'session.thread_status_idle',
-  'session.thread_status_rescheduled',
-  'session.thread_status_terminated',
-  'session.status_running',
-  'session.status_idle',
-  'session.status_rescheduled',
-  'session.status_terminated',
-  'span.model_request_end',
-]
-
-const STATUS_OF: Record<string, ThreadStatus> = {
-  'session.thread_status_running': 'running',
-  'session.thread_status_idle': 'idle',
-  'session.thread_status_rescheduled': 'rescheduling',
-  'session.thread_status_terminated': 'terminated',
-  'session.status_running': 'running',
-  'session.status_idle': 'idle',
-  'session.status_rescheduled': 'rescheduling',
-  'session.status_terminated': 'terminated',
-}
+/** What a thread's fold reads: its creation, the status events (the shared table) and its model requests' usage. */
+const THREAD_EVENT_TYPES = ['session.thread_created', ...STATUS_EVENT_TYPES, 'span.model_request_end']
 
 interface ThreadFold {
   thread: SessionThread
@@ -106,15 +86,16 @@ export class ThreadStore {
         fold.order.push(f)
         return
       }
-      // Session-level status events describe the primary thread; thread_status_* name theirs.
-      const f = row.type.startsWith('session.status_') ? (tid === null ? primary : undefined) : fold.byThread.get(tid)
-      if (!f) return
       if (row.type === 'span.model_request_end') {
-        addUsage(f.usage, (JSON.parse(row.data) as { model_usage?: Record<string, unknown> }).model_usage)
+        const f = fold.byThread.get(tid)
+        if (f) addUsage(f.usage, (JSON.parse(row.data) as { model_usage?: Record<string, unknown> }).model_usage)
         return
       }
-      const status = STATUS_OF[row.type]
-      if (!status) return
+      // Session-level status events describe the primary thread; thread_status_* name theirs (statusChangeOf).
+      const change = statusChangeOf({ type: row.type, session_thread_id: tid })
+      const f = change && fold.byThread.get(change.thread)
+      if (!f) return
+      const status = change.status
       const at = Date.parse(row.processedAt)
       if (f.runningSince !== null) f.activeMs += at - f.runningSince
       f.runningSince = status === 'running' ? at : null

@@ -3,7 +3,7 @@ import type { Statement } from 'better-sqlite3'
 import type { Agent, Session, SessionCorralFields, SessionModelError, SessionUsage } from '../../shared/api/types'
 import type { eventParamsSchema, sessionCreateSchema, sessionListQuerySchema, sessionUpdateSchema } from '../../shared/api/schemas'
 import { newId } from '../../shared/api/ids'
-import { sessionStatusOf } from '../../shared/api/events'
+import { ANSWERS, answeredUseId, awaitsFromUser, isRequest, sessionStatusOf } from '../../shared/api/events'
 import { CorralError, conflict, invalid, notFound } from '../../shared/errors'
 import type { Db } from './database'
 import type { AgentStore } from './agent-store'
@@ -87,20 +87,17 @@ export interface SessionStoreOptions {
   hooks?: SessionStoreHooks
 }
 
-/** An answer a client event gives: which request it answers and how (see SessionStore.checkPending). */
+/** An answer a client event gives (see SessionStore.checkPending); which request it answers and how is the shared answer table's (ANSWERS). */
 interface PendingCheck {
   sessionId: string
   /** The event's index in the send, for the error's field path. */
   index: number
-  /** The request's event id (the answer's tool_use_id / custom_tool_use_id). */
-  useId: string
-  requestTypes: readonly string[]
-  answerType: string
-  /** The answer's field that names the request. */
-  field: string
+  answer: { type: ClientAnswerType; [field: string]: unknown }
   /** Requests answered earlier in this send. */
   answered: Set<string>
 }
+
+type ClientAnswerType = 'user.tool_confirmation' | 'user.custom_tool_result' | 'user.tool_result'
 
 /**
  * Sessions: the resource rows, and the send path that validates client events against the log
@@ -436,13 +433,10 @@ export class SessionStore {
       const answered = new Set<string>()
       events.forEach((e, i) => {
         let thread: string | null | undefined
-        if (e.type === 'user.tool_confirmation') {
-          thread = this.checkPending({ sessionId, index: i, useId: e.tool_use_id, requestTypes: ['agent.tool_use', 'agent.mcp_tool_use'], answerType: 'user.tool_confirmation', field: 'tool_use_id', answered })
-          if (e.corral_allow_for_session) this.checkAllowForSession(i, e.tool_use_id, e.result)
+        if (e.type === 'user.tool_confirmation' || e.type === 'user.custom_tool_result' || e.type === 'user.tool_result') {
+          thread = this.checkPending({ sessionId, index: i, answer: e, answered })
+          if (e.type === 'user.tool_confirmation' && e.corral_allow_for_session) this.checkAllowForSession(i, e.tool_use_id, e.result)
         }
-        else if (e.type === 'user.custom_tool_result')
-          thread = this.checkPending({ sessionId, index: i, useId: e.custom_tool_use_id, requestTypes: ['agent.custom_tool_use'], answerType: 'user.custom_tool_result', field: 'custom_tool_use_id', answered })
-        else if (e.type === 'user.tool_result') thread = this.checkPending({ sessionId, index: i, useId: e.tool_use_id, requestTypes: ['agent.tool_use'], answerType: 'user.tool_result', field: 'tool_use_id', answered })
         else if (e.type === 'user.interrupt') thread = this.checkThread(sessionId, i, e.session_thread_id)
         else return
         // An answer is routed to the thread of the request it answers (the API: "set by the
@@ -477,16 +471,19 @@ export class SessionStore {
   }
 
   /** Checks that an answer matches a pending request; returns the request's thread (null: primary). */
-  private checkPending({ sessionId, index, useId, requestTypes, answerType, field, answered }: PendingCheck): string | null {
+  private checkPending({ sessionId, index, answer, answered }: PendingCheck): string | null {
+    const { field, answers: requestTypes, kind } = ANSWERS[answer.type]
+    const useId = String(answeredUseId(answer))
     const where = `events[${index}].${field}`
     const req = this.log.get(useId)
-    if (!req || req.sessionId !== sessionId || !requestTypes.includes(req.event.type)) {
+    if (!req || req.sessionId !== sessionId || !isRequest(req.event) || !(requestTypes as readonly string[]).includes(req.event.type)) {
       throw invalid(`${where}: ${JSON.stringify(useId)} is not a ${requestTypes.join(' or ')} event of session ${sessionId}`)
     }
-    if (answerType === 'user.tool_confirmation' && (req.event as { evaluated_permission?: string }).evaluated_permission !== 'ask') {
+    // a confirmation answers only a call that asks for one (its evaluated permission as written)
+    if (kind === 'confirmation' && awaitsFromUser(req.event.type, 'evaluated_permission' in req.event ? req.event.evaluated_permission : undefined) !== 'confirmation') {
       throw invalid(`${where}: tool use ${useId} did not ask for confirmation`)
     }
-    const prior = this.log.hasAnswer({ sessionId, after: req.seq, type: answerType, field, id: useId })
+    const prior = this.log.hasAnswer({ sessionId, after: req.seq, type: answer.type, field, id: useId })
     if (prior || answered.has(useId)) throw invalid(`${where}: ${useId} has already been answered`)
     answered.add(useId)
     return typeof req.event.session_thread_id === 'string' ? req.event.session_thread_id : null

@@ -8,7 +8,8 @@
  *   hands' router): an unknown or missing field is a tool error naming the field and the rule,
  * - the fields the sandbox runner reads (`toolsetFields`; resources/sandbox/runner.js declares the
  *   same lists in TOOL_INPUTS and a unit test checks that they and the runner's reads agree),
- * - the renderer's tool cards (which field holds the path, the command, the pattern).
+ * - the renderer's agent editor (its tool rows, which tools a new agent lets run unasked: `readOnly`)
+ *   and tool cards (each call's one-line `summary`), through `TOOLSET_ENTRIES` (which adds web_search).
  *
  * Field names are the ones a Claude model knows from Claude Code (`file_path`, `old_string`,
  * `new_string`, `replace_all`, `offset`, `limit`, `pattern`, `path`, `glob`, `-i`, `command`,
@@ -82,17 +83,34 @@ const webFetch = z.strictObject({
 /** Where a toolset tool runs: in the session's sandbox (through the runner) or on the host. */
 export type ToolsetPlace = 'sandbox' | 'host'
 
-export interface ToolsetToolSpec {
+/**
+ * A toolset tool as the renderer sees it: the agent editor's row (a new agent lets `readOnly`
+ * tools run without asking) and the tool card's one-line summary of a call.
+ */
+export interface ToolsetEntry {
   name: string
+  /** Only looks (files and searches inside the sandbox): changes nothing, runs nothing, reaches no network. */
+  readOnly: boolean
+  /** The one line a tool card shows for a call: the command, the file, the pattern. */
+  summary: (input: Record<string, unknown>) => string
+}
+
+export interface ToolsetToolSpec extends ToolsetEntry {
   description: string
   input: z.ZodObject
   place: ToolsetPlace
 }
 
+const text = (v: unknown): string => (typeof v === 'string' ? v : '')
+const fileSummary = (i: Record<string, unknown>) => text(i.file_path)
+const searchSummary = (i: Record<string, unknown>) => `${text(i.pattern)}${i.path ? `  in ${text(i.path)}` : ''}`
+
 /** The toolset tools, in the order they are offered. */
 export const TOOLSET: readonly ToolsetToolSpec[] = [
   {
     name: 'bash',
+    readOnly: false,
+    summary: (i) => (typeof i.command === 'string' ? i.command : i.restart ? 'restart the shell' : ''),
     place: 'sandbox',
     input: bash,
     description:
@@ -103,6 +121,8 @@ export const TOOLSET: readonly ToolsetToolSpec[] = [
   },
   {
     name: 'read',
+    readOnly: true,
+    summary: fileSummary,
     place: 'sandbox',
     input: read,
     description:
@@ -112,12 +132,16 @@ export const TOOLSET: readonly ToolsetToolSpec[] = [
   },
   {
     name: 'write',
+    readOnly: false,
+    summary: fileSummary,
     place: 'sandbox',
     input: write,
     description: `Create a file, or overwrite it entirely, with the given content; parent directories are made as needed. ${PATHS} To change part of an existing file, prefer edit.`,
   },
   {
     name: 'edit',
+    readOnly: false,
+    summary: fileSummary,
     place: 'sandbox',
     input: edit,
     description:
@@ -125,6 +149,8 @@ export const TOOLSET: readonly ToolsetToolSpec[] = [
   },
   {
     name: 'glob',
+    readOnly: true,
+    summary: searchSummary,
     place: 'sandbox',
     input: glob,
     description:
@@ -132,6 +158,8 @@ export const TOOLSET: readonly ToolsetToolSpec[] = [
   },
   {
     name: 'grep',
+    readOnly: true,
+    summary: searchSummary,
     place: 'sandbox',
     input: grep,
     description:
@@ -140,6 +168,8 @@ export const TOOLSET: readonly ToolsetToolSpec[] = [
   },
   {
     name: 'web_fetch',
+    readOnly: false,
+    summary: (i) => text(i.url),
     place: 'host',
     input: webFetch,
     description:
@@ -147,6 +177,22 @@ export const TOOLSET: readonly ToolsetToolSpec[] = [
       `Bodies over ${WEB_FETCH_MAX_BODY_BYTES / (1024 * 1024)} MiB are refused; text over the output cap is cut and the whole text saved in the sandbox at the path the result names.`,
   },
 ]
+
+/**
+ * `web_search`: a tool of the toolset, but the model endpoint's own server-side search (see the
+ * harness), so it has no schema here and no runner; the editor and the tool cards still list it.
+ */
+export const WEB_SEARCH_ENTRY: ToolsetEntry = { name: 'web_search', readOnly: false, summary: (i) => text(i.query) }
+
+/** Every tool of agent_toolset_20260401, in the order the agent editor lists them: the table, then web_search. */
+export const TOOLSET_ENTRIES: readonly ToolsetEntry[] = [...TOOLSET, WEB_SEARCH_ENTRY]
+
+const entriesByName = new Map(TOOLSET_ENTRIES.map((t) => [t.name, t]))
+
+/** The toolset entry (the table's tool or web_search) called `name`, or undefined. */
+export function toolsetEntry(name: string): ToolsetEntry | undefined {
+  return entriesByName.get(name)
+}
 
 const byName = new Map(TOOLSET.map((t) => [t.name, t]))
 

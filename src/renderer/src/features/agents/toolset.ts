@@ -2,9 +2,11 @@
  * The agent editor's view of an `agent_toolset_20260401` entry: which tools are on and what
  * permission each gets. Pure (no React), so the defaults are tested as a function.
  */
+import { TOOLSET_ENTRIES } from '../../../../shared/tools/toolset'
 import type { Agent } from '../../api/types'
 
-export const TOOLS = ['bash', 'read', 'write', 'edit', 'glob', 'grep', 'web_fetch', 'web_search'] as const
+/** The editor's tool rows: every tool of the toolset table (src/shared/tools/toolset.ts), the one the hands serve. */
+export const TOOLS: readonly string[] = TOOLSET_ENTRIES.map((t) => t.name)
 export type Policy = 'always_allow' | 'always_ask'
 
 export interface ToolsetState {
@@ -14,7 +16,7 @@ export interface ToolsetState {
 }
 
 /** Tools that only look (files and searches inside the sandbox): a new agent lets them run without asking. */
-export const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['read', 'glob', 'grep'])
+export const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(TOOLSET_ENTRIES.filter((t) => t.readOnly).map((t) => t.name))
 
 /**
  * The toolset as the editor shows it. A new agent (no `agent`): reads (read, glob, grep) are

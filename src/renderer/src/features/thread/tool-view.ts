@@ -4,6 +4,7 @@
  * the model (notes in brackets about exit codes, kills, where the full output is saved inside the
  * sandbox); the card shows the output and says the rest with its own pills.
  */
+import { toolsetEntry } from '../../../../shared/tools/toolset'
 import type { ToolItem, TimelineItem } from './timeline'
 
 export type ToolState = 'awaiting' | 'denied' | 'running' | 'error' | 'done' | 'interrupted' | 'stale'
@@ -26,32 +27,12 @@ export function toolState(t: ToolItem, sessionIdle: boolean): ToolState {
   return sessionIdle ? 'stale' : 'running'
 }
 
-function str(v: unknown): string | undefined {
-  return typeof v === 'string' ? v : undefined
-}
-
-/** One line that says what the call does: the command, the file, the pattern. */
+/** One line that says what the call does: the command, the file, the pattern (the toolset table's summary), else its input as JSON. */
 export function toolSummary(t: ToolItem): string {
-  const i = t.input
-  switch (t.name) {
-    case 'bash':
-      return str(i.command) ?? (i.restart ? 'restart the shell' : '')
-    case 'read':
-    case 'write':
-    case 'edit':
-      return str(i.file_path) ?? ''
-    case 'glob':
-    case 'grep':
-      return `${str(i.pattern) ?? ''}${i.path ? `  in ${str(i.path)}` : ''}`
-    case 'web_fetch':
-      return str(i.url) ?? ''
-    case 'web_search':
-      return str(i.query) ?? ''
-    default: {
-      const s = JSON.stringify(i)
-      return s.length > 120 ? `${s.slice(0, 117)}…` : s
-    }
-  }
+  const entry = toolsetEntry(t.name)
+  if (entry) return entry.summary(t.input)
+  const s = JSON.stringify(t.input)
+  return s.length > 120 ? `${s.slice(0, 117)}…` : s
 }
 
 /** The runner's notes for the model: one bracketed line each at the end of a bash result. */

@@ -330,6 +330,7 @@ export class Engine {
     return {
       model: { base_url: m.baseUrl ?? null, compatibility_mode: m.compatibilityMode === true, default_model: m.defaultModel ?? null },
       sandbox_backend: this.settings.sandboxBackend ?? 'auto',
+      advisor_tiers: { ...(this.settings.advisorTiers ?? {}) },
       api_key: { set: source !== null, source },
       endpoint: {
         base_url: this.env.ANTHROPIC_BASE_URL || m.baseUrl || null,
@@ -364,7 +365,12 @@ export class Engine {
       next.model = model
     }
     if (input.sandbox_backend !== undefined) next.sandboxBackend = input.sandbox_backend
-    if (input.model || input.sandbox_backend !== undefined) {
+    if (input.advisor_tiers !== undefined) {
+      if (input.advisor_tiers === null || Object.keys(input.advisor_tiers).length === 0) delete next.advisorTiers
+      else next.advisorTiers = input.advisor_tiers
+    }
+    const fileFields = input.model || input.sandbox_backend !== undefined || input.advisor_tiers !== undefined
+    if (fileFields) {
       writeSettings(this.config.dataDir, next)
       // the same object the hands and brains hold: they see the change
       for (const k of Object.keys(this.settings)) delete this.settings[k]
@@ -372,7 +378,7 @@ export class Engine {
     }
     if (input.api_key !== undefined) {
       const keychain = this.config.keychain
-      const saved = input.model || input.sandbox_backend !== undefined ? 'the other settings were saved; ' : ''
+      const saved = fileFields ? 'the other settings were saved; ' : ''
       if (!keychain) {
         this.brains.reconfigure(this.env, this.settings)
         throw new CorralError('keychain_error', `api_key: not saved, because this engine has no OS keychain (${saved}set ANTHROPIC_API_KEY in its environment instead)`)

@@ -547,6 +547,11 @@ export const corralSettingsUpdateSchema = z.strictObject({
     })
     .optional(),
   sandbox_backend: z.enum(['auto', 'docker', 'bubblewrap']).optional(),
+  /**
+   * The user's entries of the advisor tier table (advisor-tiers.ts): model id → tier, laid over
+   * the built-in table. Replaces the whole user table; null (or {}) removes it.
+   */
+  advisor_tiers: z.record(z.string().min(1).max(256), z.number().int('a whole tier number').min(0).max(1000)).refine((t) => Object.keys(t).length <= 256, 'at most 256 models').nullable().optional(),
   api_key: z.string().min(8, 'an API key is at least 8 characters').max(4096).regex(/^\S+$/, 'no whitespace').nullable().optional(),
 })
 

@@ -113,6 +113,8 @@ export interface SandboxStatusView {
 export interface CorralSettingsView {
   model: { base_url: string | null; compatibility_mode: boolean; default_model: string | null }
   sandbox_backend: 'auto' | 'docker' | 'bubblewrap'
+  /** The user's entries of the advisor tier table (model id → tier), laid over the built-in one; {} when none. */
+  advisor_tiers: Record<string, number>
   api_key: { set: boolean; source: 'environment' | 'keychain' | null }
   /**
    * The endpoint in effect (ANTHROPIC_BASE_URL over the settings; null: Anthropic's), where it

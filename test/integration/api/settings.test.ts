@@ -37,6 +37,7 @@ describe('settings API (/v1/corral/settings)', () => {
     expect(r.body).toEqual({
       model: { base_url: null, compatibility_mode: false, default_model: null },
       sandbox_backend: 'auto',
+      advisor_tiers: {},
       api_key: { set: false, source: null },
       endpoint: { base_url: null, source: 'default', environment_base_url: null, configured: false },
       model_check: null,
@@ -69,6 +70,25 @@ describe('settings API (/v1/corral/settings)', () => {
     const typo = await call('POST', '/v1/corral/settings', { sandbox: 'docker' })
     expect(typo.status).toBe(400)
     expect(() => readFileSync(join(dataDir, 'settings.json'))).toThrow()
+  })
+
+  it('extends the advisor tier table: a saved entry lets that model advise at once, goes to settings.json, and null removes it', async () => {
+    const { call, dataDir } = await open({ keychain: new MemoryKeychain() })
+    const lead = { name: 'lead', model: 'claude-opus-4-8', multiagent: { type: 'multiagent_20261001', advisor: { type: 'enabled', model: 'qwen-3-235b' } } }
+    const before = await call('POST', '/v1/agents', lead)
+    expect(before.status).toBe(400)
+    expect(before.body.error.message).toMatch(/multiagent\.advisor\.model: .*not in the advisor tier table.*\(V7/)
+    const saved = await call('POST', '/v1/corral/settings', { advisor_tiers: { 'qwen-3-235b': 5 } })
+    expect(saved.status).toBe(200)
+    expect(saved.body.advisor_tiers).toEqual({ 'qwen-3-235b': 5 })
+    expect(JSON.parse(readFileSync(join(dataDir, 'settings.json'), 'utf8')).advisorTiers).toEqual({ 'qwen-3-235b': 5 })
+    expect((await call('POST', '/v1/agents', lead)).status).toBe(200)
+    const bad = await call('POST', '/v1/corral/settings', { advisor_tiers: { 'qwen-3-235b': 2.5 } })
+    expect(bad.status).toBe(400)
+    expect(bad.body.error.message).toMatch(/advisor_tiers\.qwen-3-235b: a whole tier number/)
+    const removed = await call('POST', '/v1/corral/settings', { advisor_tiers: null })
+    expect(removed.body.advisor_tiers).toEqual({})
+    expect((await call('POST', '/v1/agents', lead)).status).toBe(400)
   })
 
   it('says clearly that a key cannot be stored when the engine has no keychain, and keeps every other field of the same save', async () => {

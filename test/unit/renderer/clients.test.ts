@@ -57,6 +57,18 @@ describe('HttpClient', () => {
     expect(got.map((m) => (m.kind === 'event' ? `${m.seq}:${m.event.type}` : m.preview.type))).toEqual(['4:user.message', 'event_start', '5:agent.message'])
     expect(states.slice(0, 3)).toEqual(['open', 'reconnecting', 'open'])
   })
+
+  it("opens a child thread's own stream at /threads/{tid}/stream when asked for that thread", async () => {
+    const urls: string[] = []
+    vi.stubGlobal('fetch', async (url: string) => {
+      urls.push(url)
+      return new Promise<Response>(() => {})
+    })
+    const stop = new HttpClient().stream('sesn_1', { thread: 'sthr_child' }, () => {})
+    await new Promise((r) => setTimeout(r, 0))
+    stop()
+    expect(urls).toEqual(['/v1/sessions/sesn_1/threads/sthr_child/stream'])
+  })
 })
 
 describe('IpcClient', () => {
@@ -100,5 +112,21 @@ describe('IpcClient', () => {
     deliver!({ kind: 'event', seq: 1, event: { id: 'sevt_1', type: 'user.message', content: [] } as never })
     expect(unsubscribe).toHaveBeenCalledTimes(1)
     expect(got).toEqual([])
+  })
+
+  it("delivers on a thread's stream only the events logged on that thread", async () => {
+    let deliver: ((m: StreamMessage) => void) | undefined
+    const b = bridge({ ok: true, data: null }, async (listener) => {
+      deliver = listener
+      return { ok: true, data: { unsubscribe: () => {} } }
+    })
+    const got: string[] = []
+    const stop = new IpcClient(b).stream('sesn_1', { thread: 'sthr_a' }, (m) => got.push(m.kind === 'event' ? m.event.id : m.preview.type))
+    await new Promise((r) => setTimeout(r, 0))
+    deliver!({ kind: 'event', seq: 1, event: { id: 'sevt_primary', type: 'agent.message', content: [] } as never })
+    deliver!({ kind: 'event', seq: 2, event: { id: 'sevt_a', type: 'agent.message', content: [], session_thread_id: 'sthr_a' } as never })
+    deliver!({ kind: 'event', seq: 3, event: { id: 'sevt_b', type: 'agent.message', content: [], session_thread_id: 'sthr_b' } as never })
+    stop()
+    expect(got).toEqual(['sevt_a'])
   })
 })

@@ -24,6 +24,11 @@ export interface StreamOptions {
   after?: number
   /** Also deliver `event_start` / `event_delta` previews (streaming text). */
   previews?: boolean
+  /**
+   * A child thread's own stream (`GET /v1/sessions/{id}/threads/{thread}/stream`: its full
+   * activity) instead of the session's (the primary thread and what children cross-post to it).
+   */
+  thread?: string
   /** Told when the stream (re)connects or drops, for a connection indicator. */
   onState?: (state: 'open' | 'reconnecting') => void
 }
@@ -37,8 +42,9 @@ export interface CorralClient {
    */
   request<T>(op: OperationName, path?: Record<string, string>, payload?: unknown): Promise<T>
   /**
-   * Opens a live stream of one session's events; reconnects by itself and resumes after the last
-   * seq it delivered, so nothing is lost or repeated. Returns a disposer.
+   * Opens a live stream of one session's events (or of one of its threads, `options.thread`);
+   * reconnects by itself and resumes after the last seq it delivered, so nothing is lost or
+   * repeated. Returns a disposer.
    */
   stream(sessionId: string, options: StreamOptions, listener: (msg: StreamMessage) => void): () => void
   /** The local API's base URL (for the SDK or the CLI), e.g. http://127.0.0.1:4610. */

@@ -65,7 +65,8 @@ export class HttpClient implements CorralClient {
         controller = new AbortController()
         const q: QueryParams = { after: lastSeq, event_deltas: options.previews ? ['agent.message', 'agent.thinking', 'agent.tool_result'] : undefined }
         try {
-          const res = await fetch(`${this.base}${operationPath('events.list', { id: sessionId })}/stream${toQueryString(q)}`, {
+          const path = options.thread ? operationPath('threads.retrieve', { id: sessionId, threadId: options.thread }) : operationPath('events.list', { id: sessionId })
+          const res = await fetch(`${this.base}${path}/stream${toQueryString(q)}`, {
             credentials: 'same-origin',
             headers: { accept: 'text/event-stream', ...CSRF_HEADERS },
             signal: controller.signal,

@@ -42,11 +42,19 @@ export class IpcClient implements CorralClient {
     return res.data as T
   }
 
+  /**
+   * The adapter's subscription is per session and delivers every thread's events; a thread's
+   * stream (`options.thread`) keeps the events logged on that thread, as the HTTP thread stream
+   * does (previews are kept: the timeline drops those of other threads itself).
+   */
   stream(sessionId: string, options: StreamOptions, listener: (msg: StreamMessage) => void): () => void {
     let stopped = false
     let unsubscribe: (() => void) | undefined
+    const thread = options.thread
     void this.bridge.subscribe({ sessionId, after: options.after, previews: options.previews }, (msg) => {
-      if (!stopped) listener(msg)
+      if (stopped) return
+      if (thread && msg.kind === 'event' && ((msg.event as { session_thread_id?: string | null }).session_thread_id ?? null) !== thread) return
+      listener(msg)
     }).then((res) => {
       if (!res.ok) return options.onState?.('reconnecting')
       if (stopped) res.data.unsubscribe()

@@ -40,9 +40,11 @@ test.describe.serial('every kind of event in the thread view', () => {
     await page.goto(`${serve.url}/?token=${TOKEN}#/sessions/${seeded.sessionId}`)
     await expect(page.getByRole('heading', { name: 'Fix the flaky date test' })).toBeVisible()
 
-    await expect(page.locator('.thread-event')).toHaveCount(2)
-    await expect(page.locator('.thread-event').first()).toContainText('Subagent researcher started')
-    await expect(page.locator('.msg-thread')).toHaveCount(2)
+    // The delegation (created + its task) and the report are compact cards linking to the thread.
+    await expect(page.locator('.thread-card')).toHaveCount(2)
+    await expect(page.locator('.thread-card-delegation')).toContainText('Delegated to researcher')
+    await expect(page.locator('.thread-card-delegation')).toContainText('Which CI runs failed')
+    await expect(page.locator('.thread-card-report')).toContainText('Report from researcher')
 
     // Finished cards fold to one line; the turn's calls open together.
     await page.getByRole('button', { name: /Expand this turn's 3 tool calls/ }).click()
@@ -70,7 +72,7 @@ test.describe.serial('every kind of event in the thread view', () => {
     await shot(page, info, '13-gallery-primary')
   })
 
-  test('opens the subagent thread in its own tab with only its events', async ({ page }, info) => {
+  test('opens the subagent thread from the thread tree with only its events', async ({ page }, info) => {
     await page.goto(`${serve.url}/?token=${TOKEN}#/sessions/${seeded.sessionId}`)
     const tabs = page.getByRole('navigation', { name: 'Threads' })
     await expect(tabs.getByRole('button')).toHaveCount(2)
@@ -82,7 +84,7 @@ test.describe.serial('every kind of event in the thread view', () => {
     // A subagent's thread is read here; messages go to the session through the primary thread.
     await expect(page.getByLabel('Message', { exact: true })).toHaveCount(0)
     await shot(page, info, '14-gallery-subagent')
-    await tabs.getByRole('button', { name: 'Primary' }).click()
+    await tabs.getByRole('button', { name: /primary/ }).click()
     await expect(page.locator('.tool-card')).toHaveCount(3)
   })
 

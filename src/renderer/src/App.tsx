@@ -212,9 +212,7 @@ function Shell() {
         {showQueue && (
           <QueueDrawer
             onClose={() => setShowQueue(false)}
-            onOpenSession={(id) => {
-              openSession(id)
-            }}
+            onOpenSession={(id, thread) => (thread ? go(`/sessions/${id}/threads/${thread}`) : openSession(id))}
           />
         )}
       </div>

@@ -80,7 +80,7 @@ describe('TimelineBuilder', () => {
       ev('agent.message', { content: text('from main') }),
     ]
     const primary = TimelineBuilder.from(events, null)
-    expect(primary.items.map((i) => i.kind)).toEqual(['user', 'thread', 'agent'])
+    expect(primary.items.map((i) => i.kind)).toEqual(['user', 'delegation', 'agent'])
     const sub = TimelineBuilder.from(events, 'sthr_a')
     expect(sub.items.map((i) => (i.kind === 'agent' ? i.text : i.kind))).toEqual(['thread', 'from sub'])
   })
@@ -93,7 +93,7 @@ describe('TimelineBuilder', () => {
       ev('session.thread_status_idle', { session_thread_id: 'sthr_a', stop_reason: { type: 'end_turn' } }),
       ev('session.thread_status_terminated', { session_thread_id: 'sthr_a' }),
     ]
-    const rows = TimelineBuilder.from(events, null).items.flatMap((i) => (i.kind === 'thread' ? [i.state] : []))
+    const rows = TimelineBuilder.from(events, 'sthr_a').items.flatMap((i) => (i.kind === 'thread' ? [i.state] : []))
     expect(rows).toEqual(['created', 'rescheduling', 'idle', 'terminated'])
   })
 

@@ -2,15 +2,11 @@ import { createContext, useCallback, useContext, useEffect, useMemo, useRef, use
 import { useClient } from '../../api/context'
 import type { Page, Session, SessionEvent } from '../../api/types'
 import { PENDING_EVENT_TYPES } from '../../../../shared/api/events'
-import { TimelineBuilder, type TimelineEvent, type ToolItem } from '../thread/timeline'
+import { TimelineBuilder, type TimelineEvent } from '../thread/timeline'
+import { answerEvent, pendingThreadOf, type PendingItem } from './queue'
 import { useSessions, sessionTitle } from '../sessions/SessionsProvider'
 
-/** One thing waiting for the person, anywhere: a tool call to approve or a custom tool to answer. */
-export interface PendingItem {
-  sessionId: string
-  sessionTitle: string
-  tool: ToolItem
-}
+export type { PendingItem } from './queue'
 
 interface ConfirmationsState {
   /** Every pending item across sessions and threads, oldest first. */
@@ -32,10 +28,11 @@ function notify(item: PendingItem): void {
   if (typeof Notification === 'undefined' || Notification.permission !== 'granted') return
   if (document.visibilityState === 'visible' && document.hasFocus()) return
   const what = item.tool.source === 'custom' ? `answer the custom tool ${item.tool.name}` : `approve ${item.tool.name}`
-  const n = new Notification('Corral needs you', { body: `${item.sessionTitle}: ${what}`, tag: item.tool.id })
+  const who = item.thread ? ` (${item.thread.agentName})` : ''
+  const n = new Notification('Corral needs you', { body: `${item.sessionTitle}${who}: ${what}`, tag: item.tool.id })
   n.onclick = () => {
     window.focus()
-    window.location.hash = `/sessions/${item.sessionId}`
+    window.location.hash = item.thread ? `/sessions/${item.sessionId}/threads/${item.thread.id}` : `/sessions/${item.sessionId}`
     n.close()
   }
 }
@@ -56,11 +53,12 @@ export function ConfirmationsProvider({ children }: { children: ReactNode }) {
 
   const load = useCallback(
     async (s: Session) => {
-      const page = await client.request<Page<SessionEvent>>('events.list', { id: s.id }, { order: 'desc', limit: 500, types: PENDING_EVENT_TYPES })
+      // The session's list carries a child's calls that wait on the person (cross-posted with
+      // their thread's id) and its requires_action idle; thread_created names the thread's agent.
+      const page = await client.request<Page<SessionEvent>>('events.list', { id: s.id }, { order: 'desc', limit: 500, types: [...PENDING_EVENT_TYPES, 'session.thread_created'] })
       const events = [...page.data].reverse() as unknown as TimelineEvent[]
-      const items = TimelineBuilder.from(events, '*')
-        .pending()
-        .map((tool) => ({ sessionId: s.id, sessionTitle: sessionTitle(s), tool }))
+      const b = TimelineBuilder.from(events, '*')
+      const items: PendingItem[] = b.pending().map((tool) => ({ sessionId: s.id, sessionTitle: sessionTitle(s), tool, thread: pendingThreadOf(tool, (t) => b.agentOf(t)) }))
       setBySession((prev) => ({ ...prev, [s.id]: items }))
       return items
     },
@@ -115,20 +113,7 @@ export function ConfirmationsProvider({ children }: { children: ReactNode }) {
 
   const answer = useCallback(
     async (item: PendingItem, result: 'allow' | 'deny', denyMessage?: string, scope?: 'session') => {
-      const thread = item.tool.threadId ? { session_thread_id: item.tool.threadId } : {}
-      const event =
-        item.tool.source === 'custom'
-          ? { type: 'user.custom_tool_result', custom_tool_use_id: item.tool.id, content: [{ type: 'text', text: denyMessage || (result === 'allow' ? 'ok' : 'declined') }], is_error: result === 'deny', ...thread }
-          : {
-              type: 'user.tool_confirmation',
-              tool_use_id: item.tool.id,
-              result,
-              ...(result === 'deny' && denyMessage ? { deny_message: denyMessage } : {}),
-              // Corral addition: this exact command runs without asking for the rest of the session.
-              ...(result === 'allow' && scope === 'session' ? { corral_allow_for_session: true } : {}),
-              ...thread,
-            }
-      await client.request('events.send', { id: item.sessionId }, { events: [event] })
+      await client.request('events.send', { id: item.sessionId }, { events: [answerEvent(item, result, denyMessage, scope)] })
       setBySession((prev) => ({ ...prev, [item.sessionId]: (prev[item.sessionId] ?? []).filter((p) => p.tool.id !== item.tool.id) }))
     },
     [client],

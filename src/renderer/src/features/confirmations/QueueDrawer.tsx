@@ -5,13 +5,15 @@ import { relativeTime } from '../../ui/format'
 import { isTypingTarget } from '../../ui/hooks'
 import { toolSummary } from '../thread/tool-view'
 import { useConfirmations, type PendingItem } from './ConfirmationsProvider'
+import { queueThreadLabel } from './queue'
 
 /**
  * One queue for everything that waits for you, across sessions and threads.
+ * Each item says which session it waits in and, for a subagent's call, which thread and agent.
  * Keys: j / k (or ↓ / ↑) move, a approves, d denies (type a message, Enter sends), o opens the
- * session, Esc closes.
+ * session (the thread, for a subagent's call), Esc closes.
  */
-export function QueueDrawer({ onClose, onOpenSession }: { onClose: () => void; onOpenSession: (id: string) => void }) {
+export function QueueDrawer({ onClose, onOpenSession }: { onClose: () => void; onOpenSession: (id: string, threadId?: string) => void }) {
   const { queue, answer } = useConfirmations()
   const [index, setIndex] = useState(0)
   const [denying, setDenying] = useState(false)
@@ -54,7 +56,7 @@ export function QueueDrawer({ onClose, onOpenSession }: { onClose: () => void; o
       else if (e.key === 'k' || e.key === 'ArrowUp') setIndex((i) => Math.max(0, i - 1))
       else if (e.key === 'a' && current && current.tool.source !== 'custom') void run('allow')
       else if (e.key === 'd' && current) setDenying(true)
-      else if (e.key === 'o' && current) onOpenSession(current.sessionId)
+      else if (e.key === 'o' && current) onOpenSession(current.sessionId, current.thread?.id)
       else return
       e.preventDefault()
     }
@@ -85,9 +87,13 @@ export function QueueDrawer({ onClose, onOpenSession }: { onClose: () => void; o
                   <span className="queue-tool">{p.tool.name}</span>
                   <span className="queue-summary">{toolSummary(p.tool)}</span>
                   <span className="queue-session">
-                    {p.sessionTitle}
-                    {p.tool.threadId ? ' · subagent' : ''} · {relativeTime(p.tool.at)}
+                    {p.sessionTitle} · {relativeTime(p.tool.at)}
                   </span>
+                  {p.thread && (
+                    <span className="queue-thread">
+                      <Icon name="branch" size={12} /> {queueThreadLabel(p)}
+                    </span>
+                  )}
                 </button>
               </li>
             ))}
@@ -96,10 +102,15 @@ export function QueueDrawer({ onClose, onOpenSession }: { onClose: () => void; o
             <div className="queue-detail">
               <div className="queue-detail-head">
                 <strong>{current.tool.source === 'custom' ? `Custom tool ${current.tool.name}` : `${current.tool.name}`}</strong>
-                <button type="button" className="link-btn" onClick={() => onOpenSession(current.sessionId)}>
-                  Open session <kbd>o</kbd>
+                <button type="button" className="link-btn" onClick={() => onOpenSession(current.sessionId, current.thread?.id)}>
+                  {current.thread ? 'Open thread' : 'Open session'} <kbd>o</kbd>
                 </button>
               </div>
+              {current.thread && (
+                <p className="queue-from">
+                  Asked by <strong>{current.thread.agentName}</strong> in thread <span className="mono">{current.thread.id}</span> of {current.sessionTitle}
+                </p>
+              )}
               <QueuePreview item={current} />
               {denying || current.tool.source === 'custom' ? (
                 <form

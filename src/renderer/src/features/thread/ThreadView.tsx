@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
 import { useClient } from '../../api/context'
-import type { Page, Session, SessionThread } from '../../api/types'
+import type { Session } from '../../api/types'
 import { Button, Empty, ErrorNote, Icon, Spinner, StatusBadge } from '../../ui/components'
 import { money, modelIdOf, relativeTime, sessionCost, tokens } from '../../ui/format'
 import { useQuery } from '../../ui/hooks'
@@ -9,6 +9,9 @@ import { sessionTitle, useSessions } from '../sessions/SessionsProvider'
 import { Timeline } from './Timeline'
 import type { ToolItem } from './timeline'
 import { useThread } from './useThread'
+import { useThreadTree } from './useThreadTree'
+import { ThreadTree } from './ThreadTree'
+import { shortThreadId } from '../confirmations/queue'
 import { resourceChip } from './resource-label'
 import { ModelNotice } from '../setup/SetupNotices'
 import { useSetup } from '../setup/SetupProvider'
@@ -36,21 +39,12 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
     if (data.lastEventType === 'span.model_request_end' || data.lastEventType === 'session.status_idle') reloadRef.current()
   }, [data.lastEventType, data.eventCount])
   // The thread list is derived from the whole log by the engine (slow on a very long session):
-  // read it after the timeline has drawn, and again only when a thread's lifecycle goes by.
-  const [threadEvents, setThreadEvents] = useState(0)
-  useEffect(() => {
-    if (data.lastEventType?.startsWith('session.thread_')) setThreadEvents((n) => n + 1)
-  }, [data.lastEventType, data.eventCount])
+  // the tree reads it after the timeline has drawn, then when a thread is created or settles.
   const drawnOnce = useRef(false)
   if (!data.loading) drawnOnce.current = true
-  const threads = useQuery(
-    () =>
-      drawnOnce.current
-        ? client.request<Page<SessionThread>>('threads.list', { id: sessionId }, { limit: 100 }).catch(() => ({ data: [], next_page: null }))
-        : Promise.resolve(undefined),
-    [sessionId, drawnOnce.current, threadEvents],
-  )
-  const subThreads = (threads.data?.data ?? []).filter((t) => t.parent_thread_id !== null)
+  const tree = useThreadTree(sessionId, drawnOnce.current)
+  const selectedThread = threadId ? tree.threads.get(threadId) : undefined
+  const selectedNode = threadId ? tree.nodes.find((n) => n.id === threadId) : undefined
   // The stream's latest status event is fresher than the polled resource.
   const session = base && data.liveStatus && threadId === null ? { ...base, status: data.liveStatus } : base
   // ...and the sessions list (polled) shows it at once too, not at its next poll.
@@ -69,6 +63,12 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
 
   const pending = useMemo(() => confirmations.queue.filter((p) => p.sessionId === sessionId), [confirmations.queue, sessionId])
   const pendingKey = pending.map((p) => p.tool.id).join(',')
+  // Per thread ('' = the primary): how many calls wait for the person, for the tree's badges.
+  const pendingByThread = useMemo(() => {
+    const m = new Map<string, number>()
+    for (const p of pending) m.set(p.thread?.id ?? '', (m.get(p.thread?.id ?? '') ?? 0) + 1)
+    return m
+  }, [pendingKey])
   // Keyed by the ids, so the set (and every row that gets it) is stable while they are.
   const pendingIds = useMemo(() => new Set(pending.map((p) => p.tool.id)), [pendingKey])
   const pendingRef = useRef(pending)
@@ -130,45 +130,51 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
         }}
       />
       {!setup.modelReady && !setup.settings?.endpoint?.configured && <ModelNotice go={(p) => (window.location.hash = p)} compact />}
-      {(subThreads.length > 0 || threadId) && (
-        <nav className="thread-tabs" aria-label="Threads">
-          <button type="button" className={`tab${threadId === null ? ' active' : ''}`} aria-current={threadId === null ? 'page' : undefined} onClick={() => onOpenThread(null)}>
-            Primary
-          </button>
-          {subThreads.map((t) => (
-            <button key={t.id} type="button" className={`tab${threadId === t.id ? ' active' : ''}`} aria-current={threadId === t.id ? 'page' : undefined} onClick={() => onOpenThread(t.id)}>
-              <Icon name="branch" size={12} /> {(t.agent as { name?: string }).name ?? t.id.slice(-6)}
-              <span className={`tab-dot status-${t.status}`} aria-label={t.status} />
-            </button>
-          ))}
-        </nav>
-      )}
-      {data.error && <ErrorNote error={data.error} />}
-      {data.loading ? (
-        <div className="center grow">
-          <Spinner label="Loading the thread" />
+      <div className="thread-body">
+        {(tree.nodes.length > 1 || threadId) && <ThreadTree nodes={tree.nodes} selected={threadId} pending={pendingByThread} onOpen={onOpenThread} />}
+        <div className="thread-main">
+          {threadId && (
+            <div className="thread-crumb" aria-label="Selected thread">
+              <Icon name={selectedNode?.kind === 'advisor' ? 'brain' : 'branch'} size={13} />
+              <span>
+                {selectedNode?.kind === 'advisor' ? 'Advisor consultation' : 'Thread of'} <strong>{selectedNode?.label ?? 'subagent'}</strong>
+                {selectedNode?.detail ? ` (${selectedNode.detail})` : ''} <span className="mono muted">{shortThreadId(threadId)}</span>
+              </span>
+              {selectedNode && <span className={`thread-node-status status-${selectedNode.archived ? 'archived' : selectedNode.status}`}>{selectedNode.archived ? `archived ${relativeTime(selectedThread?.archived_at)}` : selectedNode.status}</span>}
+              <span className="muted">Messages go to the lead; this thread is read here.</span>
+              <button type="button" className="link-btn" onClick={() => onOpenThread(null)}>
+                Back to the primary thread
+              </button>
+            </div>
+          )}
+          {data.error && <ErrorNote error={data.error} />}
+          {data.loading ? (
+            <div className="center grow">
+              <Spinner label="Loading the thread" />
+            </div>
+          ) : data.items.length === 0 ? (
+            <div className="grow">
+              <Empty icon="chat" title="Nothing here yet">
+                {threadId ? 'This thread has no events yet.' : canSend ? 'Send a message to start the agent.' : 'This session has no events.'}
+              </Empty>
+            </div>
+          ) : (
+            <Timeline
+              items={data.items}
+              sessionIdle={!running}
+              modelBusy={data.modelBusy || (running && threadId === null)}
+              hasOlder={data.hasOlder}
+              loadingOlder={data.loadingOlder}
+              loadOlder={data.loadOlder}
+              prependMark={data.prependMark}
+              pendingIds={pendingIds}
+              onAnswer={onAnswer}
+              onOpenThread={openThread}
+              sentMark={sentMark}
+            />
+          )}
         </div>
-      ) : data.items.length === 0 ? (
-        <div className="grow">
-          <Empty icon="chat" title="Nothing here yet">
-            {canSend ? 'Send a message to start the agent.' : 'This session has no events.'}
-          </Empty>
-        </div>
-      ) : (
-        <Timeline
-          items={data.items}
-          sessionIdle={!running}
-          modelBusy={data.modelBusy || (running && threadId === null)}
-          hasOlder={data.hasOlder}
-          loadingOlder={data.loadingOlder}
-          loadOlder={data.loadOlder}
-          prependMark={data.prependMark}
-          pendingIds={pendingIds}
-          onAnswer={onAnswer}
-          onOpenThread={openThread}
-          sentMark={sentMark}
-        />
-      )}
+      </div>
       {data.connection === 'reconnecting' && <div className="conn-banner" role="status">Reconnecting to the live stream…</div>}
       {threadId === null && <Composer sessionId={sessionId} onSent={() => setSentMark((m) => m + 1)} disabled={!canSend} running={running} reason={archived ? 'This session is archived.' : session.status === 'terminated' ? 'This session has terminated.' : undefined} />}
     </section>

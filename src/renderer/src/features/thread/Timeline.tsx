@@ -3,7 +3,8 @@ import { useVirtualizer } from '@tanstack/react-virtual'
 import { Icon, Spinner } from '../../ui/components'
 import { Markdown } from '../../ui/Markdown'
 import { clock } from '../../ui/format'
-import type { TimelineItem, ToolItem } from './timeline'
+import type { DelegationItem, ReportItem, TimelineItem, ToolItem } from './timeline'
+import { threadCardView } from './thread-cards'
 import { ToolCard } from './ToolCard'
 import { findRows, toolTurns } from './tool-view'
 import { ErrorBoundary } from '../../ui/ErrorBoundary'
@@ -243,6 +244,10 @@ function estimate(item: TimelineItem | undefined): number {
     case 'thread':
     case 'interrupt':
       return 36
+    case 'delegation':
+      return 60 + Math.min(4, Math.ceil((item.task ?? '').length / 90)) * 22
+    case 'report':
+      return 60 + Math.min(6, Math.ceil(item.text.length / 90)) * 22
     default:
       return 52
   }
@@ -372,6 +377,9 @@ const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenT
           <Markdown text={item.text} />
         </div>
       )
+    case 'delegation':
+    case 'report':
+      return <ThreadCard item={item} onOpenThread={onOpenThread} />
     case 'note':
       return (
         <div className={`note note-${item.tone}`}>
@@ -381,6 +389,40 @@ const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenT
       )
   }
 })
+
+/** Longer than this (characters or lines), a card's text is clamped until "Show all". */
+const CARD_CLAMP_CHARS = 320
+const CARD_CLAMP_LINES = 5
+
+/**
+ * A delegation (the task the lead sent) or a report (what the thread sent back): a compact card
+ * that links to the thread, its text clamped to a few lines until asked for.
+ */
+function ThreadCard({ item, onOpenThread }: { item: DelegationItem | ReportItem; onOpenThread: (threadId: string) => void }) {
+  const v = threadCardView(item)
+  const [open, setOpen] = useState(false)
+  const long = v.body.length > CARD_CLAMP_CHARS || v.body.split('\n').length > CARD_CLAMP_LINES
+  return (
+    <article className={`thread-card thread-card-${v.tone}`} aria-label={v.title} data-thread={v.threadId}>
+      <header className="thread-card-head">
+        <Icon name={v.tone === 'report' ? 'chat' : 'branch'} size={14} />
+        <strong className="thread-card-title">{v.title}</strong>
+        <time>{clock(item.at)}</time>
+        <button type="button" className="link-btn thread-card-open" title={v.linkLabel} onClick={() => onOpenThread(v.threadId)}>
+          Open thread
+        </button>
+      </header>
+      {v.body ? (
+        <div className={`thread-card-body${long && !open ? ' clamped' : ''}`}>{v.tone === 'report' ? <Markdown text={v.body} /> : <div className="msg-text">{v.body}</div>}</div>
+      ) : null}
+      {long && (
+        <button type="button" className="link-btn" aria-expanded={open} onClick={() => setOpen((o) => !o)}>
+          {open ? 'Show less' : 'Show all'}
+        </button>
+      )}
+    </article>
+  )
+}
 
 function Thinking({ text, streaming }: { text: string; streaming: boolean }) {
   const [open, setOpen] = useState(false)

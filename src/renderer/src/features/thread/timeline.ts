@@ -70,7 +70,37 @@ export type TimelineItem =
     }
   | { kind: 'thread'; id: string; at?: string; threadId: string; agentName: string; state: 'created' | ThreadStatus; stopReason?: string }
   | { kind: 'thread_message'; id: string; at?: string; direction: 'sent' | 'received'; otherThreadId: string; agentName?: string | null; text: string }
+  | DelegationItem
+  | ReportItem
   | { kind: 'note'; id: string; at?: string; label: string; text: string; tone: 'neutral' | 'warn' | 'good' }
+
+/**
+ * On the primary's timeline: the lead handed work to a thread. Made from the thread's
+ * `session.thread_created` (the task filled in from the `agent.thread_message_sent` that follows
+ * it), or from a later `agent.thread_message_sent` to a thread that exists (a follow-up).
+ */
+export interface DelegationItem {
+  kind: 'delegation'
+  id: string
+  at?: string
+  threadId: string
+  agentName: string
+  /** An advisor consultation reads "Consulted the advisor"; a workflow run's thread as started by the run. */
+  target: 'subagent' | 'advisor' | 'workflow'
+  /** The task as sent (absent until its `agent.thread_message_sent` is folded). */
+  task?: string
+  followUp: boolean
+}
+
+/** On the primary's timeline: a thread's report back (`agent.thread_message_received`). */
+export interface ReportItem {
+  kind: 'report'
+  id: string
+  at?: string
+  threadId: string
+  agentName: string
+  text: string
+}
 
 /** Event types that never show in the timeline (they feed usage and status instead). */
 const HIDDEN = new Set([
@@ -129,6 +159,10 @@ export class TimelineBuilder {
   private readonly waiting = new Map<string, ReadonlySet<string>>()
   /** Previewed tool result id → the tool_use id whose card shows its output. */
   private readonly liveResults = new Map<string, string>()
+  /** Primary view: child thread id → its delegation card still waiting for the task text. */
+  private readonly taskless = new Map<string, string>()
+  /** Child thread id → its agent name (from the thread events that name it: created, status). */
+  private readonly agentNames = new Map<string, string>()
 
   constructor(readonly thread: ThreadFilter = null) {}
 
@@ -136,6 +170,11 @@ export class TimelineBuilder {
     const b = new TimelineBuilder(thread)
     for (const e of events) b.append(e)
     return b
+  }
+
+  /** The agent name of a child thread, as its thread events named it; undefined when none was folded. */
+  agentOf(threadId: string): string | undefined {
+    return this.agentNames.get(threadId)
   }
 
   /** True when this event id has been folded in already (a stream replaying history). */
@@ -166,6 +205,7 @@ export class TimelineBuilder {
   append(e: TimelineEvent): boolean {
     if (!e || typeof e.id !== 'string' || this.seen.has(e.id)) return false
     this.seen.add(e.id)
+    if (e.session_thread_id && typeof e.agent_name === 'string' && e.agent_name) this.agentNames.set(e.session_thread_id, e.agent_name)
     const waitingChanged = this.trackWaiting(e)
     if (HIDDEN.has(e.type) || !this.inThread(e)) return waitingChanged
     const at = e.processed_at ?? undefined
@@ -250,12 +290,17 @@ export class TimelineBuilder {
         return true
       }
       case 'session.thread_created':
+        if (this.thread === null) return this.delegated(e, at)
+      // falls through: a child's own view shows its creation as a lifecycle row
       case 'session.thread_status_running':
       case 'session.thread_status_idle':
       case 'session.thread_status_rescheduled':
       case 'session.thread_status_terminated': {
         const state = e.type === 'session.thread_created' ? 'created' : (statusChangeOf(e)?.status ?? 'running')
         if (state === 'running') return false
+        // On the primary's view a child's turn that ended well is told by its report card (and
+        // the thread tree's status); what is left is news: waiting for you, failed, terminated.
+        if (this.thread === null && state === 'idle' && stopReasonOf(e) === 'end_turn') return false
         this.push({
           kind: 'thread',
           id: e.id,
@@ -270,6 +315,7 @@ export class TimelineBuilder {
       case 'agent.thread_message_sent':
       case 'agent.thread_message_received': {
         const sent = e.type === 'agent.thread_message_sent'
+        if (this.thread === null) return sent ? this.sentTask(e, at) : this.reported(e, at)
         this.push({
           kind: 'thread_message',
           id: e.id,
@@ -302,6 +348,40 @@ export class TimelineBuilder {
     }
   }
 
+  /** Primary view: a child thread was created: its delegation card, the task to come. */
+  private delegated(e: TimelineEvent, at: string | undefined): boolean {
+    const threadId = String(e.session_thread_id ?? '')
+    const agentName = String(e.agent_name ?? 'subagent')
+    const agent = e.agent as { type?: string } | undefined
+    const target = agent?.type === 'advisor' || agentName === 'anthropic.advisor' ? 'advisor' : e.workflow_run_id ? 'workflow' : 'subagent'
+    this.push({ kind: 'delegation', id: e.id, at, threadId, agentName, target, followUp: false })
+    this.taskless.set(threadId, e.id)
+    return true
+  }
+
+  /** Primary view: the lead sent a thread its task (fills the card) or a follow-up (a card of its own). */
+  private sentTask(e: TimelineEvent, at: string | undefined): boolean {
+    const threadId = String(e.to_session_thread_id ?? '')
+    const task = textOf(e.content)
+    const card = this.taskless.get(threadId)
+    if (card !== undefined) {
+      this.taskless.delete(threadId)
+      this.index.set(e.id, this.index.get(card)!)
+      return this.replace(card, (old) => (old.kind === 'delegation' ? { ...old, task } : old))
+    }
+    const agentName = (typeof e.to_agent_name === 'string' && e.to_agent_name) || this.agentNames.get(threadId) || 'subagent'
+    this.push({ kind: 'delegation', id: e.id, at, threadId, agentName, target: 'subagent', task, followUp: true })
+    return true
+  }
+
+  /** Primary view: a thread reported back. */
+  private reported(e: TimelineEvent, at: string | undefined): boolean {
+    const threadId = String(e.from_session_thread_id ?? '')
+    const agentName = (typeof e.from_agent_name === 'string' && e.from_agent_name) || this.agentNames.get(threadId) || 'subagent'
+    this.push({ kind: 'report', id: e.id, at, threadId, agentName, text: textOf(e.content) })
+    return true
+  }
+
   /**
    * Only idles decide what a thread waits for: a `running` in between (the brain working on the
    * calls already answered) does not end the wait for the ones still unanswered.
@@ -324,11 +404,16 @@ export class TimelineBuilder {
    */
   pending(): ToolItem[] {
     const out: ToolItem[] = []
+    const listed = new Set<string>()
+    // A child's call is named twice: by its thread's idle and by the session's aggregate idle.
     for (const ids of this.waiting.values()) {
       for (const id of ids) {
         const i = this.index.get(id)
         const item = i === undefined ? undefined : this.items[i]
-        if (item && isAwaitingUser(item)) out.push(item)
+        if (item && !listed.has(item.id) && isAwaitingUser(item)) {
+          listed.add(item.id)
+          out.push(item)
+        }
       }
     }
     return out
@@ -381,7 +466,8 @@ export class TimelineBuilder {
         this.liveResults.set(ev.id, ev.tool_use_id)
         return false
       }
-      if ((ev.session_thread_id ?? null) !== this.thread && this.thread !== null) return false
+      // Another thread's streaming text never shows here (a child's previews are not the primary's).
+      if (this.thread !== '*' && (ev.session_thread_id ?? null) !== this.thread) return false
       if (ev.type === 'agent.message') this.push({ kind: 'agent', id: ev.id, text: '', streaming: true })
       else if (ev.type === 'agent.thinking') this.push({ kind: 'thinking', id: ev.id, text: '', streaming: true })
       else return false

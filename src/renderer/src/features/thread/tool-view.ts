@@ -130,6 +130,10 @@ export function rowText(item: TimelineItem): string {
       return item.text
     case 'tool':
       return `${item.name} ${toolSummary(item)} ${item.result?.text ?? item.live ?? ''}`
+    case 'delegation':
+      return `${item.agentName} ${item.task ?? ''}`
+    case 'report':
+      return `${item.agentName} ${item.text}`
     case 'note':
       return `${item.label} ${item.text}`
     case 'error':

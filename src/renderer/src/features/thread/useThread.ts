@@ -109,6 +109,7 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
       sessionId,
       {
         previews: true,
+        thread: thread === null || thread === '*' ? undefined : thread,
         onState: (s) => {
           if (!live) return
           setConnection(s)
@@ -222,6 +223,7 @@ export function reuseUnchanged(prev: readonly TimelineItem[], next: TimelineItem
       const o = old as typeof it
       return o.result?.text === it.result?.text && o.result?.isError === it.result?.isError && o.confirmation?.result === it.confirmation?.result && o.live === it.live ? old : it
     }
+    if (it.kind === 'delegation') return (old as typeof it).task === it.task ? old : it
     if (it.kind === 'agent' || it.kind === 'thinking') {
       const o = old as typeof it
       return o.text === it.text && o.streaming === it.streaming ? old : it

@@ -1,0 +1,33 @@
+/**
+ * What the primary's timeline says of a delegation and of a report: the compact cards that link
+ * to the thread. Pure (the Timeline row draws it), so the words are tested without a DOM.
+ */
+import type { DelegationItem, ReportItem } from './timeline'
+
+export interface ThreadCardView {
+  /** 'delegation' or 'report': the card's look. */
+  tone: 'delegation' | 'report'
+  /** The card's first line: "Delegated to researcher", "Follow-up to researcher", "Report from researcher". */
+  title: string
+  /** The agent the card is about, as the thread tree names it. */
+  agentName: string
+  /** The thread the card links to. */
+  threadId: string
+  /** The task or the report; empty while a delegation's task has not been folded yet. */
+  body: string
+  /** The link's tooltip: "Open researcher's thread" (its text reads "Open thread" inside the card named by `title`). */
+  linkLabel: string
+}
+
+/** The card of a delegation or a report (see DelegationItem, ReportItem). */
+export function threadCardView(item: DelegationItem | ReportItem): ThreadCardView {
+  const base = { agentName: item.agentName, threadId: item.threadId }
+  if (item.kind === 'report') {
+    return { ...base, tone: 'report', title: `Report from ${item.agentName}`, body: item.text, linkLabel: `Open ${item.agentName}'s thread` }
+  }
+  if (item.target === 'advisor') {
+    return { ...base, tone: 'delegation', title: 'Consulted the advisor', body: item.task ?? '', linkLabel: 'Open the advisor consultation' }
+  }
+  const title = item.followUp ? `Follow-up to ${item.agentName}` : item.target === 'workflow' ? `Workflow started ${item.agentName}` : `Delegated to ${item.agentName}`
+  return { ...base, tone: 'delegation', title, body: item.task ?? '', linkLabel: `Open ${item.agentName}'s thread` }
+}

@@ -1,0 +1,120 @@
+/**
+ * The session's thread tree as the session view draws it: the primary thread, its subagent
+ * threads by agent name, and its advisor consultations, each with its status and cost. Pure: no
+ * DOM, no React.
+ *
+ * Two sources, each for what it is freshest at: the thread objects (`GET /threads`: agent,
+ * parent, archived, `usage.list_cost`, re-read when a thread goes idle) and the stream's
+ * `session.thread_status_*` events (status, live). `ThreadStatusBoard` folds the latter;
+ * `threadTree` joins both.
+ */
+import { statusChangeOf, type ThreadStatus } from '../../../../shared/api/events'
+import type { SessionThread } from '../../api/types'
+
+/** The agent name the platform gives an advisor consultation (spec §7.3). */
+export const ADVISOR_AGENT_NAME = 'anthropic.advisor'
+
+export type ThreadKind = 'primary' | 'subagent' | 'advisor' | 'workflow'
+
+export interface ThreadNode {
+  id: string
+  kind: ThreadKind
+  /** What the person reads: the agent's name; "Advisor" for a consultation. */
+  label: string
+  /** A second word: the advisor's model, "inline" for an inline agent, the workflow run. */
+  detail?: string
+  status: ThreadStatus
+  /** Archived threads read `terminated` in the API; the tree says "archived". */
+  archived: boolean
+  /** The thread's own `usage.list_cost` in USD, when the engine reported one. */
+  costUsd?: number
+  parentId: string | null
+  /** 0 for the primary, 1 for its children (delegation is one level deep). */
+  depth: number
+}
+
+/** The kind of a thread object, from its agent snapshot and workflow run. */
+export function threadKind(t: Pick<SessionThread, 'parent_thread_id' | 'agent' | 'workflow_run_id'>): ThreadKind {
+  if (t.parent_thread_id === null) return 'primary'
+  const agent = t.agent as { type?: string; name?: string }
+  if (agent.type === 'advisor' || agent.name === ADVISOR_AGENT_NAME) return 'advisor'
+  if (t.workflow_run_id) return 'workflow'
+  return 'subagent'
+}
+
+/** A thread's list cost in USD (the API's `list_cost.amount` is in minor units: an integer string of cents). */
+export function threadCostUsd(t: Pick<SessionThread, 'usage'>): number | undefined {
+  const cost = t.usage?.list_cost
+  const amount = cost?.amount
+  if (cost?.currency !== 'USD' || typeof amount !== 'string' || !/^\d+$/.test(amount)) return undefined
+  return Number(amount) / 100
+}
+
+function nodeOf(t: SessionThread, status: ThreadStatus): ThreadNode {
+  const kind = threadKind(t)
+  const agent = t.agent as { type?: string; name?: string; model?: unknown }
+  const model = typeof agent.model === 'string' ? agent.model : (agent.model as { id?: string } | undefined)?.id
+  const label = kind === 'advisor' ? 'Advisor' : (agent.name ?? t.id)
+  const detail = kind === 'advisor' ? model : kind === 'workflow' ? (t.workflow_run_id ?? undefined) : agent.type === 'inline' ? 'inline' : undefined
+  return {
+    id: t.id,
+    kind,
+    label,
+    detail,
+    status: t.archived_at ? 'terminated' : status,
+    archived: t.archived_at !== null,
+    costUsd: threadCostUsd(t),
+    parentId: t.parent_thread_id,
+    depth: t.parent_thread_id === null ? 0 : 1,
+  }
+}
+
+/**
+ * The tree, flattened in the order it is drawn: the primary first, then under it its subagent
+ * (and workflow) threads in creation order, then its advisor consultations in creation order.
+ * `live` overrides a thread's status with what the stream said since the objects were read; an
+ * archived thread stays `terminated` whatever it says. Threads whose parent is not in the list
+ * are drawn under the primary (delegation is one level deep).
+ */
+export function threadTree(threads: readonly SessionThread[], live: ReadonlyMap<string, ThreadStatus> = new Map()): ThreadNode[] {
+  const status = (t: SessionThread) => live.get(t.id) ?? t.status
+  const primary = threads.find((t) => t.parent_thread_id === null)
+  const byTime = (a: SessionThread, b: SessionThread) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id)
+  const children = threads.filter((t) => t !== primary).sort(byTime)
+  const out: ThreadNode[] = []
+  if (primary) out.push(nodeOf(primary, status(primary)))
+  for (const t of children) if (threadKind(t) !== 'advisor') out.push(nodeOf(t, status(t)))
+  for (const t of children) if (threadKind(t) === 'advisor') out.push(nodeOf(t, status(t)))
+  return out
+}
+
+/**
+ * The statuses the stream announced, by thread id. `session.thread_status_*` names its thread
+ * (a child's, or the primary's own); a session-level status event is the aggregate and says
+ * nothing about any one thread. `apply` returns true when a thread went idle or terminated,
+ * which is when its cost moved (the view re-reads the thread objects then).
+ */
+export class ThreadStatusBoard {
+  private readonly statuses = new Map<string, ThreadStatus>()
+
+  apply(e: { type: string; session_thread_id?: string | null }): { changed: boolean; settled: boolean } {
+    const c = statusChangeOf(e)
+    if (!c || c.scope !== 'thread' || !c.thread) return { changed: false, settled: false }
+    const before = this.statuses.get(c.thread)
+    this.statuses.set(c.thread, c.status)
+    return { changed: before !== c.status, settled: c.status === 'idle' || c.status === 'terminated' }
+  }
+
+  /** A snapshot for threadTree (a new Map each time, so React sees the change). */
+  snapshot(): ReadonlyMap<string, ThreadStatus> {
+    return new Map(this.statuses)
+  }
+}
+
+/** "researcher · idle · $0.04" — a node's screen-reader label. */
+export function threadNodeLabel(n: ThreadNode, money: (usd: number) => string): string {
+  const parts = [n.kind === 'primary' ? `${n.label} (primary)` : n.kind === 'advisor' ? `Advisor consultation${n.detail ? ` on ${n.detail}` : ''}` : n.label]
+  parts.push(n.archived ? 'archived' : n.status)
+  if (n.costUsd !== undefined) parts.push(money(n.costUsd))
+  return parts.join(' · ')
+}

@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest'
+import type { SessionThread } from '../../../src/renderer/src/api/types'
+import { ThreadStatusBoard, threadCostUsd, threadNodeLabel, threadTree } from '../../../src/renderer/src/features/thread/thread-tree'
+import { money } from '../../../src/renderer/src/ui/format'
+
+const SESSION = 'sesn_01TREE'
+let clock = 0
+function thread(id: string, fields: Partial<SessionThread> & { agentName?: string } = {}): SessionThread {
+  const { agentName, ...rest } = fields
+  return {
+    type: 'session_thread',
+    id,
+    session_id: SESSION,
+    parent_thread_id: 'sthr_01PRIMARY',
+    agent: { type: 'agent', id: `agent_${id}`, version: 1, name: agentName ?? id } as unknown as SessionThread['agent'],
+    status: 'idle',
+    archived_at: null,
+    created_at: new Date(Date.UTC(2026, 11, 1, 12, 0, ++clock)).toISOString(),
+    updated_at: new Date(Date.UTC(2026, 11, 1, 12, 0, clock)).toISOString(),
+    workflow_run_id: null,
+    stats: null,
+    usage: null,
+    ...rest,
+  }
+}
+const cost = (cents: string) => ({ list_cost: { amount: cents, currency: 'USD' as const } })
+
+describe('threadTree', () => {
+  const primary = thread('sthr_01PRIMARY', { parent_thread_id: null, agentName: 'lead', status: 'running', usage: cost('12') })
+  const advisor = thread('sthr_01ADVISOR', { agent: { type: 'advisor', model: 'claude-opus-4-1' } as unknown as SessionThread['agent'], status: 'terminated', usage: cost('40') })
+  const researcher = thread('sthr_01RESEARCHER', { agentName: 'researcher', status: 'running' })
+  const writer = thread('sthr_01WRITER', { agentName: 'writer', usage: cost('3') })
+  const archived = thread('sthr_01OLD', { agentName: 'tester', status: 'terminated', archived_at: '2026-12-01T12:30:00.000Z' })
+
+  it('draws the primary first, its subagents by agent name in creation order, then the advisor consultations', () => {
+    const nodes = threadTree([advisor, writer, archived, primary, researcher].sort((a, b) => b.created_at.localeCompare(a.created_at)))
+    expect(nodes.map((n) => [n.kind, n.label, n.depth])).toEqual([
+      ['primary', 'lead', 0],
+      ['subagent', 'researcher', 1],
+      ['subagent', 'writer', 1],
+      ['subagent', 'tester', 1],
+      ['advisor', 'Advisor', 1],
+    ])
+    expect(nodes.find((n) => n.kind === 'advisor')?.detail).toBe('claude-opus-4-1')
+  })
+
+  it("gives each thread its own list cost from its usage (minor units), and none when the engine reported none", () => {
+    const nodes = threadTree([primary, writer, researcher, advisor])
+    expect(Object.fromEntries(nodes.map((n) => [n.label, n.costUsd]))).toEqual({ lead: 0.12, writer: 0.03, researcher: undefined, Advisor: 0.4 })
+    expect(threadCostUsd({ usage: { list_cost: { amount: '1.5', currency: 'USD' } } } as never)).toBeUndefined()
+  })
+
+  it('shows an archived thread as archived and terminated, whatever the stream said of it', () => {
+    const live = new Map([['sthr_01OLD', 'idle' as const]])
+    const node = threadTree([primary, archived], live).find((n) => n.id === 'sthr_01OLD')!
+    expect(node).toMatchObject({ archived: true, status: 'terminated' })
+    expect(threadNodeLabel(node, money)).toBe('tester · archived')
+  })
+
+  it("takes each thread's live status from the stream's session.thread_status_* events over the objects read before", () => {
+    const board = new ThreadStatusBoard()
+    expect(board.apply({ type: 'session.thread_status_idle', session_thread_id: 'sthr_01RESEARCHER' })).toEqual({ changed: true, settled: true })
+    expect(board.apply({ type: 'session.thread_status_running', session_thread_id: 'sthr_01WRITER' })).toEqual({ changed: true, settled: false })
+    expect(board.apply({ type: 'session.thread_status_running', session_thread_id: 'sthr_01WRITER' })).toEqual({ changed: false, settled: false })
+    // A session-level status event is the aggregate: it sets no thread's status.
+    expect(board.apply({ type: 'session.status_idle' })).toEqual({ changed: false, settled: false })
+    // A thread event that is no status event sets nothing either.
+    expect(board.apply({ type: 'agent.message', session_thread_id: 'sthr_01WRITER' })).toEqual({ changed: false, settled: false })
+    const nodes = threadTree([primary, researcher, writer], board.snapshot())
+    expect(Object.fromEntries(nodes.map((n) => [n.label, n.status]))).toEqual({ lead: 'running', researcher: 'idle', writer: 'running' })
+    expect(board.apply({ type: 'session.thread_status_terminated', session_thread_id: 'sthr_01WRITER' }).settled).toBe(true)
+    expect(threadTree([primary, writer], board.snapshot())[1].status).toBe('terminated')
+  })
+
+  it('names an inline agent as such and reads a screen-reader label with status and cost', () => {
+    const inline = thread('sthr_01INLINE', { agent: { type: 'inline', name: 'grader', model: 'claude-sonnet-4-5' } as unknown as SessionThread['agent'], usage: cost('7') })
+    const [lead, node] = threadTree([primary, inline])
+    expect(node).toMatchObject({ kind: 'subagent', label: 'grader', detail: 'inline' })
+    expect(threadNodeLabel(node, money)).toBe('grader · idle · $0.07')
+    expect(threadNodeLabel(lead, money)).toBe('lead (primary) · running · $0.12')
+  })
+})

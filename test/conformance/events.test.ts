@@ -167,7 +167,8 @@ describe('streaming events over SSE through the official SDK', () => {
     expect((await childGot).map(text)).toEqual(['child-1', 'child-2'])
     expect((await primaryGot).map(text)).toEqual(['primary-1', 'primary-2'])
     const childEvents = await all(client.beta.sessions.threads.events.list(child, { session_id: sid }))
-    expect(childEvents.map((e) => e.type)).toEqual(['session.thread_created', 'agent.message', 'agent.message'])
+    // session.thread_created is the parent's event (spec §5): the child's list starts after it.
+    expect(childEvents.map((e) => e.type)).toEqual(['agent.message', 'agent.message'])
     await expect(client.beta.sessions.threads.events.list('sthr_NOPE', { session_id: sid })).rejects.toBeInstanceOf(Anthropic.NotFoundError)
   })
 })

@@ -39,6 +39,12 @@ export interface EventReadParams {
   types?: readonly string[]
   /** A thread id: only that thread's events; null: only the primary thread's; undefined: all. */
   threadId?: string | null
+  /**
+   * Only what the stream of this thread shows (isOnThreadStream, src/shared/api/events.ts): null,
+   * the session stream (the primary's events and its children's primary-visible ones); a child's
+   * id, that child's events but the `session.thread_created` naming it. Undefined: no such filter.
+   */
+  streamOf?: string | null
 }
 
 export type EventListener = (stored: StoredEvent) => void

@@ -150,5 +150,16 @@ export const MIGRATIONS: Migration[] = [
     // this migration start at NULL: their next model request or turn sets it.
     sql: `ALTER TABLE sessions ADD COLUMN model_error TEXT;`,
   },
+  {
+    version: 6,
+    name: 'event log: primary-visible mark on child-thread events',
+    // 1 when the primary (session) stream also shows the event (isPrimaryVisible,
+    // src/shared/api/events.ts): a child thread's lifecycle, its calls that wait on the client and
+    // the client's answers routed to it. A session's list and stream read
+    // `thread_id IS NULL OR primary_visible = 1`, so the mark is decided once, at append. Events
+    // stored before this migration have NULL: none of them is on a child thread (threads ran
+    // no child before it).
+    sql: `ALTER TABLE events ADD COLUMN primary_visible INTEGER;`,
+  },
 ]
 

@@ -11,6 +11,7 @@
  * Corral does add fields to some events; they are named in `CorralEventFields`.
  */
 import type { BetaManagedAgentsSessionThreadStatus } from '@anthropic-ai/sdk/resources/beta/sessions/threads/threads'
+import { primaryThreadId } from './ids'
 import type { Session, SessionEvent } from './types'
 
 /**
@@ -53,6 +54,8 @@ export interface CorralEventFields {
   'session.updated': { vault_ids?: string[] }
   /** The resolved agent snapshot and the parent thread of a child thread. */
   'session.thread_created': { agent?: unknown; parent_thread_id?: string | null }
+  /** `archived`: written by `POST …/threads/{tid}/archive` (the thread's `archived_at` is this event's `processed_at`). */
+  'session.thread_status_terminated': { archived?: boolean }
 }
 
 type CorralFieldsOf<T extends EventType> = T extends keyof CorralEventFields ? CorralEventFields[T] : unknown
@@ -224,4 +227,57 @@ export function isOnThread(e: { session_thread_id?: string | null }, thread: Thr
  */
 export function isEventOf<T extends EventType>(e: { type: string }, type: T): e is { type: string } & LoggedEventOf<T> {
   return e.type === type
+}
+
+/**
+ * The client answers that the session store routes to the thread of the request they answer
+ * (it stamps `session_thread_id`), and the interrupt that names a thread: the client sent them on
+ * the session endpoint, so the session stream echoes them.
+ */
+const CLIENT_ROUTED_TYPES: ReadonlySet<string> = new Set(['user.tool_confirmation', 'user.custom_tool_result', 'user.tool_result', 'user.interrupt'])
+
+/**
+ * Is the event shown on the primary (session) stream and in the session's event list? Every
+ * event of the primary thread is (no `session_thread_id`, or, for the primary's own
+ * `session.thread_status_*` and an interrupt naming it, the primary's id); of a child thread's
+ * events, stored once under the child and shown on both streams with the same `id` (spec §4.2,
+ * §4.5, §5):
+ * - its lifecycle: `session.thread_created` (the parent's event naming the child) and every
+ *   `session.thread_status_*`, its `requires_action` idle included;
+ * - every call that waits on the client: `agent.tool_use` / `agent.mcp_tool_use` whose permission
+ *   asks (permissionOf: an MCP call without an evaluation asks), and every `agent.custom_tool_use`;
+ * - the client's own events routed to it: answers (`user.tool_confirmation`,
+ *   `user.custom_tool_result`, `user.tool_result`) and a `user.interrupt` naming it.
+ * Nothing else of a child (messages, thinking, allowed or denied calls and their results, spans,
+ * errors) reaches the primary stream. The log stores this answer with each event, so reads filter
+ * in SQL; the live streams and the renderer call this function.
+ */
+export function isPrimaryVisible(e: { type: string; session_thread_id?: string | null; evaluated_permission?: string | null }): boolean {
+  if (!e.session_thread_id) return true
+  const t = e.type
+  if (t === 'session.thread_created' || t.startsWith('session.thread_status_')) return true
+  if (t === 'agent.custom_tool_use' || CLIENT_ROUTED_TYPES.has(t)) return true
+  if (t === 'agent.tool_use' || t === 'agent.mcp_tool_use') return permissionOf(e as { type: RequestType; evaluated_permission?: string | null }) === 'ask'
+  return false
+}
+
+/**
+ * The log's thread key of an event of a session: null for the primary thread (no
+ * `session_thread_id`, or the primary's own id), else the child's id.
+ */
+export function threadKeyOf(e: { session_thread_id?: string | null }, sessionId: string): ThreadKey {
+  const t = e.session_thread_id
+  return !t || t === primaryThreadId(sessionId) ? null : t
+}
+
+/**
+ * Does the stream (or event list) of thread `thread` of a session show this event? The primary's
+ * (null) is the session stream: its own events and the primary-visible ones of its children
+ * (isPrimaryVisible). A child's shows its own events but the `session.thread_created` that names
+ * it, which is its parent's (the child's list is empty until its first own event).
+ */
+export function isOnThreadStream(e: { type: string; session_thread_id?: string | null; evaluated_permission?: string | null }, view: { sessionId: string; thread: ThreadKey }): boolean {
+  const key = threadKeyOf(e, view.sessionId)
+  if (view.thread === null) return key === null || isPrimaryVisible(e)
+  return key === view.thread && e.type !== 'session.thread_created'
 }

@@ -74,7 +74,7 @@ describe('migration 5 (model-failure projection)', () => {
     db.prepare(
       "INSERT INTO sessions (id, agent_id, agent_version, environment_id, status, created_at, updated_at, data) VALUES ('sesn_OLD', ?, 1, ?, 'idle', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', '{}')",
     ).run(agent.id, env.id)
-    expect(migrate(db, MIGRATIONS)).toBe(5)
+    expect(migrate(db, MIGRATIONS)).toBe(MIGRATIONS[MIGRATIONS.length - 1].version)
     const log = new SqliteEventLog(db)
     const sessions = new SessionStore(db, { log, agents, environments })
     const corral = () => (sessions.retrieve('sesn_OLD') as unknown as { corral: unknown }).corral
@@ -84,5 +84,30 @@ describe('migration 5 (model-failure projection)', () => {
       { type: 'session.status_idle', stop_reason: { type: 'retries_exhausted' }, stop_details: null },
     ])
     expect(corral()).toEqual({ model_error: { state: 'failed', type: 'model_overloaded_error', message: 'Overloaded', attempt: 1, max_attempts: 1 } })
+  })
+})
+
+describe('migration 6 (primary-visible mark)', () => {
+  it("upgrades a version-5 database: its events stay on the session stream, and new ones of a child are marked at append", async () => {
+    db = openDatabase({ path: ':memory:', migrations: MIGRATIONS.filter((m) => m.version <= 5) })
+    const agents = new AgentStore(db)
+    const environments = new EnvironmentStore(db)
+    const agent = agents.create({ name: 'old', model: 'claude-sonnet-4-6' })
+    const env = environments.create({ name: 'old' })
+    db.prepare(
+      "INSERT INTO sessions (id, agent_id, agent_version, environment_id, status, created_at, updated_at, data) VALUES ('sesn_OLD', ?, 1, ?, 'idle', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', '{}')",
+    ).run(agent.id, env.id)
+    db.prepare(
+      "INSERT INTO events (session_rid, seq, id, thread_id, type, processed_at, data, type_mark) SELECT rid, 1, 'sevt_OLD', NULL, 'agent.message', '2026-01-01T00:00:01.000Z', '{\"content\":[]}', 2 FROM sessions WHERE id = 'sesn_OLD'",
+    ).run()
+    expect(migrate(db, MIGRATIONS)).toBe(MIGRATIONS[MIGRATIONS.length - 1].version)
+    const log = new SqliteEventLog(db)
+    log.appendSync('sesn_OLD', [
+      { type: 'session.thread_created', session_thread_id: 'sthr_C', agent_name: 'c', workflow_run_id: null },
+      { type: 'agent.message', session_thread_id: 'sthr_C', content: [] },
+      { type: 'agent.custom_tool_use', session_thread_id: 'sthr_C', name: 'x', input: {} },
+    ])
+    expect(log.read('sesn_OLD', { streamOf: null }).map((s) => s.seq)).toEqual([1, 2, 4])
+    expect(log.read('sesn_OLD', { streamOf: 'sthr_C' }).map((s) => s.seq)).toEqual([3, 4])
   })
 })

@@ -11,15 +11,19 @@ import {
   STATUS_EVENT_TYPES,
   answeredUseId,
   isOnThread,
+  isOnThreadStream,
   isPending,
+  isPrimaryVisible,
   permissionOf,
   sessionStatusOf,
   statusChangeOf,
+  threadKeyOf,
   type AnswerType,
   type EventType,
   type RequestType,
   type StatusEventType,
 } from '../../../src/shared/api/events'
+import { primaryThreadId } from '../../../src/shared/api/ids'
 
 type SdkType = BetaManagedAgentsSessionEvent['type']
 
@@ -99,5 +103,67 @@ describe('threads', () => {
     expect(isOnThread({ session_thread_id: 'sthr_1' }, null)).toBe(false)
     expect(isOnThread({ session_thread_id: 'sthr_1' }, 'sthr_1')).toBe(true)
     expect(isOnThread({}, 'sthr_1')).toBe(false)
+  })
+})
+
+describe('what the primary (session) stream shows', () => {
+  const sid = 'sesn_01ABC'
+  const primary = primaryThreadId(sid)
+  const child = 'sthr_CHILD'
+  const onChild = <E extends { type: string }>(e: E) => ({ ...e, session_thread_id: child })
+
+  it("shows every event of the primary thread, also one that names the primary by its id", () => {
+    expect(isPrimaryVisible({ type: 'agent.message' })).toBe(true)
+    expect(isPrimaryVisible({ type: 'agent.tool_use', evaluated_permission: 'allow' })).toBe(true)
+    expect(isOnThreadStream({ type: 'session.thread_status_running', session_thread_id: primary }, { sessionId: sid, thread: null })).toBe(true)
+    expect(isOnThreadStream({ type: 'user.interrupt', session_thread_id: primary }, { sessionId: sid, thread: null })).toBe(true)
+    expect(threadKeyOf({ session_thread_id: primary }, sid)).toBeNull()
+  })
+
+  it("shows a child's lifecycle, its calls that wait on the client and the client's answers to them, and nothing else of it", () => {
+    const shown = [
+      onChild({ type: 'session.thread_created' }),
+      onChild({ type: 'session.thread_status_running' }),
+      onChild({ type: 'session.thread_status_idle' }),
+      onChild({ type: 'session.thread_status_rescheduled' }),
+      onChild({ type: 'session.thread_status_terminated' }),
+      onChild({ type: 'agent.tool_use', evaluated_permission: 'ask' }),
+      onChild({ type: 'agent.mcp_tool_use', evaluated_permission: 'ask' }),
+      // An MCP call without an evaluation asks (permissionOf).
+      onChild({ type: 'agent.mcp_tool_use' }),
+      onChild({ type: 'agent.custom_tool_use' }),
+      onChild({ type: 'user.tool_confirmation' }),
+      onChild({ type: 'user.custom_tool_result' }),
+      onChild({ type: 'user.tool_result' }),
+      onChild({ type: 'user.interrupt' }),
+    ]
+    const hidden = [
+      onChild({ type: 'agent.message' }),
+      onChild({ type: 'agent.thinking' }),
+      onChild({ type: 'agent.tool_use', evaluated_permission: 'allow' }),
+      onChild({ type: 'agent.tool_use' }),
+      onChild({ type: 'agent.tool_use', evaluated_permission: 'deny' }),
+      onChild({ type: 'agent.mcp_tool_use', evaluated_permission: 'allow' }),
+      onChild({ type: 'agent.tool_result' }),
+      onChild({ type: 'agent.mcp_tool_result' }),
+      onChild({ type: 'agent.thread_message_sent' }),
+      onChild({ type: 'agent.thread_message_received' }),
+      onChild({ type: 'agent.thread_context_compacted' }),
+      onChild({ type: 'span.model_request_start' }),
+      onChild({ type: 'span.model_request_end' }),
+      onChild({ type: 'session.error' }),
+    ]
+    expect(shown.filter((e) => !isPrimaryVisible(e))).toEqual([])
+    expect(hidden.filter((e) => isPrimaryVisible(e))).toEqual([])
+  })
+
+  it("gives a child's stream its own events but the thread_created that names it, and never the primary's", () => {
+    const view = { sessionId: sid, thread: child }
+    expect(isOnThreadStream(onChild({ type: 'agent.message' }), view)).toBe(true)
+    expect(isOnThreadStream(onChild({ type: 'agent.tool_use', evaluated_permission: 'ask' }), view)).toBe(true)
+    expect(isOnThreadStream(onChild({ type: 'session.thread_created' }), view)).toBe(false)
+    expect(isOnThreadStream({ type: 'agent.message' }, view)).toBe(false)
+    expect(isOnThreadStream({ type: 'session.thread_status_idle', session_thread_id: primary }, view)).toBe(false)
+    expect(isOnThreadStream({ type: 'agent.message', session_thread_id: 'sthr_OTHER' }, view)).toBe(false)
   })
 })

@@ -4,6 +4,7 @@ import type { ServerResponse } from 'node:http'
 import { z } from 'zod'
 import { eventListQuerySchema, eventSendSchema, sessionCreateSchema, sessionListQuerySchema, sessionUpdateSchema } from '../../../shared/api/schemas'
 import { invalid } from '../../../shared/errors'
+import { isOnThreadStream, threadKeyOf, type ThreadKey } from '../../../shared/api/events'
 import type { ApiServices, PreviewEvent } from '../services'
 import type { StoredEvent } from '../../session/event-log'
 import { validate } from '../validate'
@@ -41,15 +42,17 @@ export function sessionRoutes(app: Hono, s: ApiServices): void {
   app.delete('/v1/sessions/:id', (c) => (noQuery(c), c.json(s.sessions.delete(c.req.param('id')))))
   app.post('/v1/sessions/:id/archive', (c) => (noQuery(c), c.json(s.sessions.archive(c.req.param('id')))))
 
-  app.get('/v1/sessions/:id/events', (c) => c.json(listEvents(s, c.req.param('id'), query(c, ['types']), undefined)))
+  // The session's list and stream are its primary thread's: the primary's own events and the
+  // primary-visible ones of its children (isPrimaryVisible), each once, with the child's id.
+  app.get('/v1/sessions/:id/events', (c) => c.json(listEvents(s, c.req.param('id'), query(c, ['types']), null)))
   app.post('/v1/sessions/:id/events', async (c) => {
     const body = validate(eventSendSchema, await readJson(c))
     const stored = await s.sessions.sendEvents(c.req.param('id'), body.events)
     return c.json({ data: stored.map((e) => e.event) })
   })
-  app.get('/v1/sessions/:id/events/stream', (c) => openStream(c, s, c.req.param('id'), undefined))
+  app.get('/v1/sessions/:id/events/stream', (c) => openStream(c, s, c.req.param('id'), null))
 
-  // A thread's events: the primary thread's are the ones logged without a thread id.
+  // A thread's events: the primary thread's are the session's; a child's are its full activity.
   app.get('/v1/sessions/:id/threads/:threadId/events', (c) => {
     const q = query(c, ['types'])
     return c.json(listEvents(s, c.req.param('id'), q, s.threads.logKey(c.req.param('id'), c.req.param('threadId'))))
@@ -57,7 +60,8 @@ export function sessionRoutes(app: Hono, s: ApiServices): void {
   app.get('/v1/sessions/:id/threads/:threadId/stream', (c) => openStream(c, s, c.req.param('id'), s.threads.logKey(c.req.param('id'), c.req.param('threadId'))))
 }
 
-function listEvents(s: ApiServices, sessionId: string, q: Record<string, unknown>, threadId: string | null | undefined) {
+/** `thread`: whose stream the list is (null: the primary's, i.e. the session's; see isOnThreadStream). */
+function listEvents(s: ApiServices, sessionId: string, q: Record<string, unknown>, thread: ThreadKey) {
   const params = validate(eventListQuerySchema, q, 'query')
   s.sessions.retrieve(sessionId)
   const order = params.order ?? 'asc'
@@ -65,7 +69,7 @@ function listEvents(s: ApiServices, sessionId: string, q: Record<string, unknown
   const cursor = params.page !== undefined ? decodeSeqCursor(params.page) : undefined
   // Time filters go into the query itself, so a page is always full when more events match.
   const at = (k: 'gt' | 'gte' | 'lt' | 'lte') => params[`created_at[${k}]`]
-  const filter = { order, types: params.types, threadId, processedAt: { gt: at('gt'), gte: at('gte'), lt: at('lt'), lte: at('lte') } }
+  const filter = { order, types: params.types, streamOf: thread, processedAt: { gt: at('gt'), gte: at('gte'), lt: at('lt'), lte: at('lte') } }
   const from = (seq: number | undefined) => (order === 'asc' ? { after: seq } : { before: seq })
   const rows: StoredEvent[] = s.log.read(sessionId, { ...filter, ...from(cursor), limit })
   const last = rows[rows.length - 1]
@@ -79,7 +83,7 @@ function listEvents(s: ApiServices, sessionId: string, q: Record<string, unknown
  * Starts with events appended after the stream opened (the API's behaviour), or after a seq
  * given by `after` / Last-Event-ID (Corral's resume). Previews only when opted in.
  */
-function openStream(c: import('hono').Context, s: ApiServices, sessionId: string, threadId: string | null | undefined) {
+function openStream(c: import('hono').Context, s: ApiServices, sessionId: string, thread: ThreadKey) {
   const q = validate(streamQuerySchema, query(c, ['event_deltas']), 'query')
   s.sessions.retrieve(sessionId)
   const lastEventId = c.req.header('last-event-id')
@@ -96,6 +100,7 @@ function openStream(c: import('hono').Context, s: ApiServices, sessionId: string
   const write = (type: string, data: unknown, id?: number) => {
     res.write(`event: ${type}\n${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(data)}\n\n`)
   }
+  const view = { sessionId, thread }
   const disposers: (() => void)[] = []
   let closed = false
   const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000)
@@ -109,7 +114,7 @@ function openStream(c: import('hono').Context, s: ApiServices, sessionId: string
     if (closed) return
     disposers.push(
       s.log.tail(sessionId, from, (stored) => {
-        if (threadId !== undefined && (stored.event.session_thread_id ?? null) !== threadId) return
+        if (!isOnThreadStream(stored.event, view)) return
         write(stored.event.type, stored.event, stored.seq)
       }),
     )
@@ -119,8 +124,9 @@ function openStream(c: import('hono').Context, s: ApiServices, sessionId: string
       disposers.push(
         s.previews.subscribe(sessionId, (p: PreviewEvent) => {
           if (p.type === 'event_start') {
-            const ev = p.event as { id: string; type: 'agent.message' | 'agent.thinking' | 'agent.tool_result' }
-            if (!wanted.has(ev.type)) return
+            const ev = p.event as { id: string; type: 'agent.message' | 'agent.thinking' | 'agent.tool_result'; session_thread_id?: string | null }
+            // A preview is of its own thread's stream only: a child's never reach the primary's.
+            if (!wanted.has(ev.type) || threadKeyOf(ev, sessionId) !== thread) return
             open.add(ev.id)
           } else if (!open.has(p.event_id as string)) return
           write(p.type, p)
@@ -135,7 +141,7 @@ function openStream(c: import('hono').Context, s: ApiServices, sessionId: string
     let from = after
     for (;;) {
       if (closed) return
-      const page = s.log.read(sessionId, { after: from, limit: REPLAY_PAGE, threadId })
+      const page = s.log.read(sessionId, { after: from, limit: REPLAY_PAGE, streamOf: thread })
       for (const e of page) write(e.event.type, e.event, e.seq)
       if (page.length > 0) from = page[page.length - 1].seq
       if (page.length < REPLAY_PAGE) break

@@ -1,6 +1,7 @@
 import type { Statement, Transaction } from 'better-sqlite3'
 import { CorralError, notFound, invalid } from '../../../shared/errors'
 import { newId } from '../../../shared/api/ids'
+import { isPrimaryVisible, threadKeyOf } from '../../../shared/api/events'
 import type { Db } from '../database'
 import type { RawEventInput as EventInput, LoggedEvent, StoredEvent } from '../event-log'
 import { DENSE_EVENT_TYPES, FOLLOWED, LISTED, TYPE_BLOCK, UNLISTED } from './read'
@@ -62,7 +63,7 @@ interface SessionRow {
 /** Rows per multi-row INSERT in bulk appends. */
 const INSERT_ROWS = 32
 /** Parameters per row of the INSERTs (the session and processed_at are bound once per statement). */
-const ROW_PARAMS = 6
+const ROW_PARAMS = 7
 /** Sessions whose current block's marks are remembered; past this the memory starts over (more marks, never fewer). */
 const MAX_MARKED_SESSIONS = 4096
 
@@ -107,7 +108,7 @@ export class LogAppender {
     // a third of a bulk append's CPU. Nothing is lost: a failed append rolls back its whole
     // transaction or savepoint, never just the statement.
     const insertSql = (n: number) =>
-      `INSERT OR FAIL INTO events (session_rid, processed_at, seq, id, thread_id, type, data, type_mark) VALUES ${Array(n).fill('(@rid, @at, ?, ?, ?, ?, ?, ?)').join(', ')}`
+      `INSERT OR FAIL INTO events (session_rid, processed_at, seq, id, thread_id, type, data, type_mark, primary_visible) VALUES ${Array(n).fill('(@rid, @at, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`
     this.insert = db.prepare(insertSql(1))
     this.insertMany = db.prepare(insertSql(INSERT_ROWS))
     // Built once: better-sqlite3 runs a transaction function called inside another as a savepoint.
@@ -276,8 +277,10 @@ export class LogAppender {
           marked.counts.set(type, count + 1)
         }
       }
-      const threadId = typeof input.session_thread_id === 'string' ? input.session_thread_id : null
-      rows.push(seq, id, threadId, type, JSON.stringify(own), mark)
+      // The primary thread is keyed null, also where an event names it by its id (the primary's
+      // own session.thread_status_*, an interrupt of the primary alone): its reads are one term.
+      const threadId = threadKeyOf(input, sessionId)
+      rows.push(seq, id, threadId, type, JSON.stringify(own), mark, threadId !== null && isPrimaryVisible(input) ? 1 : 0)
       if (rows.length === INSERT_ROWS * ROW_PARAMS) {
         this.insertMany.run(rows, bound)
         rows.length = 0

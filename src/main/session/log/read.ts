@@ -118,6 +118,12 @@ export class LogReader {
       terms.push(' AND thread_id = ?')
       args.push(params.threadId)
     }
+    // The SQL twin of isOnThreadStream: the append stored isPrimaryVisible in primary_visible.
+    if (params.streamOf === null) terms.push(' AND (thread_id IS NULL OR primary_visible = 1)')
+    else if (params.streamOf !== undefined) {
+      terms.push(" AND thread_id = ? AND type <> 'session.thread_created'")
+      args.push(params.streamOf)
+    }
     const at = params.processedAt
     if (at) {
       // processed_at is stored as a UTC ISO string (same length), so text order is time order.

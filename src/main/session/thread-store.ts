@@ -16,6 +16,8 @@ const THREAD_EVENT_TYPES = ['session.thread_created', ...STATUS_EVENT_TYPES, 'sp
 
 interface ThreadFold {
   thread: SessionThread
+  /** The name its lifecycle events carry (`agent_name` of its `session.thread_created`). */
+  agentName: string
   runningSince: number | null
   activeMs: number
   firstRunningAt: number | null
@@ -58,18 +60,28 @@ export class ThreadStore {
     this.clock = options.clock ?? (() => new Date())
   }
 
-  /** Every thread of a session, primary first then in creation order. */
+  /** Every thread of a session, primary first then in creation order (ascending created_at). */
   all(sessionId: string): SessionThread[] {
+    return this.derive(sessionId, true)
+  }
+
+  /**
+   * `cached: false` folds the log from the start without touching the cache: for reads inside an
+   * append's transaction, which may yet roll back (the cache must never hold an event that was not committed).
+   */
+  private derive(sessionId: string, cached: boolean): SessionThread[] {
     const session = this.sessions.retrieve(sessionId)
-    let sf = this.folds.get(sessionId)
+    let sf = cached ? this.folds.get(sessionId) : undefined
     if (!sf || sf.createdAt !== session.created_at) {
-      const primary = newFold(newThread(session, primaryThreadId(sessionId), null, primaryAgent(session), session.created_at, null))
+      const primary = newFold(newThread(session, primaryThreadId(sessionId), null, primaryAgent(session), session.created_at, null), session.agent.name)
       sf = { createdAt: session.created_at, lastSeq: 0, byThread: new Map([[null, primary]]), order: [primary] }
     }
     // Most recently used last; a bounded number of sessions keep their fold.
-    this.folds.delete(sessionId)
-    this.folds.set(sessionId, sf)
-    if (this.folds.size > MAX_CACHED_SESSIONS) this.folds.delete(this.folds.keys().next().value as string)
+    if (cached) {
+      this.folds.delete(sessionId)
+      this.folds.set(sessionId, sf)
+      if (this.folds.size > MAX_CACHED_SESSIONS) this.folds.delete(this.folds.keys().next().value as string)
+    }
     const fold = sf
     const primary = fold.order[0]
     this.log.scan(sessionId, { after: fold.lastSeq, types: THREAD_EVENT_TYPES }, (row) => {
@@ -78,7 +90,10 @@ export class ThreadStore {
       if (row.type === 'session.thread_created') {
         if (tid === null || fold.byThread.has(tid)) return
         const e = JSON.parse(row.data) as { agent_name?: string; agent?: unknown; parent_thread_id?: string | null; workflow_run_id?: string | null }
-        const f = newFold(newThread(session, tid, e.parent_thread_id ?? primary.thread.id, childAgent(session, e.agent_name ?? 'agent', e.agent), row.processedAt, e.workflow_run_id ?? null))
+        const f = newFold(
+          newThread(session, tid, e.parent_thread_id ?? primary.thread.id, childAgent(session, e.agent_name ?? 'agent', e.agent), row.processedAt, e.workflow_run_id ?? null),
+          e.agent_name ?? 'agent',
+        )
         f.thread.status = 'running'
         f.runningSince = Date.parse(row.processedAt)
         f.firstRunningAt = f.runningSince
@@ -101,6 +116,8 @@ export class ThreadStore {
       f.runningSince = status === 'running' ? at : null
       if (status === 'running' && f.firstRunningAt === null) f.firstRunningAt = at
       if (status === 'idle') f.sawIdle = true
+      // An archive's terminated event dates archived_at (and freezes duration_seconds there).
+      if (status === 'terminated' && f.thread.archived_at === null && (JSON.parse(row.data) as { archived?: unknown }).archived === true) f.thread.archived_at = row.processedAt
       f.sawStatus = true
       f.thread.status = status
       f.thread.updated_at = row.processedAt
@@ -108,6 +125,65 @@ export class ThreadStore {
     const now = this.clock().getTime()
     // The primary thread's status is the session's (its projection is the authority).
     return fold.order.map((f, i) => finish(f, now, i === 0 ? session.status : undefined))
+  }
+
+  /**
+   * The session's child threads that hold a slot under the limit of MAX_LIVE_CHILD_THREADS (spec
+   * §3.3): every child not terminated (idle ones too; archiving frees the slot), but advisor
+   * consultations and workflow-run threads, which never count.
+   */
+  liveChildCount(sessionId: string): number {
+    let n = 0
+    for (const t of this.all(sessionId)) if (t.parent_thread_id !== null && t.status !== 'terminated' && t.agent.type !== 'advisor' && t.workflow_run_id === null) n++
+    return n
+  }
+
+  /**
+   * `POST /v1/sessions/{id}/threads/{tid}/archive` (spec §3.4): an idle child thread (an idle
+   * with `requires_action` too) is terminated by a `session.thread_status_terminated` marked
+   * `archived`, which dates its `archived_at`; it stays listed, terminated, and frees its slot.
+   * A thread already terminated (archived, or ended by a failure) is answered as it is: nothing
+   * is written. Errors: not_found_error for a thread the session does not have; invalid_request_error
+   * for the primary thread (archive the session instead) and for a thread that is running or
+   * rescheduling (interrupt it first). Checked again inside the append's transaction, so a turn
+   * that starts meanwhile cannot be cut off by an archive that read the thread idle.
+   */
+  async archive(sessionId: string, threadId: string): Promise<SessionThread> {
+    const check = (cached: boolean): SessionThread | 'archive' => {
+      if (threadId === primaryThreadId(sessionId)) {
+        this.sessions.retrieve(sessionId)
+        throw invalid(`thread ${threadId} is the primary thread of session ${sessionId}; it cannot be archived (archive the session instead)`)
+      }
+      const t = this.derive(sessionId, cached).find((x) => x.id === threadId)
+      if (!t) throw notFound(`thread of session ${sessionId}`, threadId)
+      if (t.status === 'terminated') return t
+      if (t.status !== 'idle') {
+        throw invalid(`thread ${threadId} is ${t.status}; only an idle thread can be archived (interrupt it first: user.interrupt with session_thread_id ${threadId})`)
+      }
+      return 'archive'
+    }
+    const first = check(true)
+    if (first !== 'archive') return first
+    const agentName = this.folds.get(sessionId)?.byThread.get(threadId)?.agentName ?? 'agent'
+    let unchanged: SessionThread | undefined
+    await this.log.append(
+      sessionId,
+      [{ type: 'session.thread_status_terminated', session_thread_id: threadId, agent_name: agentName, archived: true }],
+      {
+        precheck: () => {
+          unchanged = undefined
+          const now = check(false)
+          // Terminated meanwhile (another archive, a failure): answer that thread, write nothing.
+          if (now !== 'archive') {
+            unchanged = now
+            throw new Error('thread already terminated')
+          }
+        },
+      },
+    ).catch((err: unknown) => {
+      if (!unchanged) throw err
+    })
+    return unchanged ?? this.retrieve(sessionId, threadId)
   }
 
   retrieve(sessionId: string, threadId: string): SessionThread {
@@ -133,7 +209,7 @@ export class ThreadStore {
   list(sessionId: string, q: ThreadListQuery): Page<SessionThread> {
     let rows = this.all(sessionId)
     if (q.statuses?.length) rows = rows.filter((t) => q.statuses!.includes(t.status))
-    const limit = q.limit ?? 20
+    const limit = q.limit ?? THREAD_PAGE_SIZE
     let start = 0
     if (q.page) {
       const raw = Buffer.from(q.page, 'base64url').toString()
@@ -148,6 +224,10 @@ export class ThreadStore {
 }
 
 const MAX_CACHED_SESSIONS = 256
+/** The API's default page size of the thread list (spec §3.2, §11). */
+export const THREAD_PAGE_SIZE = 1000
+/** Child threads a session may hold at once (idle ones included; spec §3.3). */
+export const MAX_LIVE_CHILD_THREADS = 25
 
 interface SessionFold {
   createdAt: string
@@ -156,8 +236,8 @@ interface SessionFold {
   order: ThreadFold[]
 }
 
-function newFold(thread: SessionThread): ThreadFold {
-  return { thread, runningSince: null, activeMs: 0, firstRunningAt: null, sawStatus: false, sawIdle: false, usage: {} }
+function newFold(thread: SessionThread, agentName: string): ThreadFold {
+  return { thread, agentName, runningSince: null, activeMs: 0, firstRunningAt: null, sawStatus: false, sawIdle: false, usage: {} }
 }
 
 function newThread(
@@ -225,7 +305,8 @@ function finish(f: ThreadFold, now: number, statusOverride: ThreadStatus | undef
   const end = t.status === 'terminated' ? Date.parse(t.updated_at) : now
   const activeMs = f.activeMs + (f.runningSince !== null ? Math.max(0, now - f.runningSince) : 0)
   const isPrimary = t.parent_thread_id === null
-  if (f.sawStatus || !isPrimary) {
+  // Null until the thread's first status transition (for a child: its first thread_status_*).
+  if (f.sawStatus) {
     t.stats = {
       active_seconds: activeMs / 1000,
       duration_seconds: Math.max(0, end - created) / 1000,

@@ -43,6 +43,7 @@ export const OPERATIONS = {
   'threads.list': { method: 'GET', path: '/v1/sessions/:id/threads', arrayKeys: ['statuses'] },
   'threads.retrieve': { method: 'GET', path: '/v1/sessions/:id/threads/:threadId' },
   'threads.events': { method: 'GET', path: '/v1/sessions/:id/threads/:threadId/events', arrayKeys: ['types'] },
+  'threads.archive': { method: 'POST', path: '/v1/sessions/:id/threads/:threadId/archive' },
 
   // Corral additions (not in the Managed Agents API): the app's settings and `corral doctor`.
   // The renderer treats a 404 as "this engine does not offer it yet".

@@ -86,4 +86,60 @@ describe('ThreadStore', () => {
     const fresh = memoryStoresOn(t)
     expect(fresh.all(sid).map((x) => [x.id, x.status, x.usage?.input_tokens ?? null])).toEqual(second.map((x) => [x.id, x.status, x.usage?.input_tokens ?? null]))
   })
+
+  it('counts the children that hold a slot: not terminated, and never an advisor consultation or a workflow-run thread', async () => {
+    const sid = await t.newSession()
+    const created = (id: string, extra: Record<string, unknown> = {}) => ({ type: 'session.thread_created', session_thread_id: id, agent_name: id, workflow_run_id: null, ...extra })
+    await at(1000, sid, created('sthr_A'))
+    await at(1100, sid, created('sthr_B'))
+    await at(1200, sid, created('sthr_ADV', { agent: { type: 'advisor', model: 'claude-opus-4-6' } }))
+    await at(1300, sid, created('sthr_RUN', { workflow_run_id: 'wrun_1' }))
+    await at(1400, sid, { type: 'session.thread_status_idle', session_thread_id: 'sthr_B', agent_name: 'sthr_B', stop_reason: { type: 'end_turn' }, stop_details: null })
+    expect(t.threads.liveChildCount(sid)).toBe(2)
+    await at(1500, sid, { type: 'session.thread_status_terminated', session_thread_id: 'sthr_A', agent_name: 'sthr_A' })
+    expect(t.threads.liveChildCount(sid)).toBe(1)
+    await t.threads.archive(sid, 'sthr_B')
+    expect(t.threads.liveChildCount(sid)).toBe(0)
+  })
+
+  it("freezes an archived thread's duration at its archive and dates archived_at there; a failure's termination has none", async () => {
+    const sid = await t.newSession()
+    await at(1000, sid, { type: 'session.thread_created', session_thread_id: 'sthr_C', agent_name: 'c', workflow_run_id: null })
+    await at(1000, sid, { type: 'session.thread_status_running', session_thread_id: 'sthr_C', agent_name: 'c' })
+    await at(4000, sid, { type: 'session.thread_status_idle', session_thread_id: 'sthr_C', agent_name: 'c', stop_reason: { type: 'end_turn' }, stop_details: null })
+    now = Date.parse('2026-06-01T00:00:06.000Z')
+    const archived = await t.threads.archive(sid, 'sthr_C')
+    expect(archived).toMatchObject({ status: 'terminated', archived_at: '2026-06-01T00:00:06.000Z', stats: { active_seconds: 3, duration_seconds: 5, startup_seconds: 0 } })
+    now = Date.parse('2026-06-01T00:01:00.000Z')
+    expect(t.threads.retrieve(sid, 'sthr_C').stats).toEqual({ active_seconds: 3, duration_seconds: 5, startup_seconds: 0 })
+    // Another process derives the same from the log alone.
+    expect(memoryStoresOn(t).retrieve(sid, 'sthr_C')).toEqual(t.threads.retrieve(sid, 'sthr_C'))
+    await at(61_000, sid, { type: 'session.thread_created', session_thread_id: 'sthr_F', agent_name: 'f', workflow_run_id: null })
+    await at(62_000, sid, { type: 'session.thread_status_terminated', session_thread_id: 'sthr_F', agent_name: 'f' })
+    expect(t.threads.retrieve(sid, 'sthr_F')).toMatchObject({ status: 'terminated', archived_at: null })
+    // Archiving a thread a failure terminated writes nothing and answers it as it is.
+    const seq = t.log.lastSeq(sid)
+    expect(await t.threads.archive(sid, 'sthr_F')).toEqual(t.threads.retrieve(sid, 'sthr_F'))
+    expect(t.log.lastSeq(sid)).toBe(seq)
+  })
+
+  it('refuses to archive a thread that started running after the archive read it idle (checked again in the append)', async () => {
+    const sid = await t.newSession()
+    await at(1000, sid, { type: 'session.thread_created', session_thread_id: 'sthr_C', agent_name: 'c', workflow_run_id: null })
+    await at(2000, sid, { type: 'session.thread_status_idle', session_thread_id: 'sthr_C', agent_name: 'c', stop_reason: { type: 'end_turn' }, stop_details: null })
+    // Queued before the archive's append: both land in one group, the running one first.
+    const racing = t.log.append(sid, [{ type: 'session.thread_status_running', session_thread_id: 'sthr_C', agent_name: 'c' }])
+    const archive = t.threads.archive(sid, 'sthr_C')
+    await racing
+    await expect(archive).rejects.toThrow('thread sthr_C is running; only an idle thread can be archived')
+    expect(t.threads.retrieve(sid, 'sthr_C')).toMatchObject({ status: 'running', archived_at: null })
+  })
+
+  it('gives a list without a limit up to 1000 threads on one page', async () => {
+    const sid = await t.newSession()
+    for (let i = 0; i < 30; i++) await at(1000 + i, sid, { type: 'session.thread_created', session_thread_id: `sthr_${i}`, agent_name: 'c', workflow_run_id: null })
+    const page = t.threads.list(sid, {})
+    expect(page.data).toHaveLength(31)
+    expect(page.next_page).toBeNull()
+  })
 })

@@ -3,7 +3,7 @@ import type { Statement } from 'better-sqlite3'
 import type { Agent, Session, SessionCorralFields, SessionModelError, SessionUsage } from '../../shared/api/types'
 import type { eventParamsSchema, sessionCreateSchema, sessionListQuerySchema, sessionUpdateSchema } from '../../shared/api/schemas'
 import { newId } from '../../shared/api/ids'
-import { ANSWERS, answeredUseId, awaitsFromUser, isRequest, sessionStatusOf } from '../../shared/api/events'
+import { ANSWERS, STATUS_EVENTS, STATUS_EVENT_TYPES, answeredUseId, awaitsFromUser, isRequest, sessionStatusOf } from '../../shared/api/events'
 import { CorralError, conflict, invalid, notFound } from '../../shared/errors'
 import type { Db } from './database'
 import type { AgentStore } from './agent-store'
@@ -437,10 +437,16 @@ export class SessionStore {
           thread = this.checkPending({ sessionId, index: i, answer: e, answered })
           if (e.type === 'user.tool_confirmation' && e.corral_allow_for_session) this.checkAllowForSession(i, e.tool_use_id, e.result)
         }
-        else if (e.type === 'user.interrupt') thread = this.checkThread(sessionId, i, e.session_thread_id)
-        else return
+        else if (e.type === 'user.interrupt') {
+          // The thread it names stays on the echo (the primary's id too: absent means every
+          // thread, the primary's id the primary alone); the log keys the primary's under null.
+          this.checkThread(sessionId, i, e.session_thread_id)
+          if (!e.session_thread_id) delete (e as { session_thread_id?: string | null }).session_thread_id
+          return
+        } else return
         // An answer is routed to the thread of the request it answers (the API: "set by the
-        // server"); the primary thread's events carry no thread id, so they list under it.
+        // server"; one a client supplies is ignored, spec §4.5); the primary thread's events
+        // carry no thread id, so they list under it.
         const ev = e as { session_thread_id?: string | null }
         if (thread) ev.session_thread_id = thread
         else delete ev.session_thread_id
@@ -462,11 +468,17 @@ export class SessionStore {
     }
   }
 
-  /** A thread named by a client event must be one of the session's; the primary one maps to null. */
+  /**
+   * A thread named by a client event must be one of the session's and not terminated (archived,
+   * or ended by a failure: it accepts no input, spec §3.5); the primary one maps to null.
+   */
   private checkThread(sessionId: string, index: number, threadId: string | null | undefined): string | null {
     if (!threadId || threadId === primaryThreadId(sessionId)) return null
+    const where = `events[${index}].session_thread_id`
     const created = this.log.read(sessionId, { types: ['session.thread_created'], threadId, limit: 1 })
-    if (created.length === 0) throw invalid(`events[${index}].session_thread_id: ${JSON.stringify(threadId)} is not a thread of session ${sessionId}`)
+    if (created.length === 0) throw invalid(`${where}: ${JSON.stringify(threadId)} is not a thread of session ${sessionId}`)
+    const last = this.log.read(sessionId, { types: THREAD_STATUS_TYPES, threadId, order: 'desc', limit: 1 })[0]
+    if (last?.event.type === 'session.thread_status_terminated') throw invalid(`${where}: thread ${threadId} is terminated; it accepts no input`)
     return threadId
   }
 
@@ -489,6 +501,9 @@ export class SessionStore {
     return typeof req.event.session_thread_id === 'string' ? req.event.session_thread_id : null
   }
 }
+
+/** The status events of a thread (the last one is its status). */
+const THREAD_STATUS_TYPES = STATUS_EVENT_TYPES.filter((t) => STATUS_EVENTS[t].scope === 'thread')
 
 function rowToSession(row: SessionRow): Session {
   const s = JSON.parse(row.data) as Session

@@ -48,12 +48,27 @@ describe('SessionStore routing of client events to threads', () => {
     const sid = await t.newSession()
     await t.log.append(sid, [{ type: 'session.thread_created', session_thread_id: 'sthr_C', agent_name: 'c', workflow_run_id: null }])
     const [primary] = await t.sessions.sendEvents(sid, [{ type: 'user.interrupt', session_thread_id: primaryThreadId(sid) }])
-    expect(primary.event.session_thread_id).toBeUndefined()
+    // Naming the primary keeps its id (the primary alone; no id is every thread), keyed under the primary.
+    expect(primary.event.session_thread_id).toBe(primaryThreadId(sid))
+    expect(t.log.read(sid, { threadId: null, types: ['user.interrupt'] }).map((s) => s.event.id)).toEqual([primary.event.id])
     const [child] = await t.sessions.sendEvents(sid, [{ type: 'user.interrupt', session_thread_id: 'sthr_C' }])
     expect(child.event.session_thread_id).toBe('sthr_C')
     const before = t.log.lastSeq(sid)
     await expect(t.sessions.sendEvents(sid, [{ type: 'user.interrupt' }, { type: 'user.interrupt', session_thread_id: 'sthr_NOPE' }])).rejects.toThrow(
       /events\[1\]\.session_thread_id: "sthr_NOPE" is not a thread of session/,
+    )
+    expect(t.log.lastSeq(sid)).toBe(before)
+  })
+
+  it('refuses an interrupt naming a terminated thread, and appends nothing of the send', async () => {
+    const sid = await t.newSession()
+    await t.log.append(sid, [
+      { type: 'session.thread_created', session_thread_id: 'sthr_T', agent_name: 't', workflow_run_id: null },
+      { type: 'session.thread_status_terminated', session_thread_id: 'sthr_T', agent_name: 't' },
+    ])
+    const before = t.log.lastSeq(sid)
+    await expect(t.sessions.sendEvents(sid, [{ type: 'user.interrupt' }, { type: 'user.interrupt', session_thread_id: 'sthr_T' }])).rejects.toThrow(
+      'events[1].session_thread_id: thread sthr_T is terminated; it accepts no input',
     )
     expect(t.log.lastSeq(sid)).toBe(before)
   })

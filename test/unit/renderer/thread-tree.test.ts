@@ -72,6 +72,12 @@ describe('threadTree', () => {
     expect(threadTree([primary, writer], board.snapshot())[1].status).toBe('terminated')
   })
 
+  it("reads a session.thread_status_* that names no thread as the primary's own status", () => {
+    const board = new ThreadStatusBoard()
+    expect(board.apply({ type: 'session.thread_status_idle', session_thread_id: null })).toEqual({ changed: true, settled: true })
+    expect(threadTree([primary, researcher], board.snapshot()).map((n) => n.status)).toEqual(['idle', 'running'])
+  })
+
   it('names an inline agent as such and reads a screen-reader label with status and cost', () => {
     const inline = thread('sthr_01INLINE', { agent: { type: 'inline', name: 'grader', model: 'claude-sonnet-4-5' } as unknown as SessionThread['agent'], usage: cost('7') })
     const [lead, node] = threadTree([primary, inline])

@@ -77,7 +77,7 @@ function nodeOf(t: SessionThread, status: ThreadStatus): ThreadNode {
  * are drawn under the primary (delegation is one level deep).
  */
 export function threadTree(threads: readonly SessionThread[], live: ReadonlyMap<string, ThreadStatus> = new Map()): ThreadNode[] {
-  const status = (t: SessionThread) => live.get(t.id) ?? t.status
+  const status = (t: SessionThread) => live.get(t.id) ?? (t.parent_thread_id === null ? live.get(PRIMARY_KEY) : undefined) ?? t.status
   const primary = threads.find((t) => t.parent_thread_id === null)
   const byTime = (a: SessionThread, b: SessionThread) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id)
   const children = threads.filter((t) => t !== primary).sort(byTime)
@@ -88,10 +88,13 @@ export function threadTree(threads: readonly SessionThread[], live: ReadonlyMap<
   return out
 }
 
+/** The board's key for a `session.thread_status_*` that names no thread: the primary's own. */
+export const PRIMARY_KEY = ''
+
 /**
  * The statuses the stream announced, by thread id. `session.thread_status_*` names its thread
- * (a child's, or the primary's own); a session-level status event is the aggregate and says
- * nothing about any one thread. `apply` returns true when a thread went idle or terminated,
+ * (a child's, or the primary's own; one naming none is the primary's, PRIMARY_KEY); a
+ * session-level status event is the aggregate and says nothing about any one thread. `apply` returns true when a thread went idle or terminated,
  * which is when its cost moved (the view re-reads the thread objects then).
  */
 export class ThreadStatusBoard {
@@ -99,9 +102,10 @@ export class ThreadStatusBoard {
 
   apply(e: { type: string; session_thread_id?: string | null }): { changed: boolean; settled: boolean } {
     const c = statusChangeOf(e)
-    if (!c || c.scope !== 'thread' || !c.thread) return { changed: false, settled: false }
-    const before = this.statuses.get(c.thread)
-    this.statuses.set(c.thread, c.status)
+    if (!c || c.scope !== 'thread') return { changed: false, settled: false }
+    const key = c.thread ?? PRIMARY_KEY
+    const before = this.statuses.get(key)
+    this.statuses.set(key, c.status)
     return { changed: before !== c.status, settled: c.status === 'idle' || c.status === 'terminated' }
   }
 

@@ -65,7 +65,8 @@ export function useThreadTree(sessionId: string, enabled: boolean): ThreadTreeDa
       const e = msg.event as { type: string; session_thread_id?: string | null }
       const { changed, settled } = board.apply(e)
       if (changed) setLive(board.snapshot())
-      if (settled || e.type === 'session.thread_created') void read()
+      // The primary's cost moves when the session goes idle (its status event may name no thread).
+      if (settled || e.type === 'session.thread_created' || e.type === 'session.status_idle') void read()
     })
     void read()
     return () => {

@@ -129,4 +129,23 @@ describe('IpcClient', () => {
     stop()
     expect(got).toEqual(['sevt_a'])
   })
+
+  it("delivers on the session's stream the primary's events and only the primary-visible ones of its children, as the HTTP stream does", async () => {
+    let deliver: ((m: StreamMessage) => void) | undefined
+    const b = bridge({ ok: true, data: null }, async (listener) => {
+      deliver = listener
+      return { ok: true, data: { unsubscribe: () => {} } }
+    })
+    const got: string[] = []
+    const stop = new IpcClient(b).stream('sesn_1', {}, (m) => got.push(m.kind === 'event' ? m.event.id : m.preview.type))
+    await new Promise((r) => setTimeout(r, 0))
+    const send = (seq: number, event: Record<string, unknown>) => deliver!({ kind: 'event', seq, event: event as never })
+    send(1, { id: 'sevt_primary', type: 'agent.message', content: [] })
+    send(2, { id: 'sevt_child_msg', type: 'agent.message', content: [], session_thread_id: 'sthr_a' })
+    send(3, { id: 'sevt_child_ask', type: 'agent.tool_use', name: 'bash', input: {}, evaluated_permission: 'ask', session_thread_id: 'sthr_a' })
+    send(4, { id: 'sevt_child_allowed', type: 'agent.tool_use', name: 'bash', input: {}, evaluated_permission: 'allow', session_thread_id: 'sthr_a' })
+    send(5, { id: 'sevt_child_idle', type: 'session.thread_status_idle', session_thread_id: 'sthr_a', stop_reason: { type: 'end_turn' } })
+    stop()
+    expect(got).toEqual(['sevt_primary', 'sevt_child_ask', 'sevt_child_idle'])
+  })
 })

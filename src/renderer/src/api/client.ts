@@ -26,7 +26,8 @@ export interface StreamOptions {
   previews?: boolean
   /**
    * A child thread's own stream (`GET /v1/sessions/{id}/threads/{thread}/stream`: its full
-   * activity) instead of the session's (the primary thread and what children cross-post to it).
+   * activity) instead of the session's (the primary thread and what its children show on it,
+   * `isPrimaryVisible`).
    */
   thread?: string
   /** Told when the stream (re)connects or drops, for a connection indicator. */

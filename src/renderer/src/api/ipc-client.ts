@@ -1,4 +1,5 @@
 import type { IpcResult, StreamMessage, StreamSubscribeParams } from '../../../shared/api/operations'
+import { isOnThreadStream } from '../../../shared/api/events'
 import { ApiError, type CorralClient, type OperationName, type StreamOptions } from './client'
 
 /** What the preload exposes on `window.corral` (src/preload/index.ts). */
@@ -43,17 +44,19 @@ export class IpcClient implements CorralClient {
   }
 
   /**
-   * The adapter's subscription is per session and delivers every thread's events; a thread's
-   * stream (`options.thread`) keeps the events logged on that thread, as the HTTP thread stream
-   * does (previews are kept: the timeline drops those of other threads itself).
+   * The adapter's subscription is per session and delivers every thread's events; this keeps
+   * what the HTTP stream of the same view shows (isOnThreadStream, the rule the engine's streams
+   * use): for the session, the primary's events and the primary-visible ones of its children;
+   * for a thread (`options.thread`), that thread's own. Previews are kept: the timeline drops
+   * those of other threads itself.
    */
   stream(sessionId: string, options: StreamOptions, listener: (msg: StreamMessage) => void): () => void {
     let stopped = false
     let unsubscribe: (() => void) | undefined
-    const thread = options.thread
+    const view = { sessionId, thread: options.thread ?? null }
     void this.bridge.subscribe({ sessionId, after: options.after, previews: options.previews }, (msg) => {
       if (stopped) return
-      if (thread && msg.kind === 'event' && ((msg.event as { session_thread_id?: string | null }).session_thread_id ?? null) !== thread) return
+      if (msg.kind === 'event' && !isOnThreadStream(msg.event as Parameters<typeof isOnThreadStream>[0], view)) return
       listener(msg)
     }).then((res) => {
       if (!res.ok) return options.onState?.('reconnecting')

@@ -31,6 +31,7 @@ import {
   type StreamMessage,
 } from '../../shared/api/operations'
 import { CorralError, isCorralError } from '../../shared/errors'
+import { isOnThreadStream, threadKeyOf, type ThreadKey } from '../../shared/api/events'
 import { changesRevertSchema } from '../../shared/api/workspace'
 import type { ApiServices } from './services'
 
@@ -53,6 +54,7 @@ const queryPrimitive = z.union([z.string().max(4096), z.number(), z.boolean()])
 const querySchema = z.record(z.string().max(64), z.union([queryPrimitive, z.array(queryPrimitive).max(100), z.null(), z.undefined()]))
 const subscribeSchema = z.strictObject({
   sessionId: idSchema,
+  thread: idSchema.optional(),
   after: z.number().int().min(0).optional(),
   previews: z.boolean().optional(),
 })
@@ -136,14 +138,34 @@ export function createIpcAdapter(params: IpcAdapterParams): IpcAdapter {
         return failure(err)
       }
       const { sessionId } = p.data
+      // The view HTTP streams have (isOnThreadStream): the session's, or one thread's.
+      let view: { sessionId: string; thread: ThreadKey }
+      try {
+        view = { sessionId, thread: p.data.thread === undefined ? null : services.threads.logKey(sessionId, p.data.thread) }
+      } catch (err) {
+        return failure(err)
+      }
       const after = p.data.after ?? services.log.lastSeq(sessionId)
+      const otherThreads = new Set<string>()
       const disposers: (() => void)[] = []
-      disposers.push(services.log.tail(sessionId, after, (stored) => send({ kind: 'event', seq: stored.seq, event: stored.event })))
+      disposers.push(
+        services.log.tail(sessionId, after, (stored) => {
+          if (isOnThreadStream(stored.event, view)) send({ kind: 'event', seq: stored.seq, event: stored.event })
+        }),
+      )
       if (p.data.previews) {
         disposers.push(
           services.previews.subscribe(sessionId, (preview) => {
             const kind = preview.type === 'event_start' ? (preview.event as { type?: string } | undefined)?.type : undefined
             if (preview.type === 'event_start' && kind !== 'agent.message' && kind !== 'agent.thinking' && kind !== 'agent.tool_result') return
+            // A preview is of its own thread's stream only: a start of another thread's event, and its deltas, are not sent.
+            if (preview.type === 'event_start') {
+              const ev = (preview.event ?? {}) as { id?: string; session_thread_id?: string | null }
+              if (threadKeyOf(ev, sessionId) !== view.thread) {
+                if (typeof ev.id === 'string') otherThreads.add(ev.id)
+                return
+              }
+            } else if (otherThreads.has(String(preview.event_id))) return
             send({ kind: 'preview', preview })
           }),
         )

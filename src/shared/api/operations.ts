@@ -133,6 +133,12 @@ export type IpcResult<T = unknown> = { ok: true; data: T } | { ok: false; status
 
 export interface StreamSubscribeParams {
   sessionId: string
+  /**
+   * A thread's stream (its `sthr_` id), as `GET …/threads/{tid}/stream` shows it: a child's full
+   * activity. Default: the session's stream (the primary's events and its children's
+   * primary-visible ones, isPrimaryVisible).
+   */
+  thread?: string
   /** Resume after this seq (0 = from the beginning); default: only events appended from now on. */
   after?: number
   /** Also deliver never-stored `event_start` / `event_delta` previews of agent.message, agent.thinking and (Corral) a running tool call's agent.tool_result output. */

@@ -71,6 +71,33 @@ describe('the IPC adapter (the desktop renderer\'s transport)', () => {
     if (c.ok) c.dispose()
   })
 
+  it("shows on a session subscription what the session stream shows, and on a thread's subscription that thread's events", async () => {
+    const agent = await ipc.call('agents.create', {}, { name: 'lead', model: 'claude-sonnet-4-5' })
+    const env = await ipc.call('environments.create', {}, { name: 'ipc threads env' })
+    if (!agent.ok || !env.ok) throw new Error('set-up failed')
+    const session = await ipc.call('sessions.create', {}, { agent: (agent.data as { id: string }).id, environment_id: (env.data as { id: string }).id })
+    if (!session.ok) throw new Error('set-up failed')
+    const sessionId = (session.data as { id: string }).id
+    const child = 'sthr_IPCCHILD000000000000000001'
+    const log = api.engine.services.log
+    await log.append(sessionId, [{ type: 'session.thread_created', session_thread_id: child, agent_name: 'helper', workflow_run_id: null }])
+    const onSession: string[] = []
+    const onChild: string[] = []
+    const a = ipc.subscribe({ sessionId }, (m) => m.kind === 'event' && onSession.push(m.event.type))
+    const b = ipc.subscribe({ sessionId, thread: child }, (m) => m.kind === 'event' && onChild.push(m.event.type))
+    expect(ipc.subscribe({ sessionId, thread: 'sthr_NOPE' }, () => {})).toMatchObject({ ok: false, status: 404 })
+    await log.append(sessionId, [
+      { type: 'agent.message', session_thread_id: child, content: [{ type: 'text', text: 'child only' }] },
+      { type: 'agent.custom_tool_use', session_thread_id: child, name: 'lookup', input: {} },
+      { type: 'agent.thinking' },
+    ])
+    await expect.poll(() => onSession.length + onChild.length).toBe(4)
+    expect(onSession).toEqual(['agent.custom_tool_use', 'agent.thinking'])
+    expect(onChild).toEqual(['agent.message', 'agent.custom_tool_use'])
+    if (a.ok) a.dispose()
+    if (b.ok) b.dispose()
+  })
+
   it('refuses a stream of an unknown session or with a malformed subscription', () => {
     expect(ipc.subscribe({ sessionId: 'sesn_nope' }, () => {})).toMatchObject({ ok: false, status: 404 })
     expect(ipc.subscribe({ sessionId: 'sesn_x', after: -1 }, () => {})).toMatchObject({ ok: false, status: 400, error: { message: expect.stringMatching(/after/) } })

@@ -44,17 +44,18 @@ export class IpcClient implements CorralClient {
   }
 
   /**
-   * The adapter's subscription is per session and delivers every thread's events; this keeps
-   * what the HTTP stream of the same view shows (isOnThreadStream, the rule the engine's streams
-   * use): for the session, the primary's events and the primary-visible ones of its children;
-   * for a thread (`options.thread`), that thread's own. Previews are kept: the timeline drops
-   * those of other threads itself.
+   * The adapter's subscription shows what the HTTP stream of the same view shows (isOnThreadStream,
+   * the rule the engine's streams use): for the session, the primary's events and the
+   * primary-visible ones of its children; for a thread (`options.thread`, passed to the adapter),
+   * that thread's own. The check here is kept for an engine whose adapter delivered every
+   * thread's events. Previews are kept: the timeline drops those of other threads itself.
    */
   stream(sessionId: string, options: StreamOptions, listener: (msg: StreamMessage) => void): () => void {
     let stopped = false
     let unsubscribe: (() => void) | undefined
     const view = { sessionId, thread: options.thread ?? null }
-    void this.bridge.subscribe({ sessionId, after: options.after, previews: options.previews }, (msg) => {
+    const thread = options.thread
+    void this.bridge.subscribe({ sessionId, after: options.after, previews: options.previews, ...(thread ? { thread } : {}) }, (msg) => {
       if (stopped) return
       if (msg.kind === 'event' && !isOnThreadStream(msg.event as Parameters<typeof isOnThreadStream>[0], view)) return
       listener(msg)

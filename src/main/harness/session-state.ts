@@ -19,6 +19,14 @@ export interface OpenToolUse {
 export interface SessionState {
   /** The thread folded (the log's key: null for the primary thread). */
   thread: ThreadKey
+  /**
+   * Whose status events set this thread's status: `session` (the session's `session.status_*`,
+   * a single-threaded session) or `thread` (its own `session.thread_status_*`: every child, and
+   * the primary of a multi-agent session, whose session status is the aggregate of its threads).
+   */
+  statusScope: 'session' | 'thread'
+  /** The primary thread's `sthr_` id, which its own `session.thread_status_*` events carry (multi-agent sessions). */
+  primaryId?: string
   lastSeq: number
   /** The thread's last status event says: running | idle | rescheduling | terminated (idle when none). */
   status: SessionStatus
@@ -45,10 +53,18 @@ export interface SessionState {
   allowedCommands: Map<string, string>
 }
 
+/** How a fold reads a thread's status: see SessionState.statusScope / primaryId. */
+export interface FoldScope {
+  statusScope?: 'session' | 'thread'
+  primaryId?: string
+}
+
 /** Starts a fold of one thread of a session (`thread`: the log's key, null for the primary thread). */
-export function newSessionState(thread: ThreadKey): SessionState {
+export function newSessionState(thread: ThreadKey, scope: FoldScope = {}): SessionState {
   return {
     thread,
+    statusScope: scope.statusScope ?? (thread === null ? 'session' : 'thread'),
+    primaryId: scope.primaryId,
     lastSeq: 0,
     status: 'idle',
     lastAnswerSeq: 0,
@@ -63,8 +79,19 @@ export function newSessionState(thread: ThreadKey): SessionState {
 }
 
 /** Folds a session's events on one thread (null: the primary) into its state. Pure. */
-export function foldSession(events: readonly SeqEvent[], thread: ThreadKey): SessionState {
-  return foldInto(newSessionState(thread), events)
+export function foldSession(events: readonly SeqEvent[], thread: ThreadKey, scope: FoldScope = {}): SessionState {
+  return foldInto(newSessionState(thread, scope), events)
+}
+
+/**
+ * Whether an event belongs to the fold of thread `s`: its own events; for the primary, its own
+ * `session.thread_status_*` (which carry its `sthr_` id); for a child, an interrupt of every
+ * thread (a `user.interrupt` without a thread).
+ */
+function concerns(s: SessionState, e: { type: string; session_thread_id?: string | null }): boolean {
+  if (isOnThread(e, s.thread)) return true
+  if (s.thread === null) return s.primaryId !== undefined && e.session_thread_id === s.primaryId
+  return e.type === 'user.interrupt' && !e.session_thread_id
 }
 
 /**
@@ -75,7 +102,7 @@ export function foldInto(s: SessionState, events: readonly SeqEvent[]): SessionS
   for (const { seq, event: e } of events) {
     if (seq <= s.lastSeq) continue
     s.lastSeq = seq
-    if (!isOnThread(e, s.thread)) continue
+    if (!concerns(s, e)) continue
     step(s, e, seq)
   }
   return s
@@ -84,7 +111,7 @@ export function foldInto(s: SessionState, events: readonly SeqEvent[]): SessionS
 /** The status events of a thread: the session's own for the primary thread, `session.thread_status_*` for a child. */
 const onStatus = (s: SessionState, e: { type: string; session_thread_id?: string | null }): StatusChange | undefined => {
   const c = statusChangeOf(e)
-  if (!c || c.scope !== (s.thread === null ? 'session' : 'thread')) return undefined
+  if (!c || c.scope !== s.statusScope) return undefined
   s.status = c.status
   return c
 }
@@ -194,7 +221,9 @@ const step = defineFold<SessionState, number>({
   'agent.mcp_tool_result': onResult,
   'user.tool_result': onResult,
   'user.custom_tool_result': onResult,
-  ...ignoring('agent.message', 'agent.thinking', 'agent.thread_context_compacted', 'agent.thread_message_received', 'agent.thread_message_sent'),
+  // a message from another thread (a task, a follow-up, a child's report) is input for the model
+  'agent.thread_message_received': onInput,
+  ...ignoring('agent.message', 'agent.thinking', 'agent.thread_context_compacted', 'agent.thread_message_sent'),
   ...ignoring('session.thread_created', 'session.updated', 'session.usage', 'session.deleted', 'user.define_outcome'),
   ...ignoring('span.outcome_evaluation_start', 'span.outcome_evaluation_ongoing', 'span.outcome_evaluation_end'),
   ...ignoring('workflow_run.created', 'workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.status_ended', 'workflow_run.error', 'workflow_run.phase_started', 'workflow_run.phase_ended'),

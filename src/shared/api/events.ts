@@ -35,6 +35,7 @@ export interface CorralEventFields {
   'span.model_request_end': { model?: string; stop_reason?: string | null; context_seq?: number; interrupted?: boolean }
   /** `context_seq`: an idle written with a model answer covers only what that request saw. */
   'session.status_idle': { context_seq?: number }
+  'session.thread_status_idle': { context_seq?: number }
   /** Which attempt of a failing episode this is, of how many, and the endpoint's HTTP status. */
   'session.error': { attempt?: number; max_attempts?: number; status_code?: number }
   /** The model's thinking block as the Messages API needs it back (or that it was redacted). */

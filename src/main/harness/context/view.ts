@@ -1,14 +1,14 @@
 import { answeredUseId, isEventOf, isOnThread, type LoggedEventOf, type RequestType, type ResultType, type ThreadKey } from '../../../shared/api/events'
 import { defineFold, ignoring, type SeqEvent } from '../../../shared/api/fold'
 import type { ModelRequest } from '../model-client'
-import { modelTools, type AgentToolConfig, type McpToolDefinition } from '../tools'
+import { modelTools, type AgentToolConfig, type McpToolDefinition, type ModelToolDefinition } from '../tools'
 
 /** An event of the log with its position (the view needs both). */
 export type ViewEvent = SeqEvent
 
 /** The parts of the session's pinned agent snapshot the view reads. */
 export interface ViewAgent {
-  model: string | { id: string; [k: string]: unknown }
+  model: string | { id: string }
   system?: string | null
   tools?: readonly AgentToolConfig[]
 }
@@ -30,6 +30,8 @@ export interface ContextViewInput {
   options?: ContextViewOptions
   /** What the session's MCP servers list; those the agent's mcp_toolsets enable are offered. */
   mcpTools?: readonly McpToolDefinition[]
+  /** Tools the harness runs itself that this thread is offered (platform-tools.ts), after the agent's. */
+  platformTools?: readonly ModelToolDefinition[]
 }
 
 export interface ContextView {
@@ -92,8 +94,8 @@ export function buildContextView(events: readonly ViewEvent[], input: ContextVie
     }
   }
 
-  const messages = toMessages(own.slice(start), summary)
-  const tools = modelTools(agent.tools ?? [], mcpTools).map((t) => ({ ...t })) as unknown as NonNullable<ModelRequest['tools']>
+  const messages = toMessages(own.slice(start), summary, input.thread === null)
+  const tools = [...modelTools(agent.tools ?? [], mcpTools), ...(input.platformTools ?? [])].map((t) => ({ ...t })) as unknown as NonNullable<ModelRequest['tools']>
   const system = agent.system ? [{ type: 'text' as const, text: agent.system }] : undefined
 
   const baseSize = estimate(system ?? '') + estimate(tools)
@@ -143,7 +145,7 @@ function finish(p: { model: string; max_tokens: number; system?: { type: 'text';
 }
 
 /** Folds events into alternating messages; see buildContextView. */
-function toMessages(events: readonly ViewEvent[], summary: string | undefined): Message[] {
+function toMessages(events: readonly ViewEvent[], summary: string | undefined, isPrimary: boolean): Message[] {
   const out: Message[] = []
   let assistant: Message | undefined
   let user: Message | undefined
@@ -201,7 +203,7 @@ function toMessages(events: readonly ViewEvent[], summary: string | undefined): 
   // the summary is a user turn of its own: what follows merges into it if it is user content
   if (summary !== undefined) user = out.pop()
 
-  const fold: MessageFold = { userMsg, assistantMsg, addResult, openToolUses, toolUseOrder }
+  const fold: MessageFold = { userMsg, assistantMsg, addResult, openToolUses, toolUseOrder, isPrimary }
   for (const { seq, event } of events) messageStep(fold, event, seq)
   if (assistant) {
     out.push(assistant)
@@ -217,6 +219,8 @@ function toMessages(events: readonly ViewEvent[], summary: string | undefined): 
 
 /** What the message fold's handlers work on: the open turns of toMessages and its pending calls. */
 interface MessageFold {
+  /** Folding the primary thread (a child's own reports are part of its history). */
+  isPrimary: boolean
   userMsg: (seq: number, id: string) => Message
   assistantMsg: (seq: number, id: string) => Message
   addResult: (seq: number, id: string, toolUseId: string, content: unknown, isError: boolean) => void
@@ -266,7 +270,19 @@ const messageStep = defineFold<MessageFold, number>({
   'agent.mcp_tool_result': onResult,
   'user.custom_tool_result': onResult,
   // the compaction summary starts the view (buildContextView); the rest is not for the model
-  ...ignoring('agent.thread_context_compacted', 'agent.thread_message_received', 'agent.thread_message_sent', 'user.interrupt', 'user.tool_confirmation', 'user.define_outcome'),
+  // a message from another thread is a user turn; one from the primary (a task) as is, one from a
+  // child (its report) naming the sender, so the lead knows who answered
+  'agent.thread_message_received': (f, e, seq) => {
+    const text = textOf(e.content)
+    const from = e.from_agent_name ? `${e.from_agent_name} (thread ${e.from_session_thread_id})` : undefined
+    f.userMsg(seq, e.id).content.push({ type: 'text', text: from ? `<message from="${from}">\n${text}\n</message>` : text })
+  },
+  // a child's report is its own final answer: it stays in the child's history as assistant text
+  // (the primary's own sends are already its send_to_agent call and result)
+  'agent.thread_message_sent': (f, e, seq) => {
+    if (!f.isPrimary) f.assistantMsg(seq, e.id).content.push({ type: 'text', text: textOf(e.content) })
+  },
+  ...ignoring('agent.thread_context_compacted', 'user.interrupt', 'user.tool_confirmation', 'user.define_outcome'),
   ...ignoring('session.status_running', 'session.status_idle', 'session.status_rescheduled', 'session.status_terminated', 'session.error', 'session.updated', 'session.usage', 'session.deleted'),
   ...ignoring('session.thread_created', 'session.thread_status_running', 'session.thread_status_idle', 'session.thread_status_rescheduled', 'session.thread_status_terminated'),
   ...ignoring('span.model_request_start', 'span.model_request_end', 'span.outcome_evaluation_start', 'span.outcome_evaluation_ongoing', 'span.outcome_evaluation_end'),
@@ -301,4 +317,8 @@ function clearOldToolResults(messages: Message[], keep: number): number {
     ]
   }
   return toClear.length
+}
+
+function textOf(content: readonly { type: string; text?: string }[] | undefined): string {
+  return (content ?? []).flatMap((b) => (b.type === 'text' && typeof b.text === 'string' ? [b.text] : [])).join('\n')
 }

@@ -1,4 +1,4 @@
-import { PRIMARY_THREAD, type EventInputOf, type EventOf } from '../../shared/api/events'
+import { type EventInputOf, type EventOf, type ThreadKey } from '../../shared/api/events'
 import { newId } from '../../shared/api/ids'
 import type { EventInput, EventLog } from '../session/event-log'
 import type { ToolJournal } from '../session/tool-journal'
@@ -9,15 +9,20 @@ import { readSessionHistory } from './session-history'
 import { decideNext, foldInto, newSessionState, type NextStep, type OpenToolUse, type SessionState } from './session-state'
 import type { ToolOutcome, ToolRouter } from '../hands/tool-router'
 import { routeTool, type AgentToolConfig, type McpToolDefinition } from './tools'
+import { DELEGATION_TOOLS } from './delegation'
+import { PlatformTools, primaryThreadOf, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
+import { SessionLocks, SessionThreads } from './session-threads'
 
 /** Where the harness publishes never-stored previews (`event_start` / `event_delta`). */
 export interface PreviewSink {
   publish(sessionId: string, event: { type: 'event_start' | 'event_delta'; [k: string]: unknown }): void
 }
 
-/** The session fields the harness reads: its pinned agent snapshot and budget. */
+/** The session fields the harness reads: its pinned agent snapshot and budget, and the roster it pinned at create. */
 export interface SessionSource {
   retrieve(id: string): { id: string; agent: unknown; budget?: unknown }
+  /** What the session may delegate to (null: a single-threaded session). Absent: no session delegates. */
+  rosterOf?(id: string): DelegationRoster | null
 }
 
 
@@ -54,6 +59,8 @@ export interface HarnessDeps {
   previews?: PreviewSink
   /** The session's MCP tools, offered to the model when the agent has `mcp_toolset` entries. */
   mcp?: McpToolSource
+  /** Tools the harness runs itself (default: delegation); each says which threads it is offered to. */
+  platform?: PlatformTools
   options?: HarnessOptions
 }
 
@@ -111,8 +118,14 @@ const UNKNOWN_OUTCOME_TEXT =
 export class Harness {
   private readonly o: Required<Omit<HarnessOptions, 'context'>> & { context: ContextViewOptions }
   private readonly cache = new Map<string, { events: ViewEvent[]; state: SessionState }>()
+  /** Per session: its threads as the log says (shared by the brains of its threads). */
+  private readonly threadsBySession = new Map<string, SessionThreads>()
+  private readonly locks = new SessionLocks()
+  /** The platform tools (delegation, the advisor): register more before the brains start. */
+  readonly platform: PlatformTools
 
   constructor(private readonly deps: HarnessDeps) {
+    this.platform = deps.platform ?? new PlatformTools(DELEGATION_TOOLS)
     const o = deps.options ?? {}
     this.o = {
       maxRetries: o.maxRetries ?? 5,
@@ -127,25 +140,52 @@ export class Harness {
   }
 
   /**
-   * Runs the session until it waits (idle, requires_action) or `control` stops it. Events and
-   * their fold are cached per session between runs (bounded; rebuilt from the log when missing
-   * or after a failure), so a wake reads only what was appended since.
+   * Runs one thread of a session until it waits (idle, requires_action) or `control` stops it.
+   * The thread's events and their fold are cached per thread between runs (bounded; rebuilt from
+   * the log when missing or after a failure), so a wake reads only what was appended since. A
+   * child thread runs the agent snapshot its `session.thread_created` pinned; all threads share
+   * the session's hands (the one ToolRouter).
    */
-  async run(sessionId: string, control: TurnControl = new TurnControl()): Promise<void> {
+  async run(thread: ThreadRef, control: TurnControl = new TurnControl()): Promise<void> {
+    const { sessionId } = thread
+    const primaryId = primaryThreadOf(sessionId)
+    const threadKey: ThreadKey = thread.threadId === primaryId ? null : thread.threadId
     const session = this.deps.sessions.retrieve(sessionId)
-    const agent = session.agent as ViewAgent & { tools?: AgentToolConfig[] }
-    let cached = this.cache.get(sessionId)
-    if (cached) this.cache.delete(sessionId) // re-inserted below: most recently used last
-    else cached = { events: [], state: newSessionState(PRIMARY_THREAD) }
+    const sessionAgent = session.agent as ThreadAgent
+    const roster = this.deps.sessions.rosterOf?.(sessionId) ?? null
+    const threads = this.threadsOf(sessionId).catchUp(this.deps.log)
+    const multi = roster !== null || threads.children.size > 0
+    let agent: ThreadAgent
+    let agentName = sessionAgent.name
+    if (threadKey === null) agent = sessionAgent
+    else {
+      const child = threads.children.get(threadKey)
+      if (!child || child.status === 'terminated') return
+      const { multiagent: _m, ...own } = (child.agent ?? sessionAgent) as ThreadAgent & { multiagent?: unknown }
+      agent = own as ThreadAgent
+      agentName = child.agentName
+    }
+    const key = `${sessionId}/${threadKey ?? ''}`
+    let cached = this.cache.get(key)
+    if (cached) this.cache.delete(key) // re-inserted below: most recently used last
+    else cached = { events: [], state: newSessionState(threadKey, multi ? { statusScope: 'thread', primaryId } : {}) }
     const { events, state } = cached
     const catchUp = () => {
       for (;;) {
-        const page = this.deps.log.read(sessionId, { after: state.lastSeq, limit: 1000 })
-        for (const r of page) events.push({ seq: r.seq, event: r.event })
-        foldInto(state, page)
+        const page = this.deps.log.read(sessionId, { after: state.lastSeq, limit: 1000, threadId: threadKey })
+        let merged = page
+        if (threadKey !== null) {
+          // an interrupt without a thread stops every thread: the children fold it too
+          const before = page.length === 1000 ? page[page.length - 1].seq + 1 : undefined
+          const all = this.deps.log.read(sessionId, { after: state.lastSeq, before, limit: 1000, threadId: null, types: ['user.interrupt'] })
+          if (all.length) merged = [...page, ...all].sort((a, b) => a.seq - b.seq)
+        }
+        for (const r of merged) events.push({ seq: r.seq, event: r.event })
+        foldInto(state, merged)
         if (page.length < 1000) return
       }
     }
+    const c: RunContext = { sessionId, thread, threadKey, primaryId, multi, session, sessionAgent, agent: agent as RunContext['agent'], agentName, roster, threads, events, state, control }
     let ok = false
     try {
       while (!control.stopped) {
@@ -153,12 +193,13 @@ export class Harness {
         control.rearm()
         const step = decideNext(state)
         if (step.kind === 'none') break
-        await this.perform(step, { sessionId, session, agent, events, state, control })
+        await this.perform(step, c)
       }
+      if (multi && control.mayRecord && !control.stopped) await this.settleAggregate(c)
       ok = true
     } finally {
       if (ok) {
-        this.cache.set(sessionId, cached)
+        this.cache.set(key, cached)
         while (this.cache.size > this.o.cacheSessions) this.cache.delete(this.cache.keys().next().value as string)
       }
     }
@@ -166,11 +207,78 @@ export class Harness {
 
   /** Forgets a session's cached events (e.g. when it is deleted). */
   forget(sessionId: string): void {
-    this.cache.delete(sessionId)
+    for (const k of [...this.cache.keys()]) if (k.startsWith(`${sessionId}/`)) this.cache.delete(k)
+    this.threadsBySession.delete(sessionId)
+  }
+
+  /** The threads of a session that may need a brain: the primary and every child not terminated. */
+  liveThreads(sessionId: string): ThreadRef[] {
+    const threads = this.threadsOf(sessionId).catchUp(this.deps.log)
+    return [{ sessionId, threadId: threads.primaryId }, ...threads.liveChildren().map((ch) => ({ sessionId, threadId: ch.id }))]
+  }
+
+  private threadsOf(sessionId: string): SessionThreads {
+    let t = this.threadsBySession.get(sessionId)
+    if (!t) {
+      t = new SessionThreads(sessionId, primaryThreadOf(sessionId))
+      this.threadsBySession.set(sessionId, t)
+      while (this.threadsBySession.size > this.o.cacheSessions) this.threadsBySession.delete(this.threadsBySession.keys().next().value as string)
+    }
+    return t
+  }
+
+  /**
+   * Appends what a thread did. In a multi-agent session a batch that changes a thread's status
+   * also carries the session's aggregate status event, written under the session's lock so two
+   * threads ending at once cannot both miss it; an idle of this thread is left out when a message
+   * reached the thread after what its step saw (the thread goes on instead of flapping idle).
+   */
+  private async appendThread(c: RunContext, given: EventInput[]): Promise<void> {
+    // a child's events are logged on its thread; one it addresses to the primary says null
+    const evs = c.threadKey === null ? given : given.map((e) => onThread(e, c.thread.threadId))
+    if (!c.multi || !evs.some(isStatusEvent)) {
+      await this.deps.log.append(c.sessionId, evs)
+      return
+    }
+    await this.locks.with(c.sessionId, async () => {
+      const threads = c.threads.catchUp(this.deps.log)
+      const own = threads.facts(c.threadKey)
+      let batch = evs
+      if (own && own.lastReceivedSeq > c.state.lastSeq) batch = batch.filter((e) => !(e.type === 'session.thread_status_idle' && threadOf(e, c.primaryId) === c.thread.threadId))
+      // a message delivered to the idle primary marks it running in the same batch
+      if (threads.primary.status !== 'running' && batch.some((e) => e.type === 'agent.thread_message_received' && !e.session_thread_id)) {
+        batch = [...batch, { type: 'session.thread_status_running', session_thread_id: c.primaryId, agent_name: c.sessionAgent.name }]
+      }
+      const agg = previewAggregate(threads, batch)
+      await this.deps.log.append(c.sessionId, agg ? [...batch, agg] : batch)
+    })
+  }
+
+  /** After a run, in a multi-agent session: the session's status is what its threads say (repairs a gap left by an older process). */
+  private async settleAggregate(c: RunContext): Promise<void> {
+    await this.locks.with(c.sessionId, async () => {
+      const agg = c.threads.catchUp(this.deps.log).aggregateEvent()
+      if (agg) await this.deps.log.append(c.sessionId, [agg])
+    })
+  }
+
+  private runningEvent(c: RunContext): EventInput {
+    return c.multi ? { type: 'session.thread_status_running', session_thread_id: c.thread.threadId, agent_name: c.agentName } : { type: 'session.status_running' }
+  }
+
+  private idleEvent(c: RunContext, stopReason: EventInputOf<'session.status_idle'>['stop_reason'], contextSeq?: number): EventInput {
+    const extra = contextSeq !== undefined ? { context_seq: contextSeq } : {}
+    return c.multi
+      ? { type: 'session.thread_status_idle', session_thread_id: c.thread.threadId, agent_name: c.agentName, stop_reason: stopReason, stop_details: null, ...extra }
+      : { type: 'session.status_idle', stop_reason: stopReason, stop_details: null, ...extra }
+  }
+
+  private offerContext(c: RunContext): PlatformOfferContext {
+    return { thread: c.thread, threadKey: c.threadKey, sessionAgent: c.sessionAgent, agent: c.agent, roster: c.roster }
   }
 
   private async perform(step: NextStep, c: RunContext): Promise<void> {
-    const append = (evs: EventInput[]) => this.deps.log.append(c.sessionId, evs)
+    const append = (evs: EventInput[]) => this.appendThread(c, evs)
     switch (step.kind) {
       case 'close_span':
         await append([{ type: 'span.model_request_end', model_request_start_id: step.spanId, is_error: true, model_usage: zeroUsage(), interrupted: true }])
@@ -187,7 +295,7 @@ export class Harness {
         return
       }
       case 'idle':
-        await append([{ type: 'session.status_idle', stop_reason: step.stopReason, stop_details: null }])
+        await append([this.idleEvent(c, step.stopReason)])
         return
       case 'run_tools':
         await this.runTools(step.run, step.deny, c)
@@ -199,13 +307,13 @@ export class Harness {
   }
 
   private runningPrefix(c: RunContext): EventInput[] {
-    return c.state.status === 'running' ? [] : [{ type: 'session.status_running' }]
+    return c.state.status === 'running' ? [] : [this.runningEvent(c)]
   }
 
   private async runTools(run: OpenToolUse[], deny: OpenToolUse[], c: RunContext): Promise<void> {
     const prefix = this.runningPrefix(c)
     if (deny.length || prefix.length) {
-      await this.deps.log.append(c.sessionId, [
+      await this.appendThread(c, [
         ...prefix,
         ...deny.map((t) =>
           toolResult(t, { content: t.confirmation?.deny_message ? `The user denied this call: ${t.confirmation.deny_message}` : 'The user denied this call.', isError: true }),
@@ -219,14 +327,25 @@ export class Harness {
       // The result's id is chosen now, so the output previewed while the call runs names the
       // event that will conclude it.
       const resultId = newId('event')
+      const platform = t.type === 'agent.tool_use' ? this.platform.find(t.name, this.offerContext(c)) : undefined
+      if (platform) {
+        // a platform tool only reads the log and appends: its events and result land together
+        c.threads.catchUp(this.deps.log)
+        const r = await platform
+          .run({ ...this.offerContext(c), call: { id: t.id, name: t.name, input: t.input }, log: this.deps.log, model: this.deps.model, events: c.events, threads: c.threads, signal })
+          .catch((err: unknown) => ({ outcome: { content: `The ${t.name} call failed: ${(err as Error).message}`, isError: true }, events: undefined }))
+        if (!c.control.mayRecord) return
+        await this.appendThread(c, [...(r.events ?? []), toolResult(t, r.outcome, false, resultId)])
+        continue
+      }
       const outcome = await this.executeOnce(t, c, signal, this.outputPreview(c.sessionId, t, resultId))
       if (!c.control.mayRecord) return
       if (c.control.stopped) {
         // shutdown: the model hears of it when the session continues
-        await this.deps.log.append(c.sessionId, [toolResult(t, { ...outcome, content: `Corral shut down while this call was running, and cancelled it. Output so far: ${outcome.content}`, isError: true }, false, resultId)])
+        await this.appendThread(c, [toolResult(t, { ...outcome, content: `Corral shut down while this call was running, and cancelled it. Output so far: ${outcome.content}`, isError: true }, false, resultId)])
         return
       }
-      await this.deps.log.append(c.sessionId, [toolResult(t, outcome, signal.aborted, resultId)])
+      await this.appendThread(c, [toolResult(t, outcome, signal.aborted, resultId)])
     }
   }
 
@@ -283,12 +402,14 @@ export class Harness {
   }
 
   private async callModel(attempt: number, c: RunContext): Promise<void> {
+    // one budget for the whole session: every thread's requests count (spec §9)
     const limit = budgetCents(c.session.budget)
-    if (limit !== undefined && spentCents(c.state) >= limit) {
-      await this.deps.log.append(c.sessionId, [{ type: 'session.status_idle', stop_reason: { type: 'budget_reached' }, stop_details: null }])
+    if (limit !== undefined && spentCents(c.multi ? c.threads.catchUp(this.deps.log).usageByModel : c.state.usageByModel) >= limit) {
+      await this.appendThread(c, [this.idleEvent(c, { type: 'budget_reached' })])
       return
     }
-    const view = buildContextView(c.events, { thread: c.state.thread, agent: c.agent, options: this.o.context, mcpTools: await this.mcpTools(c) })
+    const platformTools = this.platform.offered(this.offerContext(c)).map((t) => t.definition)
+    const view = buildContextView(c.events, { thread: c.state.thread, agent: c.agent, options: this.o.context, mcpTools: await this.mcpTools(c), platformTools })
     const request = view.compaction?.request ?? view.request
     const signal = c.control.signal
     if (signal.aborted) return
@@ -301,9 +422,10 @@ export class Harness {
     const contextSeq = c.state.lastSeq
     const prefix = this.runningPrefix(c)
     let started: Promise<unknown> | undefined
-    const startSpan = () => (started ??= this.deps.log.append(c.sessionId, [...prefix, { id: startId, type: 'span.model_request_start' }]))
+    const startSpan = () => (started ??= this.appendThread(c, [...prefix, { id: startId, type: 'span.model_request_start' }]))
     setImmediate(startSpan)
-    const previews = this.deps.previews
+    // a child's previews never reach the session stream (spec §5)
+    const previews = c.threadKey === null ? this.deps.previews : undefined
     const previewIds = new Map<number, string>()
     let usage = zeroUsage()
     let response: ModelResponse
@@ -332,7 +454,7 @@ export class Harness {
       if (!c.control.mayRecord) return
       const end: EventInputOf<'span.model_request_end'> = { type: 'span.model_request_end', model_request_start_id: startId, is_error: true, model_usage: usage, model }
       if (e.kind === 'aborted' || c.control.stopped) {
-        await this.deps.log.append(c.sessionId, [{ ...end, interrupted: true }])
+        await this.appendThread(c, [{ ...end, interrupted: true }])
         return
       }
       const exhausted = !e.retryable || attempt + 1 > this.o.maxRetries
@@ -346,10 +468,12 @@ export class Harness {
         ...(e.status !== undefined ? { status_code: e.status } : {}),
       }
       if (exhausted) {
-        await this.deps.log.append(c.sessionId, [end, error, { type: 'session.status_idle', stop_reason: { type: 'retries_exhausted' }, stop_details: null }])
+        // a child whose retries are exhausted terminates (spec §4.6)
+        const terminated: EventInput[] = c.threadKey !== null ? [{ type: 'session.thread_status_terminated', session_thread_id: c.thread.threadId, agent_name: c.agentName }] : []
+        await this.appendThread(c, [end, error, this.idleEvent(c, { type: 'retries_exhausted' }), ...terminated])
         return
       }
-      await this.deps.log.append(c.sessionId, [end, error])
+      await this.appendThread(c, [end, error])
       const exp = Math.min(this.o.backoffMaxMs, this.o.backoffBaseMs * 2 ** attempt)
       const delay = Math.max(e.retryAfterMs ?? 0, exp / 2 + (exp / 2) * this.o.random())
       await sleep(Math.min(delay, this.o.backoffMaxMs), signal)
@@ -368,20 +492,40 @@ export class Harness {
     }
     if (view.compaction) {
       const summary = response.blocks.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')
-      await this.deps.log.append(c.sessionId, [
+      await this.appendThread(c, [
         { ...end, stop_reason: 'compaction' },
         { type: 'agent.thread_context_compacted', summary, through_seq: view.compaction.throughSeq, through_event_id: view.compaction.throughEventId },
       ])
       return
     }
-    const out = this.responseEvents(response, previewIds, c)
+    let out = this.responseEvents(response, previewIds, c)
     // A final answer (no tool calls) ends the turn in the same commit: one fsync fewer per turn.
     // The idle carries context_seq too, so input that arrived meanwhile is still answered.
     const final = response.stopReason !== 'pause_turn' && !out.some((e) => e.type === 'agent.tool_use' || e.type === 'agent.mcp_tool_use' || e.type === 'agent.custom_tool_use')
-    const idle: EventInput[] = final
-      ? [{ type: 'session.status_idle', stop_reason: { type: response.stopReason === 'refusal' ? 'refusal' : 'end_turn' }, stop_details: null, context_seq: contextSeq }]
-      : []
-    await this.deps.log.append(c.sessionId, [...out, ...(await this.unrunnableAsks(out, c)), end, ...idle])
+    const idle: EventInput[] = final ? [this.idleEvent(c, { type: response.stopReason === 'refusal' ? 'refusal' : 'end_turn' }, contextSeq)] : []
+    if (final && c.threadKey !== null && response.stopReason !== 'refusal') out = this.report(out, c)
+    await this.appendThread(c, [...out, ...(await this.unrunnableAsks(out, c)), end, ...idle])
+  }
+
+  /**
+   * A child's turn that ends with end_turn reports its final text to its parent: the text is
+   * `agent.thread_message_sent` on the child (not also `agent.message`) and
+   * `agent.thread_message_received` on the primary, in the batch that ends the turn, so a crash
+   * delivers it exactly once.
+   */
+  private report(out: EventInput[], c: RunContext): EventInput[] {
+    const texts: { type: 'text'; text: string }[] = []
+    const rest: EventInput[] = []
+    for (const e of out) {
+      if (e.type === 'agent.message') for (const b of e.content) texts.push({ type: 'text', text: b.type === 'text' ? b.text : '' })
+      else rest.push(e)
+    }
+    const content = texts.length ? texts : [{ type: 'text' as const, text: '(The agent ended its turn without a reply.)' }]
+    return [
+      ...rest,
+      { type: 'agent.thread_message_sent', session_thread_id: c.thread.threadId, to_session_thread_id: c.primaryId, to_agent_name: null, content },
+      { type: 'agent.thread_message_received', session_thread_id: null, from_session_thread_id: c.thread.threadId, from_agent_name: c.agentName, content },
+    ]
   }
 
   /**
@@ -460,8 +604,18 @@ type ToolEvaluation = NonNullable<EventOf<'agent.tool_use'>['evaluation']>
 
 interface RunContext {
   sessionId: string
+  thread: ThreadRef
+  /** The log's key of the thread: null for the primary. */
+  threadKey: ThreadKey
+  primaryId: string
+  /** A multi-agent session: threads report their own status and the session's is the aggregate. */
+  multi: boolean
   session: { id: string; agent: unknown; budget?: unknown }
-  agent: ViewAgent & { tools?: AgentToolConfig[] }
+  sessionAgent: ThreadAgent
+  agentName: string
+  roster: DelegationRoster | null
+  threads: SessionThreads
+  agent: ThreadAgent & ViewAgent & { tools?: AgentToolConfig[] }
   events: ViewEvent[]
   state: SessionState
   control: TurnControl
@@ -487,10 +641,42 @@ function zeroUsage(): ModelUsage {
   return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
 }
 
-function spentCents(s: SessionState): number {
+function spentCents(usageByModel: Map<string, ModelUsage>): number {
   let total = 0
-  for (const [model, u] of s.usageByModel) total += listCostCents(model, u)
+  for (const [model, u] of usageByModel) total += listCostCents(model, u)
   return total
+}
+
+/** An event of a child thread: its own unless it names another (null: the primary, stored without the field). */
+function onThread(e: EventInput, threadId: string): EventInput {
+  if (e.session_thread_id === undefined) return { ...e, session_thread_id: threadId }
+  if (e.session_thread_id === null) {
+    const { session_thread_id: _t, ...rest } = e
+    return rest as EventInput
+  }
+  return e
+}
+
+const STATUS_TYPES = new Set(['session.thread_status_running', 'session.thread_status_idle', 'session.thread_status_rescheduled', 'session.thread_status_terminated'])
+function isStatusEvent(e: EventInput): boolean {
+  return STATUS_TYPES.has(e.type)
+}
+
+/** The thread a status event names (the primary's id for one without). */
+function threadOf(e: EventInput, primaryId: string): string {
+  return typeof e.session_thread_id === 'string' ? e.session_thread_id : primaryId
+}
+
+/** The session status event the threads' statuses call for once `batch` is appended (the fold itself is not changed). */
+function previewAggregate(threads: SessionThreads, batch: readonly EventInput[]): EventInput | undefined {
+  const copy = new SessionThreads(threads.sessionId, threads.primaryId)
+  Object.assign(copy.primary, threads.primary)
+  Object.assign(copy.session, threads.session)
+  for (const [id, ch] of threads.children) copy.children.set(id, { ...ch })
+  copy.lastSeq = threads.lastSeq
+  let seq = threads.lastSeq
+  for (const e of batch) copy.apply(++seq, e as unknown as Record<string, unknown> & { type: string })
+  return copy.aggregateEvent()
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -2,6 +2,7 @@ import type { EventLog, StoredEvent } from '../session/event-log'
 import type { SessionStore } from '../session/session-store'
 import type { SqliteLeaseStore } from '../session/lease-store'
 import { TurnControl, type Harness } from '../harness/harness'
+import { primaryRef, type ThreadRef } from '../harness/platform-tools'
 
 /** Client events that give a session work for its brain. */
 const WAKING_TYPES = new Set(['user.message', 'user.tool_confirmation', 'user.custom_tool_result', 'user.tool_result', 'system.message', 'user.interrupt'])
@@ -18,19 +19,26 @@ export interface SchedulerParams {
 }
 
 interface Brain {
+  thread: ThreadRef
   control: TurnControl
   again: boolean
   done: Promise<void>
 }
 
+const keyOf = (t: ThreadRef) => `${t.sessionId}/${t.threadId}`
+
 /**
- * Many brains in one process: one turn loop per session with work, each under the session's
- * lease, all concurrent (a slow model or tool in one session holds up no other). It wakes a
- * session when a client event arrives, and at start-up every session that was running or has
- * unanswered input. Dispose with `stop()`.
+ * Many brains in one process: one turn loop per thread with work, all the threads of a session
+ * under the session's one lease, all concurrent (a slow model or tool in one thread holds up no
+ * other). It wakes the thread an event is for when a client event or a message between threads
+ * arrives, and at start-up every thread of every session that was running or has unanswered
+ * input. Dispose with `stop()`.
  */
 export class Scheduler {
+  /** Brains by thread (`sessionId/threadId`). */
   private readonly brains = new Map<string, Brain>()
+  /** How many brains each session has running. */
+  private readonly perSession = new Map<string, number>()
   private readonly retryTimers = new Map<string, NodeJS.Timeout>()
   /** Sessions whose lease we hold, with when their brain last ran (ms). */
   private readonly held = new Map<string, number>()
@@ -48,13 +56,13 @@ export class Scheduler {
   private renewHeld(): void {
     const now = Date.now()
     const idleFor = this.p.idleReleaseMs ?? 5_000
-    const release = [...this.held].filter(([id, at]) => !this.brains.has(id) && now - at > idleFor).map(([id]) => id)
+    const release = [...this.held].filter(([id, at]) => !this.perSession.has(id) && now - at > idleFor).map(([id]) => id)
     for (const id of release) this.held.delete(id)
     try {
       if (release.length) this.p.leases.releaseAll(release)
       for (const lost of this.p.leases.renewAll([...this.held.keys()])) {
         this.held.delete(lost)
-        this.brains.get(lost)?.control.stop('lease_lost')
+        for (const b of this.brains.values()) if (b.thread.sessionId === lost) b.control.stop('lease_lost')
       }
       this.lastRenewAt = now
     } catch {
@@ -86,8 +94,20 @@ export class Scheduler {
   start(): string[] {
     this.unsubscribe = this.p.log.subscribeAll((s) => this.onEvent(s))
     const ids = this.sessionsNeedingBrains()
-    for (const id of ids) this.wake(id)
+    for (const id of ids) this.wakeSession(id)
     return ids
+  }
+
+  /** Wakes every thread of a session that may have work (the primary and its live children). */
+  wakeSession(sessionId: string): void {
+    let threads: ThreadRef[]
+    try {
+      threads = this.p.harness.liveThreads(sessionId)
+    } catch (err) {
+      this.p.onError?.(sessionId, err)
+      return
+    }
+    for (const t of threads) this.wake(t)
   }
 
   /** Sessions that were running, or whose newest event is client input nobody answered. */
@@ -96,16 +116,32 @@ export class Scheduler {
   }
 
   private onEvent(stored: StoredEvent): void {
-    const type = stored.event.type
+    const { type, session_thread_id: tid } = stored.event
+    const sessionId = stored.sessionId
+    // a message between threads wakes the thread it reached (null: the primary)
+    if (type === 'agent.thread_message_received') return this.wake(tid ? { sessionId, threadId: tid } : primaryRef(sessionId))
     if (!WAKING_TYPES.has(type)) return
-    if (type === 'user.interrupt') this.brains.get(stored.sessionId)?.control.interrupt()
-    this.wake(stored.sessionId)
+    if (type === 'user.interrupt') {
+      // with a thread: that thread; without: every thread of the session
+      if (tid) {
+        const t = { sessionId, threadId: tid }
+        this.brains.get(keyOf(t))?.control.interrupt()
+        return this.wake(t)
+      }
+      for (const b of this.brains.values()) if (b.thread.sessionId === sessionId) b.control.interrupt()
+      return this.wakeSession(sessionId)
+    }
+    // an answer wakes the thread the session store routed it to; a message, the primary
+    this.wake(tid ? { sessionId, threadId: tid } : primaryRef(sessionId))
   }
 
-  /** Runs the session's brain, or tells the running one to look at the log again. */
-  wake(sessionId: string): void {
+  /** Runs the thread's brain (a session id: its primary thread), or tells the running one to look at the log again. */
+  wake(target: ThreadRef | string): void {
     if (this.stopped) return
-    const running = this.brains.get(sessionId)
+    const thread = typeof target === 'string' ? primaryRef(target) : target
+    const { sessionId } = thread
+    const key = keyOf(thread)
+    const running = this.brains.get(key)
     if (running) {
       running.again = true
       return
@@ -122,35 +158,45 @@ export class Scheduler {
       if (!this.retryTimers.has(sessionId)) {
         const t = setTimeout(() => {
           this.retryTimers.delete(sessionId)
-          this.wake(sessionId)
+          this.wakeSession(sessionId)
         }, Math.min(this.p.leases.ttlMs, 2_000))
         t.unref()
         this.retryTimers.set(sessionId, t)
       }
       return
     }
-    const brain: Brain = { control: new TurnControl(), again: false, done: Promise.resolve() }
-    this.brains.set(sessionId, brain)
-    brain.done = this.runBrain(sessionId, brain)
+    const brain: Brain = { thread, control: new TurnControl(), again: false, done: Promise.resolve() }
+    this.brains.set(key, brain)
+    this.perSession.set(sessionId, (this.perSession.get(sessionId) ?? 0) + 1)
+    brain.done = this.runBrain(brain)
   }
 
-  private async runBrain(sessionId: string, brain: Brain): Promise<void> {
+  private async runBrain(brain: Brain): Promise<void> {
+    const { sessionId } = brain.thread
     try {
       do {
         brain.again = false
-        await this.p.harness.run(sessionId, brain.control)
+        await this.p.harness.run(brain.thread, brain.control)
       } while (brain.again && !brain.control.stopped)
     } catch (err) {
       if (!brain.control.stopped) this.p.onError?.(sessionId, err)
     } finally {
-      this.brains.delete(sessionId)
+      this.brains.delete(keyOf(brain.thread))
+      const n = (this.perSession.get(sessionId) ?? 1) - 1
+      if (n > 0) this.perSession.set(sessionId, n)
+      else this.perSession.delete(sessionId)
       if (this.held.has(sessionId)) this.held.set(sessionId, Date.now())
     }
   }
 
   /** Sessions with a brain running now. */
   running(): string[] {
-    return [...this.brains.keys()]
+    return [...this.perSession.keys()]
+  }
+
+  /** Threads with a brain running now. */
+  runningThreads(): ThreadRef[] {
+    return [...this.brains.values()].map((b) => b.thread)
   }
 
   /** Resolves when no brain is running (for tests and benchmarks). */

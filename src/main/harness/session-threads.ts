@@ -1,0 +1,189 @@
+/**
+ * The threads of one session as the log says, for the runtime: its children (agent, parent,
+ * status, what each waits on), the primary thread's own status, the session's aggregate status,
+ * and the usage of every thread (the one budget they share). Folded incrementally from the log's
+ * status, creation, message and span events; nothing here is kept that the log does not hold.
+ */
+import { statusChangeOf, type SessionStatus } from '../../shared/api/events'
+import type { EventInput, EventLog } from '../session/event-log'
+import type { ModelUsage } from './model-client'
+import type { AgentToolConfig } from './tools'
+
+
+/** An agent definition a thread runs (a session snapshot: the session agent, a listed agent, a `self` copy or an inline agent). */
+export interface ThreadAgent {
+  type?: string
+  id?: string
+  version?: number
+  name: string
+  description?: string | null
+  model: string | { id: string }
+  system?: string | null
+  tools?: readonly AgentToolConfig[]
+  mcp_servers?: readonly unknown[]
+  skills?: readonly unknown[]
+}
+
+export type StopReason = { type: string; event_ids?: string[] }
+
+export interface ThreadFacts {
+  status: SessionStatus
+  lastIdle?: StopReason
+  /** seq of the last `agent.thread_message_received` on the thread (0: none). */
+  lastReceivedSeq: number
+}
+
+export interface ChildThread extends ThreadFacts {
+  id: string
+  agentName: string
+  agent?: ThreadAgent
+  parentId: string | null
+  createdSeq: number
+}
+
+/** Session-level aggregate status: running while any thread runs, else idle with the reason §4.4 gives. */
+export type AggregateStatus = { status: 'running' } | { status: 'idle'; stop_reason: StopReason }
+
+const TYPES = [
+  'session.thread_created',
+  'session.thread_status_running',
+  'session.thread_status_idle',
+  'session.thread_status_rescheduled',
+  'session.thread_status_terminated',
+  'session.status_running',
+  'session.status_idle',
+  'session.status_rescheduled',
+  'session.status_terminated',
+  'span.model_request_end',
+  'agent.thread_message_received',
+]
+
+/** At most this many live (non-terminated) child threads per session (spec §3.3). */
+export const MAX_LIVE_CHILDREN = 25
+
+export class SessionThreads {
+  lastSeq = 0
+  readonly children = new Map<string, ChildThread>()
+  readonly primary: ThreadFacts = { status: 'idle', lastReceivedSeq: 0 }
+  /** The session's own (aggregate) status as its `session.status_*` events set it. */
+  readonly session: { status: SessionStatus; lastIdle?: StopReason } = { status: 'idle' }
+  readonly usageByModel = new Map<string, ModelUsage>()
+
+  constructor(
+    readonly sessionId: string,
+    readonly primaryId: string,
+  ) {}
+
+  /** Reads what the log appended since the last call. */
+  catchUp(log: Pick<EventLog, 'read'>): this {
+    for (;;) {
+      const page = log.read(this.sessionId, { after: this.lastSeq, types: TYPES, limit: 1000 })
+      for (const r of page) this.apply(r.seq, r.event as unknown as Record<string, unknown> & { type: string })
+      if (page.length < 1000) return this
+    }
+  }
+
+  /** The facts of a thread by its log key (null / the primary's id: the primary). */
+  facts(threadId: string | null): ThreadFacts | undefined {
+    if (threadId === null || threadId === this.primaryId) return this.primary
+    return this.children.get(threadId)
+  }
+
+  /** Children that still hold a slot (not terminated). */
+  liveChildren(): ChildThread[] {
+    return [...this.children.values()].filter((c) => c.status !== 'terminated')
+  }
+
+  apply(seq: number, e: Record<string, unknown> & { type: string; session_thread_id?: string | null }): void {
+    if (seq <= this.lastSeq) return
+    this.lastSeq = seq
+    const tid = typeof e.session_thread_id === 'string' && e.session_thread_id !== this.primaryId ? e.session_thread_id : null
+    if (e.type === 'session.thread_created') {
+      if (!tid || this.children.has(tid)) return
+      this.children.set(tid, {
+        id: tid,
+        agentName: typeof e.agent_name === 'string' ? e.agent_name : 'agent',
+        agent: e.agent && typeof e.agent === 'object' ? (e.agent as ThreadAgent) : undefined,
+        parentId: typeof e.parent_thread_id === 'string' ? e.parent_thread_id : this.primaryId,
+        createdSeq: seq,
+        status: 'idle',
+        lastReceivedSeq: 0,
+      })
+      return
+    }
+    if (e.type === 'span.model_request_end') {
+      const u = e.model_usage as Partial<ModelUsage> | undefined
+      if (!u) return
+      const model = typeof e.model === 'string' ? e.model : ''
+      const acc = this.usageByModel.get(model) ?? { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+      for (const k of Object.keys(acc) as (keyof ModelUsage)[]) acc[k] += u[k] ?? 0
+      this.usageByModel.set(model, acc)
+      return
+    }
+    if (e.type === 'agent.thread_message_received') {
+      const f = this.facts(tid)
+      if (f) f.lastReceivedSeq = seq
+      return
+    }
+    const c = statusChangeOf({ type: e.type, session_thread_id: tid })
+    if (!c) return
+    if (c.scope === 'session') {
+      this.session.status = c.status
+      if (c.status === 'idle') this.session.lastIdle = (e.stop_reason as StopReason | undefined) ?? { type: 'end_turn' }
+      return
+    }
+    const f = this.facts(c.thread)
+    if (!f) return
+    f.status = c.status
+    if (c.status === 'idle') f.lastIdle = (e.stop_reason as StopReason | undefined) ?? { type: 'end_turn' }
+  }
+
+  /** The aggregate the threads' statuses make (spec §4.4): any thread running → running; else idle with requires_action > budget_reached > the primary's reason. */
+  aggregate(): AggregateStatus {
+    const all: ThreadFacts[] = [this.primary, ...this.children.values()]
+    if (all.some((t) => t.status === 'running' || t.status === 'rescheduling')) return { status: 'running' }
+    const pending: string[] = []
+    for (const t of all) if (t.status === 'idle' && t.lastIdle?.type === 'requires_action') pending.push(...(t.lastIdle.event_ids ?? []))
+    if (pending.length) return { status: 'idle', stop_reason: { type: 'requires_action', event_ids: pending } }
+    if (all.some((t) => t.status === 'idle' && t.lastIdle?.type === 'budget_reached')) return { status: 'idle', stop_reason: { type: 'budget_reached' } }
+    const own = this.primary.lastIdle?.type
+    return { status: 'idle', stop_reason: { type: own === 'retries_exhausted' || own === 'refusal' ? own : 'end_turn' } }
+  }
+
+  /** The session status event the aggregate needs now, or none when the session already says so. */
+  aggregateEvent(): EventInput | undefined {
+    const a = this.aggregate()
+    if (a.status === 'running') return this.session.status === 'running' ? undefined : { type: 'session.status_running' }
+    const cur = this.session.lastIdle
+    if (this.session.status === 'idle' && cur && cur.type === a.stop_reason.type && sameSet(cur.event_ids ?? [], a.stop_reason.event_ids ?? [])) return undefined
+    if (this.session.status === 'terminated') return undefined
+    return { type: 'session.status_idle', stop_reason: a.stop_reason as never, stop_details: null }
+  }
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x) => b.includes(x))
+}
+
+/**
+ * A per-session mutex: the runtime's status-changing appends of one session run one at a time,
+ * so two threads ending at once cannot both miss writing the session's idle.
+ */
+export class SessionLocks {
+  private readonly tails = new Map<string, Promise<unknown>>()
+
+  async with<T>(sessionId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(sessionId) ?? Promise.resolve()
+    const run = prev.then(fn, fn)
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    )
+    this.tails.set(sessionId, tail)
+    try {
+      return await run
+    } finally {
+      if (this.tails.get(sessionId) === tail) this.tails.delete(sessionId)
+    }
+  }
+}

@@ -1,5 +1,5 @@
 import { type EventInputOf, type EventOf, type ThreadKey } from '../../shared/api/events'
-import { newId } from '../../shared/api/ids'
+import { newId, primaryThreadId } from '../../shared/api/ids'
 import type { EventInput, EventLog } from '../session/event-log'
 import type { ToolJournal } from '../session/tool-journal'
 import { buildContextView, modelId, type ContextViewOptions, type ViewAgent, type ViewEvent } from './context/view'
@@ -10,7 +10,7 @@ import { decideNext, foldInto, newSessionState, type NextStep, type OpenToolUse,
 import type { ToolOutcome, ToolRouter } from '../hands/tool-router'
 import { routeTool, type AgentToolConfig, type McpToolDefinition } from './tools'
 import { DELEGATION_TOOLS } from './delegation'
-import { PlatformTools, primaryThreadOf, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
+import { PlatformTools, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
 import { SessionLocks, SessionThreads } from './session-threads'
 
 /** Where the harness publishes never-stored previews (`event_start` / `event_delta`). */
@@ -148,7 +148,7 @@ export class Harness {
    */
   async run(thread: ThreadRef, control: TurnControl = new TurnControl()): Promise<void> {
     const { sessionId } = thread
-    const primaryId = primaryThreadOf(sessionId)
+    const primaryId = primaryThreadId(sessionId)
     const threadKey: ThreadKey = thread.threadId === primaryId ? null : thread.threadId
     const session = this.deps.sessions.retrieve(sessionId)
     const sessionAgent = session.agent as ThreadAgent
@@ -220,7 +220,7 @@ export class Harness {
   private threadsOf(sessionId: string): SessionThreads {
     let t = this.threadsBySession.get(sessionId)
     if (!t) {
-      t = new SessionThreads(sessionId, primaryThreadOf(sessionId))
+      t = new SessionThreads(sessionId, primaryThreadId(sessionId))
       this.threadsBySession.set(sessionId, t)
       while (this.threadsBySession.size > this.o.cacheSessions) this.threadsBySession.delete(this.threadsBySession.keys().next().value as string)
     }

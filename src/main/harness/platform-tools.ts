@@ -8,7 +8,7 @@
  * or keeps all of it (and the call is never run twice).
  */
 import type { ThreadKey } from '../../shared/api/events'
-import { ID_PREFIX } from '../../shared/api/ids'
+import { primaryThreadId } from '../../shared/api/ids'
 import type { EventInput, EventLog } from '../session/event-log'
 import type { ToolOutcome } from '../hands/tool-router'
 import type { ViewEvent } from './context/view'
@@ -24,14 +24,9 @@ export interface ThreadRef {
   threadId: string
 }
 
-/** The primary thread's id: the session id's body under the thread prefix. */
-export function primaryThreadOf(sessionId: string): string {
-  return ID_PREFIX.thread + sessionId.slice(ID_PREFIX.session.length)
-}
-
 /** The ref of a session's primary thread. */
 export function primaryRef(sessionId: string): ThreadRef {
-  return { sessionId, threadId: primaryThreadOf(sessionId) }
+  return { sessionId, threadId: primaryThreadId(sessionId) }
 }
 
 /** What a session may delegate to, as pinned at its creation (SessionStore.rosterOf's shape). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { SessionThread } from '../../../src/renderer/src/api/types'
-import { ThreadStatusBoard, threadCostUsd, threadNodeLabel, threadTree } from '../../../src/renderer/src/features/thread/thread-tree'
+import { ThreadStatusBoard, threadCost, threadCostText, threadNodeLabel, threadTree } from '../../../src/renderer/src/features/thread/thread-tree'
 import { money } from '../../../src/renderer/src/ui/format'
 
 const SESSION = 'sesn_01TREE'
@@ -44,10 +44,19 @@ describe('threadTree', () => {
     expect(nodes.find((n) => n.kind === 'advisor')?.detail).toBe('claude-opus-4-1')
   })
 
-  it("gives each thread its own list cost from its usage (minor units), and none when the engine reported none", () => {
-    const nodes = threadTree([primary, writer, researcher, advisor])
-    expect(Object.fromEntries(nodes.map((n) => [n.label, n.costUsd]))).toEqual({ lead: 0.12, writer: 0.03, researcher: undefined, Advisor: 0.4 })
-    expect(threadCostUsd({ usage: { list_cost: { amount: '1.5', currency: 'USD' } } } as never)).toBeUndefined()
+  it("gives each thread its own cost: its usage.list_cost (minor units) when reported, else estimated from its tokens at its model's list price, else none", () => {
+    const tokensOnly = thread('sthr_01TOKENS', { agentName: 'counter', agent: { type: 'agent', name: 'counter', model: { id: 'claude-sonnet-4-6' } } as unknown as SessionThread['agent'], usage: { input_tokens: 1_000_000, output_tokens: 100_000 } })
+    const nodes = threadTree([primary, writer, researcher, advisor, tokensOnly])
+    expect(Object.fromEntries(nodes.map((n) => [n.label, n.cost]))).toEqual({
+      lead: { usd: 0.12, reported: true },
+      writer: { usd: 0.03, reported: true },
+      researcher: undefined,
+      counter: { usd: 4.5, reported: false },
+      Advisor: { usd: 0.4, reported: true },
+    })
+    expect(threadCostText(nodes.find((n) => n.label === 'counter')!, money)).toBe('≈ $4.50')
+    expect(threadCostText(nodes.find((n) => n.label === 'researcher')!, money)).toBe('—')
+    expect(threadCost({ agent: primary.agent, usage: { list_cost: { amount: '1.5', currency: 'USD' } } })).toBeUndefined()
   })
 
   it('shows an archived thread as archived and terminated, whatever the stream said of it', () => {

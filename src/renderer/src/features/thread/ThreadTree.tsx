@@ -1,6 +1,6 @@
 import { Icon } from '../../ui/components'
 import { money } from '../../ui/format'
-import { threadNodeLabel, type ThreadNode } from './thread-tree'
+import { threadCostText, threadNodeLabel, type ThreadNode } from './thread-tree'
 
 const STATUS_WORD: Record<string, string> = { running: 'running', idle: 'idle', rescheduling: 'rescheduling', terminated: 'terminated' }
 
@@ -44,8 +44,8 @@ export function ThreadTree({ nodes, selected, pending, onOpen }: { nodes: readon
                     <span className="status-dot" aria-hidden="true" />
                     {n.archived ? 'archived' : (STATUS_WORD[n.status] ?? n.status)}
                   </span>
-                  <span className="thread-node-cost" title="This thread's list cost, as the engine reports it">
-                    {n.costUsd !== undefined ? money(n.costUsd) : <span aria-hidden="true">—</span>}
+                  <span className="thread-node-cost" title={n.cost ? (n.cost.reported ? "This thread's list cost, reported by the engine" : "This thread's cost, estimated from its tokens at list prices") : 'No model request of this thread has ended yet'}>
+                    {n.cost ? threadCostText(n, money) : <span aria-hidden="true">—</span>}
                   </span>
                 </button>
               </li>

@@ -10,6 +10,7 @@
  */
 import { statusChangeOf, type ThreadStatus } from '../../../../shared/api/events'
 import type { SessionThread } from '../../api/types'
+import { modelIdOf, sessionCost, type Cost } from '../../ui/format'
 
 /** The agent name the platform gives an advisor consultation (spec §7.3). */
 export const ADVISOR_AGENT_NAME = 'anthropic.advisor'
@@ -26,8 +27,8 @@ export interface ThreadNode {
   status: ThreadStatus
   /** Archived threads read `terminated` in the API; the tree says "archived". */
   archived: boolean
-  /** The thread's own `usage.list_cost` in USD, when the engine reported one. */
-  costUsd?: number
+  /** The thread's own cost (threadCost): reported by the engine, or estimated from its tokens. */
+  cost?: Cost
   parentId: string | null
   /** 0 for the primary, 1 for its children (delegation is one level deep). */
   depth: number
@@ -42,18 +43,23 @@ export function threadKind(t: Pick<SessionThread, 'parent_thread_id' | 'agent' |
   return 'subagent'
 }
 
-/** A thread's list cost in USD (the API's `list_cost.amount` is in minor units: an integer string of cents). */
-export function threadCostUsd(t: Pick<SessionThread, 'usage'>): number | undefined {
-  const cost = t.usage?.list_cost
-  const amount = cost?.amount
-  if (cost?.currency !== 'USD' || typeof amount !== 'string' || !/^\d+$/.test(amount)) return undefined
-  return Number(amount) / 100
+/**
+ * A thread's cost: its own `usage.list_cost` when the engine reports one (minor units: an integer
+ * string of cents), else estimated from its tokens at its model's list prices, as the session
+ * header does (`reported: false`, drawn "≈"); undefined before its first model request ends or
+ * for a model without a known price.
+ */
+export function threadCost(t: Pick<SessionThread, 'usage' | 'agent'>): Cost | undefined {
+  if (!t.usage) return undefined
+  const cost = t.usage.list_cost
+  if (cost && (cost.currency !== 'USD' || !/^\d+$/.test(cost.amount))) return undefined
+  return sessionCost(t.usage, modelIdOf((t.agent as { model?: unknown }).model))
 }
 
 function nodeOf(t: SessionThread, status: ThreadStatus): ThreadNode {
   const kind = threadKind(t)
   const agent = t.agent as { type?: string; name?: string; model?: unknown }
-  const model = typeof agent.model === 'string' ? agent.model : (agent.model as { id?: string } | undefined)?.id
+  const model = modelIdOf(agent.model)
   const label = kind === 'advisor' ? 'Advisor' : (agent.name ?? t.id)
   const detail = kind === 'advisor' ? model : kind === 'workflow' ? (t.workflow_run_id ?? undefined) : agent.type === 'inline' ? 'inline' : undefined
   return {
@@ -63,7 +69,7 @@ function nodeOf(t: SessionThread, status: ThreadStatus): ThreadNode {
     detail,
     status: t.archived_at ? 'terminated' : status,
     archived: t.archived_at !== null,
-    costUsd: threadCostUsd(t),
+    cost: threadCost(t),
     parentId: t.parent_thread_id,
     depth: t.parent_thread_id === null ? 0 : 1,
   }
@@ -115,10 +121,16 @@ export class ThreadStatusBoard {
   }
 }
 
-/** "researcher · idle · $0.04" — a node's screen-reader label. */
+/** "$0.04", or "≈ $0.04" for an estimate; "—" when there is none yet. */
+export function threadCostText(n: Pick<ThreadNode, 'cost'>, money: (usd: number) => string): string {
+  if (!n.cost) return '—'
+  return `${n.cost.reported ? '' : '≈ '}${money(n.cost.usd)}`
+}
+
+/** "researcher · idle · $0.04" — a node's tooltip. */
 export function threadNodeLabel(n: ThreadNode, money: (usd: number) => string): string {
   const parts = [n.kind === 'primary' ? `${n.label} (primary)` : n.kind === 'advisor' ? `Advisor consultation${n.detail ? ` on ${n.detail}` : ''}` : n.label]
   parts.push(n.archived ? 'archived' : n.status)
-  if (n.costUsd !== undefined) parts.push(money(n.costUsd))
+  if (n.cost) parts.push(threadCostText(n, money))
   return parts.join(' · ')
 }

@@ -300,4 +300,27 @@ describe('the thread list', () => {
     const primary = await client.beta.sessions.threads.retrieve(primaryThreadId(sid), { session_id: sid })
     expect(primary.usage?.input_tokens ?? 0).toBe(0)
   })
+
+  it("shows the session's active time with concurrent threads counted once in usage and summed in stats", async () => {
+    const sid = await newSession()
+    const child = newChildId()
+    const log = t.engine.services.log
+    const pause = () => new Promise((r) => setTimeout(r, 40))
+    await log.append(sid, [{ type: 'session.thread_status_running', session_thread_id: primaryThreadId(sid), agent_name: 'lead' }])
+    await startChild(sid, child)
+    await pause()
+    await log.append(sid, [idle(child)])
+    await pause()
+    await log.append(sid, [{ type: 'session.thread_status_idle', session_thread_id: primaryThreadId(sid), agent_name: 'lead', stop_reason: { type: 'end_turn' }, stop_details: null }])
+    const session = await client.beta.sessions.retrieve(sid)
+    const threads = await all(client.beta.sessions.threads.list(sid))
+    const own = threads.map((x) => x.stats?.active_seconds ?? 0)
+    expect(own.every((x) => x > 0)).toBe(true)
+    expect(session.stats.active_seconds).toBeCloseTo(own[0] + own[1], 6)
+    // The child ran inside the primary's turn: the union is the primary's time alone.
+    expect(session.usage.active_seconds).toBeCloseTo(own[0], 6)
+    expect(session.usage.active_seconds!).toBeLessThan(session.stats.active_seconds!)
+    const listed = (await client.beta.sessions.list({ limit: 100 })).data.find((x) => x.id === sid)
+    expect(listed?.usage.active_seconds).toBeCloseTo(own[0], 6)
+  })
 })

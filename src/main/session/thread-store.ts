@@ -74,7 +74,7 @@ export class ThreadStore {
     let sf = cached ? this.folds.get(sessionId) : undefined
     if (!sf || sf.createdAt !== session.created_at) {
       const primary = newFold(newThread(session, primaryThreadId(sessionId), null, primaryAgent(session), session.created_at, null), session.agent.name)
-      sf = { createdAt: session.created_at, lastSeq: 0, byThread: new Map([[null, primary]]), order: [primary] }
+      sf = { createdAt: session.created_at, lastSeq: 0, byThread: new Map([[null, primary]]), order: [primary], running: 0, unionMs: 0, unionSince: 0, primaryOwnStatus: false }
     }
     // Most recently used last; a bounded number of sessions keep their fold.
     if (cached) {
@@ -95,7 +95,7 @@ export class ThreadStore {
           e.agent_name ?? 'agent',
         )
         f.thread.status = 'running'
-        f.runningSince = Date.parse(row.processedAt)
+        setRunning(fold, f, Date.parse(row.processedAt), true)
         f.firstRunningAt = f.runningSince
         fold.byThread.set(tid, f)
         fold.order.push(f)
@@ -110,10 +110,13 @@ export class ThreadStore {
       const change = statusChangeOf({ type: row.type, session_thread_id: tid })
       const f = change && fold.byThread.get(change.thread)
       if (!f) return
+      // Once the primary writes its own thread_status_* (a multi-agent runtime does), the
+      // session's status_* are the aggregate of every thread, no longer the primary's.
+      if (f === primary && change.scope === 'thread') fold.primaryOwnStatus = true
+      if (f === primary && change.scope === 'session' && fold.primaryOwnStatus) return
       const status = change.status
       const at = Date.parse(row.processedAt)
-      if (f.runningSince !== null) f.activeMs += at - f.runningSince
-      f.runningSince = status === 'running' ? at : null
+      setRunning(fold, f, at, status === 'running')
       if (status === 'running' && f.firstRunningAt === null) f.firstRunningAt = at
       if (status === 'idle') f.sawIdle = true
       // An archive's terminated event dates archived_at (and freezes duration_seconds there).
@@ -123,8 +126,27 @@ export class ThreadStore {
       f.thread.updated_at = row.processedAt
     })
     const now = this.clock().getTime()
-    // The primary thread's status is the session's (its projection is the authority).
-    return fold.order.map((f, i) => finish(f, now, i === 0 ? session.status : undefined))
+    // Without status events of its own, the primary thread's status is the session's (its
+    // projection is the authority).
+    return fold.order.map((f, i) => finish(f, now, i === 0 && (!fold.primaryOwnStatus || session.status === 'terminated') ? session.status : undefined))
+  }
+
+  /** This store's clock, in ms (what its stats are computed at). */
+  now(): number {
+    return this.clock().getTime()
+  }
+
+  /**
+   * The session's active time from its threads' status events (spec §3.1): `union_seconds` counts
+   * wall time with at least one thread running once (the session's `usage.active_seconds`),
+   * `sum_seconds` adds up each thread's own active time (the session's `stats.active_seconds`).
+   */
+  activity(sessionId: string): SessionActivity {
+    const threads = this.all(sessionId)
+    const sf = this.folds.get(sessionId) as SessionFold
+    const now = this.clock().getTime()
+    const unionMs = sf.unionMs + (sf.running > 0 ? Math.max(0, now - sf.unionSince) : 0)
+    return { union_seconds: unionMs / 1000, sum_seconds: threads.reduce((n, t) => n + (t.stats?.active_seconds ?? 0), 0) }
   }
 
   /**
@@ -234,6 +256,27 @@ interface SessionFold {
   lastSeq: number
   byThread: Map<string | null, ThreadFold>
   order: ThreadFold[]
+  /** Threads running now, and the wall time with at least one running (overlap once): done, and since when it runs. */
+  running: number
+  unionMs: number
+  unionSince: number
+  /** The primary has status events of its own (see the fold). */
+  primaryOwnStatus: boolean
+}
+
+/** A thread starts or stops running at `at`: its own active time, and the session's union of them. */
+function setRunning(sf: SessionFold, f: ThreadFold, at: number, running: boolean): void {
+  const was = f.runningSince !== null
+  if (was) f.activeMs += at - (f.runningSince as number)
+  f.runningSince = running ? at : null
+  if (running && !was && sf.running++ === 0) sf.unionSince = at
+  if (!running && was && --sf.running === 0) sf.unionMs += at - sf.unionSince
+}
+
+/** A session's active time (spec §3.1): `union`, wall time with at least one thread running (usage.active_seconds); `sum`, each thread's own (stats.active_seconds). */
+export interface SessionActivity {
+  union_seconds: number
+  sum_seconds: number
 }
 
 function newFold(thread: SessionThread, agentName: string): ThreadFold {

@@ -142,4 +142,27 @@ describe('ThreadStore', () => {
     expect(page.data).toHaveLength(31)
     expect(page.next_page).toBeNull()
   })
+
+  it("gives the session's active time with overlapping threads counted once, and each thread's own time summed", async () => {
+    const sid = await t.newSession()
+    const primary = primaryThreadId(sid)
+    await at(1000, sid, { type: 'session.status_running' })
+    await at(1000, sid, { type: 'session.thread_status_running', session_thread_id: primary, agent_name: 'tester' })
+    await at(2000, sid, { type: 'session.thread_created', session_thread_id: 'sthr_A', agent_name: 'a', workflow_run_id: null })
+    await at(3000, sid, { type: 'session.thread_created', session_thread_id: 'sthr_B', agent_name: 'b', workflow_run_id: null })
+    await at(4000, sid, { type: 'session.thread_status_idle', session_thread_id: primary, agent_name: 'tester', stop_reason: { type: 'end_turn' }, stop_details: null })
+    await at(6000, sid, { type: 'session.thread_status_idle', session_thread_id: 'sthr_A', agent_name: 'a', stop_reason: { type: 'end_turn' }, stop_details: null })
+    await at(7000, sid, { type: 'session.thread_status_idle', session_thread_id: 'sthr_B', agent_name: 'b', stop_reason: { type: 'end_turn' }, stop_details: null })
+    await at(7000, sid, { type: 'session.status_idle', stop_reason: { type: 'end_turn' }, stop_details: null })
+    // A gap with nothing running, then the primary alone again.
+    await at(9000, sid, { type: 'session.thread_status_running', session_thread_id: primary, agent_name: 'tester' })
+    await at(10_000, sid, { type: 'session.thread_status_idle', session_thread_id: primary, agent_name: 'tester', stop_reason: { type: 'end_turn' }, stop_details: null })
+    now = Date.parse('2026-06-01T00:01:00.000Z')
+    const threads = t.threads.all(sid)
+    // The primary's time is its own (its thread_status_*), not the session's aggregate.
+    expect(threads.map((x) => x.stats?.active_seconds)).toEqual([4, 4, 4])
+    expect(threads[0].status).toBe('idle')
+    expect(t.threads.activity(sid)).toEqual({ union_seconds: 7, sum_seconds: 12 })
+    expect(memoryStoresOn(t).activity(sid)).toEqual({ union_seconds: 7, sum_seconds: 12 })
+  })
 })

@@ -7,6 +7,7 @@ import { invalid } from '../../../shared/errors'
 import { isOnThreadStream, threadKeyOf, type ThreadKey } from '../../../shared/api/events'
 import type { ApiServices, PreviewEvent } from '../services'
 import type { StoredEvent } from '../../session/event-log'
+import type { Session } from '../../../shared/api/types'
 import { validate } from '../validate'
 import { noQuery, readJson, query } from './common'
 
@@ -35,12 +36,16 @@ function decodeSeqCursor(page: string): number {
 }
 
 export function sessionRoutes(app: Hono, s: ApiServices): void {
-  app.post('/v1/sessions', async (c) => c.json(await s.sessions.create(validate(sessionCreateSchema, await readJson(c)))))
-  app.get('/v1/sessions', (c) => c.json(s.sessions.list(validate(sessionListQuerySchema, query(c, ['statuses']), 'query'))))
-  app.get('/v1/sessions/:id', (c) => (noQuery(c), c.json(s.sessions.retrieve(c.req.param('id')))))
-  app.post('/v1/sessions/:id', async (c) => c.json(await s.sessions.update(c.req.param('id'), validate(sessionUpdateSchema, await readJson(c)))))
+  const shown = (session: Session) => withActivity(s, session)
+  app.post('/v1/sessions', async (c) => c.json(shown(await s.sessions.create(validate(sessionCreateSchema, await readJson(c))))))
+  app.get('/v1/sessions', (c) => {
+    const page = s.sessions.list(validate(sessionListQuerySchema, query(c, ['statuses']), 'query'))
+    return c.json({ ...page, data: page.data.map(shown) })
+  })
+  app.get('/v1/sessions/:id', (c) => (noQuery(c), c.json(shown(s.sessions.retrieve(c.req.param('id'))))))
+  app.post('/v1/sessions/:id', async (c) => c.json(shown(await s.sessions.update(c.req.param('id'), validate(sessionUpdateSchema, await readJson(c))))))
   app.delete('/v1/sessions/:id', (c) => (noQuery(c), c.json(s.sessions.delete(c.req.param('id')))))
-  app.post('/v1/sessions/:id/archive', (c) => (noQuery(c), c.json(s.sessions.archive(c.req.param('id')))))
+  app.post('/v1/sessions/:id/archive', (c) => (noQuery(c), c.json(shown(s.sessions.archive(c.req.param('id'))))))
 
   // The session's list and stream are its primary thread's: the primary's own events and the
   // primary-visible ones of its children (isPrimaryVisible), each once, with the child's id.
@@ -58,6 +63,23 @@ export function sessionRoutes(app: Hono, s: ApiServices): void {
     return c.json(listEvents(s, c.req.param('id'), q, s.threads.logKey(c.req.param('id'), c.req.param('threadId'))))
   })
   app.get('/v1/sessions/:id/threads/:threadId/stream', (c) => openStream(c, s, c.req.param('id'), s.threads.logKey(c.req.param('id'), c.req.param('threadId'))))
+}
+
+/**
+ * A session as the API shows it, with its active time from its threads (spec §3.1):
+ * `usage.active_seconds` counts wall time with at least one thread running once,
+ * `stats.active_seconds` sums each thread's own; `stats.duration_seconds` runs from creation,
+ * frozen at the last update once the session is terminated.
+ */
+function withActivity(s: ApiServices, session: Session): Session {
+  const activity = s.threads.activity(session.id)
+  const end = session.status === 'terminated' ? Date.parse(session.updated_at) : s.threads.now()
+  const duration = Math.max(0, end - Date.parse(session.created_at)) / 1000
+  return {
+    ...session,
+    stats: { ...session.stats, active_seconds: activity.sum_seconds, duration_seconds: duration },
+    usage: { ...session.usage, active_seconds: activity.union_seconds },
+  }
 }
 
 /** `thread`: whose stream the list is (null: the primary's, i.e. the session's; see isOnThreadStream). */

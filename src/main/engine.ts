@@ -163,7 +163,7 @@ export class Engine {
       const refresh = () => vault.refreshSessionEgress()
       for (const store of [environments, vaults, sessions]) this.disposers.push(store.changes.subscribe(refresh))
     }
-    this.services = { log, agents, environments, sessions, threads, vaults, searchMessages: stores.searchMessages, previews: new PreviewBus() }
+    this.services = { log, agents, environments, sessions, threads, vaults, memory: stores.memory, searchMessages: stores.searchMessages, previews: new PreviewBus() }
     this.services.admin = {
       getSettings: () => this.settingsView(),
       updateSettings: (input) => this.updateSettings(input),

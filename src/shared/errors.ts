@@ -9,6 +9,8 @@ export type CorralErrorCode =
   | 'permission_error' // 403: the request is not allowed (foreign Host/Origin, ...)
   | 'not_found_error' // 404: no such resource or path
   | 'conflict_error' // 409: stale version, resource in a state that forbids the operation
+  | 'memory_precondition_failed_error' // 409: a memory's content_sha256 is not the one the request expected
+  | 'memory_path_conflict_error' // 409: a memory path is taken or overlaps another memory's path
   | 'request_too_large' // 413: body over the limit
   | 'rate_limit_error' // 429
   | 'api_error' // 500: a bug or an unexpected failure inside Corral
@@ -22,6 +24,8 @@ const STATUS: Record<CorralErrorCode, number> = {
   permission_error: 403,
   not_found_error: 404,
   conflict_error: 409,
+  memory_precondition_failed_error: 409,
+  memory_path_conflict_error: 409,
   request_too_large: 413,
   rate_limit_error: 429,
   api_error: 500,
@@ -32,11 +36,22 @@ const STATUS: Record<CorralErrorCode, number> = {
 
 export class CorralError extends Error {
   readonly code: CorralErrorCode
+  /** Fields the API's error object carries beside `type` and `message` (e.g. `conflicting_path`). */
+  readonly fields: Readonly<Record<string, string>>
 
-  constructor(code: CorralErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: CorralErrorCode, message: string, options?: { cause?: unknown; fields?: Record<string, string> }) {
     super(message, options)
     this.name = 'CorralError'
     this.code = code
+    this.fields = options?.fields ?? {}
+  }
+
+  /**
+   * Whether a client should retry: false for the memory 409s, which are final (the SDK retries
+   * a 409 unless the response says `x-should-retry: false`); undefined = the client decides.
+   */
+  get shouldRetry(): boolean | undefined {
+    return this.code === 'memory_precondition_failed_error' || this.code === 'memory_path_conflict_error' ? false : undefined
   }
 
   /** The HTTP status the API answers with for this error. */
@@ -45,9 +60,9 @@ export class CorralError extends Error {
   }
 
   /** The API's error envelope: `{type:'error', error:{type, message}}`. */
-  toEnvelope(): { type: 'error'; error: { type: string; message: string } } {
+  toEnvelope(): { type: 'error'; error: { type: string; message: string; [field: string]: string } } {
     const type = this.code === 'sandbox_error' || this.code === 'keychain_error' ? 'api_error' : this.code
-    return { type: 'error', error: { type, message: this.message } }
+    return { type: 'error', error: { ...this.fields, type, message: this.message } }
   }
 }
 

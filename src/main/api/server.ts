@@ -14,6 +14,7 @@ import { workspaceRoutes } from './routes/workspace'
 import { searchRoutes } from './routes/search'
 import { threadRoutes } from './routes/threads'
 import { vaultRoutes } from './routes/vaults'
+import { memoryStoreRoutes } from './routes/memory-stores'
 
 export const SESSION_COOKIE = 'corral_token'
 
@@ -60,13 +61,17 @@ export function createApiApp(params: ApiAppParams): Hono {
   sessionRoutes(app, services)
   threadRoutes(app, services)
   vaultRoutes(app, services)
+  memoryStoreRoutes(app, services)
   corralRoutes(app, services)
   workspaceRoutes(app, services)
   searchRoutes(app, services)
 
   app.notFound((c) => c.json(new CorralError('not_found_error', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404))
   app.onError((err, c) => {
-    if (isCorralError(err)) return c.json(err.toEnvelope(), err.status as 400)
+    if (isCorralError(err)) {
+      if (err.shouldRetry !== undefined) c.header('x-should-retry', String(err.shouldRetry))
+      return c.json(err.toEnvelope(), err.status as 400)
+    }
     if (err instanceof SyntaxError) return c.json(new CorralError('invalid_request_error', 'body: not valid JSON').toEnvelope(), 400)
     params.onInternalError?.(err)
     return c.json(new CorralError('api_error', 'internal error; see the Corral log').toEnvelope(), 500)

@@ -8,6 +8,7 @@ import type { EventLog } from '../session/event-log'
 import type { MessageSearchHit, MessageSearchParams } from '../session/message-search'
 import type { VaultStore } from '../session/vault-store'
 import type { ThreadStore } from '../session/thread-store'
+import type { MemoryStore } from '../session/memory-store'
 
 /**
  * What the transports (HTTP, IPC, CLI) reach: the same service methods for all of them.
@@ -22,6 +23,8 @@ export interface ApiServices {
   threads: ThreadStore
   /** Vaults and credentials (metadata; secrets go to its SecretSink). */
   vaults: VaultStore
+  /** Memory stores, memories and their versions (`/v1/memory_stores`). */
+  memory: MemoryStore
   /** Messages whose text contains a query, across sessions, newest first (`/v1/corral/search`). */
   searchMessages(params: MessageSearchParams): { data: MessageSearchHit[]; next_page: string | null }
   /** Preview (`event_start` / `event_delta`) events: streamed to subscribers, never stored. */

@@ -161,5 +161,50 @@ export const MIGRATIONS: Migration[] = [
     // no child before it).
     sql: `ALTER TABLE events ADD COLUMN primary_visible INTEGER;`,
   },
+  {
+    version: 7,
+    name: 'memory stores, memories and their versions',
+    // A memory's current state is its row; every change to it is one memory_versions row written
+    // in the same transaction (versions outlive the memory; only store deletion removes them).
+    // actor_type/actor_id copy created_by's kind and id so the versions list filters by them.
+    sql: `
+      CREATE TABLE memory_stores (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        archived_at TEXT,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX memory_stores_created ON memory_stores(created_at, id);
+      CREATE TABLE memories (
+        id TEXT PRIMARY KEY,
+        store_id TEXT NOT NULL,
+        path TEXT NOT NULL,
+        content TEXT NOT NULL,
+        content_sha256 TEXT NOT NULL,
+        content_size_bytes INTEGER NOT NULL,
+        version_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (store_id, path)
+      );
+      CREATE TABLE memory_versions (
+        id TEXT PRIMARY KEY,
+        store_id TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        operation TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        path TEXT,
+        content TEXT,
+        content_sha256 TEXT,
+        content_size_bytes INTEGER,
+        created_by TEXT,
+        actor_type TEXT,
+        actor_id TEXT,
+        redacted_at TEXT,
+        redacted_by TEXT
+      );
+      CREATE INDEX memory_versions_store ON memory_versions(store_id, created_at, id);
+      CREATE INDEX memory_versions_memory ON memory_versions(store_id, memory_id, created_at, id);
+    `,
+  },
 ]
-

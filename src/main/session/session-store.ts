@@ -4,7 +4,9 @@ import type { Agent, Session, SessionCorralFields, SessionModelError, SessionUsa
 import type { eventParamsSchema, sessionCreateSchema, sessionListQuerySchema, sessionUpdateSchema } from '../../shared/api/schemas'
 import { newId } from '../../shared/api/ids'
 import { ANSWERS, STATUS_EVENTS, STATUS_EVENT_TYPES, answeredUseId, awaitsFromUser, isRequest, sessionStatusOf } from '../../shared/api/events'
-import { CorralError, conflict, invalid, notFound } from '../../shared/errors'
+import { CorralError, conflict, invalid, isCorralError, notFound } from '../../shared/errors'
+import { MAX_SESSION_MEMORY_STORES, memoryMountPath } from '../../shared/api/memory-schemas'
+import type { MemoryStore } from './memory-store'
 import type { Db } from './database'
 import type { AgentStore } from './agent-store'
 import { mergeMetadata, normalizeAgent } from './agent-store'
@@ -83,6 +85,8 @@ export interface SessionStoreOptions {
   log: SqliteEventLog
   agents: AgentStore
   environments: EnvironmentStore
+  /** Memory stores a session attaches at creation (absent: a memory_store resource is refused). */
+  memory?: MemoryStore
   clock?: () => Date
   hooks?: SessionStoreHooks
 }
@@ -115,6 +119,7 @@ export class SessionStore {
   private readonly log: SqliteEventLog
   private readonly agents: AgentStore
   private readonly environments: EnvironmentStore
+  private readonly memory?: MemoryStore
   private readonly clock: () => Date
   private readonly hooks: SessionStoreHooks
   constructor(
@@ -124,6 +129,7 @@ export class SessionStore {
     const log = (this.log = options.log)
     this.agents = options.agents
     this.environments = options.environments
+    this.memory = options.memory
     this.clock = options.clock ?? (() => new Date())
     this.hooks = options.hooks ?? {}
     const setStatus = db.prepare('UPDATE sessions SET status = ?, updated_at = ? WHERE rid = ?')
@@ -227,7 +233,7 @@ export class SessionStore {
       title: input.title ?? null,
       metadata: input.metadata ?? {},
       budget: input.budget ?? null,
-      resources: (input.resources ?? []).map((r, i) => publicResource(r, now, ids.resources[i])),
+      resources: this.attachMemoryStores(input.resources ?? []).map((r, i) => publicResource(r, now, ids.resources[i])),
       vault_ids: input.vault_ids ?? [],
       outcome_evaluations: [],
       stats: {},
@@ -246,6 +252,41 @@ export class SessionStore {
     if (input.initial_events?.length) await this.log.append(session.id, input.initial_events as EventInput[], { precheck: insert })
     else insert()
     return this.retrieve(session.id)
+  }
+
+  /**
+   * Resolves the `memory_store` resources (spec resources.md §6.3–§6.4): at most 8, each store
+   * once, existing (404) and not archived (409); `access` defaults to read_write; the store's
+   * name and description are snapshotted with its `mount_path`. Other resources pass as given.
+   */
+  private attachMemoryStores(resources: NonNullable<SessionCreateInput['resources']>): Record<string, unknown>[] {
+    const seen = new Set<string>()
+    const count = resources.filter((r) => r.type === 'memory_store').length
+    if (count > MAX_SESSION_MEMORY_STORES) throw invalid(`resources: at most ${MAX_SESSION_MEMORY_STORES} memory_store resources per session (got ${count})`)
+    return resources.map((r, i) => {
+      if (r.type !== 'memory_store') return r as Record<string, unknown>
+      const field = `resources[${i}].memory_store_id`
+      if (seen.has(r.memory_store_id)) throw invalid(`${field}: memory store ${r.memory_store_id} is attached twice`)
+      seen.add(r.memory_store_id)
+      if (!this.memory) throw invalid(`${field}: this Corral has no memory stores`)
+      let store
+      try {
+        store = this.memory.retrieveStore(r.memory_store_id)
+      } catch (err) {
+        if (isCorralError(err) && err.code === 'not_found_error') throw new CorralError('not_found_error', `${field}: memory store ${JSON.stringify(r.memory_store_id)} was not found`)
+        throw err
+      }
+      if (store.archived_at) throw conflict(`${field}: memory store ${store.id} is archived and cannot be attached to a new session`)
+      return {
+        type: 'memory_store',
+        memory_store_id: store.id,
+        access: r.access ?? 'read_write',
+        name: store.name,
+        description: store.description,
+        instructions: r.instructions ?? null,
+        mount_path: memoryMountPath(store.name, store.id),
+      }
+    })
   }
 
   /** Every `file` resource must name a file in Corral's file store (400 naming `resources[i].file_id`). */

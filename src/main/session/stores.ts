@@ -7,6 +7,7 @@ import { ThreadStore } from './thread-store'
 import { VaultStore, type SecretSink } from './vault-store'
 import { SqliteLeaseStore, type LeaseStoreParams } from './lease-store'
 import { SqliteToolJournal } from './tool-journal'
+import { MemoryStore } from './memory-store'
 import { searchMessages, type MessageSearchHit, type MessageSearchParams } from './message-search'
 
 export interface StoresOptions {
@@ -34,6 +35,8 @@ export interface Stores {
   readonly vaults: VaultStore
   readonly leases: SqliteLeaseStore
   readonly toolJournal: SqliteToolJournal
+  /** Memory stores, memories and their versions. */
+  readonly memory: MemoryStore
   /** Messages (user and agent) whose text contains a query, across sessions, newest first. */
   searchMessages(params: MessageSearchParams): { data: MessageSearchHit[]; next_page: string | null }
   /** Closes the database (drain the log first: appends still queued would fail). */
@@ -49,7 +52,8 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
   const log = new SqliteEventLog(db, { clock })
   const agents = new AgentStore(db, { clock, advisorTiers: options.advisorTiers })
   const environments = new EnvironmentStore(db, clock)
-  const sessions = new SessionStore(db, { log, agents, environments, clock, hooks: options.sessionHooks })
+  const memory = new MemoryStore(db, { clock })
+  const sessions = new SessionStore(db, { log, agents, environments, memory, clock, hooks: options.sessionHooks })
   return {
     db,
     log,
@@ -60,6 +64,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     vaults: new VaultStore(db, { secrets: options.secrets, clock }),
     leases: new SqliteLeaseStore(db, options.leases),
     toolJournal: new SqliteToolJournal(db),
+    memory,
     searchMessages: (params) => searchMessages(db, params),
     close: () => db.close(),
   }

@@ -8,6 +8,8 @@ export const ID_PREFIX = {
   vault: 'vlt_',
   credential: 'vcrd_',
   memoryStore: 'memstore_',
+  memory: 'mem_',
+  memoryVersion: 'memver_',
   work: 'work_',
   workflowRun: 'wrun_',
   resource: 'sres_',

@@ -352,7 +352,7 @@ export const sessionResourceSchema = z.discriminatedUnion('type', [
     type: z.literal('memory_store'),
     memory_store_id: z.string().min(1).max(128),
     access: z.enum(['read_write', 'read_only']).nullable().optional(),
-    instructions: z.string().max(MAX_TEXT).nullable().optional(),
+    instructions: z.string().max(4096).nullable().optional(),
   }),
   hostFolderResourceSchema,
 ])

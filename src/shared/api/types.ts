@@ -39,6 +39,22 @@ export type {
   VaultUpdateParams,
 } from '@anthropic-ai/sdk/resources/beta/vaults/vaults'
 export type {
+  BetaManagedAgentsMemoryStore as MemoryStore,
+  BetaManagedAgentsDeletedMemoryStore as DeletedMemoryStore,
+} from '@anthropic-ai/sdk/resources/beta/memory-stores/memory-stores'
+export type {
+  BetaManagedAgentsMemory as Memory,
+  BetaManagedAgentsMemoryPrefix as MemoryPrefix,
+  BetaManagedAgentsMemoryListItem as MemoryListItem,
+  BetaManagedAgentsDeletedMemory as DeletedMemory,
+} from '@anthropic-ai/sdk/resources/beta/memory-stores/memories'
+export type {
+  BetaManagedAgentsMemoryVersion as MemoryVersion,
+  BetaManagedAgentsActor as MemoryActor,
+  BetaManagedAgentsMemoryVersionOperation as MemoryVersionOperation,
+} from '@anthropic-ai/sdk/resources/beta/memory-stores/memory-versions'
+export type { BetaManagedAgentsMemoryStoreResource as MemoryStoreResource } from '@anthropic-ai/sdk/resources/beta/sessions/resources'
+export type {
   BetaManagedAgentsCredential as Credential,
   CredentialCreateParams,
   CredentialUpdateParams,

@@ -25,6 +25,7 @@ beforeEach(() => {
     sessions: t.sessions,
     threads: t.threads,
     vaults: t.vaults,
+    memory: t.memory,
     previews: new PreviewBus(),
   }
   errors = []

@@ -22,6 +22,7 @@ beforeEach(() => {
     sessions: t.sessions,
     threads: t.threads,
     vaults: t.vaults,
+    memory: t.memory,
     previews: new PreviewBus(),
   }
   app = createApiApp({ services, token: TOKEN, onInternalError: (e) => errors.push(e) })

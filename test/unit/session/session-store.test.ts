@@ -150,10 +150,11 @@ describe('SessionStore.list filters', () => {
   it('filters by memory_store_id and matches nothing for a deployment_id (Corral has none)', async () => {
     const agent = t.agents.create({ name: 'l', model: 'claude-sonnet-4-6' })
     const env = t.environments.create({ name: 'e' })
-    const withStore = await t.sessions.create({ agent: agent.id, environment_id: env.id, resources: [{ type: 'memory_store', memory_store_id: 'memstore_A' }] })
-    await t.sessions.create({ agent: agent.id, environment_id: env.id, resources: [{ type: 'memory_store', memory_store_id: 'memstore_B' }] })
+    const [a, b] = [t.memory.createStore({ name: 'A' }), t.memory.createStore({ name: 'B' })]
+    const withStore = await t.sessions.create({ agent: agent.id, environment_id: env.id, resources: [{ type: 'memory_store', memory_store_id: a.id }] })
+    await t.sessions.create({ agent: agent.id, environment_id: env.id, resources: [{ type: 'memory_store', memory_store_id: b.id }] })
     await t.sessions.create({ agent: agent.id, environment_id: env.id })
-    expect(t.sessions.list({ memory_store_id: 'memstore_A' }).data.map((s) => s.id)).toEqual([withStore.id])
+    expect(t.sessions.list({ memory_store_id: a.id }).data.map((s) => s.id)).toEqual([withStore.id])
     expect(t.sessions.list({ deployment_id: 'dep_1' }).data).toEqual([])
     expect(t.sessions.list({}).data).toHaveLength(3)
   })

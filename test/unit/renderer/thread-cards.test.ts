@@ -26,6 +26,7 @@ describe('delegation and report cards on the primary timeline', () => {
     expect(items.map((i) => i.kind)).toEqual(['user', 'delegation', 'report'])
     const [d, r] = [items[1] as DelegationItem, items[2] as ReportItem]
     expect(threadCardView(d)).toEqual({ tone: 'delegation', title: 'Delegated to researcher', agentName: 'researcher', threadId: R, body: 'Which CI runs failed date.test.ts?', linkLabel: "Open researcher's thread" })
+    expect(r.from).toBe('subagent')
     expect(threadCardView(r)).toEqual({ tone: 'report', title: 'Report from researcher', agentName: 'researcher', threadId: R, body: 'All 7 failures ran between 23:00 and 00:00 UTC.', linkLabel: "Open researcher's thread" })
     expect(rowText(r)).toContain('23:00')
   })
@@ -43,9 +44,21 @@ describe('delegation and report cards on the primary timeline', () => {
     expect(threadCardView(report).title).toBe('Report from researcher')
   })
 
-  it('reads an advisor consultation as one, linking to its thread', () => {
-    const b = TimelineBuilder.from([ev('session.thread_created', { session_thread_id: 'sthr_01ADV', agent_name: 'anthropic.advisor', workflow_run_id: null })], null)
-    expect(threadCardView(b.items[0] as DelegationItem)).toMatchObject({ title: 'Consulted the advisor', threadId: 'sthr_01ADV', linkLabel: 'Open the advisor consultation' })
+  it('reads an advisor consultation as one and its answer as advice, both linking to its thread, and leaves out its normal termination', () => {
+    const A = 'sthr_01ADV'
+    const b = TimelineBuilder.from(
+      [
+        ev('session.thread_created', { session_thread_id: A, agent_name: 'anthropic.advisor', workflow_run_id: null, agent: { type: 'advisor', model: 'claude-opus-4-5' } }),
+        ev('session.thread_status_running', { session_thread_id: A, agent_name: 'anthropic.advisor' }),
+        ev('agent.thread_message_received', { from_session_thread_id: A, from_agent_name: 'anthropic.advisor', content: text('Check the timezone first.') }),
+        ev('session.thread_status_idle', { session_thread_id: A, agent_name: 'anthropic.advisor', stop_reason: { type: 'end_turn' } }),
+        ev('session.thread_status_terminated', { session_thread_id: A, agent_name: 'anthropic.advisor' }),
+      ],
+      null,
+    )
+    expect(b.items.map((i) => i.kind)).toEqual(['delegation', 'report'])
+    expect(threadCardView(b.items[0] as DelegationItem)).toMatchObject({ title: 'Consulted the advisor', threadId: A, linkLabel: 'Open the advisor consultation' })
+    expect(threadCardView(b.items[1] as ReportItem)).toMatchObject({ title: 'Advice from the advisor', body: 'Check the timezone first.', threadId: A })
   })
 
   it("keeps on the primary timeline what a child's status says that needs reading (waiting, failed, terminated), not a turn that ended well", () => {

@@ -5,6 +5,7 @@ import { Markdown } from '../../ui/Markdown'
 import { clock } from '../../ui/format'
 import type { DelegationItem, ReportItem, TimelineItem, ToolItem } from './timeline'
 import { threadCardView } from './thread-cards'
+import { ADVISOR_AGENT_NAME } from './thread-tree'
 import { ToolCard } from './ToolCard'
 import { findRows, toolTurns } from './tool-view'
 import { ErrorBoundary } from '../../ui/ErrorBoundary'
@@ -355,7 +356,12 @@ const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenT
         <div className="thread-event">
           <Icon name="branch" size={14} />
           <span>
-            Subagent <strong>{item.agentName}</strong> {THREAD_STATE_WORD[item.state] ?? item.state}
+            {item.agentName === ADVISOR_AGENT_NAME ? 'Advisor consultation' : (
+              <>
+                Subagent <strong>{item.agentName}</strong>
+              </>
+            )}{' '}
+            {THREAD_STATE_WORD[item.state] ?? item.state}
             {item.stopReason && item.stopReason !== 'end_turn' ? ` (${item.stopReason.replace(/_/g, ' ')})` : ''}
           </span>
           <button type="button" className="link-btn" onClick={() => onOpenThread(item.threadId)}>

@@ -7,7 +7,7 @@ import type { DelegationItem, ReportItem } from './timeline'
 export interface ThreadCardView {
   /** 'delegation' or 'report': the card's look. */
   tone: 'delegation' | 'report'
-  /** The card's first line: "Delegated to researcher", "Follow-up to researcher", "Report from researcher". */
+  /** The card's first line: "Delegated to researcher", "Follow-up to researcher", "Report from researcher", "Consulted the advisor", "Advice from the advisor". */
   title: string
   /** The agent the card is about, as the thread tree names it. */
   agentName: string
@@ -22,6 +22,9 @@ export interface ThreadCardView {
 /** The card of a delegation or a report (see DelegationItem, ReportItem). */
 export function threadCardView(item: DelegationItem | ReportItem): ThreadCardView {
   const base = { agentName: item.agentName, threadId: item.threadId }
+  if (item.kind === 'report' && item.from === 'advisor') {
+    return { ...base, tone: 'report', title: 'Advice from the advisor', body: item.text, linkLabel: 'Open the advisor consultation' }
+  }
   if (item.kind === 'report') {
     return { ...base, tone: 'report', title: `Report from ${item.agentName}`, body: item.text, linkLabel: `Open ${item.agentName}'s thread` }
   }

@@ -9,6 +9,7 @@
  */
 
 import { answeredUseId, isPending, statusChangeOf, type RequestType, type ThreadStatus } from '../../../../shared/api/events'
+import { ADVISOR_AGENT_NAME } from './thread-tree'
 
 /** The fields of a logged event the fold reads. Events come from the SDK's types; this is their common part. */
 export interface TimelineEvent {
@@ -92,13 +93,15 @@ export interface DelegationItem {
   followUp: boolean
 }
 
-/** On the primary's timeline: a thread's report back (`agent.thread_message_received`). */
+/** On the primary's timeline: a thread's report back (`agent.thread_message_received`), or an advisor's advice. */
 export interface ReportItem {
   kind: 'report'
   id: string
   at?: string
   threadId: string
   agentName: string
+  /** 'advisor': the advice of a consultation (`anthropic.advisor`), read as such. */
+  from: 'subagent' | 'advisor'
   text: string
 }
 
@@ -161,6 +164,8 @@ export class TimelineBuilder {
   private readonly liveResults = new Map<string, string>()
   /** Primary view: child thread id → its delegation card still waiting for the task text. */
   private readonly taskless = new Map<string, string>()
+  /** Primary view: the advisor consultation threads (their thread_created's agent is the advisor). */
+  private readonly advisorThreads = new Set<string>()
   /** Child thread id → its agent name (from the thread events that name it: created, status). */
   private readonly agentNames = new Map<string, string>()
 
@@ -300,7 +305,9 @@ export class TimelineBuilder {
         if (state === 'running') return false
         // On the primary's view a child's turn that ended well is told by its report card (and
         // the thread tree's status); what is left is news: waiting for you, failed, terminated.
+        // An advisor consultation always terminates when it is done: that is no news either.
         if (this.thread === null && state === 'idle' && stopReasonOf(e) === 'end_turn') return false
+        if (this.thread === null && state === 'terminated' && this.isAdvisor(String(e.session_thread_id ?? ''), e.agent_name)) return false
         this.push({
           kind: 'thread',
           id: e.id,
@@ -353,7 +360,8 @@ export class TimelineBuilder {
     const threadId = String(e.session_thread_id ?? '')
     const agentName = String(e.agent_name ?? 'subagent')
     const agent = e.agent as { type?: string } | undefined
-    const target = agent?.type === 'advisor' || agentName === 'anthropic.advisor' ? 'advisor' : e.workflow_run_id ? 'workflow' : 'subagent'
+    const target = agent?.type === 'advisor' || agentName === ADVISOR_AGENT_NAME ? 'advisor' : e.workflow_run_id ? 'workflow' : 'subagent'
+    if (target === 'advisor') this.advisorThreads.add(threadId)
     this.push({ kind: 'delegation', id: e.id, at, threadId, agentName, target, followUp: false })
     this.taskless.set(threadId, e.id)
     return true
@@ -374,12 +382,18 @@ export class TimelineBuilder {
     return true
   }
 
-  /** Primary view: a thread reported back. */
+  /** Primary view: a thread reported back (or an advisor answered). */
   private reported(e: TimelineEvent, at: string | undefined): boolean {
     const threadId = String(e.from_session_thread_id ?? '')
     const agentName = (typeof e.from_agent_name === 'string' && e.from_agent_name) || this.agentNames.get(threadId) || 'subagent'
-    this.push({ kind: 'report', id: e.id, at, threadId, agentName, text: textOf(e.content) })
+    const from = this.isAdvisor(threadId, agentName) ? 'advisor' : 'subagent'
+    this.push({ kind: 'report', id: e.id, at, threadId, agentName, from, text: textOf(e.content) })
     return true
+  }
+
+  /** A consultation thread: created for the advisor, or named after it. */
+  private isAdvisor(threadId: string, agentName: unknown): boolean {
+    return this.advisorThreads.has(threadId) || agentName === ADVISOR_AGENT_NAME
   }
 
   /**

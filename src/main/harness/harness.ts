@@ -2,6 +2,7 @@ import { type EventInputOf, type EventOf, type ThreadKey } from '../../shared/ap
 import { newId, primaryThreadId } from '../../shared/api/ids'
 import type { EventInput, EventLog } from '../session/event-log'
 import type { ToolJournal } from '../session/tool-journal'
+import { memorySystemContext } from './context/memory'
 import { buildContextView, modelId, type ContextViewOptions, type ViewAgent, type ViewEvent } from './context/view'
 import { ModelRequestError, type ModelClient, type ModelResponse, type ModelUsage } from './model-client'
 import { budgetCents, listCostCents } from './pricing'
@@ -409,7 +410,15 @@ export class Harness {
       return
     }
     const platformTools = this.platform.offered(this.offerContext(c)).map((t) => t.definition)
-    const view = buildContextView(c.events, { thread: c.state.thread, agent: c.agent, options: this.o.context, mcpTools: await this.mcpTools(c), platformTools })
+    const memory = memorySystemContext(c.session.resources)
+    const view = buildContextView(c.events, {
+      thread: c.state.thread,
+      agent: c.agent,
+      options: this.o.context,
+      mcpTools: await this.mcpTools(c),
+      platformTools,
+      systemContext: memory ? [memory] : [],
+    })
     const request = view.compaction?.request ?? view.request
     const signal = c.control.signal
     if (signal.aborted) return
@@ -610,7 +619,7 @@ interface RunContext {
   primaryId: string
   /** A multi-agent session: threads report their own status and the session's is the aggregate. */
   multi: boolean
-  session: { id: string; agent: unknown; budget?: unknown }
+  session: { id: string; agent: unknown; budget?: unknown; resources?: readonly unknown[] }
   sessionAgent: ThreadAgent
   agentName: string
   roster: DelegationRoster | null

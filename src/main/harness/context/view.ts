@@ -32,6 +32,8 @@ export interface ContextViewInput {
   mcpTools?: readonly McpToolDefinition[]
   /** Tools the harness runs itself that this thread is offered (platform-tools.ts), after the agent's. */
   platformTools?: readonly ModelToolDefinition[]
+  /** What the session adds to the system prompt after the agent's own (its memory stores: memory.ts). */
+  systemContext?: readonly string[]
 }
 
 export interface ContextView {
@@ -96,7 +98,8 @@ export function buildContextView(events: readonly ViewEvent[], input: ContextVie
 
   const messages = toMessages(own.slice(start), summary, input.thread === null)
   const tools = [...modelTools(agent.tools ?? [], mcpTools), ...(input.platformTools ?? [])].map((t) => ({ ...t })) as unknown as NonNullable<ModelRequest['tools']>
-  const system = agent.system ? [{ type: 'text' as const, text: agent.system }] : undefined
+  const systemTexts = [agent.system, ...(input.systemContext ?? [])].filter((t): t is string => !!t)
+  const system = systemTexts.length ? systemTexts.map((text) => ({ type: 'text' as const, text })) : undefined
 
   const baseSize = estimate(system ?? '') + estimate(tools)
   let size = baseSize + estimate(messages)

@@ -170,11 +170,17 @@ test.describe.serial('threads: a lead delegating to two agents', () => {
     const card = page.locator('.tool-card').filter({ hasText: TESTER_COMMAND })
     await expect(card).toHaveCount(1)
     await expect(card).not.toHaveClass(/tool-awaiting/)
+    await expect(page.locator('.msg-thread').first()).toContainText('Task from the lead')
+    await expect(page.locator('.msg-thread').first()).toContainText('Run the date suite')
+    await expect(page.locator('.msg-thread').last()).toContainText('Report to the lead')
     await expect(page.locator('.msg-thread').last()).toContainText(TESTER_REPORT)
+    await expect(page.locator('.divider-requires_action')).toHaveCount(1)
     // The lead's composer is not offered inside a child thread.
     await expect(page.getByLabel('Message', { exact: true })).toHaveCount(0)
     await shot(page, info, '42-threads-tester')
-    await page.getByRole('button', { name: 'Back to the primary thread' }).click()
+    // The task's link goes back to the lead's view (the session's own route).
+    await page.locator('.msg-thread').first().getByRole('button', { name: 'Open thread' }).click()
+    await expect(page).toHaveURL(new RegExp(`#/sessions/${sessionId}$`))
     await expect(page.locator('.thread-card')).toHaveCount(4)
   })
 

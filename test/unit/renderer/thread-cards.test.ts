@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { TimelineBuilder, type DelegationItem, type ReportItem, type TimelineEvent } from '../../../src/renderer/src/features/thread/timeline'
-import { threadCardView } from '../../../src/renderer/src/features/thread/thread-cards'
+import { threadCardView, threadMessageView } from '../../../src/renderer/src/features/thread/thread-cards'
 import { rowText } from '../../../src/renderer/src/features/thread/tool-view'
 
 let n = 0
@@ -78,6 +78,12 @@ describe('delegation and report cards on the primary timeline', () => {
     ]
     const items = TimelineBuilder.from([delegation()[1], ...child], R).items
     expect(items.map((i) => (i.kind === 'thread_message' ? `${i.kind}:${i.direction}` : i.kind))).toEqual(['thread', 'thread_message:received', 'agent', 'thread_message:sent'])
+    // The other side names no agent: it is the lead.
+    const messages = items.flatMap((i) => (i.kind === 'thread_message' ? [threadMessageView(i)] : []))
+    expect(messages).toEqual([
+      { title: 'Task from the lead', linkLabel: 'Open the primary thread' },
+      { title: 'Report to the lead', linkLabel: 'Open the primary thread' },
+    ])
   })
 
   it("drops another thread's streaming preview on the primary timeline", () => {

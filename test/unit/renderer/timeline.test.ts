@@ -85,16 +85,28 @@ describe('TimelineBuilder', () => {
     expect(sub.items.map((i) => (i.kind === 'agent' ? i.text : i.kind))).toEqual(['thread', 'from sub'])
   })
 
-  it("gives a subagent's lifecycle rows the API's status words (rescheduling, idle, terminated), from the shared status table", () => {
+  it("gives a subagent's lifecycle rows on the primary the API's status words (rescheduling, idle, terminated), from the shared status table", () => {
     const events = [
       ev('session.thread_created', { session_thread_id: 'sthr_a', agent_name: 'researcher' }),
       ev('session.thread_status_running', { session_thread_id: 'sthr_a' }),
       ev('session.thread_status_rescheduled', { session_thread_id: 'sthr_a' }),
+      ev('session.thread_status_idle', { session_thread_id: 'sthr_a', stop_reason: { type: 'retries_exhausted' } }),
+      ev('session.thread_status_terminated', { session_thread_id: 'sthr_a' }),
+    ]
+    const rows = TimelineBuilder.from(events, null).items.flatMap((i) => (i.kind === 'thread' ? [i.state] : []))
+    expect(rows).toEqual(['rescheduling', 'idle', 'terminated'])
+  })
+
+  it("ends a child's turns on its own timeline as the session's turns end on the primary's (a divider with the stop reason), and says when it terminated", () => {
+    const events = [
+      ev('session.thread_status_running', { session_thread_id: 'sthr_a' }),
+      ev('agent.message', { session_thread_id: 'sthr_a', content: text('done') }),
+      ev('session.thread_status_idle', { session_thread_id: 'sthr_a', stop_reason: { type: 'requires_action', event_ids: [] } }),
       ev('session.thread_status_idle', { session_thread_id: 'sthr_a', stop_reason: { type: 'end_turn' } }),
       ev('session.thread_status_terminated', { session_thread_id: 'sthr_a' }),
     ]
-    const rows = TimelineBuilder.from(events, 'sthr_a').items.flatMap((i) => (i.kind === 'thread' ? [i.state] : []))
-    expect(rows).toEqual(['created', 'rescheduling', 'idle', 'terminated'])
+    const rows = TimelineBuilder.from(events, 'sthr_a').items.map((i) => (i.kind === 'turn' ? `turn:${i.stopReason}` : i.kind === 'note' ? i.label : i.kind))
+    expect(rows).toEqual(['agent', 'turn:requires_action', 'turn:end_turn', 'Thread terminated'])
   })
 
   it('lists as pending only the asks named by the latest requires_action idle and not yet answered', () => {

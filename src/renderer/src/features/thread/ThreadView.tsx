@@ -12,6 +12,7 @@ import { useThread } from './useThread'
 import { useThreadTree } from './useThreadTree'
 import { ThreadTree } from './ThreadTree'
 import { shortThreadId } from '../confirmations/queue'
+import { primaryThreadId } from '../../../../shared/api/ids'
 import { resourceChip } from './resource-label'
 import { ModelNotice } from '../setup/SetupNotices'
 import { useSetup } from '../setup/SetupProvider'
@@ -85,7 +86,9 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   // Stable across renders, so memoized timeline rows are not re-rendered for a new closure.
   const openThreadRef = useRef(onOpenThread)
   openThreadRef.current = onOpenThread
-  const openThread = useCallback((t: string) => openThreadRef.current(t), [])
+  // A link to the primary thread by its id (a child's task came from it) opens the session's view.
+  const primaryId = primaryThreadId(sessionId)
+  const openThread = useCallback((t: string) => openThreadRef.current(t === primaryId ? null : t), [primaryId])
   const [sentMark, setSentMark] = useState(0)
 
   // Retry on a failing episode's row: the turn goes on with a new message (the harness retries only within an episode).

@@ -4,7 +4,7 @@ import { Icon, Spinner } from '../../ui/components'
 import { Markdown } from '../../ui/Markdown'
 import { clock } from '../../ui/format'
 import type { DelegationItem, ReportItem, TimelineItem, ToolItem } from './timeline'
-import { threadCardView } from './thread-cards'
+import { threadCardView, threadMessageView } from './thread-cards'
 import { ADVISOR_AGENT_NAME } from './thread-tree'
 import { ToolCard } from './ToolCard'
 import { findRows, toolTurns } from './tool-view'
@@ -373,10 +373,8 @@ const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenT
       return (
         <div className="msg msg-thread">
           <div className="msg-meta">
-            <span className="msg-who">
-              {item.direction === 'sent' ? '→ to' : '← from'} {item.agentName ?? 'subagent'}
-            </span>
-            <button type="button" className="link-btn" onClick={() => onOpenThread(item.otherThreadId)}>
+            <span className="msg-who">{threadMessageView(item).title}</span>
+            <button type="button" className="link-btn" title={threadMessageView(item).linkLabel} onClick={() => onOpenThread(item.otherThreadId)}>
               Open thread
             </button>
           </div>

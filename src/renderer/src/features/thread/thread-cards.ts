@@ -2,7 +2,7 @@
  * What the primary's timeline says of a delegation and of a report: the compact cards that link
  * to the thread. Pure (the Timeline row draws it), so the words are tested without a DOM.
  */
-import type { DelegationItem, ReportItem } from './timeline'
+import type { DelegationItem, ReportItem, TimelineItem } from './timeline'
 
 export interface ThreadCardView {
   /** 'delegation' or 'report': the card's look. */
@@ -33,4 +33,15 @@ export function threadCardView(item: DelegationItem | ReportItem): ThreadCardVie
   }
   const title = item.followUp ? `Follow-up to ${item.agentName}` : item.target === 'workflow' ? `Workflow started ${item.agentName}` : `Delegated to ${item.agentName}`
   return { ...base, tone: 'delegation', title, body: item.task ?? '', linkLabel: `Open ${item.agentName}'s thread` }
+}
+
+/**
+ * On a child's own timeline: the message it received (its task, a follow-up) or sent (its
+ * report). The other side is the lead when the event names no agent (the API leaves the
+ * primary's name out).
+ */
+export function threadMessageView(item: Extract<TimelineItem, { kind: 'thread_message' }>): { title: string; linkLabel: string } {
+  const other = item.agentName || undefined
+  if (item.direction === 'received') return { title: other ? `Message from ${other}` : 'Task from the lead', linkLabel: other ? `Open ${other}'s thread` : 'Open the primary thread' }
+  return { title: other ? `Message to ${other}` : 'Report to the lead', linkLabel: other ? `Open ${other}'s thread` : 'Open the primary thread' }
 }

@@ -303,6 +303,13 @@ export class TimelineBuilder {
       case 'session.thread_status_terminated': {
         const state = e.type === 'session.thread_created' ? 'created' : (statusChangeOf(e)?.status ?? 'running')
         if (state === 'running') return false
+        // A child's own timeline: its idles end its turns like the session's do on the primary's.
+        if (this.thread !== null && this.thread !== '*' && state !== 'created') {
+          if (state === 'idle') this.push({ kind: 'turn', id: e.id, at, stopReason: stopReasonOf(e) })
+          else if (state === 'terminated') this.push({ kind: 'note', id: e.id, at, label: 'Thread terminated', text: 'It accepts no more messages.', tone: 'warn' })
+          else this.push({ kind: 'note', id: e.id, at, label: 'Rescheduled', text: 'A transient failure; the thread retries.', tone: 'neutral' })
+          return true
+        }
         // On the primary's view a child's turn that ended well is told by its report card (and
         // the thread tree's status); what is left is news: waiting for you, failed, terminated.
         // An advisor consultation always terminates when it is done: that is no news either.

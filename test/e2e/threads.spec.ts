@@ -194,6 +194,7 @@ test.describe.serial('threads: a lead delegating to two agents', () => {
     const node = page.getByRole('navigation', { name: 'Threads' }).getByRole('button', { name: /^researcher/ })
     await expect(node.locator('.thread-node-status')).toHaveText('archived')
     await expect(page.locator('.thread-node.archived')).toHaveCount(1)
+    await expect(page.locator('.thread-event').filter({ hasText: 'researcher' }).last()).toContainText('Subagent researcher archived')
     await shot(page, info, '43-threads-archived')
   })
 })

@@ -97,6 +97,12 @@ describe('TimelineBuilder', () => {
     expect(rows).toEqual(['rescheduling', 'idle', 'terminated'])
   })
 
+  it('says a thread terminated by its archive was archived, on the primary and on its own timeline', () => {
+    const archived = ev('session.thread_status_terminated', { session_thread_id: 'sthr_a', agent_name: 'researcher', archived: true })
+    expect(TimelineBuilder.from([archived], null).items[0]).toMatchObject({ kind: 'thread', state: 'terminated', archived: true })
+    expect(TimelineBuilder.from([archived], 'sthr_a').items[0]).toMatchObject({ kind: 'note', label: 'Thread archived' })
+  })
+
   it("ends a child's turns on its own timeline as the session's turns end on the primary's (a divider with the stop reason), and says when it terminated", () => {
     const events = [
       ev('session.thread_status_running', { session_thread_id: 'sthr_a' }),

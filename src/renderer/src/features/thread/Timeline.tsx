@@ -361,7 +361,7 @@ const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenT
                 Subagent <strong>{item.agentName}</strong>
               </>
             )}{' '}
-            {THREAD_STATE_WORD[item.state] ?? item.state}
+            {item.archived ? 'archived' : (THREAD_STATE_WORD[item.state] ?? item.state)}
             {item.stopReason && item.stopReason !== 'end_turn' ? ` (${item.stopReason.replace(/_/g, ' ')})` : ''}
           </span>
           <button type="button" className="link-btn" onClick={() => onOpenThread(item.threadId)}>

@@ -69,7 +69,7 @@ export type TimelineItem =
       maxAttempts?: number
       statusCode?: number
     }
-  | { kind: 'thread'; id: string; at?: string; threadId: string; agentName: string; state: 'created' | ThreadStatus; stopReason?: string }
+  | { kind: 'thread'; id: string; at?: string; threadId: string; agentName: string; state: 'created' | ThreadStatus; stopReason?: string; archived?: boolean }
   | { kind: 'thread_message'; id: string; at?: string; direction: 'sent' | 'received'; otherThreadId: string; agentName?: string | null; text: string }
   | DelegationItem
   | ReportItem
@@ -306,7 +306,7 @@ export class TimelineBuilder {
         // A child's own timeline: its idles end its turns like the session's do on the primary's.
         if (this.thread !== null && this.thread !== '*' && state !== 'created') {
           if (state === 'idle') this.push({ kind: 'turn', id: e.id, at, stopReason: stopReasonOf(e) })
-          else if (state === 'terminated') this.push({ kind: 'note', id: e.id, at, label: 'Thread terminated', text: 'It accepts no more messages.', tone: 'warn' })
+          else if (state === 'terminated') this.push({ kind: 'note', id: e.id, at, label: e.archived === true ? 'Thread archived' : 'Thread terminated', text: 'It accepts no more messages.', tone: e.archived === true ? 'neutral' : 'warn' })
           else this.push({ kind: 'note', id: e.id, at, label: 'Rescheduled', text: 'A transient failure; the thread retries.', tone: 'neutral' })
           return true
         }
@@ -323,6 +323,8 @@ export class TimelineBuilder {
           agentName: String(e.agent_name ?? 'subagent'),
           state,
           stopReason: state === 'idle' ? stopReasonOf(e) : undefined,
+          // Terminated by `POST …/threads/{tid}/archive` (Corral's `archived` on the event).
+          archived: state === 'terminated' && e.archived === true ? true : undefined,
         })
         return true
       }

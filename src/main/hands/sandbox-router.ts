@@ -2,6 +2,7 @@ import { CorralError, isCorralError } from '../../shared/errors'
 import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter, ToolTarget } from './tool-router'
 import type { SessionChanges } from './changes/session-changes'
 import { folderMounts, type FolderMount, type FolderRules } from './folders'
+import type { MemoryMounts } from './resources/memory-mounts'
 import { packagePlan, type PackagePlan } from './packages/plan'
 import type { PackageEgressOpener } from './packages/install'
 import { PackageStatusBoard, type PackageStatus } from './packages/status'
@@ -61,6 +62,8 @@ export interface SandboxToolRouterOptions {
   folderRules?: FolderRules
   /** Records what tool calls change in the sessions' read-write host folders (baseline, pre-images, scans). */
   changes?: SessionChanges
+  /** The sessions' memory stores: mounted at provision, synced after each sandbox call and at release. */
+  memory?: MemoryMounts
 }
 
 /**
@@ -118,10 +121,27 @@ export class SandboxToolRouter implements ToolRouter {
     const changes = this.options.changes
     // The change records are the user's safety net, but never a reason to fail the agent's call.
     const tracking = changes ? await changes.beforeCall(call.sessionId, { name: call.name, input: parsed.input }).then(() => undefined, (err: Error) => err) : undefined
-    const r = await sandbox.execute({ toolUseId: call.toolUseId, name: call.name, input: parsed.input, signal: call.signal, onOutput: call.onOutput })
+    // Memory mounts sync before the call (another session's changes reach this one) and after it
+    // (this call's changes reach the stores before its result returns).
+    const before = await this.syncMemory(call.sessionId, { content: '', isError: false })
+    const r0 = await sandbox.execute({ toolUseId: call.toolUseId, name: call.name, input: parsed.input, signal: call.signal, onOutput: call.onOutput })
+    const r1 = await this.syncMemory(call.sessionId, r0)
+    const r = before.content ? { ...r1, content: r1.content + before.content } : r1
     const after = changes && !tracking ? await changes.afterCall(call.sessionId, { toolUseId: call.toolUseId, name: call.name }).then(() => undefined, (err: Error) => err) : tracking
     if (!after) return r
     return { ...r, content: `${r.content}\n[corral: the changes of this call to the mounted folder could not be recorded: ${after.message}]` }
+  }
+
+  /** The call's changes to the session's memory mounts go to their stores before the result returns. */
+  private async syncMemory(sessionId: string, r: ToolOutcome): Promise<ToolOutcome> {
+    const memory = this.options.memory
+    if (!memory?.has(sessionId)) return r
+    try {
+      await memory.sync(sessionId)
+      return r
+    } catch (err) {
+      return { ...r, content: `${r.content}\n[corral: the memory stores could not be synced after this call: ${(err as Error).message}]` }
+    }
   }
 
   /**
@@ -178,6 +198,7 @@ export class SandboxToolRouter implements ToolRouter {
    * row may already be gone.
    */
   async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
+    await this.options.memory?.release(sessionId)
     const pending = this.sandboxes.get(sessionId)
     this.sandboxes.delete(sessionId)
     const fetched = this.fetchEgress.get(sessionId)
@@ -282,7 +303,9 @@ export class SandboxToolRouter implements ToolRouter {
     const settings = sandboxSettings(env.config)
     const provider = await this.chooseProvider(settings.backend, checkAvailable)
     if (provider.backend === 'docker') this.runtimes.set(sessionId, settings.runtime ?? 'runc')
-    const folders = this.foldersOf(env.resources)
+    const hostFolders = this.foldersOf(env.resources)
+    const memory = (await this.options.memory?.prepare(sessionId, env.resources)) ?? []
+    const folders = hostFolders || memory.length ? [...(hostFolders ?? []), ...memory] : undefined
     return provider.create({
       sessionId,
       environmentId: env.environmentId,

@@ -1,0 +1,218 @@
+import { createHash } from 'node:crypto'
+import { chmod, lstat, mkdir, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { MAX_MEMORY_BYTES, memoryPathProblem } from '../../../shared/api/memory-schemas'
+import { isCorralError } from '../../../shared/errors'
+import type { MemoryStore } from '../../session/memory-store'
+import type { FolderMount } from '../sandbox'
+
+/** One store mounted in one session: its host folder and the hashes both sides last agreed on. */
+interface Mount {
+  storeId: string
+  dir: string
+  readOnly: boolean
+  /** memory path → content_sha256 last agreed between the folder and the store */
+  baseline: Map<string, string>
+}
+
+/** What a sync did (for logs, tests and the bench). */
+export interface MemorySyncReport {
+  pushed: number
+  pulled: number
+  deleted: number
+  /** Files that cannot be memories (too large, not UTF-8, a path the API refuses): left alone. */
+  refused: string[]
+}
+
+export interface MemoryMountsOptions {
+  /** The memory stores (lazily: the engine builds its services after its hands). */
+  store: () => MemoryStore
+  /** Where the per-session folders live on the host (`<dataDir>/memory-mounts`). */
+  root: string
+  log?: (message: string) => void
+}
+
+const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/**
+ * The memory stores of a session's sandbox (spec resources.md §6.5–§6.6), kept host-side: each
+ * attached store is written to `<root>/<session>/<slug>` and bound at its `mount_path`
+ * (read-only for `read_only`); `sync` compares the folder, the store and the baseline per path
+ * and moves whichever side changed (both changed: the store wins), pushing the folder's changes
+ * as versions by the session (`session_actor`). Read-only stores never push. A folder emptied all
+ * at once is re-filled, never mass-deleted; at most clamp(baseline/4, 8, 50) deletions per sync.
+ * Syncs of one session run one at a time. `release` syncs a last time and removes the folders.
+ */
+export class MemoryMounts {
+  private readonly sessions = new Map<string, Mount[]>()
+  private readonly queue = new Map<string, Promise<unknown>>()
+
+  constructor(private readonly o: MemoryMountsOptions) {}
+
+  /** Writes the session's stores to fresh host folders; returns them as sandbox binds. */
+  async prepare(sessionId: string, resources: readonly Record<string, unknown>[] | undefined): Promise<FolderMount[]> {
+    const attached = (resources ?? []).map((r, index) => ({ r, index })).filter(({ r }) => r.type === 'memory_store' && typeof r.mount_path === 'string')
+    if (attached.length === 0) return []
+    const mounts: Mount[] = []
+    const binds: FolderMount[] = []
+    for (const { r, index } of attached) {
+      const target = String(r.mount_path)
+      const dir = join(this.o.root, sessionId, target.split('/').pop() || String(r.memory_store_id))
+      await rm(dir, { recursive: true, force: true })
+      await makeDir(dir)
+      const mount: Mount = { storeId: String(r.memory_store_id), dir, readOnly: r.access === 'read_only', baseline: new Map() }
+      for (const m of this.o.store().snapshot(mount.storeId)) {
+        await writeMemoryFile(dir, m.path, m.content)
+        mount.baseline.set(m.path, m.content_sha256)
+      }
+      mounts.push(mount)
+      binds.push({ index, source: dir, target, readOnly: mount.readOnly })
+    }
+    this.sessions.set(sessionId, mounts)
+    return binds
+  }
+
+  /** Syncs every store of the session (after a tool call; at release). Resolves when it is done. */
+  sync(sessionId: string): Promise<MemorySyncReport> {
+    const run = (this.queue.get(sessionId) ?? Promise.resolve()).then(() => this.syncNow(sessionId))
+    this.queue.set(sessionId, run.catch(() => undefined))
+    return run
+  }
+
+  /** A last sync, then the session's folders are removed. */
+  async release(sessionId: string): Promise<void> {
+    if (!this.sessions.has(sessionId)) return
+    await this.sync(sessionId).catch((err: Error) => this.o.log?.(`[memory] last sync of ${sessionId} failed: ${err.message}`))
+    this.sessions.delete(sessionId)
+    this.queue.delete(sessionId)
+    await rm(join(this.o.root, sessionId), { recursive: true, force: true })
+  }
+
+  /** Whether the session has stores mounted by this process. */
+  has(sessionId: string): boolean {
+    return this.sessions.has(sessionId)
+  }
+
+  private async syncNow(sessionId: string): Promise<MemorySyncReport> {
+    const report: MemorySyncReport = { pushed: 0, pulled: 0, deleted: 0, refused: [] }
+    for (const mount of this.sessions.get(sessionId) ?? []) await this.syncMount({ sessionId, mount, report })
+    return report
+  }
+
+  private async syncMount(p: { sessionId: string; mount: Mount; report: MemorySyncReport }): Promise<void> {
+    const { mount, report } = p
+    const store = this.o.store()
+    const actor = { actor: { type: 'session_actor' as const, session_id: p.sessionId } }
+    let remote: Map<string, { id: string; sha: string; content: string }>
+    try {
+      remote = new Map(store.snapshot(mount.storeId).map((m) => [m.path, { id: m.id, sha: m.content_sha256, content: m.content }]))
+    } catch (err) {
+      if (isCorralError(err) && err.code === 'not_found_error') return // the store was deleted: nothing to sync with
+      throw err
+    }
+    const local = await scanFolder(mount.dir, report)
+    // Everything gone at once is a lost folder, not a mass delete: fill it again.
+    const vanished = local.files.size === 0 && local.refused.size === 0 && mount.baseline.size > 0
+    let deletions = Math.min(50, Math.max(8, Math.floor(mount.baseline.size / 4)))
+    const paths = new Set([...local.files.keys(), ...remote.keys(), ...mount.baseline.keys()])
+    for (const path of [...paths].sort()) {
+      if (local.refused.has(path)) continue
+      const l = local.files.get(path)
+      const r = remote.get(path)
+      const base = mount.baseline.get(path)
+      const ls = vanished ? base : l?.sha
+      if (ls === r?.sha) {
+        if (r) mount.baseline.set(path, r.sha)
+        else mount.baseline.delete(path)
+        if (vanished && r && !l) await writeMemoryFile(mount.dir, path, r.content), report.pulled++
+        continue
+      }
+      const localChanged = ls !== base
+      const remoteChanged = r?.sha !== base
+      if (localChanged && !remoteChanged) {
+        if (mount.readOnly) continue // a read-only store never takes the folder's changes
+        try {
+          if (!l) {
+            if (deletions === 0 || !r) continue
+            deletions--
+            store.deleteMemory(mount.storeId, r.id, { expectedSha256: r.sha, ...actor })
+            mount.baseline.delete(path)
+            report.deleted++
+          } else if (!r) {
+            store.createMemory(mount.storeId, { path, content: l.content }, actor)
+            mount.baseline.set(path, l.sha)
+            report.pushed++
+          } else {
+            store.updateMemory(mount.storeId, r.id, { content: l.content, precondition: { type: 'content_sha256', content_sha256: r.sha } }, actor)
+            mount.baseline.set(path, l.sha)
+            report.pushed++
+          }
+        } catch (err) {
+          // A race with another writer (409), an archived store, a path the store refuses: the
+          // store's side stands; the next sync looks again.
+          this.o.log?.(`[memory] ${p.sessionId}: ${path} not synced to ${mount.storeId}: ${(err as Error).message}`)
+        }
+        continue
+      }
+      // The store changed (alone, or both did: the store wins).
+      if (r) await writeMemoryFile(mount.dir, path, r.content)
+      else await unlink(join(mount.dir, path.slice(1))).catch(() => undefined)
+      if (r) mount.baseline.set(path, r.sha)
+      else mount.baseline.delete(path)
+      report.pulled++
+    }
+  }
+}
+
+async function makeDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true })
+  // The sandbox's user (uid 1000 in the image, the mapped user in bubblewrap) writes here.
+  await chmod(dir, 0o777)
+}
+
+async function writeMemoryFile(root: string, path: string, content: string): Promise<void> {
+  const file = join(root, path.slice(1))
+  const parent = dirname(file)
+  const segments = path.slice(1).split('/').slice(0, -1)
+  let at = root
+  for (const s of segments) {
+    at = join(at, s)
+    const st = await lstat(at).catch(() => undefined)
+    if (st && !st.isDirectory()) await rm(at, { recursive: true, force: true })
+    if (!st || !st.isDirectory()) await makeDir(at)
+  }
+  await mkdir(parent, { recursive: true })
+  const st = await lstat(file).catch(() => undefined)
+  if (st && !st.isFile()) await rm(file, { recursive: true, force: true }) // never write through a link
+  await writeFile(file, content, { mode: 0o666 })
+  await chmod(file, 0o666)
+}
+
+/** Every regular file under `dir` as memory path → bytes' hash and text; links are never followed. */
+async function scanFolder(dir: string, report: MemorySyncReport): Promise<{ files: Map<string, { sha: string; content: string }>; refused: Set<string> }> {
+  const files = new Map<string, { sha: string; content: string }>()
+  const refused = new Set<string>()
+  const walk = async (abs: string, rel: string): Promise<void> => {
+    const entries = await readdir(abs, { withFileTypes: true }).catch(() => [])
+    for (const e of entries) {
+      const path = `${rel}/${e.name}`
+      if (e.isDirectory()) await walk(join(abs, e.name), path)
+      else if (e.isFile()) {
+        const bytes = await readFile(join(abs, e.name))
+        let content: string | undefined
+        try {
+          content = bytes.length <= MAX_MEMORY_BYTES ? utf8.decode(bytes) : undefined
+        } catch {
+          content = undefined
+        }
+        if (content === undefined || memoryPathProblem(path)) {
+          refused.add(path)
+          report.refused.push(path)
+        } else files.set(path, { sha: sha(bytes), content })
+      }
+    }
+  }
+  await walk(dir, '')
+  return { files, refused }
+}

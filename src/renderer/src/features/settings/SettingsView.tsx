@@ -7,6 +7,7 @@ import { useQuery } from '../../ui/hooks'
 import type { ThemeChoice } from '../../ui/theme'
 import { CodeBlock } from '../../ui/Code'
 import { useSetup, type ModelCheck, type SetupSettings } from '../setup/SetupProvider'
+import { builtInTiers, formatAdvisorTiers, parseAdvisorTiers } from './advisor-tiers'
 
 function sdkSnippet(baseURL: string): string {
   return [
@@ -225,6 +226,8 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
           <ErrorNote error={err} />
         </section>
 
+        <AdvisorTiersSection saved={settings.data?.advisor_tiers} disabled={noSettingsApi || settings.loading} onSaved={settings.reload} />
+
         <section className="card-section" aria-labelledby="s-doctor">
           <h2 id="s-doctor">
             Doctor{' '}
@@ -277,5 +280,74 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
         )}
       </div>
     </div>
+  )
+}
+
+/**
+ * The user's entries of the advisor tier table: which models may advise which (an advisor must be
+ * in a tier at least as high as the model it advises, and at least tier 1). Saved alone, as
+ * `advisor_tiers`; agent saves and every consultation start read them.
+ */
+function AdvisorTiersSection({ saved, disabled, onSaved }: { saved: Record<string, number> | undefined; disabled: boolean; onSaved: () => void }) {
+  const client = useClient()
+  const [text, setText] = useState('')
+  const [err, setErr] = useState<unknown>()
+  const [done, setDone] = useState(false)
+  useEffect(() => setText(formatAdvisorTiers(saved)), [saved])
+  const parsed = parseAdvisorTiers(text)
+  const save = async () => {
+    setErr(undefined)
+    setDone(false)
+    if ('error' in parsed) return
+    try {
+      await client.request('settings.update', {}, { advisor_tiers: Object.keys(parsed.tiers).length ? parsed.tiers : null })
+      setDone(true)
+      onSaved()
+    } catch (e) {
+      setErr(e)
+    }
+  }
+  return (
+    <section className="card-section" aria-labelledby="s-advisor">
+      <h2 id="s-advisor">Advisor tiers</h2>
+      <p className="muted">
+        An agent&apos;s advisor must be in a tier at least as high as the agent&apos;s model, and at least tier 1. Any model may advise a model that is in no tier (a local
+        model, for example). Rank your own models here, or move a built-in one: one <code>model-id tier</code> per line.
+      </p>
+      <form
+        className="form"
+        onSubmit={(e) => {
+          e.preventDefault()
+          void save()
+        }}
+      >
+        <fieldset disabled={disabled}>
+          <Field
+            id="st-advisor-tiers"
+            label="Your tier entries"
+            hint={'error' in parsed ? <span className="key-problem">{parsed.error}</span> : 'Used by the next agent save and by every advisor consultation from now on.'}
+          >
+            <textarea id="st-advisor-tiers" rows={4} className="mono" value={text} placeholder="qwen-3-235b 5" onChange={(e) => setText(e.target.value)} />
+          </Field>
+          <details>
+            <summary>Built-in tiers</summary>
+            <ul className="tier-list">
+              {builtInTiers().map((t) => (
+                <li key={t.tier}>
+                  <strong>{t.tier}</strong> {t.models.join(', ')}
+                </li>
+              ))}
+            </ul>
+          </details>
+          <div className="form-actions">
+            <Button type="submit" variant="primary" disabled={'error' in parsed}>
+              Save tiers
+            </Button>
+            {done && <span className="ok-note">Saved.</span>}
+          </div>
+        </fieldset>
+      </form>
+      <ErrorNote error={err} />
+    </section>
   )
 }

@@ -232,6 +232,7 @@ export class Engine {
       router: this.router,
       mcp: this.mcp,
       model: config.modelClient,
+      advisorTiers: tiers,
       options: config.harness,
       onError: config.log,
     })

@@ -10,19 +10,20 @@
  * The pure parts (the request, the notice, the events) are exported for unit tests; `consult`
  * runs one consultation against the log and the model client.
  */
-import { advisorPairingProblem, type AdvisorTierTable } from '../../shared/api/advisor-tiers'
-import { isEventOf, PRIMARY_THREAD, type EventInputOf } from '../../shared/api/events'
+import { ADVISOR_AGENT_NAME, ADVISOR_TIERS, advisorPairingProblem, type AdvisorTierTable } from '../../shared/api/advisor-tiers'
+import { PRIMARY_THREAD, type EventInputOf } from '../../shared/api/events'
 import { newId } from '../../shared/api/ids'
 import type { EventInput, EventLog } from '../session/event-log'
 import type { ToolOutcome } from '../hands/tool-router'
 import { buildContextView, type ViewAgent, type ViewEvent } from './context/view'
 import { ModelRequestError, type ModelClient, type ModelRequest, type ModelResponse, type ModelUsage } from './model-client'
+import type { PlatformTool } from './platform-tools'
+import type { ChildThread } from './session-threads'
 import type { ModelToolDefinition } from './tools'
 
 /** The tool's name (platform tools other than the two documented delegation tools carry `ant__`). */
 export const ADVISOR_TOOL = 'ant__advisor'
-/** The name of every consultation thread (reserved by V8 while the advisor is enabled). */
-export const ADVISOR_AGENT_NAME = 'anthropic.advisor'
+export { ADVISOR_AGENT_NAME }
 
 export const ADVISOR_DEFINITION: ModelToolDefinition = {
   name: ADVISOR_TOOL,
@@ -206,32 +207,26 @@ export function consultationEndEvents(p: {
 }
 
 /**
- * Advisor threads a dead process left running for the call `callId` (created after the call,
- * never terminated): a re-run of the call terminates them before it starts its own.
+ * Advisor threads a dead process left running for the call made at `callSeq` (created after the
+ * call, never terminated): a re-run of the call terminates them before it starts its own.
  */
-export function orphanedConsultations(events: readonly ViewEvent[], callId: string): string[] {
-  const call = events.find((e) => e.event.id === callId)
-  if (!call) return []
-  const open = new Set<string>()
-  for (const { seq, event } of events) {
-    if (seq <= call.seq) continue
-    if (isEventOf(event, 'session.thread_created') && event.agent_name === ADVISOR_AGENT_NAME && event.session_thread_id) open.add(event.session_thread_id)
-    if (isEventOf(event, 'session.thread_status_terminated') && event.session_thread_id) open.delete(event.session_thread_id)
-  }
-  return [...open]
+export function orphanedConsultations(children: Iterable<Pick<ChildThread, 'id' | 'advisor' | 'status' | 'createdSeq'>>, callSeq: number): string[] {
+  return [...children].filter((c) => c.advisor && c.status !== 'terminated' && c.createdSeq > callSeq).map((c) => c.id)
 }
 
 export interface ConsultParams {
   sessionId: string
   primaryThreadId: string
-  /** The `ant__advisor` call. */
-  call: { id: string; input: Record<string, unknown> }
+  /** The `ant__advisor` call (its event id and position in the log). */
+  call: { id: string; seq: number; input: Record<string, unknown> }
   /** The primary's agent snapshot: its model is the executor. */
   agent: ViewAgent
   /** The roster's advisor model, or null when the session has none. */
   advisorModel: string | null
-  /** The session's events the caller has read (every thread's). */
+  /** The primary thread's events the caller has read. */
   events: readonly ViewEvent[]
+  /** The session's child threads as the log says (to find a consultation a dead process left open). */
+  children: Iterable<Pick<ChildThread, 'id' | 'advisor' | 'status' | 'createdSeq'>>
   log: EventLog
   model: ModelClient
   /** The pairing table as the user extended it (settings), read at each consultation start. */
@@ -251,6 +246,8 @@ export interface ConsultParams {
 export interface ConsultResult {
   outcome: ToolOutcome
   events: EventInput[]
+  /** The whole turn was interrupted (or the engine shut down): the result is recorded as the interrupted call's. */
+  interrupted?: boolean
 }
 
 /**
@@ -273,7 +270,7 @@ export async function consult(p: ConsultParams): Promise<ConsultResult> {
   const request = consultationRequest(p.events, { agent: p.agent, advisorModel: p.advisorModel, callId: p.call.id, question, maxTokens: p.maxTokens })
   const threadId = newId('thread')
   const ids = { threadId, primaryThreadId: p.primaryThreadId, advisorModel: p.advisorModel }
-  const orphans = orphanedConsultations(p.events, p.call.id).map((t): EventInput => ({ type: 'session.thread_status_terminated', session_thread_id: t, agent_name: ADVISOR_AGENT_NAME }))
+  const orphans = orphanedConsultations(p.children, p.call.seq).map((t): EventInput => ({ type: 'session.thread_status_terminated', session_thread_id: t, agent_name: ADVISOR_AGENT_NAME }))
   let spanId = newId('event')
   const [first] = await p.log.append(p.sessionId, [...orphans, ...consultationStartEvents({ ...ids, spanId })])
 
@@ -304,7 +301,9 @@ export async function consult(p: ConsultParams): Promise<ConsultResult> {
       } catch (err) {
         const e = err instanceof ModelRequestError ? err : new ModelRequestError('connection', (err as Error).message, { cause: err })
         if (e.kind === 'aborted' || abort.signal.aborted) {
-          return fail({ kind: 'interrupted', scope: threadInterrupted ? 'consultation' : 'session' }, [...errors, ...consultationEndEvents({ ...ids, spanId, usage, interrupted: true, stopReason: 'end_turn' })])
+          // an interrupt of the whole turn stops it: the notice is recorded, not answered
+          if (!threadInterrupted) return { ...fail({ kind: 'interrupted', scope: 'session' }, [...errors, ...consultationEndEvents({ ...ids, spanId, usage, interrupted: true, stopReason: 'end_turn' })]), interrupted: true }
+          return fail({ kind: 'interrupted', scope: 'consultation' }, [...errors, ...consultationEndEvents({ ...ids, spanId, usage, interrupted: true, stopReason: 'end_turn' })])
         }
         const exhausted = !e.retryable || attempt + 1 > maxRetries
         const error: EventInput = {
@@ -350,4 +349,45 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done, { once: true })
   })
+}
+
+export interface AdvisorToolOptions {
+  /** The pairing table as the user extended it (settings), read at each consultation start (default: the built-in one). */
+  tiers?: () => AdvisorTierTable
+  maxRetries?: number
+  backoffBaseMs?: number
+  backoffMaxMs?: number
+  random?: () => number
+}
+
+/**
+ * `ant__advisor` as a platform tool: offered on the primary thread only, when the session's
+ * roster enables the advisor; each call is one consultation (`consult`).
+ */
+export function advisorTool(o: AdvisorToolOptions = {}): PlatformTool {
+  return {
+    name: ADVISOR_TOOL,
+    definition: ADVISOR_DEFINITION,
+    offered: (ctx) => ctx.threadKey === null && typeof ctx.roster?.advisor === 'string',
+    async run(ctx) {
+      return consult({
+        sessionId: ctx.thread.sessionId,
+        primaryThreadId: ctx.thread.threadId,
+        call: ctx.call,
+        agent: ctx.sessionAgent,
+        advisorModel: ctx.roster?.advisor ?? null,
+        events: ctx.events,
+        children: ctx.threads.children.values(),
+        log: ctx.log,
+        model: ctx.model,
+        tiers: o.tiers?.() ?? ADVISOR_TIERS,
+        budgetReached: ctx.budgetReached,
+        signal: ctx.signal,
+        maxRetries: o.maxRetries,
+        backoffBaseMs: o.backoffBaseMs,
+        backoffMaxMs: o.backoffMaxMs,
+        random: o.random,
+      })
+    },
+  }
 }

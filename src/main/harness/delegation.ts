@@ -5,6 +5,7 @@
  * Both answer at once; the child's report arrives later as an `agent.thread_message_received` on
  * the primary (harness.ts).
  */
+import { ADVISOR_AGENT_NAME } from '../../shared/api/advisor-tiers'
 import { newId } from '../../shared/api/ids'
 import type { EventInput } from '../session/event-log'
 import type { PlatformOfferContext, PlatformTool, PlatformToolResult, ThreadAgent } from './platform-tools'
@@ -33,7 +34,8 @@ export const listAgentsTool: PlatformTool = {
   async run(ctx) {
     const roster = ctx.roster!
     const agents = roster.subagents.agents.map((a) => ({ name: a.name, description: a.description ?? null, kind: isSelf(a, ctx) ? 'self' : 'predefined' }))
-    const threads = [...ctx.threads.children.values()].map((c) => ({ session_thread_id: c.id, agent_name: c.agentName, status: c.status }))
+    // the advisor is invisible to delegation (spec §7.1): its consultations are not listed
+    const threads = [...ctx.threads.children.values()].filter((c) => !c.advisor).map((c) => ({ session_thread_id: c.id, agent_name: c.agentName, status: c.status }))
     const body = {
       agents,
       inline_agents_allowed: roster.subagents.inlineAgents,
@@ -82,7 +84,7 @@ export const sendToAgentTool: PlatformTool = {
     if (threadId !== undefined) {
       if (str('system') !== undefined) return fail('send_to_agent: system starts an inline agent; a follow-up (session_thread_id) cannot change a thread\'s agent.')
       const child = ctx.threads.children.get(threadId)
-      if (!child) return fail(`send_to_agent: session_thread_id ${threadId} is not a thread you started in this session.`)
+      if (!child || child.advisor) return fail(`send_to_agent: session_thread_id ${threadId} is not a thread you started in this session.`)
       if (child.status === 'terminated') return fail(`send_to_agent: thread ${threadId} (${child.agentName}) is terminated (archived or failed) and accepts no messages; start a new thread with agent instead.`)
       const events: EventInput[] = [{ type: 'agent.thread_message_sent', to_session_thread_id: threadId, to_agent_name: child.agentName, content }]
       // an idle child runs again; a running one gets the follow-up after its current turn
@@ -95,6 +97,7 @@ export const sendToAgentTool: PlatformTool = {
     if (live >= MAX_LIVE_CHILDREN) {
       return fail(`send_to_agent: this session already has ${live} child threads, the limit is ${MAX_LIVE_CHILDREN} at a time (idle ones count until archived). Send a follow-up to one of them with session_thread_id instead.`)
     }
+    if (agentName === ADVISOR_AGENT_NAME) return fail(`send_to_agent: ${ADVISOR_AGENT_NAME} is the advisor's name, reserved; consult the advisor with ant__advisor when it is enabled, or give an inline agent another name.`)
     const listed = roster.subagents.agents.find((a) => a.name === agentName)
     let agent: ThreadAgent
     if (listed) {

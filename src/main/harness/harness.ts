@@ -11,7 +11,9 @@ import { decideNext, foldInto, newSessionState, type NextStep, type OpenToolUse,
 import type { ToolOutcome, ToolRouter } from '../hands/tool-router'
 import { routeTool, type AgentToolConfig, type McpToolDefinition } from './tools'
 import { DELEGATION_TOOLS } from './delegation'
-import { PlatformTools, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
+import { advisorTool } from './advisor'
+import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
+import { PlatformTools, type PlatformToolResult, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
 import { SessionLocks, SessionThreads } from './session-threads'
 
 /** Where the harness publishes never-stored previews (`event_start` / `event_delta`). */
@@ -60,8 +62,10 @@ export interface HarnessDeps {
   previews?: PreviewSink
   /** The session's MCP tools, offered to the model when the agent has `mcp_toolset` entries. */
   mcp?: McpToolSource
-  /** Tools the harness runs itself (default: delegation); each says which threads it is offered to. */
+  /** Tools the harness runs itself (default: delegation and the advisor); each says which threads it is offered to. */
   platform?: PlatformTools
+  /** The advisor pairing table as the user extended it (settings), read at each consultation start (default: the built-in one). */
+  advisorTiers?: () => AdvisorTierTable
   options?: HarnessOptions
 }
 
@@ -126,7 +130,6 @@ export class Harness {
   readonly platform: PlatformTools
 
   constructor(private readonly deps: HarnessDeps) {
-    this.platform = deps.platform ?? new PlatformTools(DELEGATION_TOOLS)
     const o = deps.options ?? {}
     this.o = {
       maxRetries: o.maxRetries ?? 5,
@@ -138,6 +141,8 @@ export class Harness {
       random: o.random ?? Math.random,
       cacheSessions: o.cacheSessions ?? 256,
     }
+    const advisor = advisorTool({ tiers: deps.advisorTiers, maxRetries: this.o.maxRetries, backoffBaseMs: this.o.backoffBaseMs, backoffMaxMs: this.o.backoffMaxMs, random: this.o.random })
+    this.platform = deps.platform ?? new PlatformTools([...DELEGATION_TOOLS, advisor])
   }
 
   /**
@@ -161,7 +166,8 @@ export class Harness {
     if (threadKey === null) agent = sessionAgent
     else {
       const child = threads.children.get(threadKey)
-      if (!child || child.status === 'terminated') return
+      // an advisor consultation runs inside the primary's ant__advisor call (advisor.ts), never under a brain of its own
+      if (!child || child.status === 'terminated' || child.advisor) return
       const { multiagent: _m, ...own } = (child.agent ?? sessionAgent) as ThreadAgent & { multiagent?: unknown }
       agent = own as ThreadAgent
       agentName = child.agentName
@@ -333,10 +339,10 @@ export class Harness {
         // a platform tool only reads the log and appends: its events and result land together
         c.threads.catchUp(this.deps.log)
         const r = await platform
-          .run({ ...this.offerContext(c), call: { id: t.id, name: t.name, input: t.input }, log: this.deps.log, model: this.deps.model, events: c.events, threads: c.threads, signal })
-          .catch((err: unknown) => ({ outcome: { content: `The ${t.name} call failed: ${(err as Error).message}`, isError: true }, events: undefined }))
+          .run({ ...this.offerContext(c), call: { id: t.id, seq: t.seq, name: t.name, input: t.input }, log: this.deps.log, model: this.deps.model, events: c.events, threads: c.threads, signal, budgetReached: () => this.budgetReached(c) })
+          .catch((err: unknown): PlatformToolResult => ({ outcome: { content: `The ${t.name} call failed: ${(err as Error).message}`, isError: true }, events: undefined }))
         if (!c.control.mayRecord) return
-        await this.appendThread(c, [...(r.events ?? []), toolResult(t, r.outcome, false, resultId)])
+        await this.appendThread(c, [...(r.events ?? []), toolResult(t, r.outcome, r.interrupted === true, resultId)])
         continue
       }
       const outcome = await this.executeOnce(t, c, signal, this.outputPreview(c.sessionId, t, resultId))
@@ -402,10 +408,14 @@ export class Harness {
     }
   }
 
-  private async callModel(attempt: number, c: RunContext): Promise<void> {
-    // one budget for the whole session: every thread's requests count (spec §9)
+  /** One budget for the whole session: every thread's requests count, the advisor's too (spec §9). */
+  private budgetReached(c: RunContext): boolean {
     const limit = budgetCents(c.session.budget)
-    if (limit !== undefined && spentCents(c.multi ? c.threads.catchUp(this.deps.log).usageByModel : c.state.usageByModel) >= limit) {
+    return limit !== undefined && spentCents(c.multi ? c.threads.catchUp(this.deps.log).usageByModel : c.state.usageByModel) >= limit
+  }
+
+  private async callModel(attempt: number, c: RunContext): Promise<void> {
+    if (this.budgetReached(c)) {
       await this.appendThread(c, [this.idleEvent(c, { type: 'budget_reached' })])
       return
     }

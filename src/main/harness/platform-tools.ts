@@ -51,6 +51,8 @@ export interface PlatformOfferContext {
 export interface PlatformToolCall {
   /** The `agent.tool_use` event's id. */
   id: string
+  /** Its position in the log. */
+  seq: number
   name: string
   input: Record<string, unknown>
 }
@@ -65,12 +67,16 @@ export interface PlatformToolContext extends PlatformOfferContext {
   threads: SessionThreads
   /** Aborted by an interrupt or a shutdown. */
   signal: AbortSignal
+  /** Whether the session's one budget is spent (the check the harness makes before every model request). */
+  budgetReached: () => boolean
 }
 
 export interface PlatformToolResult {
   outcome: ToolOutcome
   /** Appended with the tool's result, in one batch (before it). */
   events?: EventInput[]
+  /** The call was cut short by an interrupt of its turn: its result is not news for the model (the turn stops). */
+  interrupted?: boolean
 }
 
 export interface PlatformTool {

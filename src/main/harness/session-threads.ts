@@ -39,6 +39,8 @@ export interface ChildThread extends ThreadFacts {
   agent?: ThreadAgent
   parentId: string | null
   createdSeq: number
+  /** An advisor consultation (`agent.type: 'advisor'`, advisor.ts): it has no brain of its own and holds no slot under the 25. */
+  advisor: boolean
 }
 
 /** Session-level aggregate status: running while any thread runs, else idle with the reason §4.4 gives. */
@@ -89,9 +91,9 @@ export class SessionThreads {
     return this.children.get(threadId)
   }
 
-  /** Children that still hold a slot (not terminated). */
+  /** Children that still hold a slot (not terminated; an advisor consultation holds none). */
   liveChildren(): ChildThread[] {
-    return [...this.children.values()].filter((c) => c.status !== 'terminated')
+    return [...this.children.values()].filter((c) => c.status !== 'terminated' && !c.advisor)
   }
 
   apply(seq: number, e: Record<string, unknown> & { type: string; session_thread_id?: string | null }): void {
@@ -106,6 +108,7 @@ export class SessionThreads {
         agent: e.agent && typeof e.agent === 'object' ? (e.agent as ThreadAgent) : undefined,
         parentId: typeof e.parent_thread_id === 'string' ? e.parent_thread_id : this.primaryId,
         createdSeq: seq,
+        advisor: (e.agent as { type?: unknown } | undefined)?.type === 'advisor',
         status: 'idle',
         lastReceivedSeq: 0,
       })

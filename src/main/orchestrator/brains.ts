@@ -7,6 +7,7 @@ import { Harness, type HarnessOptions, type McpToolSource, type PreviewSink, typ
 import { AnthropicModelClient, type ModelClient } from '../harness/model-client'
 import { NoHandsToolRouter, type ToolRouter } from '../hands/tool-router'
 import { Scheduler } from './scheduler'
+import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
 
 let warnedNoEndpoint = false
 
@@ -42,6 +43,8 @@ export interface BrainsParams {
   /** The sessions' MCP tools (the engine's McpToolRouter, which is also `router`). */
   mcp?: McpToolSource
   model?: ModelClient
+  /** The advisor pairing table with the user's settings laid over it, read at each consultation start. */
+  advisorTiers?: () => AdvisorTierTable
   options?: BrainsOptions
   onError?: (msg: string) => void
 }
@@ -68,6 +71,7 @@ export class Brains {
       journal: p.journal,
       previews: p.previews,
       mcp: p.mcp,
+      advisorTiers: p.advisorTiers,
       options: { maxRetries: endpoint.maxRetries, ...p.options },
     })
     this.leases = p.leases

@@ -9,6 +9,9 @@
  * table in settings (`advisorTiers` in settings.json: model id → tier number on this scale).
  */
 
+/** The name of every advisor consultation thread (reserved by V8 while the advisor is enabled). */
+export const ADVISOR_AGENT_NAME = 'anthropic.advisor'
+
 /** Tier (low → high) of each model the advisor tool's table knows. */
 export const ADVISOR_TIERS: Readonly<Record<string, number>> = {
   'claude-haiku-4-5': 0,

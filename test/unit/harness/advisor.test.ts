@@ -109,16 +109,13 @@ describe('the consultation events', () => {
   })
 
   it('find the advisor thread a dead process left running for the same call, and only that one', () => {
-    seq = 0
-    const events = [
-      ev('session.thread_created', { session_thread_id: 'sthr_old', agent_name: ADVISOR_AGENT_NAME }),
-      ev('session.thread_status_terminated', { session_thread_id: 'sthr_old' }),
-      ev('agent.tool_use', { id: 'sevt_call', name: ADVISOR_TOOL, input: {} }),
-      ev('session.thread_created', { session_thread_id: 'sthr_orphan', agent_name: ADVISOR_AGENT_NAME }),
-      ev('session.thread_status_running', { session_thread_id: 'sthr_orphan' }),
-      ev('session.thread_created', { session_thread_id: 'sthr_child', agent_name: 'reviewer' }),
+    const children = [
+      { id: 'sthr_old', advisor: true, status: 'terminated' as const, createdSeq: 3 },
+      { id: 'sthr_before', advisor: true, status: 'running' as const, createdSeq: 4 },
+      { id: 'sthr_orphan', advisor: true, status: 'running' as const, createdSeq: 11 },
+      { id: 'sthr_child', advisor: false, status: 'running' as const, createdSeq: 12 },
     ]
-    expect(orphanedConsultations(events, 'sevt_call')).toEqual(['sthr_orphan'])
+    expect(orphanedConsultations(children, 10)).toEqual(['sthr_orphan'])
   })
 })
 

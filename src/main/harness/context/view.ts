@@ -1,4 +1,5 @@
 import { answeredUseId, isEventOf, isOnThread, type LoggedEventOf, type RequestType, type ResultType, type ThreadKey } from '../../../shared/api/events'
+import { ADVISOR_AGENT_NAME } from '../../../shared/api/advisor-tiers'
 import { defineFold, ignoring, type SeqEvent } from '../../../shared/api/fold'
 import type { ModelRequest } from '../model-client'
 import { modelTools, type AgentToolConfig, type McpToolDefinition, type ModelToolDefinition } from '../tools'
@@ -276,6 +277,8 @@ const messageStep = defineFold<MessageFold, number>({
   // a message from another thread is a user turn; one from the primary (a task) as is, one from a
   // child (its report) naming the sender, so the lead knows who answered
   'agent.thread_message_received': (f, e, seq) => {
+    // an advisor's advice is the ant__advisor call's result (advisor.ts): the model reads it there, once
+    if (e.from_agent_name === ADVISOR_AGENT_NAME) return
     const text = textOf(e.content)
     const from = e.from_agent_name ? `${e.from_agent_name} (thread ${e.from_session_thread_id})` : undefined
     f.userMsg(seq, e.id).content.push({ type: 'text', text: from ? `<message from="${from}">\n${text}\n</message>` : text })

@@ -1,13 +1,16 @@
 /**
  * Memory stores through the official SDK against `corral serve`'s HTTP API: create throughput
  * (sequential, and 8 in flight), listing a 2,000-memory store (basic, limit 100, every page)
- * and a depth-1 listing with rollups. `npm run bench -- memory`.
+ * and a depth-1 listing with rollups; then the sandbox mount of that store (MemoryMounts, the
+ * host folder a sandbox binds): first mount, a sync with nothing changed, a sync after one file
+ * changed, time and bytes. `npm run bench -- memory`.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 import { Engine } from '../src/main/engine'
+import { MemoryMounts } from '../src/main/hands'
 import { summary } from './stats'
 
 const MEMORIES = 2000
@@ -69,6 +72,23 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     let versions = 0
     for await (const _ of client.beta.memoryStores.memoryVersions.list(store.id, { limit: 100 })) versions++
     out.list_versions_all = { versions, ms: Math.round(performance.now() - vs) }
+
+    // --- the mount: 2,000 memories written to a host folder, then synced
+    const mounts = new MemoryMounts({ store: () => engine.services.memory, root: join(dir, 'memory-mounts') })
+    const resources = [{ type: 'memory_store', memory_store_id: store.id, access: 'read_write', mount_path: '/mnt/memory/bench' }]
+    let m0 = performance.now()
+    const binds = await mounts.prepare('sesn_bench', resources)
+    const bytes = engine.services.memory.snapshot(store.id).reduce((n, m) => n + Buffer.byteLength(m.content), 0)
+    out.mount_first = { memories: MEMORIES, bytes_written: bytes, ms: Math.round(performance.now() - m0) }
+    m0 = performance.now()
+    const idle = await mounts.sync('sesn_bench')
+    out.sync_nothing_changed = { ms: Math.round(performance.now() - m0), bytes_read: bytes, pushed: idle.pushed, pulled: idle.pulled }
+    appendFileSync(join(binds[0].source, 'dir3', 'sub3', 'm3.md'), 'one more line\n')
+    m0 = performance.now()
+    const one = await mounts.sync('sesn_bench')
+    out.sync_one_change = { ms: Math.round(performance.now() - m0), bytes_read: bytes + 14, pushed: one.pushed, pulled: one.pulled }
+    await mounts.release('sesn_bench')
+    log(`mount ${JSON.stringify(out.mount_first)}, idle sync ${JSON.stringify(out.sync_nothing_changed)}, one change ${JSON.stringify(out.sync_one_change)}`)
   } finally {
     await server.close()
     await engine.close()

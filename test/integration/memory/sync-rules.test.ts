@@ -1,0 +1,105 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync, mkdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { MemoryMounts } from '../../../src/main/hands'
+import { LOCAL_API_ACTOR } from '../../../src/main/session/memory-store'
+import { openStoresAt, type Stores } from '../../../src/main/session/stores'
+
+/*
+ * The mount's sync against a real corral.db and a real host folder (what a sandbox binds): which
+ * side wins, what a read-only store does, and what is never pushed or deleted.
+ */
+
+let dir: string
+let stores: Stores
+let mounts: MemoryMounts
+const api = { actor: LOCAL_API_ACTOR }
+const SESSION = 'sesn_sync_rules'
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'corral-memory-sync-'))
+  stores = openStoresAt(join(dir, 'corral.db'))
+  mounts = new MemoryMounts({ store: () => stores.memory, root: join(dir, 'mounts') })
+})
+afterEach(() => {
+  stores.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+async function mount(access: 'read_write' | 'read_only' = 'read_write') {
+  const store = stores.memory.createStore({ name: 'Team Notes' })
+  stores.memory.createMemory(store.id, { path: '/a.md', content: 'a1' }, api)
+  stores.memory.createMemory(store.id, { path: '/dir/b.md', content: 'b1' }, api)
+  const [bind] = await mounts.prepare(SESSION, [{ type: 'memory_store', memory_store_id: store.id, access, mount_path: '/mnt/memory/team-notes' }])
+  const content = (path: string) => stores.memory.snapshot(store.id).find((m) => m.path === path)?.content
+  return { store, folder: bind.source, bind, content }
+}
+
+describe('the memory mount sync', () => {
+  it('writes the store into the folder it binds at the mount path, read-only for read_only', async () => {
+    const rw = await mount()
+    expect(rw.bind).toMatchObject({ target: '/mnt/memory/team-notes', readOnly: false })
+    expect(readFileSync(join(rw.folder, 'a.md'), 'utf8')).toBe('a1')
+    expect(readFileSync(join(rw.folder, 'dir', 'b.md'), 'utf8')).toBe('b1')
+    await mounts.release(SESSION)
+    expect(existsSync(rw.folder)).toBe(false)
+    expect((await mount('read_only')).bind.readOnly).toBe(true)
+  })
+
+  it('pushes a new, a changed and a deleted file as versions by the session', async () => {
+    const { store, folder, content } = await mount()
+    writeFileSync(join(folder, 'a.md'), 'a2')
+    writeFileSync(join(folder, 'new.md'), 'n1')
+    unlinkSync(join(folder, 'dir', 'b.md'))
+    expect(await mounts.sync(SESSION)).toMatchObject({ pushed: 2, deleted: 1 })
+    expect([content('/a.md'), content('/new.md'), content('/dir/b.md')]).toEqual(['a2', 'n1', undefined])
+    const bySession = stores.memory.listVersions(store.id, { session_id: SESSION }).data
+    expect(bySession.map((v) => v.operation).sort()).toEqual(['created', 'deleted', 'modified'])
+    // Nothing changed since: no more versions.
+    expect(await mounts.sync(SESSION)).toMatchObject({ pushed: 0, pulled: 0, deleted: 0 })
+  })
+
+  it('brings the store changes into the folder, and lets the store win when both sides changed', async () => {
+    const { store, folder } = await mount()
+    const [a, b] = stores.memory.snapshot(store.id)
+    stores.memory.updateMemory(store.id, a.id, { content: 'a-remote' }, api)
+    stores.memory.updateMemory(store.id, b.id, { content: 'b-remote' }, api)
+    writeFileSync(join(folder, 'dir', 'b.md'), 'b-local')
+    stores.memory.createMemory(store.id, { path: '/from/elsewhere.md', content: 'e' }, api)
+    await mounts.sync(SESSION)
+    expect(readFileSync(join(folder, 'a.md'), 'utf8')).toBe('a-remote')
+    expect(readFileSync(join(folder, 'dir', 'b.md'), 'utf8')).toBe('b-remote')
+    expect(readFileSync(join(folder, 'from', 'elsewhere.md'), 'utf8')).toBe('e')
+    expect(stores.memory.listVersions(store.id, { session_id: SESSION }).data).toEqual([])
+  })
+
+  it('re-fills a folder emptied all at once instead of deleting every memory', async () => {
+    const { folder, content } = await mount()
+    rmSync(join(folder, 'a.md'))
+    rmSync(join(folder, 'dir'), { recursive: true })
+    await mounts.sync(SESSION)
+    expect([content('/a.md'), content('/dir/b.md')]).toEqual(['a1', 'b1'])
+    expect(readFileSync(join(folder, 'dir', 'b.md'), 'utf8')).toBe('b1')
+  })
+
+  it('never pushes from a read_only store, nor files that cannot be memories, nor links', async () => {
+    const ro = await mount('read_only')
+    writeFileSync(join(ro.folder, 'a.md'), 'changed anyway')
+    expect(await mounts.sync(SESSION)).toMatchObject({ pushed: 0 })
+    expect(ro.content('/a.md')).toBe('a1')
+    await mounts.release(SESSION)
+
+    const rw = await mount()
+    writeFileSync(join(rw.folder, 'big.md'), 'x'.repeat(102_401))
+    writeFileSync(join(rw.folder, 'binary.bin'), Buffer.from([0xff, 0xfe, 0x00, 0x80]))
+    mkdirSync(join(rw.folder, '.anthropic-memory-store'), { recursive: true })
+    writeFileSync(join(rw.folder, '.anthropic-memory-store', 'marker'), 'x')
+    // A link is never followed: a sandbox cannot make the host read a file outside the folder.
+    symlinkSync('/etc/hostname', join(rw.folder, 'link.md'))
+    const report = await mounts.sync(SESSION)
+    expect(report.refused.sort()).toEqual(['/.anthropic-memory-store/marker', '/big.md', '/binary.bin'])
+    expect(report.pushed).toBe(0)
+    expect(stores.memory.snapshot(rw.store.id).map((m) => m.path)).toEqual(['/a.md', '/dir/b.md'])
+  })
+})

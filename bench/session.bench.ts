@@ -1,7 +1,8 @@
 /**
  * The session log: fsync cost of this disk, durable appends with 64 concurrent writers (group
  * commit, synchronous=FULL), bulk appends, and reading a page of 100 events at random positions
- * of a 1,000,000-event session. `npm run bench -- session`.
+ * of a 1,000,000-event session, and of a 250,000-event multi-agent session through the session's
+ * and a child's stream views. `npm run bench -- session`.
  */
 import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -178,7 +179,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     log(`built 1M events in ${out.build_1m_seconds} s`)
     const pages: Record<string, unknown> = {}
     const SAMPLES = 1500
-    const cases: [string, { order: 'asc' | 'desc'; types?: string[] }][] = [
+    const cases: [string, { order: 'asc' | 'desc'; types?: string[]; streamOf?: string | null }][] = [
       ['asc', { order: 'asc' }],
       ['desc', { order: 'desc' }],
       ['asc_types_10pct', { order: 'asc', types: ['agent.message'] }],
@@ -187,6 +188,12 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       ['asc_types_rare_0.1pct', { order: 'asc', types: ['session.error'] }],
       ['asc_types_dense_listed_rare_0.1pct', { order: 'asc', types: ['agent.mcp_tool_result'] }],
       ['desc_types_dense_listed_rare_0.1pct', { order: 'desc', types: ['agent.mcp_tool_result'] }],
+      // What the session's list reads (its primary thread's view): the same pages through the
+      // view's term (every event here is the primary's).
+      ['asc_session_view', { order: 'asc', streamOf: null }],
+      ['desc_session_view', { order: 'desc', streamOf: null }],
+      ['asc_types_10pct_session_view', { order: 'asc', types: ['agent.message'], streamOf: null }],
+      ['asc_types_dense_listed_rare_0.1pct_session_view', { order: 'asc', types: ['agent.mcp_tool_result'], streamOf: null }],
     ]
     for (const [name, p] of cases) {
       const sample: number[] = []
@@ -207,6 +214,58 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     out.page_of_100_in_1m_session = { target_p50_ms: 1, ...pages }
   } finally {
     f.close()
+  }
+
+  // A 250,000-event multi-agent session: three events in four are on one of 8 child threads, and
+  // one child event in ten is primary-visible (a custom tool call). The session's view skips the
+  // rest of the children's events; a child's view reads its own through the thread index.
+  const g = fixture()
+  try {
+    const sid = await g.newSession()
+    const N = 250_000
+    const chunk = 10_000
+    const children = Array.from({ length: 8 }, (_, i) => `sthr_BENCH${String(i).padStart(20, '0')}`)
+    for (let base = 0; base < N; base += chunk) {
+      g.log.appendSync(
+        sid,
+        Array.from({ length: chunk }, (_, i) => {
+          const k = base + i
+          if (k % 4 === 0) return { type: TYPES[(k / 4) % TYPES.length], n: k, content: [{ type: 'text', text: 'x'.repeat(60) }] }
+          const child = children[k % children.length]
+          if (k % 40 === 1) return { type: 'agent.custom_tool_use', session_thread_id: child, name: 'lookup', input: { n: k } }
+          return { type: TYPES[k % 6], session_thread_id: child, n: k, content: [{ type: 'text', text: 'x'.repeat(60) }] }
+        }),
+      )
+    }
+    const views: [string, { order: 'asc' | 'desc'; types?: string[]; streamOf: string | null }][] = [
+      ['asc_session_view', { order: 'asc', streamOf: null }],
+      ['desc_session_view', { order: 'desc', streamOf: null }],
+      ['asc_types_10pct_session_view', { order: 'asc', types: ['agent.message'], streamOf: null }],
+      ['asc_cross_posted_custom_tool_use_session_view', { order: 'asc', types: ['agent.custom_tool_use'], streamOf: null }],
+      ['asc_child_view', { order: 'asc', streamOf: children[3] }],
+      ['desc_child_view', { order: 'desc', streamOf: children[3] }],
+    ]
+    const pages: Record<string, unknown> = {}
+    const SAMPLES = 1000
+    for (const [name, p] of views) {
+      const sample: number[] = []
+      let rows = 0
+      for (let i = 0; i < SAMPLES + 50; i++) {
+        const at = 1 + Math.floor(Math.random() * (N - 2000))
+        const t = performance.now()
+        const page = g.log.read(sid, { ...p, limit: 100, ...(p.order === 'asc' ? { after: at } : { before: at }) })
+        const dt = performance.now() - t
+        if (i >= 50) {
+          sample.push(dt)
+          rows += page.length
+        }
+      }
+      pages[name] = { ...summary(sample), mean_rows: Math.round(rows / SAMPLES) }
+      log(`threaded page of 100 ${name}: ${JSON.stringify(pages[name])}`)
+    }
+    out.page_of_100_in_250k_threaded_session = { target_p50_ms: 1, ...pages }
+  } finally {
+    g.close()
   }
   return out
 }

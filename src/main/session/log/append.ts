@@ -1,7 +1,7 @@
 import type { Statement, Transaction } from 'better-sqlite3'
 import { CorralError, notFound, invalid } from '../../../shared/errors'
-import { newId } from '../../../shared/api/ids'
-import { isPrimaryVisible, threadKeyOf } from '../../../shared/api/events'
+import { newId, primaryThreadId } from '../../../shared/api/ids'
+import { isPrimaryVisible } from '../../../shared/api/events'
 import type { Db } from '../database'
 import type { RawEventInput as EventInput, LoggedEvent, StoredEvent } from '../event-log'
 import { DENSE_EVENT_TYPES, FOLLOWED, LISTED, TYPE_BLOCK, UNLISTED } from './read'
@@ -241,6 +241,10 @@ export class LogAppender {
     let marked = from.marked
     let markedOwn = false
     const processedAt = this.clock().toISOString()
+    // The primary thread is keyed null, also where an event names it by its id (the primary's
+    // own session.thread_status_*, an interrupt of the primary alone): its reads are one term
+    // (threadKeyOf, computed here once per append).
+    const primaryId = primaryThreadId(sessionId)
     const now = Date.now()
     const bound = { rid, at: processedAt }
     const out: StoredEvent[] = []
@@ -277,9 +281,8 @@ export class LogAppender {
           marked.counts.set(type, count + 1)
         }
       }
-      // The primary thread is keyed null, also where an event names it by its id (the primary's
-      // own session.thread_status_*, an interrupt of the primary alone): its reads are one term.
-      const threadId = threadKeyOf(input, sessionId)
+      const named = input.session_thread_id
+      const threadId = typeof named === 'string' && named !== '' && named !== primaryId ? named : null
       rows.push(seq, id, threadId, type, JSON.stringify(own), mark, threadId !== null && isPrimaryVisible(input) ? 1 : 0)
       if (rows.length === INSERT_ROWS * ROW_PARAMS) {
         this.insertMany.run(rows, bound)

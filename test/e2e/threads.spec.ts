@@ -9,8 +9,8 @@ import { shot } from './support/screenshots'
 
 /**
  * Threads in the desktop, in Chromium against the real `corral serve`, a real bubblewrap sandbox
- * and the scripted model: a lead delegates to two agents through the `send_to_agent` tool it is
- * offered; the researcher reports at once, the tester's bash call asks for a confirmation, which
+ * and the scripted model: a lead consults its advisor (`ant__advisor`), then delegates to two
+ * agents through the `send_to_agent` tool it is offered; the researcher reports at once, the tester's bash call asks for a confirmation, which
  * the person approves from the queue (the queue names the thread and agent); the tester then
  * reports. The view shows the thread tree with live status and per-thread cost, the delegation
  * and report cards linking to the threads, and each thread's own timeline.
@@ -20,6 +20,8 @@ const TOKEN = 'e2e_token_threads_0123456789abc'
 const RESEARCHER_REPORT = 'The flaky date test fails only between 23:00 and 00:00 UTC.'
 const TESTER_REPORT = 'The date suite passes in the sandbox.'
 const TESTER_COMMAND = 'echo date suite passes'
+const ADVISOR_MODEL = 'claude-opus-4-6'
+const ADVICE = 'Check how the test builds its dates around midnight UTC first.'
 
 /** The text blocks of a request's last user turn. */
 function lastUserText(req: RecordedRequest): string {
@@ -51,9 +53,12 @@ function respond(req: RecordedRequest): ScriptStep {
     return say(TESTER_REPORT, { usage: { input_tokens: 900, output_tokens: 40 } })
   }
   if (system.includes('You are the researcher')) return say(RESEARCHER_REPORT, { usage: { input_tokens: 700, output_tokens: 30 } })
+  // The consultation: the advisor model, offered no tools.
+  if (req.body.model === ADVISOR_MODEL) return say(ADVICE, { usage: { input_tokens: 1500, output_tokens: 25 } })
   if (req.body.tools?.some((t) => t.name === 'send_to_agent')) {
-    const text = lastUserText(req)
-    if (/flaky/i.test(text) && toolResultsOf(req).length === 0) {
+    const results = toolResultsOf(req).length
+    if (/flaky/i.test(lastUserText(req)) && results === 0) return callTools(req, [{ name: 'ant__advisor', input: { question: 'Where should I look first?' } }], 'Let me ask the advisor first.')
+    if (results === 1) {
       return callTools(
         req,
         [
@@ -93,7 +98,7 @@ test.describe.serial('threads: a lead delegating to two agents', () => {
       model: 'claude-sonnet-4-6',
       system: 'You are the lead.',
       tools: allow,
-      multiagent: { type: 'multiagent_20261001', subagents: { type: 'enabled', predefined_agents: [researcher.id, tester.id] }, workflows: { type: 'disabled' } },
+      multiagent: { type: 'multiagent_20261001', subagents: { type: 'enabled', predefined_agents: [researcher.id, tester.id] }, workflows: { type: 'disabled' }, advisor: { type: 'enabled', model: ADVISOR_MODEL } },
     })
     const env = await api('POST', '/v1/environments', { name: 'bwrap', config: { type: 'cloud', corral: { backend: 'bubblewrap' } } })
     sessionId = (await api('POST', '/v1/sessions', { agent: lead.id, environment_id: env.id, title: 'Fix the flaky date test' })).id
@@ -112,15 +117,22 @@ test.describe.serial('threads: a lead delegating to two agents', () => {
     await page.getByLabel('Message', { exact: true }).fill('The date test is flaky on CI. Find out why and check the suite.')
     await page.getByLabel('Message', { exact: true }).press('Enter')
 
+    // The consultation and its advice are cards too; the advisor's thread is in the tree under "Advisor".
+    await expect(page.locator('.thread-card-delegation').filter({ hasText: 'Consulted the advisor' })).toHaveCount(1)
+    await expect(page.locator('.thread-card-report').filter({ hasText: 'Advice from the advisor' })).toContainText(ADVICE)
     // Two delegations, each a card linking to its thread.
-    await expect(page.locator('.thread-card-delegation')).toHaveCount(2)
+    await expect(page.locator('.thread-card-delegation').filter({ hasText: 'Delegated to' })).toHaveCount(2)
     await expect(page.locator('.thread-card-delegation').filter({ hasText: 'Delegated to researcher' })).toContainText('When does the date test fail')
     await expect(page.locator('.thread-card-delegation').filter({ hasText: 'Delegated to tester' })).toContainText('Run the date suite')
 
-    // The tree: the primary and both subagents by agent name.
+    // The tree: the primary, both subagents by agent name, then the advisor consultation.
     const tree = page.getByRole('navigation', { name: 'Threads' })
-    await expect(tree.getByRole('button')).toHaveCount(3)
+    await expect(tree.getByRole('button')).toHaveCount(4)
     await expect(tree.getByRole('button', { name: /lead · primary/ })).toBeVisible()
+    await expect(tree.locator('.thread-tree-group')).toHaveText('Advisor · 1')
+    const advisorNode = tree.getByRole('button', { name: new RegExp(`^Advisor ${ADVISOR_MODEL}`) })
+    await expect(advisorNode.locator('.thread-node-status')).toHaveText('terminated')
+    await expect(tree.locator('.thread-node-btn').last()).toHaveAttribute('data-thread', /^sthr_/)
     const researcherNode = tree.getByRole('button', { name: /^researcher/ })
     const testerNode = tree.getByRole('button', { name: /^tester/ })
 
@@ -181,7 +193,7 @@ test.describe.serial('threads: a lead delegating to two agents', () => {
     // The task's link goes back to the lead's view (the session's own route).
     await page.locator('.msg-thread').first().getByRole('button', { name: 'Open thread' }).click()
     await expect(page).toHaveURL(new RegExp(`#/sessions/${sessionId}$`))
-    await expect(page.locator('.thread-card')).toHaveCount(4)
+    await expect(page.locator('.thread-card')).toHaveCount(6)
   })
 
   test('shows an archived thread as archived in the tree', async ({ page }, info) => {

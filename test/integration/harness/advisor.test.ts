@@ -208,4 +208,36 @@ describe('the advisor (ant__advisor)', () => {
     expect(fx.model.requests.map((r) => r.body.model)).toEqual(['claude-opus-4-8', local, 'claude-opus-4-8'])
     expect(toolResultsOf(fx.model.requests.filter((r) => r.body.model === 'claude-opus-4-8')[1])).toEqual([expect.objectContaining({ text: ADVICE, is_error: false })])
   })
+
+  it('is offered to the primary thread only: a child thread of the same session is not, and list_agents does not show consultations', async () => {
+    const CHILD = 'You are a helper.'
+    fx = await openHarnessFixture({
+      script: (req) => {
+        if (req.body.model === ADVISOR_MODEL) return say(ADVICE)
+        if (req.body.system?.[0]?.text === CHILD) return say('Helped.')
+        const results = toolResultsOf(req)
+        if (results.length === 0) return toolCall(req, 'ant__advisor', {})
+        if (results.length === 1) return toolCall(req, 'send_to_agent', { agent: 'helper', system: CHILD, message: 'Help.' })
+        if (results.length === 2) return toolCall(req, 'list_agents', {})
+        return say('Done.')
+      },
+    })
+    const id = fx.engine.services.agents.create({
+      name: 'lead',
+      model: LEAD_MODEL,
+      system: 'You are the lead.',
+      tools: [{ type: 'agent_toolset_20260401' }],
+      multiagent: { type: 'multiagent_20261001', workflows: { type: 'disabled' }, advisor: { type: 'enabled', model: ADVISOR_MODEL } },
+    } as never).id
+    const sid = await fx.createSession(TASK, { agent: id })
+    await fx.waitFor(sid, (evs) => evs.some((e) => e.type === 'agent.thread_message_received' && field(e, 'from_agent_name') === 'helper') && done(evs))
+    expect(fx.model.violations).toEqual([])
+    const offered = (req: RecordedRequest) => (req.body.tools ?? []).map((x) => x.name)
+    const child = fx.model.requests.find((r) => r.body.system?.[0]?.text === CHILD)!
+    expect(offered(child)).not.toContain('ant__advisor')
+    expect(offered(primaryRequests(fx)[0])).toContain('ant__advisor')
+    const listing = primaryRequests(fx).flatMap((r) => toolResultsOf(r)).find((x) => x.text.startsWith('{"agents"'))!
+    const listed = JSON.parse(listing.text) as { threads: { agent_name: string }[] }
+    expect(listed.threads.map((x) => x.agent_name)).toEqual(['helper'])
+  })
 })

@@ -138,6 +138,7 @@ export class SandboxToolRouter implements ToolRouter {
     if (!memory?.has(sessionId)) return r
     try {
       await memory.sync(sessionId)
+      memory.syncSoon(sessionId)
       return r
     } catch (err) {
       return { ...r, content: `${r.content}\n[corral: the memory stores could not be synced after this call: ${(err as Error).message}]` }
@@ -240,6 +241,7 @@ export class SandboxToolRouter implements ToolRouter {
    */
   async dispose(): Promise<void> {
     await Promise.all([...this.sandboxes.keys()].map((id) => this.release(id)))
+    this.options.memory?.dispose()
     await Promise.all(this.options.providers.map((p) => p.dispose().catch(() => undefined)))
   }
 

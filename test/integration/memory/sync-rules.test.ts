@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -20,9 +20,10 @@ const SESSION = 'sesn_sync_rules'
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'corral-memory-sync-'))
   stores = openStoresAt(join(dir, 'corral.db'))
-  mounts = new MemoryMounts({ store: () => stores.memory, root: join(dir, 'mounts') })
+  mounts = new MemoryMounts({ store: () => stores.memory, root: join(dir, 'mounts'), followUpMs: 50 })
 })
 afterEach(() => {
+  mounts.dispose()
   stores.close()
   rmSync(dir, { recursive: true, force: true })
 })
@@ -101,5 +102,25 @@ describe('the memory mount sync', () => {
     expect(report.refused.sort()).toEqual(['/.anthropic-memory-store/marker', '/big.md', '/binary.bin'])
     expect(report.pushed).toBe(0)
     expect(stores.memory.snapshot(rw.store.id).map((m) => m.path)).toEqual(['/a.md', '/dir/b.md'])
+  })
+
+  it('syncs again shortly after a call, so what a process left running writes later still reaches the store', async () => {
+    const { folder, content } = await mount()
+    await mounts.sync(SESSION)
+    mounts.syncSoon(SESSION)
+    writeFileSync(join(folder, 'later.md'), 'written after the call returned')
+    for (let i = 0; i < 100 && content('/later.md') === undefined; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(content('/later.md')).toBe('written after the call returned')
+  })
+
+  it('mounts into the same directory again (emptied first), so a re-attached container keeps its bind', async () => {
+    const { store, folder } = await mount()
+    writeFileSync(join(folder, 'stale.md'), 'left by a crashed run')
+    const inode = statSync(folder).ino
+    const [again] = await mounts.prepare(SESSION, [{ type: 'memory_store', memory_store_id: store.id, access: 'read_write', mount_path: '/mnt/memory/team-notes' }])
+    expect(again.source).toBe(folder)
+    expect(statSync(folder).ino).toBe(inode) // the same directory, not a new one at the same path
+    expect(existsSync(join(folder, 'stale.md'))).toBe(false)
+    expect(readFileSync(join(folder, 'a.md'), 'utf8')).toBe('a1')
   })
 })

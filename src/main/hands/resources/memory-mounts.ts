@@ -30,6 +30,8 @@ export interface MemoryMountsOptions {
   /** Where the per-session folders live on the host (`<dataDir>/memory-mounts`). */
   root: string
   log?: (message: string) => void
+  /** The follow-up sync after a call (catches what processes the call left running write later); default 4 s. */
+  followUpMs?: number
 }
 
 const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
@@ -47,6 +49,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 export class MemoryMounts {
   private readonly sessions = new Map<string, Mount[]>()
   private readonly queue = new Map<string, Promise<unknown>>()
+  private readonly followUps = new Map<string, ReturnType<typeof setTimeout>>()
 
   constructor(private readonly o: MemoryMountsOptions) {}
 
@@ -59,8 +62,9 @@ export class MemoryMounts {
     for (const { r, index } of attached) {
       const target = String(r.mount_path)
       const dir = join(this.o.root, sessionId, target.split('/').pop() || String(r.memory_store_id))
-      await rm(dir, { recursive: true, force: true })
+      // Emptied, not replaced: a container this process re-attaches to still binds this directory.
       await makeDir(dir)
+      for (const entry of await readdir(dir)) await rm(join(dir, entry), { recursive: true, force: true })
       const mount: Mount = { storeId: String(r.memory_store_id), dir, readOnly: r.access === 'read_only', baseline: new Map() }
       for (const m of this.o.store().snapshot(mount.storeId)) {
         await writeMemoryFile(dir, m.path, m.content)
@@ -80,8 +84,32 @@ export class MemoryMounts {
     return run
   }
 
+  /**
+   * Syncs the session once more `followUpMs` after its latest call (a later call restarts the
+   * wait): a background process the call started still gets its writes in within 5 s, and the
+   * end of a turn (no more calls) is synced too.
+   */
+  syncSoon(sessionId: string): void {
+    if (!this.sessions.has(sessionId)) return
+    clearTimeout(this.followUps.get(sessionId))
+    const timer = setTimeout(() => {
+      this.followUps.delete(sessionId)
+      this.sync(sessionId).catch((err: Error) => this.o.log?.(`[memory] follow-up sync of ${sessionId} failed: ${err.message}`))
+    }, this.o.followUpMs ?? 4000)
+    timer.unref?.()
+    this.followUps.set(sessionId, timer)
+  }
+
+  /** Stops the follow-up timers (the folders stay: release removes them). */
+  dispose(): void {
+    for (const t of this.followUps.values()) clearTimeout(t)
+    this.followUps.clear()
+  }
+
   /** A last sync, then the session's folders are removed. */
   async release(sessionId: string): Promise<void> {
+    clearTimeout(this.followUps.get(sessionId))
+    this.followUps.delete(sessionId)
     if (!this.sessions.has(sessionId)) return
     await this.sync(sessionId).catch((err: Error) => this.o.log?.(`[memory] last sync of ${sessionId} failed: ${err.message}`))
     this.sessions.delete(sessionId)

@@ -69,6 +69,9 @@ export function resolveModelEndpoint(env: NodeJS.ProcessEnv, settings: Settings)
   }
 }
 
+/** The files API's upload cap when the settings name none: 500 MiB, the API's own limit. */
+export const DEFAULT_MAX_FILE_BYTES = 500 * 1024 * 1024
+
 export interface Settings {
   model?: ModelEndpointSettings
   /** Default sandbox backend: docker | bubblewrap | auto. */
@@ -79,6 +82,8 @@ export interface Settings {
    * built-in model replaces its tier. Checked when the engine starts.
    */
   advisorTiers?: Record<string, number>
+  /** The files API's upload cap in bytes (default DEFAULT_MAX_FILE_BYTES). */
+  maxFileBytes?: number
   [key: string]: unknown
 }
 

@@ -5,7 +5,7 @@ import { openStoresAt, type Stores } from './session/stores'
 import { PreviewBus, type ApiServices, type CorralSettingsView, type ModelCheckView, type SandboxStatusView } from './api/services'
 import { probeModel } from './harness/model-probe'
 import { createApiApp, listen, type ListeningServer } from './api/server'
-import { readSettings, resolveApiToken, writeSettings, type Settings } from './config'
+import { DEFAULT_MAX_FILE_BYTES, readSettings, resolveApiToken, writeSettings, type Settings } from './config'
 import { runDoctor } from './doctor'
 import type { z } from 'zod'
 import type { corralModelTestSchema, corralSettingsUpdateSchema } from '../shared/api/schemas'
@@ -163,7 +163,11 @@ export class Engine {
       const refresh = () => vault.refreshSessionEgress()
       for (const store of [environments, vaults, sessions]) this.disposers.push(store.changes.subscribe(refresh))
     }
-    this.services = { log, agents, environments, sessions, threads, vaults, memory: stores.memory, searchMessages: stores.searchMessages, previews: new PreviewBus() }
+    this.services = { log, agents, environments, sessions, threads, vaults, memory: stores.memory, searchMessages: stores.searchMessages, previews: new PreviewBus(), sessionResources: stores.sessionResources }
+    if (stores.files) {
+      stores.files.collectExpired()
+      this.services.files = { store: stores.files, maxBytes: () => this.maxFileBytes() }
+    }
     this.services.admin = {
       getSettings: () => this.settingsView(),
       updateSettings: (input) => this.updateSettings(input),
@@ -325,6 +329,12 @@ export class Engine {
   }
 
   /** Settings as the API shows them: never a secret, only whether the API key is set and where from. */
+  /** The files API's upload cap: settings.json's maxFileBytes, else the default. */
+  private maxFileBytes(): number {
+    const n = this.settings.maxFileBytes
+    return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_FILE_BYTES
+  }
+
   async settingsView(): Promise<CorralSettingsView> {
     const m = this.settings.model ?? {}
     const source = this.apiKeySource ?? null
@@ -332,6 +342,7 @@ export class Engine {
       model: { base_url: m.baseUrl ?? null, compatibility_mode: m.compatibilityMode === true, default_model: m.defaultModel ?? null },
       sandbox_backend: this.settings.sandboxBackend ?? 'auto',
       advisor_tiers: { ...(this.settings.advisorTiers ?? {}) },
+      max_file_bytes: this.maxFileBytes(),
       api_key: { set: source !== null, source },
       endpoint: {
         base_url: this.env.ANTHROPIC_BASE_URL || m.baseUrl || null,
@@ -370,7 +381,11 @@ export class Engine {
       if (input.advisor_tiers === null || Object.keys(input.advisor_tiers).length === 0) delete next.advisorTiers
       else next.advisorTiers = input.advisor_tiers
     }
-    const fileFields = input.model || input.sandbox_backend !== undefined || input.advisor_tiers !== undefined
+    if (input.max_file_bytes !== undefined) {
+      if (input.max_file_bytes === null) delete next.maxFileBytes
+      else next.maxFileBytes = input.max_file_bytes
+    }
+    const fileFields = input.model || input.sandbox_backend !== undefined || input.advisor_tiers !== undefined || input.max_file_bytes !== undefined
     if (fileFields) {
       writeSettings(this.config.dataDir, next)
       // the same object the hands and brains hold: they see the change

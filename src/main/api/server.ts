@@ -15,6 +15,8 @@ import { searchRoutes } from './routes/search'
 import { threadRoutes } from './routes/threads'
 import { vaultRoutes } from './routes/vaults'
 import { memoryStoreRoutes } from './routes/memory-stores'
+import { fileRoutes } from './routes/files'
+import { sessionResourceRoutes } from './routes/session-resources'
 
 export const SESSION_COOKIE = 'corral_token'
 
@@ -62,6 +64,8 @@ export function createApiApp(params: ApiAppParams): Hono {
   threadRoutes(app, services)
   vaultRoutes(app, services)
   memoryStoreRoutes(app, services)
+  fileRoutes(app, services)
+  sessionResourceRoutes(app, services)
   corralRoutes(app, services)
   workspaceRoutes(app, services)
   searchRoutes(app, services)

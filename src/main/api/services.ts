@@ -9,6 +9,8 @@ import type { MessageSearchHit, MessageSearchParams } from '../session/message-s
 import type { VaultStore } from '../session/vault-store'
 import type { ThreadStore } from '../session/thread-store'
 import type { MemoryStore } from '../session/memory-store'
+import type { FileStore } from '../session/file-store'
+import type { SessionResourceStore } from '../session/session-resources'
 
 /**
  * What the transports (HTTP, IPC, CLI) reach: the same service methods for all of them.
@@ -27,6 +29,10 @@ export interface ApiServices {
   memory: MemoryStore
   /** Messages whose text contains a query, across sessions, newest first (`/v1/corral/search`). */
   searchMessages(params: MessageSearchParams): { data: MessageSearchHit[]; next_page: string | null }
+  /** A live session's resources (`/v1/sessions/{id}/resources`). */
+  sessionResources?: SessionResourceStore
+  /** Files (`/v1/files`) and the user's upload cap; absent in engines opened without a data directory. */
+  files?: { store: FileStore; maxBytes(): number }
   /** Preview (`event_start` / `event_delta`) events: streamed to subscribers, never stored. */
   previews: PreviewBus
   /** Corral's own operations (settings, doctor); absent in engines built without them. */

@@ -207,4 +207,28 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX memory_versions_memory ON memory_versions(store_id, memory_id, created_at, id);
     `,
   },
+  {
+    version: 8,
+    name: 'files: metadata over content-addressed blobs',
+    // A row per file (an upload, or an output a session wrote: scope_session_id). The bytes are
+    // a blob in <dataDir>/files/objects named by sha256; rows with the same content share it.
+    // expires_at: an upload's expiry (NULL: never); expired rows are collected with their blob.
+    sql: `
+      CREATE TABLE files (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        filename TEXT NOT NULL,
+        mime_type TEXT NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        downloadable INTEGER NOT NULL,
+        expires_at TEXT,
+        scope_session_id TEXT
+      ) WITHOUT ROWID;
+      CREATE INDEX files_listing ON files(created_at, id);
+      CREATE INDEX files_scope ON files(scope_session_id, created_at, id) WHERE scope_session_id IS NOT NULL;
+      CREATE INDEX files_sha256 ON files(sha256);
+      CREATE INDEX files_expiry ON files(expires_at) WHERE expires_at IS NOT NULL;
+    `,
+  },
 ]

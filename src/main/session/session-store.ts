@@ -15,6 +15,7 @@ import type { EventInput, RawEventInput, StoredEvent } from './event-log'
 import type { SqliteEventLog } from './sqlite-event-log'
 import { createdAtFilters, keysetList, type Page } from './pagination'
 import { primaryThreadId } from '../../shared/api/ids'
+import { fileMountPath, UPLOADS_DIR } from '../../shared/api/file-paths'
 import { StoreChanges } from './store-changes'
 import { stepModelError } from './model-error'
 import { checkToolNames, sessionRoster, snapshotRoster, type SessionRoster } from './agent-roster'
@@ -73,8 +74,8 @@ export interface SessionStoreHooks {
    */
   onRemoved?: (sessionId: string, how: 'archived' | 'deleted') => void
   /**
-   * Corral's own file store, asked whether a `file` resource's `file_id` names a stored file.
-   * Without it (no upload route exists yet) no file_id names one, and a session with a file
+   * Corral's own file store, asked whether a `file` resource's `file_id` names a stored file
+   * (openStores wires the FileStore). Without it no file_id names one, and a session with a file
    * resource is refused: a file's bytes never come from anywhere else (never a host path).
    */
   files?: { has(fileId: string): boolean }
@@ -289,15 +290,18 @@ export class SessionStore {
     })
   }
 
-  /** Every `file` resource must name a file in Corral's file store (400 naming `resources[i].file_id`). */
+  /** Every `file` resource must name a file in Corral's file store (404 naming `resources[i].file_id`). */
   private checkFiles(resources: readonly Record<string, unknown>[]): void {
     resources.forEach((r, i) => {
       if (r.type !== 'file') return
       const fileId = String(r.file_id)
+      if (fileMountPath(r.mount_path as string | null | undefined, fileId) === null) {
+        throw invalid(`resources[${i}].mount_path: ${JSON.stringify(r.mount_path)} must name a file inside ${UPLOADS_DIR} (taken relative to it)`)
+      }
       if (this.hooks.files?.has(fileId)) return
-      throw invalid(
-        `resources[${i}].file_id: file ${JSON.stringify(fileId)} was not found in Corral's file store` +
-          (this.hooks.files ? '' : ' (this Corral has no file store yet: a file resource can be mounted once files can be uploaded)'),
+      throw new CorralError(
+        'not_found_error',
+        `resources[${i}].file_id: file ${JSON.stringify(fileId)} was not found` + (this.hooks.files ? '' : ' (this Corral has no file store)'),
       )
     })
   }
@@ -565,6 +569,8 @@ function publicResource(r: Record<string, unknown>, now: string, id: string): Se
   // The authorization token is a secret: it never goes into this database (create hands it to
   // resourceSecrets, the keychain). Everything else is kept as given.
   const { authorization_token: _secret, ...rest } = r
+  // a file's mount_path is where it appears: /mnt/session/uploads/<file_id>, or mount_path taken relative to that folder
+  if (r.type === 'file') rest.mount_path = fileMountPath(r.mount_path as string | null | undefined, String(r.file_id))
   return { ...rest, id, created_at: now, updated_at: now } as unknown as Session['resources'][number]
 }
 

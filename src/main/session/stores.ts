@@ -8,6 +8,10 @@ import { VaultStore, type SecretSink } from './vault-store'
 import { SqliteLeaseStore, type LeaseStoreParams } from './lease-store'
 import { SqliteToolJournal } from './tool-journal'
 import { MemoryStore } from './memory-store'
+import { BlobStore } from './blob-store'
+import { FileStore } from './file-store'
+import { SessionResourceStore, type SessionResourceStoreOptions } from './session-resources'
+import { dirname, join } from 'node:path'
 import { searchMessages, type MessageSearchHit, type MessageSearchParams } from './message-search'
 
 export interface StoresOptions {
@@ -21,6 +25,10 @@ export interface StoresOptions {
   leases?: LeaseStoreParams
   /** The advisor pairing table agents are checked against at save (AgentStoreOptions.advisorTiers). */
   advisorTiers?: AgentStoreOptions['advisorTiers']
+  /** Told when a resource is added to, removed from or updated on a live session (SessionResourceStoreOptions.onChange). */
+  onResourceChange?: SessionResourceStoreOptions['onChange']
+  /** Where the files API keeps its content-addressed bytes; without it there is no file store. */
+  filesDir?: string
 }
 
 /** Every store of one database, wired to each other. */
@@ -37,6 +45,10 @@ export interface Stores {
   readonly toolJournal: SqliteToolJournal
   /** Memory stores, memories and their versions. */
   readonly memory: MemoryStore
+  /** Files (`/v1/files`) and session outputs; absent when opened without `filesDir`. */
+  readonly files?: FileStore
+  /** A live session's resources (`/v1/sessions/{id}/resources`). */
+  readonly sessionResources: SessionResourceStore
   /** Messages (user and agent) whose text contains a query, across sessions, newest first. */
   searchMessages(params: MessageSearchParams): { data: MessageSearchHit[]; next_page: string | null }
   /** Closes the database (drain the log first: appends still queued would fail). */
@@ -53,7 +65,10 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
   const agents = new AgentStore(db, { clock, advisorTiers: options.advisorTiers })
   const environments = new EnvironmentStore(db, clock)
   const memory = new MemoryStore(db, { clock })
-  const sessions = new SessionStore(db, { log, agents, environments, memory, clock, hooks: options.sessionHooks })
+  const files = options.filesDir ? new FileStore(db, { blobs: new BlobStore(options.filesDir), clock }) : undefined
+  // a `file` resource's file_id is checked against the file store (unless the caller brings its own check)
+  const hooks = files ? { files, ...options.sessionHooks } : options.sessionHooks
+  const sessions = new SessionStore(db, { log, agents, environments, memory, clock, hooks })
   return {
     db,
     log,
@@ -65,6 +80,8 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     leases: new SqliteLeaseStore(db, options.leases),
     toolJournal: new SqliteToolJournal(db),
     memory,
+    files,
+    sessionResources: new SessionResourceStore(db, { sessions, files: hooks?.files, secrets: hooks?.resourceSecrets, clock, onChange: options.onResourceChange }),
     searchMessages: (params) => searchMessages(db, params),
     close: () => db.close(),
   }
@@ -72,5 +89,5 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
 
 /** Opens (creating and migrating as needed) the database file at `path` and wires its stores. */
 export function openStoresAt(path: string, options: StoresOptions = {}): Stores {
-  return openStores(openDatabase({ path }), options)
+  return openStores(openDatabase({ path }), { filesDir: join(dirname(path), 'files'), ...options })
 }

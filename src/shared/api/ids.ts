@@ -13,6 +13,7 @@ export const ID_PREFIX = {
   work: 'work_',
   workflowRun: 'wrun_',
   resource: 'sres_',
+  file: 'file_',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

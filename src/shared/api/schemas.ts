@@ -552,6 +552,8 @@ export const corralSettingsUpdateSchema = z.strictObject({
    * the built-in table. Replaces the whole user table; null (or {}) removes it.
    */
   advisor_tiers: z.record(z.string().min(1).max(256), z.number().int('a whole tier number').min(0).max(1000)).refine((t) => Object.keys(t).length <= 256, 'at most 256 models').nullable().optional(),
+  /** The files API's size cap in bytes (1 KiB – 64 GiB); null restores the default (500 MiB). */
+  max_file_bytes: z.number().int('a whole number of bytes').min(1024).max(64 * 1024 ** 3).nullable().optional(),
   api_key: z.string().min(8, 'an API key is at least 8 characters').max(4096).regex(/^\S+$/, 'no whitespace').nullable().optional(),
 })
 
@@ -567,4 +569,25 @@ export const corralModelTestSchema = z.strictObject({
   compatibility_mode: z.boolean().optional(),
   model: z.string().min(1).max(256).nullable().optional(),
   api_key: z.string().min(8, 'an API key is at least 8 characters').max(4096).regex(/^\S+$/, 'no whitespace').optional(),
+})
+
+// ---------- files and session resources (spec resources.md §8, §9) ----------
+/** Uploads: the multipart fields besides the `file` part. */
+export const fileUploadFieldsSchema = z.strictObject({
+  expires_in_seconds: z.coerce.number().int('a whole number of seconds').min(3600).max(7_776_000).optional(),
+})
+/** `GET /v1/files`: `ids[]` (or repeated `ids`) is one page of those files and takes no page or limit. */
+export const fileListQuerySchema = pageQuerySchema.extend({
+  scope_id: z.string().min(1).max(128).optional(),
+  ids: z.array(z.string().min(1).max(128)).optional(),
+})
+/** `POST /v1/sessions/{id}/resources`: only files can be added to a live session. */
+export const sessionResourceAddSchema = z.strictObject({
+  type: z.literal('file'),
+  file_id: z.string().min(1).max(128),
+  mount_path: z.string().min(1).max(4096).nullable().optional(),
+})
+/** `POST /v1/sessions/{id}/resources/{rid}`: a repository's token rotation. */
+export const sessionResourceUpdateSchema = z.strictObject({
+  authorization_token: z.string().min(1).max(4096),
 })

@@ -131,6 +131,8 @@ export interface CorralSettingsView {
   sandbox_backend: 'auto' | 'docker' | 'bubblewrap'
   /** The user's entries of the advisor tier table (model id → tier), laid over the built-in one; {} when none. */
   advisor_tiers: Record<string, number>
+  /** The largest file an upload (`POST /v1/files`) takes, in bytes: the user's setting or the default. */
+  max_file_bytes: number
   api_key: { set: boolean; source: 'environment' | 'keychain' | null }
   /**
    * The endpoint in effect (ANTHROPIC_BASE_URL over the settings; null: Anthropic's), where it

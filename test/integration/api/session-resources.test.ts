@@ -54,15 +54,15 @@ describe('session resources at the API boundary', () => {
     }
   })
 
-  it('refuses a file resource whose file_id names no stored file, naming resources[i].file_id', async () => {
+  it('refuses a file resource whose file_id names no stored file with a 404 naming resources[i].file_id', async () => {
     const before = await sessionCount()
     const err = await api.client.beta.sessions
       .create({ agent: agentId, environment_id: envId, resources: [{ type: 'memory_store', memory_store_id: 'memstore_1' }, { type: 'file', file_id: 'file_missing' }] })
       .catch((e: unknown) => e)
-    expect(err).toBeInstanceOf(Anthropic.BadRequestError)
-    expect((err as { error: { error: { message: string } } }).error.error.message).toMatch(/^resources\[1\]\.file_id: file "file_missing" was not found in Corral's file store/)
+    expect(err).toBeInstanceOf(Anthropic.NotFoundError)
+    expect((err as { error: { error: { type: string; message: string } } }).error.error).toMatchObject({ type: 'not_found_error', message: expect.stringMatching(/^resources\[1\]\.file_id: file "file_missing" was not found/) })
     const viaIpc = await ipc.call('sessions.create', {}, { agent: agentId, environment_id: envId, resources: [{ type: 'file', file_id: 'file_missing' }] })
-    expect(viaIpc).toMatchObject({ ok: false, status: 400, error: { message: expect.stringMatching(/^resources\[0\]\.file_id/) } })
+    expect(viaIpc).toMatchObject({ ok: false, status: 404, error: { type: 'not_found_error', message: expect.stringMatching(/^resources\[0\]\.file_id/) } })
     expect(await sessionCount()).toBe(before)
   })
 

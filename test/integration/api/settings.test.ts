@@ -38,6 +38,7 @@ describe('settings API (/v1/corral/settings)', () => {
       model: { base_url: null, compatibility_mode: false, default_model: null },
       sandbox_backend: 'auto',
       advisor_tiers: {},
+      max_file_bytes: 500 * 1024 * 1024,
       api_key: { set: false, source: null },
       endpoint: { base_url: null, source: 'default', environment_base_url: null, configured: false },
       model_check: null,

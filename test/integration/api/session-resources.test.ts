@@ -67,12 +67,13 @@ describe('session resources at the API boundary', () => {
   })
 
   it('still accepts the resources the SDK defines, with their documented fields', async () => {
+    const store = await api.client.beta.memoryStores.create({ name: 'notes' })
     const session = await api.client.beta.sessions.create({
       agent: agentId,
       environment_id: envId,
       resources: [
         { type: 'github_repository', url: 'https://example.com/a.git', mount_path: 'a', checkout: { type: 'branch', name: 'main' } },
-        { type: 'memory_store', memory_store_id: 'memstore_1', access: 'read_only', instructions: 'notes' },
+        { type: 'memory_store', memory_store_id: store.id, access: 'read_only', instructions: 'notes' },
       ],
     })
     expect(session.resources.map((r) => r.type)).toEqual(['github_repository', 'memory_store'])

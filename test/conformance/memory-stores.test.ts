@@ -35,6 +35,14 @@ async function rejection(p: Promise<unknown>): Promise<InstanceType<typeof Anthr
 const messageOf = (err: InstanceType<typeof Anthropic.APIError>) => (err.error as { error: { message: string } }).error.message
 
 describe('memory stores through the official SDK', () => {
+  it('has a test here for every method the SDK has on memory stores, memories and memory versions', () => {
+    const methods = (o: object) => Object.getOwnPropertyNames(Object.getPrototypeOf(o)).filter((n) => n !== 'constructor').sort()
+    // When the SDK grows a method, this fails until a test for it is added below.
+    expect(methods(client.beta.memoryStores)).toEqual(['archive', 'create', 'delete', 'list', 'retrieve', 'update'])
+    expect(methods(client.beta.memoryStores.memories)).toEqual(['create', 'delete', 'list', 'retrieve', 'update'])
+    expect(methods(client.beta.memoryStores.memoryVersions)).toEqual(['list', 'redact', 'retrieve'])
+  })
+
   it('creates, retrieves, updates, lists, archives and deletes a store', async () => {
     const made = await client.beta.memoryStores.create({ name: 'User Preferences', description: 'what the user likes', metadata: { team: 'a', drop: 'x' } })
     expect(made).toMatchObject({ type: 'memory_store', name: 'User Preferences', description: 'what the user likes', metadata: { team: 'a', drop: 'x' }, archived_at: null })

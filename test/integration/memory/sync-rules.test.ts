@@ -123,4 +123,16 @@ describe('the memory mount sync', () => {
     expect(existsSync(join(folder, 'stale.md'))).toBe(false)
     expect(readFileSync(join(folder, 'a.md'), 'utf8')).toBe('a1')
   })
+
+  it('starts the sandbox without a store deleted since the session attached it', async () => {
+    const kept = stores.memory.createStore({ name: 'kept' })
+    const gone = stores.memory.createStore({ name: 'gone' })
+    stores.memory.deleteStore(gone.id)
+    const binds = await mounts.prepare(SESSION, [
+      { type: 'memory_store', memory_store_id: gone.id, access: 'read_write', mount_path: '/mnt/memory/gone' },
+      { type: 'memory_store', memory_store_id: kept.id, access: 'read_write', mount_path: '/mnt/memory/kept' },
+    ])
+    expect(binds.map((b) => [b.index, b.target])).toEqual([[1, '/mnt/memory/kept']])
+    expect(await mounts.sync(SESSION)).toMatchObject({ pushed: 0, pulled: 0 })
+  })
 })

@@ -66,7 +66,16 @@ export class MemoryMounts {
       await makeDir(dir)
       for (const entry of await readdir(dir)) await rm(join(dir, entry), { recursive: true, force: true })
       const mount: Mount = { storeId: String(r.memory_store_id), dir, readOnly: r.access === 'read_only', baseline: new Map() }
-      for (const m of this.o.store().snapshot(mount.storeId)) {
+      let memories
+      try {
+        memories = this.o.store().snapshot(mount.storeId)
+      } catch (err) {
+        // A store deleted since the session attached it: the sandbox starts without it.
+        if (!(isCorralError(err) && err.code === 'not_found_error')) throw err
+        this.o.log?.(`[memory] ${sessionId}: memory store ${mount.storeId} no longer exists; not mounted`)
+        continue
+      }
+      for (const m of memories) {
         await writeMemoryFile(dir, m.path, m.content)
         mount.baseline.set(m.path, m.content_sha256)
       }

@@ -51,27 +51,34 @@ export type ConsultationFailure =
   | { kind: 'empty' }
   /** `consultation`: an interrupt named the advisor thread; `session`: the whole session was interrupted (or the engine shut down). */
   | { kind: 'interrupted'; scope: 'consultation' | 'session' }
+  /** Corral shut down while the advisor's request ran. */
+  | { kind: 'shutdown' }
 
 /**
  * The tool result a failed consultation returns to the model: one short sentence saying that no
  * advice came and why, and that the turn goes on. Written in docs/multiagent.md (advisor section).
  */
 export function failureNotice(f: ConsultationFailure): string {
-  const why =
-    f.kind === 'pairing'
-      ? `the advisor model may not advise this agent's model (${f.problem})`
-      : f.kind === 'disabled'
-        ? 'this session has no advisor'
-        : f.kind === 'budget'
-          ? "the session's budget is reached"
-          : f.kind === 'model'
-            ? `the advisor's model request failed (${f.message})`
-            : f.kind === 'empty'
-              ? 'the advisor answered with no text'
-              : f.scope === 'consultation'
-                ? 'the consultation was interrupted'
-                : 'the turn was interrupted'
-  return `No advice: ${why}. Carry on without the advisor.`
+  return `No advice: ${failureReason(f)}. Carry on without the advisor.`
+}
+
+function failureReason(f: ConsultationFailure): string {
+  switch (f.kind) {
+    case 'pairing':
+      return `the advisor model may not advise this agent's model (${f.problem})`
+    case 'disabled':
+      return 'this session has no advisor'
+    case 'budget':
+      return "the session's budget is reached"
+    case 'model':
+      return `the advisor's model request failed (${f.message})`
+    case 'empty':
+      return 'the advisor answered with no text'
+    case 'shutdown':
+      return 'Corral shut down during the consultation'
+    case 'interrupted':
+      return f.scope === 'consultation' ? 'the consultation was interrupted' : 'the turn was interrupted'
+  }
 }
 
 type Block = Record<string, unknown> & { type: string }
@@ -276,15 +283,13 @@ export async function consult(p: ConsultParams): Promise<ConsultResult> {
 
   // An interrupt naming this thread stops only the consultation; the session's signal stops it too.
   const abort = new AbortController()
-  let threadInterrupted = false
   const onSessionAbort = () => abort.abort()
   if (p.signal.aborted) abort.abort()
   p.signal.addEventListener('abort', onSessionAbort, { once: true })
   const stopTail = p.log.tail(p.sessionId, first.seq, (s) => {
     if (s.event.type !== 'user.interrupt') return
-    if (s.event.session_thread_id === threadId) threadInterrupted = true
-    else if (s.event.session_thread_id) return
-    abort.abort()
+    const named = s.event.session_thread_id || null
+    if (named === threadId || named === null || named === p.primaryThreadId) abort.abort()
   })
   const maxRetries = p.maxRetries ?? 5
   const errors: EventInput[] = []
@@ -301,9 +306,14 @@ export async function consult(p: ConsultParams): Promise<ConsultResult> {
       } catch (err) {
         const e = err instanceof ModelRequestError ? err : new ModelRequestError('connection', (err as Error).message, { cause: err })
         if (e.kind === 'aborted' || abort.signal.aborted) {
+          // which interrupt it was, from the log (not from which signal fired first)
+          const named = p.log.read(p.sessionId, { after: first.seq, types: ['user.interrupt'], limit: 1000 }).map((x) => x.event.session_thread_id || null)
+          const end = [...errors, ...consultationEndEvents({ ...ids, spanId, usage, interrupted: true, stopReason: 'end_turn' })]
+          if (named.includes(threadId)) return fail({ kind: 'interrupted', scope: 'consultation' }, end)
           // an interrupt of the whole turn stops it: the notice is recorded, not answered
-          if (!threadInterrupted) return { ...fail({ kind: 'interrupted', scope: 'session' }, [...errors, ...consultationEndEvents({ ...ids, spanId, usage, interrupted: true, stopReason: 'end_turn' })]), interrupted: true }
-          return fail({ kind: 'interrupted', scope: 'consultation' }, [...errors, ...consultationEndEvents({ ...ids, spanId, usage, interrupted: true, stopReason: 'end_turn' })])
+          if (named.some((t) => t === null || t === p.primaryThreadId)) return { ...fail({ kind: 'interrupted', scope: 'session' }, end), interrupted: true }
+          // no interrupt: the engine is shutting down; the model hears of it when the session continues
+          return fail({ kind: 'shutdown' }, end)
         }
         const exhausted = !e.retryable || attempt + 1 > maxRetries
         const error: EventInput = {

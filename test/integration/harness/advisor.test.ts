@@ -136,6 +136,23 @@ describe('the advisor (ant__advisor)', () => {
     expect(evs.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: { type: 'budget_reached' } })
   })
 
+  it("checks the session's budget before the advisor's request: a spent budget gives the notice and no consultation", async () => {
+    // the primary's own first request (1M input tokens of claude-sonnet-5-5: $3) spends a $1 budget
+    fx = await openHarnessFixture({
+      script: (req) => {
+        if (req.body.model !== LEAD_MODEL) return say(ADVICE)
+        return { ...(toolCall(req, 'ant__advisor', {}) as Extract<ScriptStep, { kind: 'message' }>), usage: { input_tokens: 1_000_000, output_tokens: 1 } }
+      },
+    })
+    const sid = await fx.createSession(TASK, { agent: lead(fx), budget: { type: 'limit', max_list_cost: { amount: '100', currency: 'USD' } } })
+    const evs = await fx.waitFor(sid, done)
+    expect(advisorRequests(fx)).toHaveLength(0)
+    expect(evs.some((e) => e.type === 'session.thread_created')).toBe(false)
+    const result = evs.find((e) => e.type === 'agent.tool_result')
+    expect(field(result, 'content')).toEqual([{ type: 'text', text: "No advice: the session's budget is reached. Carry on without the advisor." }])
+    expect(evs.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: { type: 'budget_reached' } })
+  })
+
   it('returns the failure notice when the advisor endpoint keeps failing, and the turn carries on', async () => {
     fx = await openHarnessFixture({ script: script(() => ({ kind: 'error', status: 500, message: 'advisor down' }) as ScriptStep), harness: { maxRetries: 1 } })
     const sid = await fx.createSession(TASK, { agent: lead(fx) })

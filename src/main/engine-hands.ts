@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { join, resolve } from 'node:path'
 import type { ApiServices } from './api/services'
 import type { Settings } from './config'
-import { BubblewrapSandboxProvider, DockerSandboxProvider, MemoryMounts, SandboxToolRouter, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
+import { BubblewrapSandboxProvider, DockerSandboxProvider, FileMounts, MemoryMounts, SandboxToolRouter, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
 import type { Vault } from './vault/vault'
 import type { FolderRules, SessionChanges } from './hands'
 import { sandboxResourcesDir } from './hands/paths'
@@ -11,7 +11,7 @@ import { NoHandsToolRouter, type ToolRouter } from './hands/tool-router'
 import type { McpToolRouter } from './hands/mcp/router'
 import { isCorralError } from '../shared/errors'
 
-type HandsServices = Pick<ApiServices, 'sessions' | 'environments' | 'vaults' | 'memory'>
+type HandsServices = Pick<ApiServices, 'sessions' | 'environments' | 'vaults' | 'memory' | 'files'>
 
 /**
  * The engine's default hands: a SandboxToolRouter over Docker and bubblewrap, with each
@@ -112,6 +112,7 @@ export function defaultSandboxRouter(p: DefaultHandsParams): SandboxToolRouter {
     folderRules: defaultFolderRules(p.dataDir),
     changes: p.changes,
     memory: new MemoryMounts({ store: () => p.services().memory, root: join(p.dataDir, 'memory-mounts'), log: p.log }),
+    files: new FileMounts({ files: () => p.services().files?.store, root: join(p.dataDir, 'uploads'), log: p.log }),
     providers: defaultSandboxProviders(p),
     resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId, p.vault, p.log),
     resolveEnvironmentById: (environmentId) => environmentById(p.services(), environmentId, p.vault),

@@ -136,6 +136,12 @@ export class Engine {
       secrets: config.secrets ?? (config.keychain ? new KeychainSecretSink(config.keychain) : undefined),
       leases: { ttlMs: config.harness?.leaseTtlMs },
       advisorTiers: tiers,
+      // a file added to or removed from a live session reaches its sandbox's uploads folder
+      onResourceChange: (change) => {
+        if (change.kind !== 'updated' && this.hands) {
+          this.trackHands(this.hands.fileResourceChanged(change.sessionId, { kind: change.kind, resource: change.resource as unknown as Record<string, unknown> }))
+        }
+      },
       sessionHooks: {
         onRemoved: (sessionId, how) => {
           this.releaseHands(sessionId)

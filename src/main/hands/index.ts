@@ -1,6 +1,7 @@
 export type { FolderMount, PackageEgress, PackageEgressOpener, PackageProgress, PackageProgressEvent, Sandbox, SandboxEgress, SandboxEgressSource, SandboxProvider, SandboxProvisionParams, SandboxToolCall } from './sandbox'
 export { SandboxToolRouter } from './sandbox-router'
 export { MemoryMounts } from './resources/memory-mounts'
+export { FileMounts } from './resources/file-mounts'
 export type { MemoryMountsOptions, MemorySyncReport } from './resources/memory-mounts'
 export { HOST_TOOLS, parseToolsetInput, SANDBOX_TOOLS, TOOLSET, TOOLSET_DEFINITIONS, toolsetFields, webFetch } from './toolset'
 export type { ToolsetInputResult, ToolsetModelDefinition, WebFetchParams, WebFetchResult } from './toolset'

@@ -3,6 +3,7 @@ import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter, ToolTarget } from
 import type { SessionChanges } from './changes/session-changes'
 import { folderMounts, type FolderMount, type FolderRules } from './folders'
 import type { MemoryMounts } from './resources/memory-mounts'
+import type { FileMounts } from './resources/file-mounts'
 import { packagePlan, type PackagePlan } from './packages/plan'
 import type { PackageEgressOpener } from './packages/install'
 import { PackageStatusBoard, type PackageStatus } from './packages/status'
@@ -64,6 +65,8 @@ export interface SandboxToolRouterOptions {
   changes?: SessionChanges
   /** The sessions' memory stores: mounted at provision, synced after each sandbox call and at release. */
   memory?: MemoryMounts
+  /** The sessions' `file` resources: one read-only folder bound at /mnt/session/uploads. */
+  files?: FileMounts
 }
 
 /**
@@ -130,6 +133,18 @@ export class SandboxToolRouter implements ToolRouter {
     const after = changes && !tracking ? await changes.afterCall(call.sessionId, { toolUseId: call.toolUseId, name: call.name }).then(() => undefined, (err: Error) => err) : tracking
     if (!after) return r
     return { ...r, content: `${r.content}\n[corral: the changes of this call to the mounted folder could not be recorded: ${after.message}]` }
+  }
+
+  /**
+   * A `file` resource added to or removed from a live session: its copy in the session's uploads
+   * folder is made or removed, so a sandbox that binds the folder sees it at once (one provisioned
+   * later binds it with the file). A sandbox started without any file keeps no bind to add to.
+   */
+  async fileResourceChanged(sessionId: string, change: { kind: 'added' | 'deleted'; resource: Record<string, unknown> }): Promise<void> {
+    const files = this.options.files
+    if (!files || change.resource.type !== 'file') return
+    if (change.kind === 'added') await files.add(sessionId, change.resource)
+    else await files.remove(sessionId, change.resource)
   }
 
   /** The call's changes to the session's memory mounts go to their stores before the result returns. */
@@ -200,6 +215,7 @@ export class SandboxToolRouter implements ToolRouter {
    */
   async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
     await this.options.memory?.release(sessionId)
+    await this.options.files?.release(sessionId)
     const pending = this.sandboxes.get(sessionId)
     this.sandboxes.delete(sessionId)
     const fetched = this.fetchEgress.get(sessionId)
@@ -307,12 +323,15 @@ export class SandboxToolRouter implements ToolRouter {
     if (provider.backend === 'docker') this.runtimes.set(sessionId, settings.runtime ?? 'runc')
     const hostFolders = this.foldersOf(env.resources)
     const memory = (await this.options.memory?.prepare(sessionId, env.resources)) ?? []
-    const folders = hostFolders || memory.length ? [...(hostFolders ?? []), ...memory] : undefined
+    const uploads = (await this.options.files?.prepare(sessionId, env.resources)) ?? []
+    const binds = [...memory, ...uploads]
+    const folders = hostFolders || binds.length ? [...(hostFolders ?? []), ...binds] : undefined
     return provider.create({
       sessionId,
       environmentId: env.environmentId,
       config: env.config,
-      resources: env.resources,
+      // files bound from the uploads folder are not placed again by the runner
+      resources: uploads.length ? env.resources?.filter((r) => r.type !== 'file') : env.resources,
       folders,
       egress: env.egress,
       packageEgress: env.packageEgress,

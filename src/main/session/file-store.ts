@@ -171,6 +171,13 @@ export class FileStore {
     return { ...this.blobs.stream(row.sha256), file: toMetadata(row) }
   }
 
+  /** The host path of a file's stored bytes (to copy from; never to be written through). */
+  blobPath(id: string): string {
+    const row = this.row(id)
+    if (!row) throw notFound('file', id)
+    return this.blobs.path(row.sha256)
+  }
+
   /** The bytes of a file, in memory (placing it in a sandbox). */
   async bytes(id: string): Promise<Buffer> {
     const row = this.row(id)

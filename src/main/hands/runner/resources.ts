@@ -14,9 +14,10 @@ const run = promisify(execFile)
  *   serves with its token (`egressRepositories`) is cloned inside the sandbox by the runner,
  *   through the proxy, so the token never enters the sandbox; any other (a public URL or a local
  *   path) is cloned on the host, sent in as a tar and unpacked by the runner as the sandbox user;
- * - `file` {file_id, mount_path?, content? | content_base64?}: the bytes, resolved by the engine
- *   from Corral's own file store (the public API takes only `file_id`). Nothing here ever reads a
- *   host path: a resource that names one is refused.
+ * - `file` {file_id, mount_path?, content? | content_base64?}: placed here only with inline bytes;
+ *   the engine's sessions' files are bound read-only from the file store by FileMounts
+ *   (resources/file-mounts.ts) and never reach this function. Nothing here ever reads a host
+ *   path: a resource that names one is refused.
  * Something already at the mount path is left alone, so a replacement sandbox does not re-clone.
  */
 export interface ResourcePlacer {

@@ -202,6 +202,55 @@ describe('threads: a brain per thread', () => {
     expect(fx.model.requests.length).toBe(requestsBefore)
     expect(lastSessionIdle(after)).toMatchObject({ stop_reason: { type: 'end_turn' } })
   })
+
+  it('terminates a child whose model requests fail for good: idle retries_exhausted, then terminated, no report, and the session still goes idle', async () => {
+    fx = await openHarnessFixture({
+      script: (req) => {
+        if (systemOf(req) === LEAD) return req.index === 0 ? toolCall(req, 'send_to_agent', { agent: 'fragile', message: 'Try.' }) : say('Waiting.')
+        return { kind: 'error', status: 400, message: 'scripted: this request is refused' }
+      },
+    })
+    const t = team(fx, ['fragile'])
+    const sid = await fx.createSession('Go.', { agent: t.lead })
+    const evs = await fx.waitFor(sid, (e) => e.at(-1)?.type === 'session.status_idle' && e.some((x) => x.type === 'session.thread_status_terminated'))
+    const tid = field<string>(created(evs)[0], 'session_thread_id')
+    const own = ofThread(evs, tid)
+    const tail = typesOf(own).slice(-3)
+    expect(tail).toEqual(['session.error', 'session.thread_status_idle', 'session.thread_status_terminated'])
+    expect(own.find((e) => e.type === 'session.thread_status_idle')).toMatchObject({ stop_reason: { type: 'retries_exhausted' } })
+    expect(typesOf(own)).not.toContain('agent.thread_message_sent')
+    expect(lastSessionIdle(evs)).toMatchObject({ stop_reason: { type: 'end_turn' } })
+    // a terminated thread takes no follow-up: the lead is told which rule it hit
+    fx.model.respondWith((req) => {
+      if (systemOf(req) !== LEAD) return say('unexpected')
+      return toolResultsOf(req).length === 1 ? toolCall(req, 'send_to_agent', { session_thread_id: tid, message: 'Again.' }) : say('Understood.')
+    })
+    await fx.send(sid, [{ type: 'user.message', content: [{ type: 'text', text: 'Try it again.' }] }])
+    await fx.waitFor(sid, (e) => toolResultsOf(fx!.model.requests.at(-1)!).length === 2 && e.at(-1)?.type === 'session.status_idle')
+    const again = toolResultsOf(fx.model.requests.at(-1)!)[1]
+    expect(again.is_error).toBe(true)
+    expect(again.text).toContain(`thread ${tid} (fragile) is terminated`)
+  })
+
+  it('shares one budget across threads: a child past the cap pauses before its next request with budget_reached, then the session idles budget_reached', async () => {
+    fx = await openHarnessFixture({
+      script: (req) => {
+        if (systemOf(req) === LEAD) return req.index === 0 ? toolCall(req, 'send_to_agent', { agent: 'spender', message: 'Spend.' }) : say('Waiting.')
+        // one very large response: far past the session's 1 cent cap
+        return { ...toolCall(req, 'bash', { command: 'echo big' }), usage: { input_tokens: 2_000_000, output_tokens: 10 } } as ScriptStep
+      },
+    })
+    const t = team(fx, ['spender'])
+    const sid = await fx.createSession('Go.', { agent: t.lead, budget: { type: 'limit', max_list_cost: { amount: '1', currency: 'USD' } } })
+    const evs = await fx.waitFor(sid, (e) => (lastSessionIdle(e) as unknown as { stop_reason?: { type: string } } | undefined)?.stop_reason?.type === 'budget_reached')
+    const tid = field<string>(created(evs)[0], 'session_thread_id')
+    const own = ofThread(evs, tid)
+    expect(fx.model.requests.filter((r) => systemOf(r) !== LEAD)).toHaveLength(1)
+    const childIdle = own.filter((e) => e.type === 'session.thread_status_idle').at(-1)!
+    expect(childIdle).toMatchObject({ stop_reason: { type: 'budget_reached' } })
+    // the thread's pause comes before the session's
+    expect(evs.indexOf(childIdle)).toBeLessThan(evs.indexOf(lastSessionIdle(evs)!))
+  })
 })
 
 const created = (evs: LoggedEvent[]) => evs.filter((e) => e.type === 'session.thread_created')

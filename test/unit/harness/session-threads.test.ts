@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest'
+import { SessionLocks, SessionThreads } from '../../../src/main/harness/session-threads'
+
+const SID = 'sesn_01TEST'
+const PRIMARY = 'sthr_01TEST'
+
+/** A fold fed these events in order (seq from 1). */
+function fold(events: Record<string, unknown>[]): SessionThreads {
+  const t = new SessionThreads(SID, PRIMARY)
+  events.forEach((e, i) => t.apply(i + 1, e as Record<string, unknown> & { type: string }))
+  return t
+}
+const created = (id: string, name = 'worker') => ({ type: 'session.thread_created', session_thread_id: id, agent_name: name, agent: { name, model: 'm' } })
+const running = (id: string) => ({ type: 'session.thread_status_running', session_thread_id: id, agent_name: 'x' })
+const idle = (id: string, stop_reason: Record<string, unknown> = { type: 'end_turn' }) => ({ type: 'session.thread_status_idle', session_thread_id: id, agent_name: 'x', stop_reason, stop_details: null })
+
+describe('a session\'s threads and their aggregate status', () => {
+  it('keeps the session running while any thread runs, and asks for the session idle once the last one stops', () => {
+    const t = fold([running(PRIMARY), { type: 'session.status_running' }, created('sthr_a'), running('sthr_a'), idle(PRIMARY)])
+    expect(t.aggregate()).toEqual({ status: 'running' })
+    expect(t.aggregateEvent()).toBeUndefined()
+    t.apply(6, idle('sthr_a'))
+    expect(t.aggregateEvent()).toEqual({ type: 'session.status_idle', stop_reason: { type: 'end_turn' }, stop_details: null })
+  })
+
+  it('lists every pending event id across threads when any thread waits on the client, above a budget pause', () => {
+    const t = fold([
+      created('sthr_a'),
+      created('sthr_b'),
+      idle(PRIMARY, { type: 'requires_action', event_ids: ['sevt_p'] }),
+      idle('sthr_a', { type: 'requires_action', event_ids: ['sevt_a1', 'sevt_a2'] }),
+      idle('sthr_b', { type: 'budget_reached' }),
+    ])
+    expect(t.aggregate()).toEqual({ status: 'idle', stop_reason: { type: 'requires_action', event_ids: ['sevt_p', 'sevt_a1', 'sevt_a2'] } })
+  })
+
+  it('reports budget_reached when a thread paused at the budget and none waits on the client, else the primary\'s own reason', () => {
+    expect(fold([created('sthr_a'), idle(PRIMARY), idle('sthr_a', { type: 'budget_reached' })]).aggregate()).toEqual({ status: 'idle', stop_reason: { type: 'budget_reached' } })
+    expect(fold([created('sthr_a'), idle('sthr_a'), idle(PRIMARY, { type: 'retries_exhausted' })]).aggregate()).toEqual({ status: 'idle', stop_reason: { type: 'retries_exhausted' } })
+  })
+
+  it('writes nothing when the session already says what the threads say, and a new idle when the pending ids change', () => {
+    const t = fold([created('sthr_a'), idle(PRIMARY), idle('sthr_a', { type: 'requires_action', event_ids: ['sevt_1'] }), { type: 'session.status_idle', stop_reason: { type: 'requires_action', event_ids: ['sevt_1'] } }])
+    expect(t.aggregateEvent()).toBeUndefined()
+    t.apply(5, idle('sthr_a', { type: 'requires_action', event_ids: ['sevt_2'] }))
+    expect(t.aggregateEvent()).toMatchObject({ type: 'session.status_idle', stop_reason: { type: 'requires_action', event_ids: ['sevt_2'] } })
+  })
+
+  it('counts a terminated child out of the live ones, and sums every thread\'s usage for the one budget', () => {
+    const t = fold([
+      created('sthr_a'),
+      created('sthr_b'),
+      { type: 'session.thread_status_terminated', session_thread_id: 'sthr_b', agent_name: 'x' },
+      { type: 'span.model_request_end', model: 'm', model_usage: { input_tokens: 10, output_tokens: 1 } },
+      { type: 'span.model_request_end', session_thread_id: 'sthr_a', model: 'm', model_usage: { input_tokens: 5, output_tokens: 2 } },
+    ])
+    expect(t.liveChildren().map((c) => c.id)).toEqual(['sthr_a'])
+    expect(t.children.get('sthr_a')).toMatchObject({ agentName: 'worker', parentId: PRIMARY, agent: { name: 'worker' } })
+    expect(t.usageByModel.get('m')).toMatchObject({ input_tokens: 15, output_tokens: 3 })
+  })
+
+  it('runs one session\'s locked sections one at a time, in order, even when one fails', async () => {
+    const locks = new SessionLocks()
+    const order: string[] = []
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    const a = locks.with(SID, async () => {
+      order.push('a start')
+      await gate
+      order.push('a end')
+      throw new Error('a failed')
+    })
+    const b = locks.with(SID, async () => {
+      order.push('b')
+      return 'b done'
+    })
+    release()
+    await expect(a).rejects.toThrow('a failed')
+    await expect(b).resolves.toBe('b done')
+    expect(order).toEqual(['a start', 'a end', 'b'])
+  })
+})

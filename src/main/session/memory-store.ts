@@ -302,6 +302,12 @@ export class MemoryStore {
     return this.db.prepare('SELECT id, path, content, content_sha256 FROM memories WHERE store_id = ? ORDER BY path').all(storeId) as MemorySnapshotEntry[]
   }
 
+  /** Every memory of a store without its content (id, path, hash), in path order: what a sync compares. */
+  index(storeId: string): Omit<MemorySnapshotEntry, 'content'>[] {
+    this.retrieveStore(storeId)
+    return this.db.prepare('SELECT id, path, content_sha256 FROM memories WHERE store_id = ? ORDER BY path').all(storeId) as Omit<MemorySnapshotEntry, 'content'>[]
+  }
+
   // ---------- versions ----------
 
   /** Versions newest first, filtered by memory, operation, actor and creation time. */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { chmod, lstat, mkdir, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises'
+import type { BigIntStats } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { MAX_MEMORY_BYTES, memoryPathProblem } from '../../../shared/api/memory-schemas'
 import { isCorralError } from '../../../shared/errors'
@@ -13,6 +14,14 @@ interface Mount {
   readOnly: boolean
   /** memory path → content_sha256 last agreed between the folder and the store */
   baseline: Map<string, string>
+  /** memory path → the file's identity (inode, size, times) when last hashed, and that hash */
+  hashed: Map<string, { stamp: string; sha: string }>
+}
+
+/** A file of the folder as a sync sees it: its hash, and its text when it must be pushed. */
+interface LocalFile {
+  sha: string
+  text(): Promise<string>
 }
 
 /** What a sync did (for logs, tests and the bench). */
@@ -65,7 +74,7 @@ export class MemoryMounts {
       // Emptied, not replaced: a container this process re-attaches to still binds this directory.
       await makeDir(dir)
       for (const entry of await readdir(dir)) await rm(join(dir, entry), { recursive: true, force: true })
-      const mount: Mount = { storeId: String(r.memory_store_id), dir, readOnly: r.access === 'read_only', baseline: new Map() }
+      const mount: Mount = { storeId: String(r.memory_store_id), dir, readOnly: r.access === 'read_only', baseline: new Map(), hashed: new Map() }
       let memories
       try {
         memories = this.o.store().snapshot(mount.storeId)
@@ -78,6 +87,8 @@ export class MemoryMounts {
       for (const m of memories) {
         await writeMemoryFile(dir, m.path, m.content)
         mount.baseline.set(m.path, m.content_sha256)
+        const st = await lstat(join(dir, m.path.slice(1)), { bigint: true })
+        mount.hashed.set(m.path, { stamp: stampOf(st), sha: m.content_sha256 })
       }
       mounts.push(mount)
       binds.push({ index, source: dir, target, readOnly: mount.readOnly })
@@ -141,14 +152,15 @@ export class MemoryMounts {
     const { mount, report } = p
     const store = this.o.store()
     const actor = { actor: { type: 'session_actor' as const, session_id: p.sessionId } }
-    let remote: Map<string, { id: string; sha: string; content: string }>
+    let remote: Map<string, { id: string; sha: string }>
     try {
-      remote = new Map(store.snapshot(mount.storeId).map((m) => [m.path, { id: m.id, sha: m.content_sha256, content: m.content }]))
+      remote = new Map(store.index(mount.storeId).map((m) => [m.path, { id: m.id, sha: m.content_sha256 }]))
     } catch (err) {
       if (isCorralError(err) && err.code === 'not_found_error') return // the store was deleted: nothing to sync with
       throw err
     }
-    const local = await scanFolder(mount.dir, report)
+    const local = await scanFolder(mount, report)
+    const contentOf = (id: string) => store.retrieveMemory(mount.storeId, id).content ?? ''
     // Everything gone at once is a lost folder, not a mass delete: fill it again.
     const vanished = local.files.size === 0 && local.refused.size === 0 && mount.baseline.size > 0
     let deletions = Math.min(50, Math.max(8, Math.floor(mount.baseline.size / 4)))
@@ -162,7 +174,7 @@ export class MemoryMounts {
       if (ls === r?.sha) {
         if (r) mount.baseline.set(path, r.sha)
         else mount.baseline.delete(path)
-        if (vanished && r && !l) await writeMemoryFile(mount.dir, path, r.content), report.pulled++
+        if (vanished && r && !l) await writeMemoryFile(mount.dir, path, contentOf(r.id)), report.pulled++
         continue
       }
       const localChanged = ls !== base
@@ -177,11 +189,11 @@ export class MemoryMounts {
             mount.baseline.delete(path)
             report.deleted++
           } else if (!r) {
-            store.createMemory(mount.storeId, { path, content: l.content }, actor)
+            store.createMemory(mount.storeId, { path, content: await l.text() }, actor)
             mount.baseline.set(path, l.sha)
             report.pushed++
           } else {
-            store.updateMemory(mount.storeId, r.id, { content: l.content, precondition: { type: 'content_sha256', content_sha256: r.sha } }, actor)
+            store.updateMemory(mount.storeId, r.id, { content: await l.text(), precondition: { type: 'content_sha256', content_sha256: r.sha } }, actor)
             mount.baseline.set(path, l.sha)
             report.pushed++
           }
@@ -193,13 +205,18 @@ export class MemoryMounts {
         continue
       }
       // The store changed (alone, or both did: the store wins).
-      if (r) await writeMemoryFile(mount.dir, path, r.content)
+      if (r) await writeMemoryFile(mount.dir, path, contentOf(r.id))
       else await unlink(join(mount.dir, path.slice(1))).catch(() => undefined)
       if (r) mount.baseline.set(path, r.sha)
       else mount.baseline.delete(path)
       report.pulled++
     }
   }
+}
+
+/** What says a file is the one last hashed: inode, size, modification and change times (ns). */
+function stampOf(st: BigIntStats): string {
+  return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`
 }
 
 async function makeDir(dir: string): Promise<void> {
@@ -226,30 +243,57 @@ async function writeMemoryFile(root: string, path: string, content: string): Pro
   await chmod(file, 0o666)
 }
 
-/** Every regular file under `dir` as memory path → bytes' hash and text; links are never followed. */
-async function scanFolder(dir: string, report: MemorySyncReport): Promise<{ files: Map<string, { sha: string; content: string }>; refused: Set<string> }> {
-  const files = new Map<string, { sha: string; content: string }>()
+/**
+ * Every regular file of the mount's folder as memory path → hash (links are never followed). A
+ * file whose inode, size and times are those it had when last hashed is not read again.
+ */
+async function scanFolder(mount: Mount, report: MemorySyncReport): Promise<{ files: Map<string, LocalFile>; refused: Set<string> }> {
+  const files = new Map<string, LocalFile>()
   const refused = new Set<string>()
+  const seen = new Set<string>()
+  const decode = (bytes: Buffer): string | undefined => {
+    if (bytes.length > MAX_MEMORY_BYTES) return undefined
+    try {
+      return utf8.decode(bytes)
+    } catch {
+      return undefined
+    }
+  }
   const walk = async (abs: string, rel: string): Promise<void> => {
     const entries = await readdir(abs, { withFileTypes: true }).catch(() => [])
     for (const e of entries) {
       const path = `${rel}/${e.name}`
-      if (e.isDirectory()) await walk(join(abs, e.name), path)
-      else if (e.isFile()) {
-        const bytes = await readFile(join(abs, e.name))
-        let content: string | undefined
-        try {
-          content = bytes.length <= MAX_MEMORY_BYTES ? utf8.decode(bytes) : undefined
-        } catch {
-          content = undefined
-        }
-        if (content === undefined || memoryPathProblem(path)) {
-          refused.add(path)
-          report.refused.push(path)
-        } else files.set(path, { sha: sha(bytes), content })
+      const file = join(abs, e.name)
+      if (e.isDirectory()) await walk(file, path)
+      if (!e.isFile()) continue
+      if (memoryPathProblem(path)) {
+        refused.add(path)
+        report.refused.push(path)
+        continue
       }
+      const st = await lstat(file, { bigint: true }).catch(() => undefined)
+      if (!st?.isFile()) continue
+      seen.add(path)
+      const stamp = stampOf(st)
+      const known = mount.hashed.get(path)
+      if (known?.stamp === stamp) {
+        files.set(path, { sha: known.sha, text: async () => decode(await readFile(file)) ?? '' })
+        continue
+      }
+      const bytes = await readFile(file)
+      const content = decode(bytes)
+      if (content === undefined) {
+        refused.add(path)
+        report.refused.push(path)
+        mount.hashed.delete(path)
+        continue
+      }
+      const digest = sha(bytes)
+      mount.hashed.set(path, { stamp, sha: digest })
+      files.set(path, { sha: digest, text: async () => content })
     }
   }
-  await walk(dir, '')
+  await walk(mount.dir, '')
+  for (const path of mount.hashed.keys()) if (!seen.has(path)) mount.hashed.delete(path)
   return { files, refused }
 }

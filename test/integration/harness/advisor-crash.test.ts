@@ -109,3 +109,51 @@ describe('the advisor across a crash', () => {
     }
   }, 90_000)
 })
+
+describe('the advisor across a shutdown', () => {
+  it('records the shutdown notice as the call\'s result, and the restarted engine lets the primary go on with it', async () => {
+    const shutdownDir = mkdtempSync(join(tmpdir(), 'corral-advisor-shutdown-'))
+    let firstArrived!: () => void
+    const arrived = new Promise<void>((r) => (firstArrived = r))
+    const model = await ScriptedModelServer.start((req: RecordedRequest): ScriptStep => {
+      if (req.body.model === ADVISOR_MODEL) {
+        firstArrived()
+        return say('never delivered', { delayMs: 60_000 })
+      }
+      const results = toolResultsOf(req)
+      if (results.length === 0) return toolCall(req, 'ant__advisor', {})
+      return say(`Went on after: ${results[0].text}`)
+    })
+    const open = () =>
+      Engine.open({ dataDir: shutdownDir, token: 't', env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, defaultHands: false, harness: { stallTimeoutMs: 60_000, backoffBaseMs: 5, backoffMaxMs: 20 } })
+    try {
+      let engine = open()
+      const agent = engine.services.agents.create({
+        name: 'lead',
+        model: 'claude-sonnet-5-5',
+        multiagent: { type: 'multiagent_20261001', subagents: { type: 'disabled' }, workflows: { type: 'disabled' }, advisor: { type: 'enabled', model: ADVISOR_MODEL } },
+      } as never)
+      const env = engine.services.environments.create({ name: 'e', config: { type: 'cloud' } })
+      const sid = (await engine.services.sessions.create({ agent: agent.id, environment_id: env.id, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'Go.' }] }] } as never)).id
+      await arrived
+      await engine.close()
+      engine = open()
+      const events = () => engine.services.log.read(sid, { limit: 1000 }).map((r) => r.event)
+      const deadline = Date.now() + 20_000
+      while (!events().some((e) => e.type === 'agent.message' && JSON.stringify(e).includes('Went on after'))) {
+        if (Date.now() > deadline) throw new Error(`the primary did not go on: ${events().map((e) => e.type).join(', ')}`)
+        await new Promise((r) => setTimeout(r, 50))
+      }
+      const evs = events()
+      await engine.close()
+      const result = evs.find((e) => e.type === 'agent.tool_result')
+      expect(result).toMatchObject({ is_error: true, content: [{ type: 'text', text: 'No advice: Corral shut down during the consultation. Carry on without the advisor.' }] })
+      expect(evs.filter((e) => e.type === 'agent.tool_result')).toHaveLength(1)
+      const tid = evs.find((e) => e.type === 'session.thread_created')!.session_thread_id
+      expect(evs.filter((e) => e.session_thread_id === tid).at(-1)?.type).toBe('session.thread_status_terminated')
+    } finally {
+      await model.close()
+      rmSync(shutdownDir, { recursive: true, force: true })
+    }
+  }, 60_000)
+})

@@ -63,7 +63,7 @@ describe('the API app', () => {
     expect(t.db.prepare('SELECT COUNT(*) AS n FROM vaults').get()).toEqual({ n: 0 })
   })
 
-  it('lists a thread-filtered page of events for the primary thread only', async () => {
+  it("lists a thread-filtered page of the primary thread's events: its own, and the creation of its child (spec: a thread_created is the parent's event), never the child's activity", async () => {
     const sid = await t.newSession()
     await t.log.append(sid, [
       { type: 'session.thread_created', session_thread_id: 'sthr_C', agent_name: 'c', workflow_run_id: null },
@@ -73,7 +73,10 @@ describe('the API app', () => {
     const primary = `sthr_${sid.slice(5)}`
     const res = await call(`/v1/sessions/${sid}/threads/${primary}/events`)
     const body = (await res.json()) as { data: { type: string; session_thread_id?: string }[] }
-    expect(body.data.map((e) => [e.type, e.session_thread_id ?? null])).toEqual([['agent.message', null]])
+    expect(body.data.map((e) => [e.type, e.session_thread_id ?? null])).toEqual([
+      ['session.thread_created', 'sthr_C'],
+      ['agent.message', null],
+    ])
     expect(errors).toEqual([])
   })
 })

@@ -82,7 +82,7 @@ describe('session resources through the official SDK', () => {
     })
     const f = await file()
     expect((await errorOf(client.beta.sessions.resources.add('sesn_missing', { type: 'file', file_id: f.id }))).status).toBe(404)
-    expect((await errorOf(client.beta.sessions.resources.delete('sres_missing', { session_id: s.id }))).status).toBe(404)
+    expect((await errorOf(client.beta.sessions.resources.delete('sesrsc_missing', { session_id: s.id }))).status).toBe(404)
     await client.beta.sessions.resources.add(s.id, { type: 'file', file_id: f.id, mount_path: 'x.csv' })
     expect(await errorOf(client.beta.sessions.resources.add(s.id, { type: 'file', file_id: f.id, mount_path: '/x.csv' }))).toMatchObject({ status: 409, message: expect.stringMatching(/^mount_path: \/mnt\/session\/uploads\/x\.csv is taken/) })
   })

@@ -12,7 +12,7 @@ export const ID_PREFIX = {
   memoryVersion: 'memver_',
   work: 'work_',
   workflowRun: 'wrun_',
-  resource: 'sres_',
+  resource: 'sesrsc_',
   file: 'file_',
 } as const
 

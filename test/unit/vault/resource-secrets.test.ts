@@ -40,7 +40,7 @@ describe('session resource secrets', () => {
       initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }],
     } as never)
     const resourceId = (session.resources[0] as { id: string }).id
-    expect(resourceId).toMatch(/^sres_/)
+    expect(resourceId).toMatch(/^sesrsc_/)
     expect(await keychain.get(keychainAccount.sessionResource(session.id, resourceId, 'authorization_token'))).toBe(TOKEN)
     expect(session.resources[0]).toMatchObject({ type: 'github_repository', url: 'https://git.example.test/acme/widgets.git', mount_path: 'w' })
     expect(JSON.stringify(session)).not.toContain(TOKEN)

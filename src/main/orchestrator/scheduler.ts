@@ -120,6 +120,9 @@ export class Scheduler {
     const sessionId = stored.sessionId
     // a message between threads wakes the thread it reached (null: the primary)
     if (type === 'agent.thread_message_received') return this.wake(tid ? { sessionId, threadId: tid } : primaryRef(sessionId))
+    // an archive (the API's terminated, marked archived) changes the session's aggregate: the
+    // primary's brain re-writes it after finding no step of its own (no model turn is started)
+    if (type === 'session.thread_status_terminated' && (stored.event as { archived?: unknown }).archived === true) return this.wake(primaryRef(sessionId))
     if (!WAKING_TYPES.has(type)) return
     if (type === 'user.interrupt') {
       // with a thread: that thread; without: every thread of the session

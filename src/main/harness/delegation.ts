@@ -9,7 +9,7 @@ import { ADVISOR_AGENT_NAME } from '../../shared/api/advisor-tiers'
 import { newId } from '../../shared/api/ids'
 import type { EventInput } from '../session/event-log'
 import type { PlatformOfferContext, PlatformTool, PlatformToolResult, ThreadAgent } from './platform-tools'
-import { MAX_LIVE_CHILDREN } from './session-threads'
+import { MAX_LIVE_CHILD_THREADS as MAX_LIVE_CHILDREN } from '../../shared/api/thread-slots'
 
 export const LIST_AGENTS_TOOL = 'list_agents'
 export const SEND_TO_AGENT_TOOL = 'send_to_agent'
@@ -93,7 +93,7 @@ export const sendToAgentTool: PlatformTool = {
       return { outcome: { content: JSON.stringify({ session_thread_id: threadId }), isError: false }, events }
     }
     const roster = ctx.roster!
-    const live = ctx.threads.liveChildren().length
+    const live = ctx.threads.liveChildCount()
     if (live >= MAX_LIVE_CHILDREN) {
       return fail(`send_to_agent: this session already has ${live} child threads, the limit is ${MAX_LIVE_CHILDREN} at a time (idle ones count until archived). Send a follow-up to one of them with session_thread_id instead.`)
     }

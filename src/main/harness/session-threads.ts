@@ -5,6 +5,7 @@
  * status, creation, message and span events; nothing here is kept that the log does not hold.
  */
 import { statusChangeOf, type SessionStatus } from '../../shared/api/events'
+import { countChildSlots } from '../../shared/api/thread-slots'
 import type { EventInput, EventLog } from '../session/event-log'
 import type { ModelUsage } from './model-client'
 import type { AgentToolConfig } from './tools'
@@ -41,6 +42,8 @@ export interface ChildThread extends ThreadFacts {
   createdSeq: number
   /** An advisor consultation (`agent.type: 'advisor'`, advisor.ts): it has no brain of its own and holds no slot under the 25. */
   advisor: boolean
+  /** The workflow run the thread belongs to (such a thread holds no slot under the 25). */
+  workflowRunId: string | null
 }
 
 /** Session-level aggregate status: running while any thread runs, else idle with the reason §4.4 gives. */
@@ -59,9 +62,6 @@ const TYPES = [
   'span.model_request_end',
   'agent.thread_message_received',
 ]
-
-/** At most this many live (non-terminated) child threads per session (spec §3.3). */
-export const MAX_LIVE_CHILDREN = 25
 
 export class SessionThreads {
   lastSeq = 0
@@ -91,9 +91,16 @@ export class SessionThreads {
     return this.children.get(threadId)
   }
 
-  /** Children that still hold a slot (not terminated; an advisor consultation holds none). */
+  /** Children that may need a brain: not terminated, not an advisor consultation (it runs inside the primary's call). */
   liveChildren(): ChildThread[] {
     return [...this.children.values()].filter((c) => c.status !== 'terminated' && !c.advisor)
+  }
+
+  /** How many children hold a slot under the limit (the thread store's rule: shared/api/thread-slots.ts). */
+  liveChildCount(): number {
+    return countChildSlots(
+      [...this.children.values()].map((c) => ({ parentThreadId: c.parentId ?? this.primaryId, status: c.status, agentType: c.agent?.type, workflowRunId: c.workflowRunId })),
+    )
   }
 
   apply(seq: number, e: Record<string, unknown> & { type: string; session_thread_id?: string | null }): void {
@@ -109,6 +116,7 @@ export class SessionThreads {
         parentId: typeof e.parent_thread_id === 'string' ? e.parent_thread_id : this.primaryId,
         createdSeq: seq,
         advisor: (e.agent as { type?: unknown } | undefined)?.type === 'advisor',
+        workflowRunId: typeof e.workflow_run_id === 'string' ? e.workflow_run_id : null,
         status: 'idle',
         lastReceivedSeq: 0,
       })

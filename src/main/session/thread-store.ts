@@ -3,6 +3,7 @@ import { primaryThreadId } from '../../shared/api/ids'
 import { invalid, notFound } from '../../shared/errors'
 import { STATUS_EVENT_TYPES, statusChangeOf } from '../../shared/api/events'
 import type { Session } from '../../shared/api/types'
+import { countChildSlots } from '../../shared/api/thread-slots'
 import type { SessionStore } from './session-store'
 import type { SqliteEventLog } from './sqlite-event-log'
 import type { Page } from './pagination'
@@ -155,9 +156,7 @@ export class ThreadStore {
    * consultations and workflow-run threads, which never count.
    */
   liveChildCount(sessionId: string): number {
-    let n = 0
-    for (const t of this.all(sessionId)) if (t.parent_thread_id !== null && t.status !== 'terminated' && t.agent.type !== 'advisor' && t.workflow_run_id === null) n++
-    return n
+    return countChildSlots(this.all(sessionId).map((t) => ({ parentThreadId: t.parent_thread_id, status: t.status, agentType: t.agent.type, workflowRunId: t.workflow_run_id })))
   }
 
   /**
@@ -248,8 +247,6 @@ export class ThreadStore {
 const MAX_CACHED_SESSIONS = 256
 /** The API's default page size of the thread list (spec §3.2, §11). */
 export const THREAD_PAGE_SIZE = 1000
-/** Child threads a session may hold at once (idle ones included; spec §3.3). */
-export const MAX_LIVE_CHILD_THREADS = 25
 
 interface SessionFold {
   createdAt: string

@@ -59,6 +59,19 @@ describe('a session\'s threads and their aggregate status', () => {
     expect(t.usageByModel.get('m')).toMatchObject({ input_tokens: 15, output_tokens: 3 })
   })
 
+  it('counts the children holding a slot by the thread store\'s rule: not advisor consultations, workflow-run threads or terminated ones', () => {
+    const t = fold([
+      created('sthr_a'),
+      created('sthr_b'),
+      { type: 'session.thread_created', session_thread_id: 'sthr_adv', agent_name: 'advisor', agent: { type: 'advisor', name: 'advisor', model: 'm' } },
+      { type: 'session.thread_created', session_thread_id: 'sthr_run', agent_name: 'step', workflow_run_id: 'wrun_1', agent: { name: 'step', model: 'm' } },
+      idle('sthr_b'),
+    ])
+    expect(t.liveChildCount()).toBe(2)
+    t.apply(6, { type: 'session.thread_status_terminated', session_thread_id: 'sthr_b', agent_name: 'worker', archived: true })
+    expect(t.liveChildCount()).toBe(1)
+  })
+
   it('runs one session\'s locked sections one at a time, in order, even when one fails', async () => {
     const locks = new SessionLocks()
     const order: string[] = []

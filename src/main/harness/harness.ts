@@ -399,7 +399,7 @@ export class Harness {
         await sleep(this.o.recoverPollMs, signal)
       }
     } else {
-      this.deps.journal.markStarted(c.sessionId, t.id)
+      await this.deps.journal.markStarted(c.sessionId, t.id)
     }
     try {
       return await this.deps.router.execute({ ...call, signal, onOutput })

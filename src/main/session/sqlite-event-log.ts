@@ -50,6 +50,11 @@ export class SqliteEventLog implements EventLog {
     return this.appender.append(sessionId, events, options)
   }
 
+  /** Runs `write` inside the next group commit (one shared fsync); resolves once committed. */
+  commitWith(write: () => void): Promise<void> {
+    return this.appender.commitWith(write)
+  }
+
   /**
    * Appends synchronously in a transaction of its own (one fsync). For bulk imports and
    * benchmarks; live code should use `append`, which shares fsyncs between writers.

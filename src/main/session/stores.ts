@@ -78,7 +78,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     threads: new ThreadStore({ log, sessions, clock }),
     vaults: new VaultStore(db, { secrets: options.secrets, clock }),
     leases: new SqliteLeaseStore(db, options.leases),
-    toolJournal: new SqliteToolJournal(db),
+    toolJournal: new SqliteToolJournal(db, log),
     memory,
     files,
     sessionResources: new SessionResourceStore(db, { sessions, files: hooks?.files, secrets: hooks?.resourceSecrets, clock, onChange: options.onResourceChange }),

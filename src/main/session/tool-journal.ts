@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3'
 import type { Db } from './database'
 
 /**
@@ -6,22 +7,38 @@ import type { Db } from './database'
  * SqliteToolJournal.
  */
 export interface ToolJournal {
-  markStarted(sessionId: string, toolUseId: string): void
+  /** Resolves once the record is durable; the call may be handed to the hands only then. */
+  markStarted(sessionId: string, toolUseId: string): Promise<void>
   wasStarted(toolUseId: string): boolean
 }
 
 /**
  * The harness's tool-call journal in SQLite (table harness_tool_calls). `markStarted` commits
- * (with the database's synchronous=FULL) before the call is handed to the hands.
+ * (with the database's synchronous=FULL) before the call is handed to the hands: inside the event
+ * log's next group commit when the log is given (one fsync shared with the threads appending at
+ * the same time, off the event loop's critical path of the others), else in a transaction of its
+ * own. A synchronous fsync per call here was ~3 ms of blocked event loop per tool call, which 25
+ * threads stepping together paid one after the other.
  */
 export class SqliteToolJournal implements ToolJournal {
-  constructor(private readonly db: Db) {}
+  private readonly insert: Statement
+  private readonly select: Statement
 
-  markStarted(sessionId: string, toolUseId: string): void {
-    this.db.prepare('INSERT OR IGNORE INTO harness_tool_calls (tool_use_id, session_id, started_at) VALUES (?, ?, ?)').run(toolUseId, sessionId, new Date().toISOString())
+  constructor(
+    private readonly db: Db,
+    private readonly log?: { commitWith(write: () => void): Promise<void> },
+  ) {
+    this.insert = db.prepare('INSERT OR IGNORE INTO harness_tool_calls (tool_use_id, session_id, started_at) VALUES (?, ?, ?)')
+    this.select = db.prepare('SELECT 1 FROM harness_tool_calls WHERE tool_use_id = ?')
+  }
+
+  async markStarted(sessionId: string, toolUseId: string): Promise<void> {
+    const write = () => void this.insert.run(toolUseId, sessionId, new Date().toISOString())
+    if (this.log) await this.log.commitWith(write)
+    else write()
   }
 
   wasStarted(toolUseId: string): boolean {
-    return this.db.prepare('SELECT 1 FROM harness_tool_calls WHERE tool_use_id = ?').get(toolUseId) !== undefined
+    return this.select.get(toolUseId) !== undefined
   }
 }

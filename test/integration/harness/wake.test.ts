@@ -24,7 +24,7 @@ async function prepare(events: (ids: { toolUseId: string }) => EventInput[], jou
   const session = await engine.services.sessions.create({ agent: agent.id, environment_id: env.id } as never)
   const toolUseId = newId('event')
   await engine.services.log.append(session.id, events({ toolUseId }))
-  if (journalStarted) engine.stores.toolJournal.markStarted(session.id, toolUseId)
+  if (journalStarted) await engine.stores.toolJournal.markStarted(session.id, toolUseId)
   await engine.close()
   return { dir, sessionId: session.id, toolUseId }
 }

@@ -146,6 +146,21 @@ export class LogAppender {
   }
 
   /**
+   * Runs `write` (synchronous statements on this database, no events) inside the next group
+   * transaction, so it shares that group's one fsync; resolves once it committed. A write that
+   * throws rejects its own promise and takes no append down (the group's savepoint path).
+   */
+  commitWith(write: () => void): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ sessionId: '', events: [], precheck: write, resolve: () => resolve(), reject })
+      if (!this.flushScheduled) {
+        this.flushScheduled = true
+        setImmediate(() => this.flush())
+      }
+    })
+  }
+
+  /**
    * Appends synchronously in a transaction of its own (one fsync). For bulk imports and
    * benchmarks; live code should use `append`, which shares fsyncs between writers.
    */
@@ -194,7 +209,7 @@ export class LogAppender {
       const o = outcomes[i]
       if (o.ok) {
         batch[i].resolve(o.stored)
-        this.onCommit(o.stored)
+        if (o.stored.length > 0) this.onCommit(o.stored)
       } else batch[i].reject(asCorralError(o.err))
     }
   }
@@ -219,6 +234,7 @@ export class LogAppender {
     // The precheck runs first: it may even create the session row (SessionStore.create appends
     // a new session's initial events in the transaction that inserts it).
     p.precheck?.()
+    if (p.events.length === 0) return [] // a commitWith write: no events
     // Within one group transaction an earlier append's tip is known; otherwise read it.
     return this.insertAll(p.sessionId, pending.get(p.sessionId) ?? this.tipOf(p.sessionId), p.events, pending)
   }

@@ -148,7 +148,11 @@ describe('crash safety with threads', () => {
         // kill at a random instant once this process is at work (its first event is in the log)
         const deadline = Date.now() + 20_000
         while (parent.services.log.lastSeq(sid) === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
-        await new Promise((r) => setTimeout(r, Math.random() * 700))
+        // then at a random instant within its next few dozen events (or 400 ms, whichever comes first):
+        // counting events, not time, keeps the kills spread over the whole session however fast the engine is
+        const target = parent.services.log.lastSeq(sid) + 1 + Math.floor(Math.random() * 30)
+        const until = Date.now() + Math.random() * 400
+        while (parent.services.log.lastSeq(sid) < target && Date.now() < until) await new Promise((r) => setTimeout(r, 1))
         await killNow(child)
         kills++
         const running = new Map<string, string>()

@@ -256,16 +256,17 @@ export class Harness {
       if (threads.primary.status !== 'running' && batch.some((e) => e.type === 'agent.thread_message_received' && !e.session_thread_id)) {
         batch = [...batch, { type: 'session.thread_status_running', session_thread_id: c.primaryId, agent_name: c.sessionAgent.name }]
       }
-      const agg = previewAggregate(threads, batch)
-      await this.deps.log.append(c.sessionId, agg ? [...batch, agg] : batch)
+      const { agg, after } = previewAggregate(threads, batch)
+      await this.deps.log.append(c.sessionId, agg ? [...batch, ...withUsage(agg, after, () => this.deps.sessions.retrieve(c.sessionId).budget)] : batch)
     })
   }
 
   /** After a run, in a multi-agent session: the session's status is what its threads say (repairs a gap left by an older process). */
   private async settleAggregate(c: RunContext): Promise<void> {
     await this.locks.with(c.sessionId, async () => {
-      const agg = c.threads.catchUp(this.deps.log).aggregateEvent()
-      if (agg) await this.deps.log.append(c.sessionId, [agg])
+      const threads = c.threads.catchUp(this.deps.log)
+      const agg = threads.aggregateEvent()
+      if (agg) await this.deps.log.append(c.sessionId, withUsage(agg, threads, () => this.deps.sessions.retrieve(c.sessionId).budget))
     })
   }
 
@@ -687,15 +688,24 @@ function threadOf(e: EventInput, primaryId: string): string {
 }
 
 /** The session status event the threads' statuses call for once `batch` is appended (the fold itself is not changed). */
-function previewAggregate(threads: SessionThreads, batch: readonly EventInput[]): EventInput | undefined {
+function previewAggregate(threads: SessionThreads, batch: readonly EventInput[]): { agg: EventInput | undefined; after: SessionThreads } {
   const copy = new SessionThreads(threads.sessionId, threads.primaryId)
   Object.assign(copy.primary, threads.primary)
   Object.assign(copy.session, threads.session)
   for (const [id, ch] of threads.children) copy.children.set(id, { ...ch })
+  for (const [m, u] of threads.usageByModel) copy.usageByModel.set(m, { ...u })
+  for (const k of threads.runningNow) copy.runningNow.add(k)
+  copy.unionMs = threads.unionMs
+  copy.unionSince = threads.unionSince
   copy.lastSeq = threads.lastSeq
   let seq = threads.lastSeq
   for (const e of batch) copy.apply(++seq, e as unknown as Record<string, unknown> & { type: string })
-  return copy.aggregateEvent()
+  return { agg: copy.aggregateEvent(), after: copy }
+}
+
+/** A session idle goes with the `session.usage` snapshot immediately before it (spec §4.4, §9). */
+function withUsage(agg: EventInput, threads: SessionThreads, budget: () => unknown): EventInput[] {
+  return agg.type === 'session.status_idle' ? [threads.usageEvent(budget()), agg] : [agg]
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -8,6 +8,7 @@ import { statusChangeOf, type SessionStatus } from '../../shared/api/events'
 import { countChildSlots } from '../../shared/api/thread-slots'
 import type { EventInput, EventLog } from '../session/event-log'
 import type { ModelUsage } from './model-client'
+import { listCostCents } from './pricing'
 import type { AgentToolConfig } from './tools'
 
 
@@ -70,6 +71,10 @@ export class SessionThreads {
   /** The session's own (aggregate) status as its `session.status_*` events set it. */
   readonly session: { status: SessionStatus; lastIdle?: StopReason } = { status: 'idle' }
   readonly usageByModel = new Map<string, ModelUsage>()
+  /** Threads running now (log key; '' the primary), and the wall time with at least one running: done (ms), and since when. */
+  readonly runningNow = new Set<string>()
+  unionMs = 0
+  unionSince = 0
 
   constructor(
     readonly sessionId: string,
@@ -145,8 +150,46 @@ export class SessionThreads {
     }
     const f = this.facts(c.thread)
     if (!f) return
+    this.track(c.thread === null || c.thread === this.primaryId ? '' : c.thread, c.status === 'running' || c.status === 'rescheduling', e.processed_at)
     f.status = c.status
     if (c.status === 'idle') f.lastIdle = (e.stop_reason as StopReason | undefined) ?? { type: 'end_turn' }
+  }
+
+  /** A thread starts or stops running at the event's time (an event not logged yet: now); the union counts overlap once. */
+  private track(key: string, running: boolean, at: unknown): void {
+    const t = typeof at === 'string' ? Date.parse(at) : Date.now()
+    const was = this.runningNow.size > 0
+    if (running) this.runningNow.add(key)
+    else this.runningNow.delete(key)
+    if (!was && this.runningNow.size > 0) this.unionSince = t
+    if (was && this.runningNow.size === 0) this.unionMs += Math.max(0, t - this.unionSince)
+  }
+
+  /**
+   * The `session.usage` snapshot written immediately before every `session.status_idle` (spec
+   * §4.4, §9): every thread's tokens summed, their list cost in whole cents (USD), the session's
+   * active seconds (wall time with at least one thread running), and the budget echoed.
+   */
+  usageEvent(budget: unknown): EventInput {
+    const sum = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+    let cents = 0
+    for (const [model, u] of this.usageByModel) {
+      for (const k of Object.keys(sum) as (keyof ModelUsage)[]) sum[k] += u[k]
+      cents += listCostCents(model, u)
+    }
+    const activeMs = this.unionMs + (this.runningNow.size > 0 ? Math.max(0, Date.now() - this.unionSince) : 0)
+    return {
+      type: 'session.usage',
+      usage: {
+        input_tokens: sum.input_tokens,
+        output_tokens: sum.output_tokens,
+        cache_read_input_tokens: sum.cache_read_input_tokens,
+        cache_creation: { ephemeral_5m_input_tokens: sum.cache_creation_input_tokens },
+        list_cost: { amount: String(Math.round(cents)), currency: 'USD' },
+        active_seconds: activeMs / 1000,
+      },
+      budget: (budget ?? null) as never,
+    } as EventInput
   }
 
   /** The aggregate the threads' statuses make (spec §4.4): any thread running → running; else idle with requires_action > budget_reached > the primary's reason. */

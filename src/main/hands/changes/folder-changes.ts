@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process'
-import { createHash } from 'node:crypto'
 import { constants, existsSync } from 'node:fs'
 import { appendFile, chmod, chown, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, stat, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join, posix, sep } from 'node:path'
 import { promisify } from 'node:util'
 import { CorralError } from '../../../shared/errors'
+import { BlobStore } from '../../session/blob-store'
 
 const run = promisify(execFile)
 
@@ -82,6 +82,8 @@ const MAX_TRACKED_FILE = 64 * 1024 * 1024
 export class FolderChanges {
   readonly root: string
   private readonly dir: string
+  /** The stored contents: the data directory's one blob layout, under `objects/`. */
+  private readonly objects: BlobStore
   private manifest: Manifest | undefined
   private records: ChangeRecord[] | undefined
   /** One scan or revert at a time: records come out in order. */
@@ -90,6 +92,7 @@ export class FolderChanges {
   constructor(options: FolderChangesOptions) {
     this.root = options.root
     this.dir = options.dir
+    this.objects = new BlobStore(join(options.dir, 'objects'))
   }
 
   /** Takes the baseline manifest once (before the first tool call); later calls load it. */
@@ -126,8 +129,7 @@ export class FolderChanges {
 
   /** The bytes of a stored content. */
   async object(hash: string): Promise<Buffer> {
-    if (!/^[0-9a-f]{64}$/.test(hash)) throw new CorralError('invalid_request_error', `hash: ${JSON.stringify(hash)} is not a sha256`)
-    return readFile(this.objectPath(hash)).catch((err) => {
+    return readFile(this.objects.path(hash)).catch((err) => {
       throw new CorralError('not_found_error', `content ${hash} is not in the change store`, { cause: err })
     })
   }
@@ -141,7 +143,7 @@ export class FolderChanges {
         else total += (await stat(join(d, e.name))).size
       }
     }
-    await walk(join(this.dir, 'objects'))
+    await walk(this.objects.dir)
     return total
   }
 
@@ -207,13 +209,9 @@ export class FolderChanges {
     return join(this.root, ...parts)
   }
 
-  private objectPath(hash: string): string {
-    return join(this.dir, 'objects', hash.slice(0, 2), hash.slice(2))
-  }
-
   private async load(): Promise<Manifest> {
     if (this.manifest) return this.manifest
-    await mkdir(join(this.dir, 'objects'), { recursive: true })
+    await mkdir(this.objects.dir, { recursive: true })
     const manifestFile = join(this.dir, 'manifest.json')
     if (existsSync(manifestFile)) {
       this.manifest = JSON.parse(await readFile(manifestFile, 'utf8')) as Manifest
@@ -328,15 +326,8 @@ export class FolderChanges {
     }
   }
 
-  private async storeBytesOf(bytes: Buffer): Promise<string> {
-    const hash = createHash('sha256').update(bytes).digest('hex')
-    const p = this.objectPath(hash)
-    if (!existsSync(p)) {
-      await mkdir(dirname(p), { recursive: true })
-      await writeFile(p + '.tmp', bytes)
-      await rename(p + '.tmp', p)
-    }
-    return hash
+  private storeBytesOf(bytes: Buffer): Promise<string> {
+    return this.objects.putBytes(bytes)
   }
 
   /** Writes a state (or removes the path) on the host, never through a symlinked parent. */

@@ -130,6 +130,10 @@ export class Engine {
         throw new CorralError('api_error', `settings file ${join(config.dataDir, 'settings.json')}: ${(err as Error).message}`)
       }
     }
+    // The settings file is read, and its advisor tiers checked, before the database opens, so a
+    // bad file stops the start without leaving corral.db open in this process.
+    this.settings = readSettings(config.dataDir)
+    tiers()
     // A repository's authorization_token goes to the keychain (for the egress proxy); without one it is refused.
     const resourceKeychain = config.keychain && new KeychainResourceSecrets(config.keychain)
     const stores = (this.stores = openStoresAt(join(config.dataDir, 'corral.db'), {
@@ -158,8 +162,6 @@ export class Engine {
     }))
     // (the database first, as before: opening it creates the data directory)
     this.token = config.token ?? resolveApiToken(config.dataDir, env)
-    this.settings = readSettings(config.dataDir)
-    tiers()
     const { log, agents, environments, sessions, threads, vaults } = stores
     if (config.keychain) {
       const vault = (this.vault = new Vault({ keychain: config.keychain, dataDir: config.dataDir, env, log: config.log, ...config.egress }))

@@ -8,7 +8,7 @@ import { statusChangeOf, type SessionStatus } from '../../shared/api/events'
 import { countChildSlots } from '../../shared/api/thread-slots'
 import type { EventInput, EventLog } from '../session/event-log'
 import type { ModelUsage } from './model-client'
-import { listCostCents } from './pricing'
+import { listCostCents, monetaryAmount } from '../../shared/api/pricing'
 import type { AgentToolConfig } from './tools'
 
 
@@ -185,7 +185,7 @@ export class SessionThreads {
         output_tokens: sum.output_tokens,
         cache_read_input_tokens: sum.cache_read_input_tokens,
         cache_creation: { ephemeral_5m_input_tokens: sum.cache_creation_input_tokens },
-        list_cost: { amount: String(Math.round(cents)), currency: 'USD' },
+        list_cost: monetaryAmount(cents),
         active_seconds: activeMs / 1000,
       },
       budget: (budget ?? null) as never,

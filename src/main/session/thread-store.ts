@@ -4,6 +4,7 @@ import { invalid, notFound } from '../../shared/errors'
 import { STATUS_EVENT_TYPES, statusChangeOf } from '../../shared/api/events'
 import type { Session } from '../../shared/api/types'
 import { countChildSlots } from '../../shared/api/thread-slots'
+import { listCostCents, monetaryAmount } from '../../shared/api/pricing'
 import type { SessionStore } from './session-store'
 import type { SqliteEventLog } from './sqlite-event-log'
 import type { Page } from './pagination'
@@ -25,6 +26,8 @@ interface ThreadFold {
   sawStatus: boolean
   sawIdle: boolean
   usage: Record<string, unknown>
+  /** The list cost of the thread's model requests so far, in unrounded US cents (each priced at the model its span end names). */
+  costCents: number
 }
 
 export interface ThreadListQuery {
@@ -104,7 +107,10 @@ export class ThreadStore {
       }
       if (row.type === 'span.model_request_end') {
         const f = fold.byThread.get(tid)
-        if (f) addUsage(f.usage, (JSON.parse(row.data) as { model_usage?: Record<string, unknown> }).model_usage)
+        if (!f) return
+        const e = JSON.parse(row.data) as { model_usage?: Record<string, unknown>; model?: unknown }
+        addUsage(f.usage, e.model_usage)
+        f.costCents += costOf(typeof e.model === 'string' ? e.model : modelOf(f.thread.agent), e.model_usage)
         return
       }
       // Session-level status events describe the primary thread; thread_status_* name theirs (statusChangeOf).
@@ -277,7 +283,7 @@ export interface SessionActivity {
 }
 
 function newFold(thread: SessionThread, agentName: string): ThreadFold {
-  return { thread, agentName, runningSince: null, activeMs: 0, firstRunningAt: null, sawStatus: false, sawIdle: false, usage: {} }
+  return { thread, agentName, runningSince: null, activeMs: 0, firstRunningAt: null, sawStatus: false, sawIdle: false, usage: {}, costCents: 0 }
 }
 
 function newThread(
@@ -338,6 +344,19 @@ function addUsage(usage: Record<string, unknown>, delta: Record<string, unknown>
   }
 }
 
+/** The list cost of one request's usage (a span end's `model_usage`), in cents; 0 without usage. */
+function costOf(model: string, u: Record<string, unknown> | undefined): number {
+  if (!u) return 0
+  const n = (k: string) => (typeof u[k] === 'number' ? (u[k] as number) : 0)
+  return listCostCents(model, { input_tokens: n('input_tokens'), output_tokens: n('output_tokens'), cache_creation_input_tokens: n('cache_creation_input_tokens'), cache_read_input_tokens: n('cache_read_input_tokens') })
+}
+
+/** The model id a thread's agent runs (a string or `{id}`); '' when it names none (priced at the default). */
+function modelOf(agent: SessionThread['agent']): string {
+  const m = (agent as { model?: unknown }).model
+  return typeof m === 'string' ? m : typeof (m as { id?: unknown } | undefined)?.id === 'string' ? (m as { id: string }).id : ''
+}
+
 function finish(f: ThreadFold, now: number, statusOverride: ThreadStatus | undefined): SessionThread {
   // A copy: the fold stays as the log left it, ready for the next events.
   const t: SessionThread = { ...f.thread, status: statusOverride ?? f.thread.status }
@@ -353,6 +372,7 @@ function finish(f: ThreadFold, now: number, statusOverride: ThreadStatus | undef
       startup_seconds: isPrimary ? (f.firstRunningAt !== null ? (f.firstRunningAt - created) / 1000 : 0) : 0,
     }
   }
-  if (f.sawIdle) t.usage = { ...(f.usage as SessionThread['usage'] & object), active_seconds: activeMs / 1000 }
+  // list_cost: this thread's model requests at list prices, rounded on its own (spec §3.1: threads never sum exactly to the session's figure)
+  if (f.sawIdle) t.usage = { ...(f.usage as SessionThread['usage'] & object), active_seconds: activeMs / 1000, list_cost: monetaryAmount(f.costCents) }
   return t
 }

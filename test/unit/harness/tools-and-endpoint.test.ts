@@ -3,7 +3,6 @@ import Anthropic from '@anthropic-ai/sdk'
 import { modelTools, routeTool, SESSION_HISTORY_TOOL } from '../../../src/main/harness/tools'
 import { classifyError, ModelRequestError, toCompatibleRequest, type ModelRequest } from '../../../src/main/harness/model-client'
 import { parseSessionHistoryInput } from '../../../src/main/harness/session-history'
-import { budgetCents, listCostCents } from '../../../src/main/harness/pricing'
 import { resolveModelEndpoint } from '../../../src/main/config'
 
 const toolset = (extra: Record<string, unknown> = {}) => ({ type: 'agent_toolset_20260401', ...extra })
@@ -77,16 +76,5 @@ describe('session_history input', () => {
     expect(parseSessionHistoryInput({ types: 'agent.message' })).toEqual({ error: 'types: must be an array of event type strings' })
     expect(parseSessionHistoryInput({ after: 1, before: 5 })).toEqual({ error: 'after, before: give one of them, not both' })
     expect(parseSessionHistoryInput({ before: 5, limit: 3, types: ['agent.message'] })).toEqual({ before: 5, limit: 3, types: ['agent.message'] })
-  })
-})
-
-describe('list cost', () => {
-  it('prices usage by model family, with cache reads and writes, and reads a budget in minor units', () => {
-    const u = { input_tokens: 1_000_000, output_tokens: 1_000_000, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
-    expect(listCostCents('claude-sonnet-5-5', u)).toBe(1800)
-    expect(listCostCents('claude-haiku-4-5', u)).toBe(600)
-    expect(listCostCents('claude-sonnet-5-5', { ...u, input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 1_000_000, cache_creation_input_tokens: 1_000_000 })).toBeCloseTo(30 + 375)
-    expect(budgetCents({ type: 'limit', max_list_cost: { amount: '2500', currency: 'USD' } })).toBe(2500)
-    expect(budgetCents(null)).toBeUndefined()
   })
 })

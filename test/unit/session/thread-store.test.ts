@@ -165,4 +165,41 @@ describe('ThreadStore', () => {
     expect(t.threads.activity(sid)).toEqual({ union_seconds: 7, sum_seconds: 12 })
     expect(memoryStoresOn(t).activity(sid)).toEqual({ union_seconds: 7, sum_seconds: 12 })
   })
+
+  it("reports each thread's own list cost in whole US cents, priced at the model each request names (else the thread's), rounded per thread", async () => {
+    const sid = await t.newSession()
+    const primary = primaryThreadId(sid)
+    const haiku = { type: 'inline', name: 'cheap', description: null, model: { id: 'claude-haiku-4-5' }, system: 's', tools: [], mcp_servers: [], skills: [], execution_identity: null }
+    const end = (thread: string | undefined, model: string | undefined, u: { input_tokens: number; output_tokens: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number }) => ({
+      type: 'span.model_request_end',
+      ...(thread ? { session_thread_id: thread } : {}),
+      ...(model ? { model } : {}),
+      model_request_start_id: 'sevt_x',
+      is_error: false,
+      model_usage: { cache_read_input_tokens: 0, cache_creation_input_tokens: 0, ...u },
+    })
+    const idle = (thread: string) => ({ type: 'session.thread_status_idle', session_thread_id: thread, agent_name: 'a', stop_reason: { type: 'end_turn' }, stop_details: null })
+    await at(1000, sid, { type: 'session.thread_created', session_thread_id: 'sthr_H', agent_name: 'cheap', agent: haiku, workflow_run_id: null })
+    // no model on the span end: the thread's own model (haiku, $1 / $5 per MTok): 0.4 + 0.25 = 0.65 cents
+    await at(1500, sid, end('sthr_H', undefined, { input_tokens: 4000, output_tokens: 500 }))
+    await at(2000, sid, idle('sthr_H'))
+    // the primary (sonnet, $3 / $15): 1M input and a cache read of 1M = 300 + 30 cents
+    await at(2500, sid, end(undefined, 'claude-sonnet-4-6', { input_tokens: 1_000_000, output_tokens: 0, cache_read_input_tokens: 1_000_000 }))
+    await at(3000, sid, { type: 'session.status_idle', stop_reason: { type: 'end_turn' }, stop_details: null })
+    // an advisor consultation is priced at the advisor model its span names (opus 4.8, $5 / $25): 2.5 cents
+    await at(3500, sid, { type: 'session.thread_created', session_thread_id: 'sthr_ADV', agent_name: 'anthropic.advisor', agent: { type: 'advisor', model: 'claude-opus-4-8' }, workflow_run_id: null })
+    await at(3600, sid, end('sthr_ADV', 'claude-opus-4-8', { input_tokens: 2000, output_tokens: 600 }))
+    await at(3700, sid, idle('sthr_ADV'))
+    const [p, h, adv] = t.threads.all(sid)
+    expect(p.id).toBe(primary)
+    expect(p.usage?.list_cost).toEqual({ amount: '330', currency: 'USD' })
+    expect(h.usage?.list_cost).toEqual({ amount: '1', currency: 'USD' })
+    expect(adv.usage?.list_cost).toEqual({ amount: '3', currency: 'USD' })
+    expect(t.threads.retrieve(sid, 'sthr_H').usage?.list_cost).toEqual({ amount: '1', currency: 'USD' })
+    // a second cheap request: the thread's figure is its unrounded sum rounded once (0.65 + 0.65 = 1.3 → 1), not 1 + 1
+    await at(4000, sid, { type: 'session.thread_status_running', session_thread_id: 'sthr_H', agent_name: 'cheap' })
+    await at(4500, sid, end('sthr_H', undefined, { input_tokens: 4000, output_tokens: 500 }))
+    await at(5000, sid, idle('sthr_H'))
+    expect(t.threads.retrieve(sid, 'sthr_H').usage?.list_cost).toEqual({ amount: '1', currency: 'USD' })
+  })
 })

@@ -1,45 +1,22 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { Engine } from '../../../src/main/engine'
 import type { LoggedEvent } from '../../../src/main/session/event-log'
+import { CrashChildren } from '../../support/crash-children'
 import { ScriptedModelServer, say, toolCall, toolResultsOf, type RecordedRequest, type ScriptStep } from '../../support/model-server'
 
 // A kill -9 of the engine while the advisor's request is in flight (DESIGN invariant 2): the
 // restarted engine terminates the consultation thread the dead one left running, consults again,
 // and the advice reaches the primary exactly once, as the call's one result.
 
-const CHILD = resolve(__dirname, '../../support/harness-crash-child.ts')
 const dir = mkdtempSync(join(tmpdir(), 'corral-advisor-crash-'))
-const children = new Set<ChildProcess>()
+const children = new CrashChildren({ dir })
 afterAll(() => {
-  for (const c of children) c.kill('SIGKILL')
+  children.dispose()
   rmSync(dir, { recursive: true, force: true })
 })
-
-function startChild(modelUrl: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, dir, modelUrl, join(dir, 'effects.log')], {
-    env: { ...process.env, NODE_PATH: resolve(__dirname, '../../../node_modules') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  children.add(child)
-  child.on('exit', () => children.delete(child))
-  let err = ''
-  child.stderr!.on('data', (b: Buffer) => (err += b.toString()))
-  return new Promise((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`child did not start:\n${err}`)), 30_000)
-    child.stdout!.once('data', () => {
-      clearTimeout(timer)
-      res(child)
-    })
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer)
-      rej(new Error(`child exited (${code ?? signal}) before it was ready:\n${err}`))
-    })
-  })
-}
 
 const ADVISOR_MODEL = 'claude-opus-5'
 const ADVICE = 'Check the lock file first.'
@@ -73,11 +50,11 @@ describe('the advisor across a crash', () => {
       const sid = (await parent.services.sessions.create({ agent: agent.id, environment_id: env.id, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'Fix the build.' }] }] } as never)).id
       const events = (): LoggedEvent[] => parent.services.log.read(sid, { limit: 1000 }).map((r) => r.event)
 
-      const first = await startChild(model.url)
+      const first = await children.start([dir, model.url, join(dir, 'effects.log')])
       await arrived
       first.kill('SIGKILL')
       await new Promise<void>((r) => (first.exitCode !== null || first.signalCode !== null ? r() : first.once('exit', () => r())))
-      const second = await startChild(model.url)
+      const second = await children.start([dir, model.url, join(dir, 'effects.log')])
       const deadline = Date.now() + 40_000
       while (events().at(-1)?.type !== 'session.status_idle') {
         if (Date.now() > deadline) throw new Error(`no idle: ${events().map((e) => e.type).join(', ')}`)

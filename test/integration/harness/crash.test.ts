@@ -1,35 +1,22 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { Engine } from '../../../src/main/engine'
 import type { LoggedEvent } from '../../../src/main/session/event-log'
+import { CrashChildren } from '../../support/crash-children'
 import { ScriptedModelServer, say, type RecordedRequest, type ScriptStep } from '../../support/model-server'
 
 const SESSIONS = 4
 const STEPS_PER_TURN = 8
 const KILLS = Number(process.env.CORRAL_CRASH_KILLS ?? 100)
-const CHILD = resolve(__dirname, '../../support/harness-crash-child.ts')
 
 const dir = mkdtempSync(join(tmpdir(), 'corral-crash-'))
-const children = new Set<ChildProcess>()
+const children = new CrashChildren({ dir })
 afterAll(() => {
-  for (const c of children) c.kill('SIGKILL')
+  children.dispose()
   rmSync(dir, { recursive: true, force: true })
 })
-
-/** Bundles the child once (esbuild) so each restart costs ~0.4 s instead of tsx's ~1.4 s. */
-async function childCommand(): Promise<string[]> {
-  try {
-    const { build } = await import('esbuild')
-    const out = join(dir, 'child.cjs')
-    await build({ entryPoints: [CHILD], bundle: true, platform: 'node', format: 'cjs', packages: 'external', outfile: out, logLevel: 'warning' })
-    return [out]
-  } catch {
-    return ['--import', 'tsx', CHILD]
-  }
-}
 
 /** The scripted model: each turn is STEPS_PER_TURN tool results long (sometimes two calls at once), then "done". */
 function responder(req: RecordedRequest): ScriptStep {
@@ -46,35 +33,6 @@ function responder(req: RecordedRequest): ScriptStep {
   if (results % 3 === 1 && results + 1 < STEPS_PER_TURN) blocks.push({ type: 'tool_use', name: 'bash', input: { command: `echo step-${results + 2}` } })
   return { kind: 'message', blocks, delayMs: Math.floor(Math.random() * 4) }
 }
-
-function startChild(cmd: string[], modelUrl: string, effects: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...cmd, dir, modelUrl, effects], {
-    env: { ...process.env, NODE_PATH: resolve(__dirname, '../../../node_modules') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  children.add(child)
-  child.on('exit', () => children.delete(child))
-  let err = ''
-  child.stderr!.on('data', (b: Buffer) => (err += b.toString()))
-  return new Promise((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`child did not start:\n${err}`)), 30_000)
-    child.stdout!.once('data', () => {
-      clearTimeout(timer)
-      res(child)
-    })
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer)
-      rej(new Error(`child exited (${code ?? signal}) before it was ready:\n${err}`))
-    })
-  })
-}
-
-const killNow = (child: ChildProcess) =>
-  new Promise<void>((res) => {
-    if (child.exitCode !== null || child.signalCode !== null) return res()
-    child.once('exit', () => res())
-    child.kill('SIGKILL')
-  })
 
 describe('crash safety', () => {
   it(`survives kill -9 at ${KILLS} random instants: every session ends its turns, no event or side effect twice, one result per tool call`, async () => {
@@ -102,13 +60,12 @@ describe('crash safety', () => {
         return last?.type === 'session.status_idle' && last.stop_reason?.type === 'end_turn'
       }
 
-      const cmd = await childCommand()
       let kills = 0
       let turns = 1
       while (kills < KILLS) {
-        const child = await startChild(cmd, model.url, effects)
+        const child = await children.start([dir, model.url, effects])
         await new Promise((r) => setTimeout(r, Math.random() * 150))
-        await killNow(child)
+        await children.kill(child)
         kills++
         if (sessions.every(finished)) {
           for (const id of sessions) await parent.services.sessions.sendEvents(id, [{ type: 'user.message', content: [{ type: 'text', text: `task again ${turns}` }] }] as never)
@@ -116,13 +73,13 @@ describe('crash safety', () => {
         }
       }
       // a last, undisturbed run finishes whatever is left
-      const last = await startChild(cmd, model.url, effects)
+      const last = await children.start([dir, model.url, effects])
       const deadline = Date.now() + 60_000
       while (!sessions.every(finished)) {
         if (Date.now() > deadline) throw new Error('sessions did not finish after the last restart')
         await new Promise((r) => setTimeout(r, 50))
       }
-      await killNow(last)
+      await children.kill(last)
 
       const effectLines = existsSync(effects) ? readFileSync(effects, 'utf8').split('\n').filter((l) => l.startsWith('effect ')) : []
       const effectIds = effectLines.map((l) => l.split(' ')[1])

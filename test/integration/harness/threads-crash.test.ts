@@ -1,38 +1,26 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { Engine } from '../../../src/main/engine'
 import type { LoggedEvent } from '../../../src/main/session/event-log'
 import { primaryThreadId } from '../../../src/shared/api/ids'
+import { CrashChildren } from '../../support/crash-children'
 import { ScriptedModelServer, say, type RecordedRequest, type ScriptStep } from '../../support/model-server'
 
 const WORKERS = 3
 const STEPS = 40
 const KILLS = Number(process.env.CORRAL_THREAD_CRASH_KILLS ?? 24)
-const CHILD = resolve(__dirname, '../../support/harness-crash-child.ts')
 const LEAD = 'You are the lead.'
 const CAREFUL = 'You are the careful one.'
 
 const dir = mkdtempSync(join(tmpdir(), 'corral-threads-crash-'))
-const children = new Set<ChildProcess>()
+const children = new CrashChildren({ dir })
 afterAll(() => {
-  for (const c of children) c.kill('SIGKILL')
+  children.dispose()
   if (process.env.CORRAL_KEEP) console.log('KEPT', dir)
   else rmSync(dir, { recursive: true, force: true })
 })
-
-async function childCommand(): Promise<string[]> {
-  try {
-    const { build } = await import('esbuild')
-    const out = join(dir, 'child.cjs')
-    await build({ entryPoints: [CHILD], bundle: true, platform: 'node', format: 'cjs', packages: 'external', outfile: out, logLevel: 'warning' })
-    return [out]
-  } catch {
-    return ['--import', 'tsx', CHILD]
-  }
-}
 
 const userTexts = (req: RecordedRequest) =>
   req.body.messages.flatMap((m) => (m.role === 'user' && typeof m.content !== 'string' ? m.content.flatMap((b) => (b.type === 'text' ? [String(b.text)] : [])) : []))
@@ -65,35 +53,6 @@ function responder(req: RecordedRequest): ScriptStep {
   if (results >= STEPS) return say('finished', { chunkSize: 2, delayMs: delay() })
   return { kind: 'message', blocks: [{ type: 'text', text: `step ${results + 1}` }, { type: 'tool_use', name: 'bash', input: { command: `echo step-${results + 1}` } }], delayMs: delay() }
 }
-
-function startChild(cmd: string[], modelUrl: string, effects: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...cmd, dir, modelUrl, effects], { env: { ...process.env, NODE_PATH: resolve(__dirname, '../../../node_modules') }, stdio: ['ignore', 'pipe', 'pipe'] })
-  children.add(child)
-  child.on('exit', () => children.delete(child))
-  let err = ''
-  child.stderr!.on('data', (b: Buffer) => {
-    err += b.toString()
-    if (process.env.CORRAL_CRASH_DEBUG) process.stderr.write(b)
-  })
-  return new Promise((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`child did not start:\n${err}`)), 30_000)
-    child.stdout!.once('data', () => {
-      clearTimeout(timer)
-      res(child)
-    })
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer)
-      rej(new Error(`child exited (${code ?? signal}) before it was ready:\n${err}`))
-    })
-  })
-}
-
-const killNow = (child: ChildProcess) =>
-  new Promise<void>((res) => {
-    if (child.exitCode !== null || child.signalCode !== null) return res()
-    child.once('exit', () => res())
-    child.kill('SIGKILL')
-  })
 
 const field = <T>(e: LoggedEvent, k: string) => (e as unknown as Record<string, T>)[k]
 
@@ -130,7 +89,6 @@ describe('crash safety with threads', () => {
         return last?.type === 'session.status_idle' && last.stop_reason?.type === 'end_turn' && evs.some((e) => e.type === 'agent.message' && field<{ text: string }[]>(e, 'content')[0].text === 'all done')
       }
 
-      const cmd = await childCommand()
       const askOf = () => eventsOf().find((e) => e.type === 'agent.tool_use' && field(e, 'evaluated_permission') === 'ask')
       // answered between two processes (a brain hears of another process's events when it starts)
       const confirmIfAsked = async () => {
@@ -144,7 +102,7 @@ describe('crash safety with threads', () => {
       let midTurnKills = 0
       while (kills < KILLS && !finished()) {
         const before = parent.services.log.lastSeq(sid)
-        const child = await startChild(cmd, model.url, effects)
+        const child = await children.start([dir, model.url, effects])
         // kill at a random instant once this process is at work (its first event is in the log)
         const deadline = Date.now() + 20_000
         while (parent.services.log.lastSeq(sid) === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
@@ -153,7 +111,7 @@ describe('crash safety with threads', () => {
         const target = parent.services.log.lastSeq(sid) + 1 + Math.floor(Math.random() * 30)
         const until = Date.now() + Math.random() * 400
         while (parent.services.log.lastSeq(sid) < target && Date.now() < until) await new Promise((r) => setTimeout(r, 1))
-        await killNow(child)
+        await children.kill(child)
         kills++
         const running = new Map<string, string>()
         for (const e of eventsOf()) if (e.type.startsWith('session.thread_status_') && e.session_thread_id && e.session_thread_id !== primaryThreadId(sid)) running.set(e.session_thread_id, e.type)
@@ -163,13 +121,13 @@ describe('crash safety with threads', () => {
       }
       for (;;) {
         await confirmIfAsked()
-        const last = await startChild(cmd, model.url, effects)
+        const last = await children.start([dir, model.url, effects])
         const deadline = Date.now() + 60_000
         while (!finished() && !(!confirmed && askOf())) {
           if (Date.now() > deadline) throw new Error(`the session did not finish after the last restart:\n${eventsOf().map((e) => `${e.type} ${e.session_thread_id ?? ''}`).join('\n')}`)
           await new Promise((r) => setTimeout(r, 50))
         }
-        await killNow(last)
+        await children.kill(last)
         if (finished()) break
       }
       expect(kills).toBeGreaterThanOrEqual(Math.min(KILLS, 20))

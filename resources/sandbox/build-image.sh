@@ -99,8 +99,10 @@ tar --numeric-owner -C "$ROOT" -c . | docker import \
   --change 'CMD ["node","/opt/corral/runner.js"]' \
   - "$IMAGE" >/dev/null
 docker tag "$IMAGE" "$REPO:latest"
-# Earlier builds of the recipe are no longer used by new sandboxes; drop those no container uses.
-for old in $(docker image ls "$REPO" --format '{{.Tag}}' | grep -v -x -e "$TAG" -e latest); do
+# Earlier builds of the recipe are no longer used by new sandboxes of this checkout; keep the three
+# newest (another checkout or worktree of a different runner may still be using one; `docker image
+# ls` lists newest first) and drop the older ones no container uses.
+for old in $(docker image ls "$REPO" --format '{{.Tag}}' | grep -v -x -e "$TAG" -e latest | tail -n +4); do
   docker image rm "$REPO:$old" >/dev/null 2>&1 && step "removed the previous image $REPO:$old" || true
 done
 step "built $IMAGE ($(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"

@@ -100,15 +100,20 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
     }
   })
 
-  it('hands a warm container to a new session in under 20 ms and refills the pool', async () => {
+  // How fast a pool hit is belongs to `npm run bench -- hands` (warm_pool_hit_provision); here:
+  // that the session gets the container the pool had started, not a new one.
+  it('hands the warm container the pool started to a new session and refills the pool', async () => {
     const cfg = config({ pool_size: 1 })
-    expect(await provider.warm({ environmentId: 'env_pool', config: cfg })).toBe(1)
+    const environmentId = `env_pool${Date.now().toString(36)}`
+    const ofEnvironment = async () => (await client.listContainers({ all: true, filters: { label: [`corral.environment=${environmentId}`] } })).map((c) => c.Id)
+    expect(await provider.warm({ environmentId, config: cfg })).toBe(1)
+    const pooled = await ofEnvironment()
+    expect(pooled).toHaveLength(1)
     const sessionId = sid('pool')
-    const sandbox = provider.create({ sessionId, environmentId: 'env_pool', config: cfg })
+    const sandbox = provider.create({ sessionId, environmentId, config: cfg })
     try {
-      const started = performance.now()
       await sandbox.provision()
-      expect(performance.now() - started).toBeLessThan(20)
+      expect(liveContainer(sandbox).id).toBe(pooled[0])
       expect((await sandbox.execute({ toolUseId: 'toolu_p', name: 'write', input: { file_path: 'kept', content: 'pooled' } })).isError).toBe(false)
       // A replacement container for this session mounts the pooled workspace.
       await liveContainer(sandbox).kill()

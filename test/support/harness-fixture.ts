@@ -5,6 +5,7 @@ import { Engine } from '../../src/main/engine'
 import type { BrainsOptions } from '../../src/main/orchestrator/brains'
 import type { LoggedEvent } from '../../src/main/session/event-log'
 import type { ToolRouter } from '../../src/main/hands/tool-router'
+import { AnthropicModelClient, type ModelClient } from '../../src/main/harness/model-client'
 import { RecordingToolRouter } from './harness-tool-router'
 import { ScriptedModelServer, type Responder, type ScriptStep } from './model-server'
 
@@ -34,6 +35,12 @@ export interface HarnessFixtureParams {
   harness?: BrainsOptions
   agent?: Record<string, unknown>
   router?: ToolRouter
+  /**
+   * Wraps the engine's real model client (the SDK's, against the scripted server), e.g. to do
+   * something at an exact point of a request's life (after its response arrived, before the
+   * harness records it).
+   */
+  wrapModel?: (inner: ModelClient) => ModelClient
 }
 
 /** An engine with brains against a scripted model server and a recording tool router, in a temp dir. */
@@ -46,6 +53,7 @@ export async function openHarnessFixture(p: HarnessFixtureParams = {}): Promise<
     token: 'test-token',
     env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test-key' },
     toolRouter: p.router ?? router,
+    ...(p.wrapModel ? { modelClient: p.wrapModel(new AnthropicModelClient({ apiKey: 'test-key', baseURL: model.url, stallTimeoutMs: p.harness?.stallTimeoutMs ?? 1000 })) } : {}),
     harness: { backoffBaseMs: 5, backoffMaxMs: 40, stallTimeoutMs: 1000, leaseTtlMs: 3000, ...p.harness },
     log: (m) => console.error(m),
   })

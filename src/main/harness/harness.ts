@@ -292,7 +292,7 @@ export class Harness {
         await append([{ type: 'span.model_request_end', model_request_start_id: step.spanId, is_error: true, model_usage: zeroUsage(), interrupted: true }])
         return
       case 'stop_tools': {
-        const interrupted = c.state.lastInterruptSeq > 0 && c.state.lastInterruptSeq > Math.min(...step.toolUses.map((t) => t.seq))
+        const interrupted = step.cause === 'interrupt'
         await append(
           step.toolUses.map((t) => {
             const started = this.deps.journal.wasStarted(t.id)
@@ -501,6 +501,9 @@ export class Harness {
     }
     await startSpan()
     if (!c.control.mayRecord) return
+    // an interrupt reached this brain after the response was complete: the turn still stops (the
+    // fold stops its calls, see decideNext), and a child's final text is not sent as a report
+    const cutShort = signal.aborted && !c.control.stopped
     const end: EventInputOf<'span.model_request_end'> = {
       type: 'span.model_request_end',
       model_request_start_id: startId,
@@ -523,7 +526,7 @@ export class Harness {
     // The idle carries context_seq too, so input that arrived meanwhile is still answered.
     const final = response.stopReason !== 'pause_turn' && !out.some((e) => e.type === 'agent.tool_use' || e.type === 'agent.mcp_tool_use' || e.type === 'agent.custom_tool_use')
     const idle: EventInput[] = final ? [this.idleEvent(c, { type: response.stopReason === 'refusal' ? 'refusal' : 'end_turn' }, contextSeq)] : []
-    if (final && c.threadKey !== null && response.stopReason !== 'refusal') out = this.report(out, c)
+    if (final && c.threadKey !== null && response.stopReason !== 'refusal' && !cutShort) out = this.report(out, c)
     await this.appendThread(c, [...out, ...(await this.unrunnableAsks(out, c)), end, ...idle])
   }
 

@@ -32,6 +32,12 @@ export interface SessionState {
   status: SessionStatus
   lastIdle?: { seq: number; stopReason: { type: string; event_ids?: string[] } }
   lastAnswerSeq: number
+  /**
+   * How much of the log the last answer's request saw (its span end's `context_seq`; the span
+   * end's own seq without one). An interrupt after it arrived while the request was in flight:
+   * the answer does not settle it, even when the answer was logged after it.
+   */
+  lastAnswerSawSeq: number
   lastInterruptSeq: number
   /** A `span.model_request_start` with no end (the process died mid-request). */
   openSpanId?: string
@@ -68,6 +74,7 @@ export function newSessionState(thread: ThreadKey, scope: FoldScope = {}): Sessi
     lastSeq: 0,
     status: 'idle',
     lastAnswerSeq: 0,
+    lastAnswerSawSeq: 0,
     lastInterruptSeq: 0,
     openToolUses: [],
     lastUserMessageSeq: 0,
@@ -118,10 +125,12 @@ const onStatus = (s: SessionState, e: { type: string; session_thread_id?: string
 
 const onIdle = (s: SessionState, e: LoggedEventOf<'session.status_idle'> | LoggedEventOf<'session.thread_status_idle'>, seq: number): void => {
   if (!onStatus(s, e)) return
-  s.lastIdle = { seq, stopReason: e.stop_reason ?? { type: 'end_turn' } }
   // an idle written with a model answer covers only what that request saw (context_seq)
   const contextSeq = 'context_seq' in e ? e.context_seq : undefined
   const sawThrough = typeof contextSeq === 'number' ? contextSeq : seq
+  s.lastIdle = { seq, stopReason: e.stop_reason ?? { type: 'end_turn' } }
+  // a turn that ended leaves no custom call waiting on the client (one logged after an interrupt that stopped the turn)
+  if (s.lastIdle.stopReason.type === 'end_turn') dropCustom(s)
   if (s.newInputSeq <= sawThrough) resetBarrier(s)
   else s.failures = 0
 }
@@ -194,6 +203,7 @@ const step = defineFold<SessionState, number>({
     // a compaction request summarizes; it answers nothing
     if (!e.is_error && e.stop_reason !== 'compaction') {
       s.lastAnswerSeq = seq
+      s.lastAnswerSawSeq = typeof e.context_seq === 'number' ? e.context_seq : seq
       s.lastStopReason = typeof e.stop_reason === 'string' ? e.stop_reason : 'end_turn'
       s.failures = 0
       // input appended while the request ran (after the part of the log it saw) is still news
@@ -242,7 +252,8 @@ export interface DecideOptions {
 export type NextStep =
   | { kind: 'none' }
   | { kind: 'close_span'; spanId: string }
-  | { kind: 'stop_tools'; toolUses: OpenToolUse[] }
+  /** Close calls without running them: because of an interrupt, or because a new message abandoned the calls waiting on the person. */
+  | { kind: 'stop_tools'; toolUses: OpenToolUse[]; cause: 'interrupt' | 'new_message' }
   | { kind: 'run_tools'; run: OpenToolUse[]; deny: OpenToolUse[] }
   | { kind: 'idle'; stopReason: { type: 'end_turn' } | { type: 'requires_action'; event_ids: string[] } | { type: 'refusal' } }
   | { kind: 'model'; attempt: number }
@@ -252,11 +263,14 @@ export type NextStep =
  * request a dead process left open, settle tool calls, wait for answers, call the model, idle.
  */
 export function decideNext(s: SessionState): NextStep {
-  const interruptPending = s.lastInterruptSeq > (s.lastIdle?.seq ?? 0) && s.lastInterruptSeq > s.lastAnswerSeq
+  // An interrupt is settled by a later idle, or by an answer whose request already saw it: an
+  // answer that was in flight when it arrived (logged after it, but its context_seq before it)
+  // does not settle it, so the interrupt wins over a response that happened to finish first.
+  const interruptPending = s.lastInterruptSeq > (s.lastIdle?.seq ?? 0) && s.lastInterruptSeq > s.lastAnswerSawSeq
   const unconfirmedOrCustom = (t: OpenToolUse) => t.type === 'agent.custom_tool_use' || (t.permission === 'ask' && !t.confirmation)
   if (interruptPending) {
     const toolUses = s.openToolUses.filter(isHarnessRun)
-    if (toolUses.length) return { kind: 'stop_tools', toolUses }
+    if (toolUses.length) return { kind: 'stop_tools', toolUses, cause: 'interrupt' }
     if (s.openSpanId) return { kind: 'close_span', spanId: s.openSpanId }
     if (s.newInputSeq > s.lastInterruptSeq) return { kind: 'model', attempt: s.failures }
     if (s.status === 'idle' && s.lastIdle && s.lastIdle.stopReason.type !== 'requires_action') return { kind: 'none' }
@@ -269,7 +283,7 @@ export function decideNext(s: SessionState): NextStep {
   const waiting = s.openToolUses.filter(unconfirmedOrCustom)
   // A new user message while calls wait for confirmation: those calls are abandoned (the model hears so).
   const abandoned = waiting.filter((t) => t.seq < s.lastUserMessageSeq)
-  if (abandoned.length) return { kind: 'stop_tools', toolUses: abandoned }
+  if (abandoned.length) return { kind: 'stop_tools', toolUses: abandoned, cause: 'new_message' }
   if (run.length || deny.length) return { kind: 'run_tools', run, deny }
   if (waiting.length) {
     const ids = waiting.map((t) => t.id)

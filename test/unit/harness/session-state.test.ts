@@ -83,6 +83,38 @@ describe('deciding the next step from the log', () => {
     })
   })
 
+  it('stops the calls of an answer whose request was in flight when the interrupt was logged, though the answer was logged after it', () => {
+    // seq: 1 message, 2 running, 3 span start, 4 interrupt, 5 tool_use, 6 span end that saw through seq 3
+    const raced = log(
+      ['user.message'],
+      ['session.status_running'],
+      ['span.model_request_start', { id: 's' }],
+      ['user.interrupt'],
+      ['agent.tool_use', { id: 'u1', evaluated_permission: 'allow' }],
+      end({ stop_reason: 'tool_use', context_seq: 3 }),
+    )
+    expect(decide(raced)).toEqual({ kind: 'stop_tools', toolUses: [expect.objectContaining({ id: 'u1' })], cause: 'interrupt' })
+    const stopped = [...raced, { seq: 7, event: { id: 'sevt_7', type: 'agent.tool_result', tool_use_id: 'u1', is_error: true, interrupted: true } }]
+    expect(decide(stopped)).toEqual({ kind: 'idle', stopReason: { type: 'end_turn' } })
+    // an answer whose request saw the interrupt (a message sent with it) settles it: its calls run
+    const seen = log(['user.message'], ['session.status_running'], ['user.interrupt'], ['user.message'], ['agent.tool_use', { id: 'u1', evaluated_permission: 'allow' }], end({ stop_reason: 'tool_use', context_seq: 4 }))
+    expect(decide(seen)).toMatchObject({ kind: 'run_tools', run: [{ id: 'u1' }] })
+  })
+
+  it('leaves no custom call waiting on the client once an interrupted turn has idled end_turn', () => {
+    const raced = log(
+      ['user.message'],
+      ['session.status_running'],
+      ['span.model_request_start', { id: 's' }],
+      ['user.interrupt'],
+      ['agent.custom_tool_use', { id: 'c1' }],
+      end({ stop_reason: 'tool_use', context_seq: 3 }),
+    )
+    expect(decide(raced)).toEqual({ kind: 'idle', stopReason: { type: 'end_turn' } })
+    const idled = log(...[...raced.map((r) => [r.event.type, r.event] as [string, Record<string, unknown>]), ['session.status_idle', { stop_reason: { type: 'end_turn' } }] as [string, Record<string, unknown>]])
+    expect(decide(idled)).toEqual({ kind: 'none' })
+  })
+
   it('answers a message sent after an interrupt', () => {
     expect(decide(log(['user.message'], ['session.status_running'], ['user.interrupt'], ['user.message']))).toEqual({ kind: 'model', attempt: 0 })
   })

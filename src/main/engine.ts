@@ -172,6 +172,7 @@ export class Engine {
       for (const store of [environments, vaults, sessions]) this.disposers.push(store.changes.subscribe(refresh))
     }
     this.services = { log, agents, environments, sessions, threads, vaults, memory: stores.memory, searchMessages: stores.searchMessages, previews: new PreviewBus(), sessionResources: stores.sessionResources }
+    if (stores.skills) this.services.skills = stores.skills
     if (stores.files) {
       stores.files.collectExpired()
       this.services.files = { store: stores.files, maxBytes: () => this.maxFileBytes() }

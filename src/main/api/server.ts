@@ -16,6 +16,7 @@ import { threadRoutes } from './routes/threads'
 import { vaultRoutes } from './routes/vaults'
 import { memoryStoreRoutes } from './routes/memory-stores'
 import { fileRoutes } from './routes/files'
+import { skillRoutes } from './routes/skills'
 import { sessionResourceRoutes } from './routes/session-resources'
 
 export const SESSION_COOKIE = 'corral_token'
@@ -65,6 +66,7 @@ export function createApiApp(params: ApiAppParams): Hono {
   vaultRoutes(app, services)
   memoryStoreRoutes(app, services)
   fileRoutes(app, services)
+  skillRoutes(app, services)
   sessionResourceRoutes(app, services)
   corralRoutes(app, services)
   workspaceRoutes(app, services)

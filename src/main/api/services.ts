@@ -10,6 +10,7 @@ import type { VaultStore } from '../session/vault-store'
 import type { ThreadStore } from '../session/thread-store'
 import type { MemoryStore } from '../session/memory-store'
 import type { FileStore } from '../session/file-store'
+import type { SkillStore } from '../session/skill-store'
 import type { SessionResourceStore } from '../session/session-resources'
 
 /**
@@ -33,6 +34,8 @@ export interface ApiServices {
   sessionResources?: SessionResourceStore
   /** Files (`/v1/files`) and the user's upload cap; absent in engines opened without a data directory. */
   files?: { store: FileStore; maxBytes(): number }
+  /** Skills and their versions (`/v1/skills`); absent in engines opened without a data directory. */
+  skills?: SkillStore
   /** Preview (`event_start` / `event_delta`) events: streamed to subscribers, never stored. */
   previews: PreviewBus
   /** Corral's own operations (settings, doctor); absent in engines built without them. */

@@ -231,4 +231,41 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX files_expiry ON files(expires_at) WHERE expires_at IS NOT NULL;
     `,
   },
+  {
+    version: 9,
+    name: 'skills, their versions and the files of each version',
+    // A skill's row names its newest version (latest_version_id: NULL once every version was
+    // deleted). A version's files are rows over the content-addressed blobs in <dataDir>/skills
+    // (each content once across versions); its zip archive is written from them on download.
+    sql: `
+      CREATE TABLE skills (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        display_name TEXT NOT NULL,
+        name TEXT NOT NULL,
+        latest_version_id TEXT
+      ) WITHOUT ROWID;
+      CREATE INDEX skills_listing ON skills(created_at, id);
+      CREATE TABLE skill_versions (
+        skill_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        name TEXT NOT NULL,
+        description TEXT NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        PRIMARY KEY (skill_id, id)
+      ) WITHOUT ROWID;
+      CREATE INDEX skill_versions_listing ON skill_versions(skill_id, created_at, id);
+      CREATE TABLE skill_files (
+        skill_id TEXT NOT NULL,
+        version_id TEXT NOT NULL,
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        PRIMARY KEY (skill_id, version_id, path)
+      ) WITHOUT ROWID;
+      CREATE INDEX skill_files_sha256 ON skill_files(sha256);
+    `,
+  },
 ]

@@ -10,6 +10,7 @@ import { SqliteToolJournal } from './tool-journal'
 import { MemoryStore } from './memory-store'
 import { BlobStore } from './blob-store'
 import { FileStore } from './file-store'
+import { SkillStore } from './skill-store'
 import { SessionResourceStore, type SessionResourceStoreOptions } from './session-resources'
 import { dirname, join } from 'node:path'
 import { searchMessages, type MessageSearchHit, type MessageSearchParams } from './message-search'
@@ -29,6 +30,8 @@ export interface StoresOptions {
   onResourceChange?: SessionResourceStoreOptions['onChange']
   /** Where the files API keeps its content-addressed bytes; without it there is no file store. */
   filesDir?: string
+  /** Where skills keep their files' content-addressed bytes; without it there is no skill store. */
+  skillsDir?: string
 }
 
 /** Every store of one database, wired to each other. */
@@ -47,6 +50,8 @@ export interface Stores {
   readonly memory: MemoryStore
   /** Files (`/v1/files`) and session outputs; absent when opened without `filesDir`. */
   readonly files?: FileStore
+  /** Skills and their versions (`/v1/skills`); absent when opened without `skillsDir`. */
+  readonly skills?: SkillStore
   /** A live session's resources (`/v1/sessions/{id}/resources`). */
   readonly sessionResources: SessionResourceStore
   /** Messages (user and agent) whose text contains a query, across sessions, newest first. */
@@ -66,6 +71,8 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
   const environments = new EnvironmentStore(db, clock)
   const memory = new MemoryStore(db, { clock })
   const files = options.filesDir ? new FileStore(db, { blobs: new BlobStore(options.filesDir), clock }) : undefined
+  // its own blob folder: a file's collection checks only the files table for other holders
+  const skills = options.skillsDir ? new SkillStore(db, { blobs: new BlobStore(options.skillsDir), clock }) : undefined
   // a `file` resource's file_id is checked against the file store (unless the caller brings its own check)
   const hooks = files ? { files, ...options.sessionHooks } : options.sessionHooks
   const sessions = new SessionStore(db, { log, agents, environments, memory, clock, hooks })
@@ -81,6 +88,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     toolJournal: new SqliteToolJournal(db, log),
     memory,
     files,
+    skills,
     sessionResources: new SessionResourceStore(db, { sessions, files: hooks?.files, secrets: hooks?.resourceSecrets, clock, onChange: options.onResourceChange }),
     searchMessages: (params) => searchMessages(db, params),
     close: () => db.close(),
@@ -89,5 +97,5 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
 
 /** Opens (creating and migrating as needed) the database file at `path` and wires its stores. */
 export function openStoresAt(path: string, options: StoresOptions = {}): Stores {
-  return openStores(openDatabase({ path }), { filesDir: join(dirname(path), 'files'), ...options })
+  return openStores(openDatabase({ path }), { filesDir: join(dirname(path), 'files'), skillsDir: join(dirname(path), 'skills'), ...options })
 }

@@ -14,6 +14,7 @@ export const ID_PREFIX = {
   workflowRun: 'wrun_',
   resource: 'sesrsc_',
   file: 'file_',
+  skill: 'skill_',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

@@ -120,7 +120,19 @@ const executionIdentitySchema = z.discriminatedUnion(
   [z.strictObject({ type: z.literal('service_account') }), z.strictObject({ type: z.literal('aws_role'), role_arn: z.string().min(1).max(2048) })],
   { error: 'must be service_account or aws_role' },
 )
-const skillSchema = z.looseObject({ type: z.string().min(1) })
+/**
+ * An agent's skill (the SDK's BetaManagedAgentsSkillParams): a custom skill by id, pinned to a
+ * version or (version absent or null) following `latest`. Anthropic-built skills pass the shape
+ * check and are refused at save with their own message (not available offline).
+ */
+const skillSchema = z.discriminatedUnion(
+  'type',
+  [
+    z.strictObject({ type: z.literal('custom'), skill_id: z.string().min(1).max(128), version: z.string().min(1).max(64).nullable().optional() }),
+    z.strictObject({ type: z.literal('anthropic'), skill_id: z.string().min(1).max(128), version: z.string().min(1).max(64).nullable().optional() }),
+  ],
+  { error: 'must be a custom skill ({type: "custom", skill_id, version?}) or an anthropic one' },
+)
 
 export const agentCreateSchema = z.strictObject({
   name: z.string().min(1).max(256),

@@ -274,6 +274,10 @@ export class Harness {
     return c.multi ? { type: 'session.thread_status_running', session_thread_id: c.thread.threadId, agent_name: c.agentName } : { type: 'session.status_running' }
   }
 
+  private rescheduledEvent(c: RunContext): EventInput {
+    return c.multi ? { type: 'session.thread_status_rescheduled', session_thread_id: c.thread.threadId, agent_name: c.agentName } : { type: 'session.status_rescheduled' }
+  }
+
   private idleEvent(c: RunContext, stopReason: EventInputOf<'session.status_idle'>['stop_reason'], contextSeq?: number): EventInput {
     const extra = contextSeq !== undefined ? { context_seq: contextSeq } : {}
     return c.multi
@@ -493,7 +497,8 @@ export class Harness {
         await this.appendThread(c, [end, error, this.idleEvent(c, { type: 'retries_exhausted' }), ...terminated])
         return
       }
-      await this.appendThread(c, [end, error])
+      // a thread retrying a model request is rescheduled until its next attempt starts (runningPrefix writes running again)
+      await this.appendThread(c, [end, error, this.rescheduledEvent(c)])
       const exp = Math.min(this.o.backoffMaxMs, this.o.backoffBaseMs * 2 ** attempt)
       const delay = Math.max(e.retryAfterMs ?? 0, exp / 2 + (exp / 2) * this.o.random())
       await sleep(Math.min(delay, this.o.backoffMaxMs), signal)

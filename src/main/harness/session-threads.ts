@@ -47,8 +47,8 @@ export interface ChildThread extends ThreadFacts {
   workflowRunId: string | null
 }
 
-/** Session-level aggregate status: running while any thread runs, else idle with the reason §4.4 gives. */
-export type AggregateStatus = { status: 'running' } | { status: 'idle'; stop_reason: StopReason }
+/** Session-level aggregate status: running while any thread runs, else rescheduling while any thread retries a model request, else idle with the reason §4.4 gives. */
+export type AggregateStatus = { status: 'running' } | { status: 'rescheduling' } | { status: 'idle'; stop_reason: StopReason }
 
 const TYPES = [
   'session.thread_created',
@@ -150,7 +150,8 @@ export class SessionThreads {
     }
     const f = this.facts(c.thread)
     if (!f) return
-    this.track(c.thread === null || c.thread === this.primaryId ? '' : c.thread, c.status === 'running' || c.status === 'rescheduling', e.processed_at)
+    // active time is time running: a thread waiting to retry its model request (rescheduling) is not (as the thread store counts it)
+    this.track(c.thread === null || c.thread === this.primaryId ? '' : c.thread, c.status === 'running', e.processed_at)
     f.status = c.status
     if (c.status === 'idle') f.lastIdle = (e.stop_reason as StopReason | undefined) ?? { type: 'end_turn' }
   }
@@ -192,10 +193,15 @@ export class SessionThreads {
     } as EventInput
   }
 
-  /** The aggregate the threads' statuses make (spec §4.4): any thread running → running; else idle with requires_action > budget_reached > the primary's reason. */
+  /**
+   * The aggregate the threads' statuses make (spec §4.4): any thread running → running; else any
+   * thread rescheduling (waiting to retry a failed model request) → rescheduling (Corral's
+   * decision on the spec's open point); else idle with requires_action > budget_reached > the primary's reason.
+   */
   aggregate(): AggregateStatus {
     const all: ThreadFacts[] = [this.primary, ...this.children.values()]
-    if (all.some((t) => t.status === 'running' || t.status === 'rescheduling')) return { status: 'running' }
+    if (all.some((t) => t.status === 'running')) return { status: 'running' }
+    if (all.some((t) => t.status === 'rescheduling')) return { status: 'rescheduling' }
     const pending: string[] = []
     for (const t of all) if (t.status === 'idle' && t.lastIdle?.type === 'requires_action') pending.push(...(t.lastIdle.event_ids ?? []))
     if (pending.length) return { status: 'idle', stop_reason: { type: 'requires_action', event_ids: pending } }
@@ -208,6 +214,7 @@ export class SessionThreads {
   aggregateEvent(): EventInput | undefined {
     const a = this.aggregate()
     if (a.status === 'running') return this.session.status === 'running' ? undefined : { type: 'session.status_running' }
+    if (a.status === 'rescheduling') return this.session.status === 'rescheduling' || this.session.status === 'terminated' ? undefined : { type: 'session.status_rescheduled' }
     const cur = this.session.lastIdle
     if (this.session.status === 'idle' && cur && cur.type === a.stop_reason.type && sameSet(cur.event_ids ?? [], a.stop_reason.event_ids ?? [])) return undefined
     if (this.session.status === 'terminated') return undefined

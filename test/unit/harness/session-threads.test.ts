@@ -23,6 +23,27 @@ describe('a session\'s threads and their aggregate status', () => {
     expect(t.aggregateEvent()).toEqual({ type: 'session.status_idle', stop_reason: { type: 'end_turn' }, stop_details: null })
   })
 
+  it('is rescheduling while a thread waits to retry its model request and none runs, and running again once any thread runs', () => {
+    const rescheduled = (id: string) => ({ type: 'session.thread_status_rescheduled', session_thread_id: id, agent_name: 'x' })
+    const t = fold([running(PRIMARY), { type: 'session.status_running' }, created('sthr_a'), running('sthr_a'), idle(PRIMARY), rescheduled('sthr_a')])
+    expect(t.aggregate()).toEqual({ status: 'rescheduling' })
+    expect(t.aggregateEvent()).toEqual({ type: 'session.status_rescheduled' })
+    t.apply(7, { type: 'session.status_rescheduled' })
+    expect(t.aggregateEvent()).toBeUndefined()
+    // another thread running outranks a retry
+    t.apply(8, running(PRIMARY))
+    expect(t.aggregate()).toEqual({ status: 'running' })
+    expect(t.aggregateEvent()).toEqual({ type: 'session.status_running' })
+    t.apply(9, { type: 'session.status_running' })
+    t.apply(10, idle(PRIMARY))
+    expect(t.aggregateEvent()).toEqual({ type: 'session.status_rescheduled' })
+    // the retry starts: running again; then it ends, and the session idles
+    t.apply(11, running('sthr_a'))
+    expect(t.aggregate()).toEqual({ status: 'running' })
+    t.apply(12, idle('sthr_a'))
+    expect(t.aggregate()).toEqual({ status: 'idle', stop_reason: { type: 'end_turn' } })
+  })
+
   it('lists every pending event id across threads when any thread waits on the client, above a budget pause', () => {
     const t = fold([
       created('sthr_a'),

@@ -9,7 +9,9 @@
  *
  * Requests  {rid, op, ...}:
  *   hello {nonce}                 -> {rid, type:'hello', nonce, pid, version, workspace, roots}
- *   call {id, name, input, cap?}  -> {rid:id, type:'output', data}* then {rid:id, type:'result', result}
+ *   call {id, name, input, cap?}  -> {rid:id, type:'output', data, stream?:'stderr'}* then {rid:id, type:'result', result}
+ *                                    (bash: `stream` marks stderr's chunks, and result.stderr is the
+ *                                    [from, to) ranges of result.content that came from stderr)
  *   cancel {id}                   -> (the call's result arrives with isError, "interrupted")
  *   recover {id}                  -> {rid, type:'recovery', state:'finished'|'running'|'unknown', result?}
  *   place {path, tar_base64 | content_base64} -> {rid, type:'placed', existed}
@@ -317,7 +319,26 @@ function capped(id, text, cap) {
   return { content, isError: false }
 }
 
-/** Collects a command's output as it streams: all of it up to `cap`, then head + tail + a file. */
+/** How many bytes at the end of `buf` begin a UTF-8 character that is not complete yet (0-3). */
+function utf8Pending(buf) {
+  for (let back = 1; back <= Math.min(3, buf.length); back++) {
+    const b = buf[buf.length - back]
+    if ((b & 0xc0) === 0x80) continue // a continuation byte: look further back for the lead
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1
+    return need > back ? back : 0
+  }
+  return 0
+}
+
+/** Most stream switches whose stderr part a result names (past it, the rest reads as stdout). */
+const MAX_STDERR_RANGES = 10000
+
+/**
+ * Collects a command's output as it streams: all of it up to `cap`, then head + tail + a file.
+ * Each chunk says which stream it came from ('stdout' | 'stderr'); the text is the chunks in the
+ * order they were read, and `text()` also names the stderr parts of it as [from, to) ranges of
+ * the returned string.
+ */
 class OutputSink {
   constructor(id, cap, onChunk, onOverflow) {
     this.id = id
@@ -335,15 +356,22 @@ class OutputSink {
     this.saved = 0
     this.overflowed = false
     this.decoder = new StringDecoder('utf8')
+    // Where the stream changes: {at: byte offset in the whole output, stream}, first at 0.
+    this.switches = []
   }
-  push(buf) {
+  push(buf, stream = 'stdout') {
     if (buf.length === 0) return
+    const last = this.switches[this.switches.length - 1]
+    if (!last || last.stream !== stream) {
+      if (this.switches.length < MAX_STDERR_RANGES * 2 - 1) this.switches.push({ at: this.total, stream })
+      else if (last.stream === 'stderr') this.switches.push({ at: this.total, stream: 'stdout' }) // the last one: the rest is untagged
+    }
     this.total += buf.length
     if (this.onChunk && this.streamed < this.cap) {
       const part = buf.subarray(0, this.cap - this.streamed)
       this.streamed += part.length
       const text = this.decoder.write(part)
-      if (text) this.onChunk(text)
+      if (text) this.onChunk(text, stream)
     }
     if (this.head === undefined) {
       this.chunks.push(buf)
@@ -362,6 +390,13 @@ class OutputSink {
     }
     const keep = this.cap - this.half
     while (this.tailBytes - this.tail[0].length >= keep) this.tailBytes -= this.tail.shift().length
+    // Forget switches that fall between the head and the tail (keep the one the tail starts in).
+    const tailStart = this.total - this.tailBytes
+    let i = 0
+    while (i < this.switches.length && this.switches[i].at < this.half) i++
+    let j = i
+    while (j + 1 < this.switches.length && this.switches[j + 1].at <= tailStart) j++
+    if (j > i) this.switches.splice(i, j - i)
   }
   openFile() {
     try {
@@ -383,22 +418,46 @@ class OutputSink {
       this.onOverflow()
     }
   }
-  text() {
+  /** The bytes [from, to) of the whole output, sanitised per stream part; stderr parts become ranges of `out`. */
+  render(bytes, from, out) {
+    const to = from + bytes.length
+    for (let k = 0; k < this.switches.length; k++) {
+      const a = Math.max(from, this.switches[k].at)
+      const b = Math.min(to, k + 1 < this.switches.length ? this.switches[k + 1].at : Infinity)
+      if (b <= a) continue
+      const piece = sanitize(bytes.subarray(a - from, b - from).toString('utf8'))
+      if (!piece) continue
+      if (this.switches[k].stream === 'stderr') {
+        const prev = out.stderr[out.stderr.length - 1]
+        if (prev && prev[1] === out.text.length) prev[1] += piece.length
+        else out.stderr.push([out.text.length, out.text.length + piece.length])
+      }
+      out.text += piece
+    }
+  }
+  /** The collected output for the result: `{text, stderr}` (stderr: [from, to) ranges of text). */
+  result() {
     if (this.fd !== undefined) {
       try {
         fs.closeSync(this.fd)
       } catch {}
       this.fd = undefined
     }
-    if (this.head === undefined) return sanitize(Buffer.concat(this.chunks).toString('utf8'))
+    const out = { text: '', stderr: [] }
+    if (this.head === undefined) {
+      this.render(Buffer.concat(this.chunks), 0, out)
+      return out
+    }
     const tail = Buffer.concat(this.tail)
     const keep = this.cap - this.half
     const tailPart = tail.subarray(Math.max(0, tail.length - keep))
-    return (
-      sanitize(this.head.toString('utf8')) +
-      truncationNote(this.total, this.head.length, tailPart.length, this.saved ? outputPath(this.id) : undefined, this.saved) +
-      sanitize(tailPart.toString('utf8'))
-    )
+    this.render(this.head, 0, out)
+    out.text += truncationNote(this.total, this.head.length, tailPart.length, this.saved ? outputPath(this.id) : undefined, this.saved)
+    this.render(tailPart, this.total - tailPart.length, out)
+    return out
+  }
+  text() {
+    return this.result().text
   }
 }
 
@@ -500,8 +559,10 @@ class Shell {
     const proc = cp.spawn(file, args, { cwd: WORKSPACE, env: shellEnv(), detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
     this.proc = proc
     proc.stdin.on('error', () => {})
-    proc.stdout.on('data', (d) => this.current && this.current.data(d))
-    proc.stderr.on('data', () => {}) // the shell's own notices; commands' stderr goes to stdout
+    // A call's stdout and stderr arrive on the shell's two pipes; between calls, the shell's own
+    // notices on stderr go nowhere.
+    proc.stdout.on('data', (d) => this.current && this.current.data(d, 'stdout'))
+    proc.stderr.on('data', (d) => this.current && this.current.data(d, 'stderr'))
     // A shell we killed on purpose (restart, reset) reports nothing to the call that follows it.
     proc.on('exit', (code, signal) => {
       if (this.proc !== proc) return
@@ -516,7 +577,10 @@ class Shell {
     // set -m: each job of a call gets its own process group. USR1 (sent at a timeout or an
     // interrupt) makes the shell return from the sourced command file once the running job is
     // killed, so the rest of the command does not run.
-    proc.stdin.write("set -m 2>/dev/null; unset HISTFILE; PS1=; PS2=; trap 'return 124 2>/dev/null' USR1\n")
+    // fds 63 and 62 keep the shell's own stdout and stderr, put back after each call: a command's
+    // `exec 2>/dev/null` (or `exec >file`) would otherwise swallow the end markers and every
+    // later call's output.
+    proc.stdin.write("set -m 2>/dev/null; unset HISTFILE; PS1=; PS2=; trap 'return 124 2>/dev/null' USR1; exec 63>&1 62>&2\n")
   }
   kill() {
     const proc = this.proc
@@ -553,22 +617,33 @@ class Shell {
     const oomBefore = oomKills()
 
     return await new Promise((resolve) => {
-      let carry = Buffer.alloc(0)
+      // Per stream: bytes held back (a marker's possible start, a character not complete yet),
+      // and whether its end marker came. stdout's marker carries the exit status and ends the
+      // call; stderr's says nothing of the command is still in that pipe (it is written after
+      // the command returns, like stdout's), waited for briefly in case the command closed or
+      // redirected the shell's own stderr (exec 2>&-).
+      const carry = { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0) }
+      const ended = { stdout: false, stderr: false }
+      let exitStatus
+      let stderrWait
       let killedFor // 'timeout' | 'interrupted' | 'output'
       let settled = false
       let graceTimer
-      const sink = new OutputSink(id, cap, stream ? (text) => send({ rid: id, type: 'output', data: text }) : undefined, () => stop('output'))
+      const sink = new OutputSink(id, cap, stream ? (text, from) => send({ rid: id, type: 'output', data: text, ...(from === 'stderr' ? { stream: 'stderr' } : {}) }) : undefined, () => stop('output'))
       const finish = (result) => {
         if (settled) return
         settled = true
         clearTimeout(timer)
         clearTimeout(graceTimer)
+        clearTimeout(stderrWait)
         this.current = undefined
         fs.rm(file, { force: true }, () => {})
         resolve(result)
       }
       const describe = (rc) => {
-        let text = sink.text().replace(/\n$/, '')
+        const out = sink.result()
+        let text = out.text.replace(/\n$/, '')
+        const stderr = out.stderr.map(([a, b]) => [a, Math.min(b, text.length)]).filter(([a, b]) => b > a)
         const notes = []
         if (killedFor === 'timeout') notes.push(`timed out after ${timeoutMs} ms: the command's processes were killed`)
         else if (killedFor === 'interrupted') notes.push('interrupted: the command\'s processes were killed')
@@ -580,7 +655,9 @@ class Shell {
         }
         if (rc !== 0 && rc !== null) notes.push(`exit code ${rc}`)
         if (notes.length) text += (text ? '\n' : '') + `[${notes.join('; ')}]`
-        return { content: text, isError: rc !== 0 || killedFor !== undefined, exitCode: rc }
+        const r = { content: text, isError: rc !== 0 || killedFor !== undefined, exitCode: rc }
+        if (stderr.length) r.stderr = stderr
+        return r
       }
       const stop = (why) => {
         if (killedFor || settled) return
@@ -601,33 +678,43 @@ class Shell {
       }
       ctl.onCancel = (reason) => stop(reason === 'interrupted' ? 'interrupted' : 'timeout')
       const timer = setTimeout(() => stop('timeout'), timeoutMs)
+      const ended_ = () => {
+        if (ended.stdout && ended.stderr) return finish(describe(exitStatus))
+        if (ended.stdout && !stderrWait) stderrWait = setTimeout(() => finish(describe(exitStatus)), 250)
+      }
       this.current = {
-        data: (d) => {
-          if (settled) return
-          let buf = carry.length ? Buffer.concat([carry, d]) : d
+        data: (d, stream) => {
+          if (settled || ended[stream]) return
+          let buf = carry[stream].length ? Buffer.concat([carry[stream], d]) : d
           const at = buf.indexOf(marker)
           if (at !== -1) {
             const nl = buf.indexOf(10, at + marker.length)
             if (nl === -1) {
-              sink.push(buf.subarray(0, at))
-              carry = buf.subarray(at)
+              sink.push(buf.subarray(0, at), stream)
+              carry[stream] = buf.subarray(at)
               return
             }
-            sink.push(buf.subarray(0, at))
-            const rc = Number(buf.subarray(at + marker.length, nl).toString())
-            return finish(describe(Number.isFinite(rc) ? rc : null))
+            sink.push(buf.subarray(0, at), stream)
+            carry[stream] = Buffer.alloc(0)
+            ended[stream] = true
+            if (stream === 'stdout') {
+              const rc = Number(buf.subarray(at + marker.length, nl).toString())
+              exitStatus = Number.isFinite(rc) ? rc : null
+            }
+            return ended_()
           }
           // Keep back only what could be the start of a marker split across reads: from a \x1e
           // in the last marker-length bytes on (output without one streams at once, so a line
-          // shows while the command runs, not when the next 26 bytes arrive).
+          // shows while the command runs, not when the next 26 bytes arrive); and a character
+          // whose last bytes have not come yet, so the other stream's chunk never lands inside it.
           const lastStart = buf.lastIndexOf(0x1e, buf.length - 1)
-          const keep = lastStart !== -1 && buf.length - lastStart < marker.length ? buf.length - lastStart : 0
-          sink.push(buf.subarray(0, buf.length - keep))
-          carry = Buffer.from(buf.subarray(buf.length - keep))
+          const keep = lastStart !== -1 && buf.length - lastStart < marker.length ? buf.length - lastStart : utf8Pending(buf)
+          sink.push(buf.subarray(0, buf.length - keep), stream)
+          carry[stream] = Buffer.from(buf.subarray(buf.length - keep))
         },
         exited: (code, signal, err) => {
           if (settled) return
-          if (carry.length) sink.push(carry)
+          for (const stream of ['stdout', 'stderr']) if (carry[stream].length) sink.push(carry[stream], stream)
           const r = describe(code === null ? null : code)
           r.content += `\n[the shell exited (${err ? err.message : signal ? 'signal ' + signal : 'code ' + code}); the next call starts a fresh shell in ${WORKSPACE}]`
           r.isError = true
@@ -639,7 +726,9 @@ class Shell {
       const q = file.replace(/'/g, `'\\''`)
       // `jobs` swallows the shell's notices about earlier background jobs, which would otherwise
       // show up in the next call's output.
-      proc.stdin.write(`jobs >/dev/null 2>&1; . '${q}' </dev/null 2>&1; __corral_rc=$?; jobs >/dev/null 2>&1; printf '\\036CORRAL_${nonce}_%d\\n' "$__corral_rc"\n`)
+      // The command's stderr is the shell's own (a pipe of its own): each stream ends with the
+      // marker, stderr's first.
+      proc.stdin.write(`jobs >/dev/null 2>&1; . '${q}' </dev/null; __corral_rc=$?; exec 1>&63 2>&62; jobs >/dev/null 2>&1; printf '\\036CORRAL_${nonce}_e\\n' >&2; printf '\\036CORRAL_${nonce}_%d\\n' "$__corral_rc"\n`)
     })
   }
 }

@@ -15,6 +15,7 @@ import { shot } from './support/screenshots'
 
 const TOKEN = 'e2e_token_live_tools_0123456789'
 const COUNT = 'for i in 1 2 3 4 5; do echo $i; sleep 1; done'
+const WARN = 'echo compiling; sleep 1; echo "warning: unused variable x" >&2; sleep 1; echo linked'
 
 function lastText(req: RecordedRequest): string {
   const last = req.body.messages[req.body.messages.length - 1]
@@ -31,6 +32,7 @@ function respond(req: RecordedRequest): ScriptStep {
   }
   if (toolResultsOf(req).length > 0) return say('Finished.')
   if (/count/i.test(text)) return callTool('bash', { command: COUNT }, 'Counting to five.')
+  if (/compile/i.test(text)) return callTool('bash', { command: WARN }, 'Compiling.')
   if (/sleep/i.test(text)) return callTool('bash', { command: 'echo started; sleep 60' }, 'Sleeping.')
   return say('OK.')
 }
@@ -123,6 +125,34 @@ test.describe.serial('live tool calls', () => {
     await card.getByRole('button', { expanded: false }).click()
     expect(await card.locator('.terminal-out').innerText()).toBe('1\n2\n3\n4\n5')
     await shot(page, info, 'live-02-bash-done')
+  })
+
+  test("a bash call's stderr is told apart from its stdout, live while it runs and on the finished card", async ({ page }, info) => {
+    await openSession(page, 'Compiling')
+    await send(page, 'compile it')
+    const card = page.getByRole('article', { name: /Tool call bash/ })
+    // While it runs: the warning arrives marked as stderr, the stdout line before it is not.
+    const liveErr = card.locator('.terminal-out [data-stream="stderr"]')
+    await expect(liveErr).toHaveText('warning: unused variable x', { timeout: 30_000 })
+    if ((await card.getAttribute('aria-label'))?.endsWith('Running')) {
+      await expect(card.locator('.terminal-line').first()).toHaveText('compiling')
+      await expect(card.locator('.terminal-line').first().locator('[data-stream="stderr"]')).toHaveCount(0)
+      await shot(page, info, 'live-09-stderr-running')
+    }
+    await expect(card).toHaveAttribute('aria-label', 'Tool call bash: Done', { timeout: 30_000 })
+    await card.getByRole('button', { expanded: false }).click()
+    expect(await card.locator('.terminal-out').innerText()).toBe('compiling\nwarning: unused variable x\nlinked')
+    await expect(card.locator('.terminal-out [data-stream="stderr"]')).toHaveText('warning: unused variable x')
+    await expect(card.locator('.terminal-line-stderr')).toHaveCount(1)
+    await expect(card.locator('.terminal-legend')).toContainText('stderr')
+    // Drawn apart: the stderr line's colour is not the stdout lines'.
+    const colours = await card.locator('.terminal-line').evaluateAll((lines) => lines.map((l) => getComputedStyle((l.querySelector('span[data-stream]') ?? l) as Element).color))
+    expect(colours[1]).not.toBe(colours[0])
+    expect(colours[2]).toBe(colours[0])
+    // The model read plain text, both streams, no marks.
+    const results = model.requests.flatMap((r) => toolResultsOf(r)).filter((r) => r.text.includes('unused variable'))
+    expect(results[0]?.text).toBe('compiling\nwarning: unused variable x\nlinked')
+    await shot(page, info, 'live-10-stderr-done')
   })
 
   test('an interrupted call reads Interrupted, without an exit code or a path inside the sandbox, and Delete does not appear under the pointer', async ({ page }, info) => {

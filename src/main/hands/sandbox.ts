@@ -22,9 +22,12 @@ export interface ToolCall {
   route?: ToolRouteKind
   /** Aborts the call (user.interrupt): a sandbox kills the call's process group. */
   signal?: AbortSignal
-  /** Streams output as it is produced (for the renderer's live terminal). */
-  onOutput?: (chunk: string) => void
+  /** Streams output as it is produced (for the renderer's live terminal), with the stream it came from (bash; other tools: stdout). */
+  onOutput?: (chunk: string, stream?: OutputStream) => void
 }
+
+/** Which of a command's streams a chunk of its output came from. */
+export type OutputStream = 'stdout' | 'stderr'
 
 /** What a tool call produced: the text the model sees, and whether it is an error. */
 export interface ToolOutcome {
@@ -33,6 +36,11 @@ export interface ToolOutcome {
   /** Exit code of a bash call, when there is one. */
   exitCode?: number | null
   durationMs?: number
+  /**
+   * The parts of `content` a bash command wrote to stderr, as [from, to) ranges of UTF-16 code
+   * units, ascending. The content itself is both streams in the order the runner read them.
+   */
+  stderr?: ReadonlyArray<readonly [number, number]>
 }
 
 /**

@@ -8,7 +8,7 @@ import { ModelRequestError, type ModelClient, type ModelResponse, type ModelUsag
 import { budgetCents, listCostCents } from '../../shared/api/pricing'
 import { readSessionHistory } from './session-history'
 import { decideNext, foldInto, newSessionState, type NextStep, type OpenToolUse, type SessionState } from './session-state'
-import type { ToolOutcome, ToolRouter } from '../hands/tool-router'
+import type { OutputStream, ToolOutcome, ToolRouter } from '../hands/tool-router'
 import { routeTool, type AgentToolConfig, type McpToolDefinition } from './tools'
 import { DELEGATION_TOOLS } from './delegation'
 import { advisorTool } from './advisor'
@@ -366,24 +366,27 @@ export class Harness {
    * `agent.tool_result` (`event_start` at the first chunk, then one `event_delta` per chunk), for
    * stream clients that ask for `event_deltas=agent.tool_result`. What the hands stream is the
    * raw output as it is written; the stored result (capped, with the notes for the model) then
-   * replaces it. Undefined when nobody can hear previews or the call is not a toolset call.
+   * replaces it. A chunk a command wrote to stderr carries Corral's `stream: 'stderr'` on its
+   * delta (stdout's deltas are the API's shape, unchanged). Undefined when nobody can hear
+   * previews or the call is not a toolset call.
    */
-  private outputPreview(sessionId: string, t: OpenToolUse, resultId: string): ((chunk: string) => void) | undefined {
+  private outputPreview(sessionId: string, t: OpenToolUse, resultId: string): ((chunk: string, stream?: OutputStream) => void) | undefined {
     const previews = this.deps.previews
     if (!previews || t.type !== 'agent.tool_use') return undefined
     let started = false
-    return (chunk) => {
+    return (chunk, stream) => {
       if (!chunk) return
       if (!started) {
         started = true
         previews.publish(sessionId, { type: 'event_start', event: { id: resultId, type: 'agent.tool_result', tool_use_id: t.id } })
       }
-      previews.publish(sessionId, { type: 'event_delta', event_id: resultId, delta: { type: 'content_delta', content: { type: 'text', text: chunk }, index: 0 } })
+      const delta = { type: 'content_delta', content: { type: 'text', text: chunk }, index: 0, ...(stream === 'stderr' ? { stream } : {}) }
+      previews.publish(sessionId, { type: 'event_delta', event_id: resultId, delta })
     }
   }
 
   /** Runs a call unless an earlier process may have run it; then asks the hands what happened. */
-  private async executeOnce(t: OpenToolUse, c: RunContext, signal: AbortSignal, onOutput?: (chunk: string) => void): Promise<ToolOutcome> {
+  private async executeOnce(t: OpenToolUse, c: RunContext, signal: AbortSignal, onOutput?: (chunk: string, stream?: OutputStream) => void): Promise<ToolOutcome> {
     const route = routeTool(c.agent.tools ?? [], t.name)
     if (route.kind === 'history') return readSessionHistory(this.deps.log, c.sessionId, t.input)
     if (route.kind === 'unknown' || route.kind === 'custom') return { content: `Unknown tool ${JSON.stringify(t.name)}: this agent has no such tool.`, isError: true }
@@ -662,6 +665,7 @@ function toolResult(t: Pick<OpenToolUse, 'id' | 'type'>, o: ToolOutcome, interru
   // renderer shows on a tool card.
   if (typeof o.exitCode === 'number') ev.exit_code = o.exitCode
   if (typeof o.durationMs === 'number') ev.duration_ms = Math.round(o.durationMs)
+  if (o.stderr?.length) ev.stderr_ranges = o.stderr.map(([from, to]) => [from, to])
   return ev
 }
 

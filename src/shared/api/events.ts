@@ -23,7 +23,8 @@ export type EventType = SessionEvent['type']
 /** The SDK's event of one type (the API's fields only). */
 export type EventOf<T extends EventType> = Extract<SessionEvent, { type: T }>
 
-type Result = { interrupted?: boolean; exit_code?: number; duration_ms?: number }
+/** `stderr_ranges`: the parts of the result's text a bash command wrote to stderr, [from, to) in UTF-16 code units, ascending. */
+type Result = { interrupted?: boolean; exit_code?: number; duration_ms?: number; stderr_ranges?: [number, number][] }
 
 /**
  * The fields Corral writes beyond the API's, per event type: the one list of Corral's

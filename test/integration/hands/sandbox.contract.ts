@@ -52,7 +52,7 @@ export function sandboxContract(name: string, h: ContractHarness): void {
     let sessionId: string
     let repo: string
     let n = 0
-    const run = (tool: string, input: Record<string, unknown>, extra: { signal?: AbortSignal; onOutput?: (c: string) => void } = {}): Promise<ToolOutcome> =>
+    const run = (tool: string, input: Record<string, unknown>, extra: { signal?: AbortSignal; onOutput?: (c: string, stream?: string) => void } = {}): Promise<ToolOutcome> =>
       sandbox.execute({ toolUseId: `toolu_${sessionId}_${++n}`, name: tool, input, ...extra })
 
     beforeAll(async () => {
@@ -128,14 +128,34 @@ export function sandboxContract(name: string, h: ContractHarness): void {
       expect((await run('bash', { command: 'echo still here' })).content).toBe('still here')
     })
 
-    it('gives the model stdout and stderr merged in the order they were written, however fast they interleave', async () => {
-      const chunks: string[] = []
-      const r = await run('bash', { command: 'echo out; echo err >&2; echo out2' }, { onOutput: (c) => chunks.push(c) })
-      expect(r.content).toBe('out\nerr\nout2')
-      expect(chunks.join('')).toBe('out\nerr\nout2\n')
+    it('tells stderr from stdout: each streamed chunk names its stream and the result names the stderr parts of its text', async () => {
+      const chunks: [string, string | undefined][] = []
+      const r = await run('bash', { command: 'echo to-out; ls /no-such-path-here; sleep 0.1; echo after' }, { onOutput: (c, s) => chunks.push([c, s]) })
+      const lsLine = r.content.split('\n').find((l) => l.includes('/no-such-path-here'))
+      expect(lsLine).toBeDefined()
+      expect(r.content.split('\n').filter((l) => l !== lsLine)).toEqual(['to-out', 'after'])
+      const stderrText = (r.stderr ?? []).map(([a, b]) => r.content.slice(a, b)).join('')
+      expect(stderrText.replace(/\n$/, '')).toBe(lsLine)
+      expect(chunks.filter(([, s]) => s === 'stderr').map(([c]) => c).join('')).toBe(`${lsLine}\n`)
+      expect(chunks.filter(([, s]) => s === 'stdout').map(([c]) => c).join('')).toBe('to-out\nafter\n')
+    })
+
+    it('gives the model every line of both streams, each stream in the order it was written, however fast they interleave', async () => {
+      // Two pipes keep no order between them: lines of different streams come in the order the
+      // runner read them, each stream's own lines exactly in order.
       const burst = await run('bash', { command: 'for i in $(seq 1 100); do echo o$i; echo e$i >&2; done' })
-      const expected = Array.from({ length: 100 }, (_, i) => `o${i + 1}\ne${i + 1}`).join('\n')
-      expect(burst.content).toBe(expected)
+      const lines = burst.content.split('\n')
+      expect(lines.filter((l) => l.startsWith('o'))).toEqual(Array.from({ length: 100 }, (_, i) => `o${i + 1}`))
+      expect(lines.filter((l) => l.startsWith('e'))).toEqual(Array.from({ length: 100 }, (_, i) => `e${i + 1}`))
+      const tagged = (burst.stderr ?? []).map(([a, b]) => burst.content.slice(a, b)).join('\n').split('\n').filter(Boolean)
+      expect(tagged).toEqual(Array.from({ length: 100 }, (_, i) => `e${i + 1}`))
+    })
+
+    it('keeps telling the streams apart after a command redirects the shell\'s own stderr and stdout with exec', async () => {
+      await run('bash', { command: 'exec 2>/dev/null; exec >/dev/null; echo swallowed' })
+      const r = await run('bash', { command: 'echo out; echo err >&2' })
+      expect(r.content.split('\n').sort()).toEqual(['err', 'out'])
+      expect((r.stderr ?? []).map(([a, b]) => r.content.slice(a, b).trim())).toEqual(['err'])
     })
 
     it('kills a call that outlives its timeout, and the shell keeps its state', async () => {

@@ -46,6 +46,22 @@ describe('RunnerConnection', () => {
     expect(requests[0]).toMatchObject({ op: 'call', id: 'toolu_1', name: 'bash', cap: 1024, stream: true })
   })
 
+  it('tells each streamed chunk\'s stream to onOutput and passes the result\'s stderr ranges on', async () => {
+    const { connection } = fakeRunner((req, reply) => {
+      if (req.op !== 'call') return
+      reply({ rid: req.id, type: 'output', data: 'out\n' })
+      reply({ rid: req.id, type: 'output', data: 'err\n', stream: 'stderr' })
+      reply({ rid: req.id, type: 'result', result: { content: 'out\nerr', isError: false, exitCode: 0, stderr: [[4, 7]] } })
+    })
+    const chunks: [string, string | undefined][] = []
+    const result = await connection.call({ toolUseId: 'toolu_s', name: 'bash', input: { command: 'x' }, cap: 1024, onOutput: (c, s) => chunks.push([c, s]) })
+    expect(chunks).toEqual([
+      ['out\n', 'stdout'],
+      ['err\n', 'stderr'],
+    ])
+    expect(result.stderr).toEqual([[4, 7]])
+  })
+
   it('passes no more streamed output to onOutput than the call\'s cap, whatever the runner sends', async () => {
     const { connection } = fakeRunner((req, reply) => {
       if (req.op !== 'call') return
@@ -108,6 +124,9 @@ describe('RunnerConnection', () => {
       ['a result past the cap', (rid) => ({ rid, type: 'result', result: { content: 'x'.repeat(64 * 1024), isError: false } }), /a result of 65536 bytes, over the 1024-byte cap/],
       ['a reply of another request\'s type', (rid) => ({ rid, type: 'placed', existed: true }), /a placed reply where result was asked for/],
       ['an unknown reply type', (rid) => ({ rid, type: 'surprise' }), /type/],
+      ['a stderr range past the end of its text', (rid) => ({ rid, type: 'result', result: { content: 'abc', isError: false, stderr: [[1, 9]] } }), /result\.stderr\.0/],
+      ['stderr ranges out of order', (rid) => ({ rid, type: 'result', result: { content: 'abcdef', isError: false, stderr: [[3, 4], [0, 1]] } }), /result\.stderr\.1/],
+      ['an output chunk of an unknown stream', (rid) => ({ rid, type: 'output', data: 'x', stream: 'stdin' }), /stream/],
     ]
     for (const [what, reply, detail] of malformed) {
       it(`closes the connection as malformed when a call is answered with ${what}`, async () => {

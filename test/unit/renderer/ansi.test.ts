@@ -2,6 +2,21 @@ import { describe, expect, it } from 'vitest'
 import { color256, hasAnsi, parseAnsi } from '../../../src/renderer/src/ui/ansi'
 
 describe('parseAnsi', () => {
+  it('marks the spans inside the stderr ranges, across lines and colours', () => {
+    const input = 'ok\n\u001b[31mbad\u001b[0m thing\nok'
+    const from = input.indexOf('\u001b[31m')
+    const to = input.indexOf(' thing') + ' thing'.length + 1
+    expect(parseAnsi(input, [[from, to]])).toEqual([
+      [{ text: 'ok' }],
+      [
+        { fg: 'red', text: 'bad', stderr: true },
+        { text: ' thing', stderr: true },
+      ],
+      [{ text: 'ok' }],
+    ])
+    expect(parseAnsi('outERR', [[3, 6]])).toEqual([[{ text: 'out' }, { text: 'ERR', stderr: true }]])
+  })
+
   it('turns SGR colours and attributes into styled spans and resets them', () => {
     expect(parseAnsi('\u001b[1;31merror\u001b[0m: bad')).toEqual([[{ bold: true, fg: 'red', text: 'error' }, { text: ': bad' }]])
   })

@@ -45,6 +45,43 @@ describe('live tool output in the timeline', () => {
   })
 })
 
+describe('stderr told apart on a bash card', () => {
+  const errDelta = (eventId: string, t: string) => ({ type: 'event_delta', event_id: eventId, delta: { type: 'content_delta', content: { type: 'text', text: t }, index: 0, stream: 'stderr' } })
+
+  it('marks the live output that came as stderr, and the stored result\'s stderr_ranges then replace the marks', () => {
+    const use = ev('agent.tool_use', { name: 'bash', input: { command: 'make' }, evaluated_permission: 'allow' })
+    const b = TimelineBuilder.from([use])
+    b.preview({ type: 'event_start', event: { id: 'sevt_se', type: 'agent.tool_result', tool_use_id: use.id } })
+    b.preview(delta('sevt_se', 'cc -c a.c\n'))
+    b.preview(errDelta('sevt_se', 'a.c:1: warning\n'))
+    b.preview(errDelta('sevt_se', 'a.c:2: warning\n'))
+    b.preview(delta('sevt_se', 'ok\n'))
+    const live = b.items[0] as ToolItem
+    expect(live.live).toBe('cc -c a.c\na.c:1: warning\na.c:2: warning\nok\n')
+    expect(live.liveStderr).toEqual([[10, 40]])
+    b.append({ id: 'sevt_se', type: 'agent.tool_result', tool_use_id: use.id, content: text('cc -c a.c\na.c:1: warning\na.c:2: warning\nok'), is_error: false, exit_code: 0, stderr_ranges: [[10, 40]] })
+    const done = b.items[0] as ToolItem
+    expect(done.liveStderr).toBeUndefined()
+    expect(done.result?.stderr).toEqual([[10, 40]])
+  })
+
+  it('drops stderr_ranges that do not fit the result\'s text', () => {
+    const use = ev('agent.tool_use', { name: 'bash', input: { command: 'x' } })
+    const b = TimelineBuilder.from([use, ev('agent.tool_result', { tool_use_id: use.id, content: text('abc'), is_error: false, stderr_ranges: [[1, 99]] })])
+    expect((b.items[0] as ToolItem).result?.stderr).toBeUndefined()
+  })
+
+  it('keeps stderr ranges on the text a person reads when notes are cut and a truncation note is reworded', () => {
+    const note = '\n\n[... output truncated: 5000 bytes in total, showing the first 4 and the last 4 bytes; the full output is saved in the sandbox at /workspace/.corral/outputs/t.log (read it with the read tool\'s offset and limit, or grep it) ...]\n\n'
+    const full = `ab\nE${note}F\ncd\n[exit code 2]`
+    const eAt = full.indexOf('E')
+    const fAt = full.indexOf('F')
+    const view = terminalView(full, [[eAt, eAt + 1], [fAt, fAt + 2]])
+    expect(view.text).toBe('ab\nE\n… 4992 bytes not shown (5000 in total) …\nF\ncd')
+    expect((view.stderr ?? []).map(([a, b]) => view.text.slice(a, b))).toEqual(['E', 'F\n'])
+  })
+})
+
 describe('tool card state', () => {
   it('calls an interrupted call Interrupted, not an error, whatever its exit code', () => {
     const use = ev('agent.tool_use', { name: 'bash', input: { command: 'sleep 100' } })

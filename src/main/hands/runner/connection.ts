@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Readable, Writable } from 'node:stream'
 import { CorralError } from '../../../shared/errors'
-import type { SandboxToolCall, ToolOutcome } from '../sandbox'
+import type { OutputStream, SandboxToolCall, ToolOutcome } from '../sandbox'
 import { type AnsweredOp, answers, REPLY_TO, replySchema, type ReplyTo, type ReplyType, type RunnerReply, type RunnerRequest } from './protocol'
 
 /** The runner's connection closed (stream end, error or close()): every pending request fails with it. */
@@ -34,7 +34,7 @@ interface Pending {
   expects: ReplyType
   resolve: (msg: RunnerReply) => void
   reject: (err: Error) => void
-  onOutput?: (chunk: string) => void
+  onOutput?: (chunk: string, stream?: OutputStream) => void
   /** Output characters still allowed to reach onOutput (the runner caps, but the host does not trust it to). */
   outputBudget?: number
   /** Largest result text accepted, in UTF-8 bytes. */
@@ -273,7 +273,7 @@ export class RunnerConnection {
       if (p.onOutput && (p.outputBudget ?? 0) > 0) {
         const chunk = msg.data.slice(0, p.outputBudget)
         p.outputBudget = (p.outputBudget ?? 0) - chunk.length
-        p.onOutput(chunk)
+        p.onOutput(chunk, msg.stream ?? 'stdout')
       }
       return
     }

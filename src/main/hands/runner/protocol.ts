@@ -29,15 +29,31 @@ void everyOpListed
 // The replies, as the host accepts them. Unknown fields are dropped: nothing but these reaches
 // the caller, and so the session log.
 const rid = z.string().max(512)
-const resultSchema = z.object({
-  content: z.string(),
-  isError: z.boolean(),
-  exitCode: z.number().int().nullable().optional(),
-  durationMs: z.number().nonnegative().finite().optional(),
-})
+/** Most stderr ranges one result may name (the runner's MAX_STDERR_RANGES). */
+export const MAX_STDERR_RANGES = 10000
+const resultSchema = z
+  .object({
+    content: z.string(),
+    isError: z.boolean(),
+    exitCode: z.number().int().nullable().optional(),
+    durationMs: z.number().nonnegative().finite().optional(),
+    /** The parts of `content` a bash command wrote to stderr: [from, to) in UTF-16 code units, ascending, not overlapping. */
+    stderr: z.array(z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()])).max(MAX_STDERR_RANGES).optional(),
+  })
+  .superRefine((r, ctx) => {
+    let end = 0
+    for (const [i, [from, to]] of (r.stderr ?? []).entries()) {
+      if (from < end || to <= from || to > r.content.length) {
+        ctx.addIssue({ code: 'custom', path: ['stderr', i], message: 'stderr ranges must be ascending, non-empty and inside content' })
+        return
+      }
+      end = to
+    }
+  })
 export const replySchema = z.discriminatedUnion('type', [
   z.object({ rid, type: z.literal('hello'), nonce: z.string(), pid: z.number().int(), version: z.number().int(), workspace: z.string() }),
-  z.object({ rid, type: z.literal('output'), data: z.string() }),
+  // `stream` only on stderr's chunks (a chunk without it is stdout, or a tool that has one stream).
+  z.object({ rid, type: z.literal('output'), data: z.string(), stream: z.literal('stderr').optional() }),
   z.object({ rid, type: z.literal('result'), result: resultSchema }),
   z.object({ rid, type: z.literal('recovery'), state: z.enum(['finished', 'running', 'unknown']), result: resultSchema.optional() }),
   z.object({ rid, type: z.literal('placed'), existed: z.boolean() }),

@@ -1,6 +1,6 @@
 import { memo, useLayoutEffect, useMemo, useRef, useState, type CSSProperties, type ReactNode } from 'react'
 import { languageOf, tokenize } from './highlight'
-import { parseAnsi, type AnsiSpan } from './ansi'
+import { parseAnsi, type AnsiSpan, type TextRanges } from './ansi'
 import { diffRows, type DiffRow } from './diff-rows'
 import { Icon } from './components'
 
@@ -68,7 +68,7 @@ function spanStyle(s: AnsiSpan): { className: string; style?: CSSProperties } {
  * tail first. `follow`: output that grows (a running command) keeps its newest line in view
  * while the reader is at the bottom of the pane.
  */
-export const Terminal = memo(function Terminal({ text, command, exitCode, follow }: { text: string; command?: string; exitCode?: number; follow?: boolean }) {
+export const Terminal = memo(function Terminal({ text, stderr, command, exitCode, follow }: { text: string; stderr?: TextRanges; command?: string; exitCode?: number; follow?: boolean }) {
   const LIMIT = 4000
   const [all, setAll] = useState(false)
   const out = useRef<HTMLPreElement>(null)
@@ -77,7 +77,8 @@ export const Terminal = memo(function Terminal({ text, command, exitCode, follow
     const el = out.current
     if (follow && el && pinned.current) el.scrollTop = el.scrollHeight
   }, [text, follow])
-  const lines = useMemo(() => parseAnsi(text), [text])
+  const lines = useMemo(() => parseAnsi(text, stderr), [text, stderr])
+  const hasStderr = (stderr?.length ?? 0) > 0
   const hidden = !all && lines.length > LIMIT ? lines.length - LIMIT : 0
   const shown = hidden ? lines.slice(hidden) : lines
   return (
@@ -88,6 +89,11 @@ export const Terminal = memo(function Terminal({ text, command, exitCode, follow
             $
           </span>{' '}
           <CodeInline code={command} language="sh" />
+          {hasStderr && (
+            <span className="terminal-legend" title="Lines with a red bar: what the command wrote to stderr">
+              <span className="term-stderr">stderr</span>
+            </span>
+          )}
         </div>
       )}
       {hidden > 0 && (
@@ -106,11 +112,17 @@ export const Terminal = memo(function Terminal({ text, command, exitCode, follow
         }}
       >
         {shown.map((line, i) => (
-          <div key={i} className="terminal-line">
+          <div key={i} className={line.some((s) => s.stderr) ? 'terminal-line terminal-line-stderr' : 'terminal-line'}>
             {line.length === 0
               ? '\u00a0'
               : line.map((s, j) => {
                   const { className, style } = spanStyle(s)
+                  if (s.stderr)
+                    return (
+                      <span key={j} className={className ? `term-stderr ${className}` : 'term-stderr'} style={style} data-stream="stderr" title="stderr">
+                        {s.text}
+                      </span>
+                    )
                   return className || style ? (
                     <span key={j} className={className} style={style}>
                       {s.text}

@@ -16,7 +16,12 @@ export interface AnsiStyle {
 
 export interface AnsiSpan extends AnsiStyle {
   text: string
+  /** The command wrote this text to stderr (from the result's `stderr_ranges` or the previews' stream marks). */
+  stderr?: boolean
 }
+
+/** [from, to) ranges of a text, in UTF-16 code units, ascending and not overlapping. */
+export type TextRanges = ReadonlyArray<readonly [number, number]>
 
 export type AnsiLine = AnsiSpan[]
 
@@ -76,40 +81,65 @@ function applySgr(params: number[], style: AnsiStyle): AnsiStyle {
 // CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), and two-character escapes.
 const ESCAPE = /\u001b\[([0-?]*)([ -/]*)([@-~])|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]/g
 
-function sameStyle(a: AnsiStyle, b: AnsiStyle): boolean {
-  return a.fg === b.fg && a.bg === b.bg && a.bold === b.bold && a.dim === b.dim && a.italic === b.italic && a.underline === b.underline && a.inverse === b.inverse
+function sameStyle(a: AnsiSpan, b: AnsiSpan): boolean {
+  return a.stderr === b.stderr && a.fg === b.fg && a.bg === b.bg && a.bold === b.bold && a.dim === b.dim && a.italic === b.italic && a.underline === b.underline && a.inverse === b.inverse
 }
 
 /**
  * Parses terminal output into lines of styled spans. A `\r` inside a line starts the line over
- * (what a terminal shows for progress bars); `\r\n` is a plain line end.
+ * (what a terminal shows for progress bars); `\r\n` is a plain line end. `stderr`: the ranges of
+ * `input` a command wrote to stderr; their spans carry `stderr: true`.
  */
-export function parseAnsi(input: string): AnsiLine[] {
+export function parseAnsi(input: string, stderr: TextRanges = []): AnsiLine[] {
   const lines: AnsiLine[] = []
   let style: AnsiStyle = {}
+  let ri = 0 // the first stderr range that may still cover what comes next (pieces come in order)
+  let base = 0
   for (const raw of input.split('\n')) {
+    const rawStart = base
+    base += raw.length + 1
     let line = raw.endsWith('\r') ? raw.slice(0, -1) : raw
+    let lineStart = rawStart
     const cr = line.lastIndexOf('\r')
     if (cr !== -1) {
       // Keep the style state the overwritten part set, but not its text.
       for (const m of line.slice(0, cr).matchAll(ESCAPE)) if (m[3] === 'm' && !m[2]) style = applySgr(parseParams(m[1]), style)
       line = line.slice(cr + 1)
+      lineStart += cr + 1
     }
     const spans: AnsiSpan[] = []
     let last = 0
-    const emit = (raw: string) => {
+    const push = (raw: string, isErr: boolean) => {
       const text = raw.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '')
       if (!text) return
+      const span: AnsiSpan = isErr ? { ...style, text, stderr: true } : { ...style, text }
       const prev = spans[spans.length - 1]
-      if (prev && sameStyle(prev, style)) prev.text += text
-      else spans.push({ ...style, text })
+      if (prev && sameStyle(prev, span)) prev.text += text
+      else spans.push(span)
+    }
+    // The piece line[from, to) of the line, split where a stderr range starts or ends.
+    const emit = (from: number, to: number) => {
+      let a = lineStart + from
+      const b = lineStart + to
+      while (a < b) {
+        while (ri < stderr.length && stderr[ri][1] <= a) ri++
+        const r = stderr[ri]
+        if (!r || r[0] >= b) return push(input.slice(a, b), false)
+        if (r[0] > a) {
+          push(input.slice(a, r[0]), false)
+          a = r[0]
+        }
+        const end = Math.min(b, r[1])
+        push(input.slice(a, end), true)
+        a = end
+      }
     }
     for (const m of line.matchAll(ESCAPE)) {
-      emit(line.slice(last, m.index))
+      emit(last, m.index ?? 0)
       last = (m.index ?? 0) + m[0].length
       if (m[3] === 'm' && !m[2]) style = applySgr(parseParams(m[1]), style)
     }
-    emit(line.slice(last))
+    emit(last, line.length)
     lines.push(spans)
   }
   return lines

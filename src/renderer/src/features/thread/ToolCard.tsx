@@ -115,7 +115,7 @@ export const ToolCard = memo(function ToolCard({ tool, sessionIdle, onAnswer, ex
 
 function ToolInput({ tool, notApplied }: { tool: ToolItem; notApplied: boolean }) {
   const i = tool.input
-  if (tool.name === 'bash' && typeof i.command === 'string') return tool.result ? null : <Terminal text={tool.live ?? ''} command={i.command} follow />
+  if (tool.name === 'bash' && typeof i.command === 'string') return tool.result ? null : <Terminal text={tool.live ?? ''} stderr={tool.liveStderr} command={i.command} follow />
   const label = notApplied ? <div className="tool-section-label">Proposed change</div> : null
   if (tool.name === 'edit' && typeof i.old_string === 'string' && typeof i.new_string === 'string') {
     return (
@@ -144,10 +144,10 @@ function ToolInput({ tool, notApplied }: { tool: ToolItem; notApplied: boolean }
 function ToolOutput({ tool }: { tool: ToolItem }) {
   const r = tool.result!
   if (tool.name === 'bash') {
-    const view = terminalView(r.text)
+    const view = terminalView(r.text, r.stderr)
     return (
       <>
-        <Terminal text={view.text} command={str(tool.input.command)} exitCode={r.interrupted ? undefined : r.exitCode} />
+        <Terminal text={view.text} stderr={view.stderr} command={str(tool.input.command)} exitCode={r.interrupted ? undefined : r.exitCode} />
         {view.notes.length > 0 && <div className="tool-result-line">{view.notes.join('; ')}</div>}
       </>
     )

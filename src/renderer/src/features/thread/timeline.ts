@@ -29,6 +29,8 @@ export interface ToolResult {
   images: number
   /** The user interrupted the turn while this call ran (or before it ran). */
   interrupted: boolean
+  /** The parts of `text` a bash command wrote to stderr (Corral's `stderr_ranges`; ranges that do not fit the text are dropped). */
+  stderr?: [number, number][]
 }
 
 export interface ToolItem {
@@ -48,6 +50,8 @@ export interface ToolItem {
   allowedBy?: string
   /** Output streamed while the call runs (never-stored previews); the stored result supersedes it. */
   live?: string
+  /** The parts of `live` that came as stderr (previews with Corral's `stream: 'stderr'`). */
+  liveStderr?: [number, number][]
 }
 
 export type TimelineItem =
@@ -134,6 +138,29 @@ function countBlocks(content: unknown, type: string): number {
 function stopReasonOf(e: TimelineEvent): string {
   const r = e.stop_reason as { type?: string } | undefined
   return r?.type ?? 'end_turn'
+}
+
+/** An event's `stderr_ranges` that fit `text` (ascending, inside it), or undefined. */
+function stderrRanges(e: TimelineEvent, text: string): [number, number][] | undefined {
+  const v = e.stderr_ranges
+  if (!Array.isArray(v)) return undefined
+  const out: [number, number][] = []
+  let end = 0
+  for (const r of v) {
+    if (!Array.isArray(r) || typeof r[0] !== 'number' || typeof r[1] !== 'number' || r[0] < end || r[1] <= r[0] || r[1] > text.length) return undefined
+    out.push([r[0], r[1]])
+    end = r[1]
+  }
+  return out.length ? out : undefined
+}
+
+/** `ranges` with [from, to) added (merged with the last when they touch). */
+function withRange(ranges: [number, number][] | undefined, from: number, to: number): [number, number][] {
+  const out = ranges ? [...ranges] : []
+  const last = out[out.length - 1]
+  if (last && last[1] === from) out[out.length - 1] = [last[0], to]
+  else out.push([from, to])
+  return out
 }
 
 function numberField(e: TimelineEvent, ...names: string[]): number | undefined {
@@ -459,11 +486,15 @@ export class TimelineBuilder {
       const measured = numberField(e, 'duration_ms')
       const durationMs = measured ?? (started && e.processed_at ? Math.max(0, Date.parse(e.processed_at) - Date.parse(started)) : undefined)
       this.liveResults.delete(e.id)
+      const text = textOf(e.content)
+      const stderr = stderrRanges(e, text)
       return {
         ...tool,
         live: undefined,
+        liveStderr: undefined,
         result: {
-          text: textOf(e.content),
+          ...(stderr ? { stderr } : {}),
+          text,
           isError: e.is_error === true,
           at: e.processed_at ?? undefined,
           exitCode: numberField(e, 'exit_code'),
@@ -479,7 +510,7 @@ export class TimelineBuilder {
    * Folds a never-stored preview in: `event_start` opens a streaming item, `event_delta` appends
    * text to it. Returns whether the items changed. A preview of an event already stored is ignored.
    */
-  preview(p: { type: string; event?: { id?: string; type?: string; session_thread_id?: string | null; tool_use_id?: string }; event_id?: string; delta?: { content?: { text?: string } } }): boolean {
+  preview(p: { type: string; event?: { id?: string; type?: string; session_thread_id?: string | null; tool_use_id?: string }; event_id?: string; delta?: { content?: { text?: string }; stream?: string } }): boolean {
     if (p.type === 'event_start') {
       const ev = p.event
       if (!ev?.id || this.seen.has(ev.id) || this.index.has(ev.id)) return false
@@ -501,7 +532,12 @@ export class TimelineBuilder {
       if (!text) return false
       const useId = this.liveResults.get(p.event_id)
       if (useId !== undefined) {
-        return this.replace(useId, (old) => (old.kind === 'tool' && !old.result ? { ...old, live: (old.live ?? '') + text } : old))
+        const stderr = p.delta?.stream === 'stderr'
+        return this.replace(useId, (old) => {
+          if (old.kind !== 'tool' || old.result) return old
+          const before = old.live ?? ''
+          return { ...old, live: before + text, ...(stderr ? { liveStderr: withRange(old.liveStderr, before.length, before.length + text.length) } : {}) }
+        })
       }
       return this.replace(p.event_id, (old) => (old.kind === 'agent' || old.kind === 'thinking' ? { ...old, text: old.text + text } : old))
     }
@@ -514,7 +550,7 @@ export class TimelineBuilder {
       const i = from.index.get(useId)
       const old = i === undefined ? undefined : from.items[i]
       if (this.seen.has(resultId) || old?.kind !== 'tool') continue
-      if (this.replace(useId, (it) => (it.kind === 'tool' && !it.result ? { ...it, live: old.live } : it))) this.liveResults.set(resultId, useId)
+      if (this.replace(useId, (it) => (it.kind === 'tool' && !it.result ? { ...it, live: old.live, liveStderr: old.liveStderr } : it))) this.liveResults.set(resultId, useId)
     }
   }
 

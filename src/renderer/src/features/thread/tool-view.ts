@@ -5,6 +5,7 @@
  * sandbox); the card shows the output and says the rest with its own pills.
  */
 import { toolsetEntry } from '../../../../shared/tools/toolset'
+import type { TextRanges } from '../../ui/ansi'
 import type { ToolItem, TimelineItem } from './timeline'
 
 export type ToolState = 'awaiting' | 'denied' | 'running' | 'error' | 'done' | 'interrupted' | 'stale'
@@ -63,6 +64,8 @@ function splitNotes(line: string): string[] {
 export interface TerminalView {
   /** The output as the command wrote it. */
   text: string
+  /** The parts of `text` the command wrote to stderr ([from, to), ascending); absent when none. */
+  stderr?: [number, number][]
   /** What the notes said, for a person (exit codes and interrupts are shown as pills instead). */
   notes: string[]
 }
@@ -72,7 +75,7 @@ export interface TerminalView {
  * notes (exit code, kill reason, the shell restarted), and a truncation note without the path
  * inside the sandbox. Notes other than the exit code and an interrupt are kept, reworded.
  */
-export function terminalView(text: string): TerminalView {
+export function terminalView(text: string, stderr: TextRanges = []): TerminalView {
   const notes: string[] = []
   const lines = text.split('\n')
   while (lines.length > 0) {
@@ -86,10 +89,29 @@ export function terminalView(text: string): TerminalView {
     } else if (HARNESS_NOTES.some((re) => re.test(last)) || JOB_NOTICE.test(last)) lines.pop()
     else break
   }
-  const body = lines
-    .join('\n')
-    .replace(TRUNCATION, (_m, total: string, head: string, tail: string) => `\n… ${Number(total) - Number(head) - Number(tail)} bytes not shown (${total} in total) …\n`)
-  return { text: body, notes }
+  const kept = lines.join('\n')
+  // The body is the kept text with each truncation note reworded; a stderr range moves with the
+  // text around it, and what falls in a note is no longer stderr.
+  let body = ''
+  let from = 0
+  const moved: [number, number][] = []
+  const carry = (a: number, b: number) => {
+    for (const [s, e] of stderr) {
+      const x = Math.max(s, a)
+      const y = Math.min(e, b)
+      if (y > x) moved.push([body.length + x - a, body.length + y - a])
+    }
+  }
+  for (const m of kept.matchAll(TRUNCATION)) {
+    const at = m.index ?? 0
+    carry(from, at)
+    body += kept.slice(from, at)
+    body += `\n… ${Number(m[1]) - Number(m[2]) - Number(m[3])} bytes not shown (${m[1]} in total) …\n`
+    from = at + m[0].length
+  }
+  carry(from, kept.length)
+  body += kept.slice(from)
+  return moved.length ? { text: body, notes, stderr: moved } : { text: body, notes }
 }
 
 /**

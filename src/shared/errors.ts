@@ -11,6 +11,8 @@ export type CorralErrorCode =
   | 'conflict_error' // 409: stale version, resource in a state that forbids the operation
   | 'memory_precondition_failed_error' // 409: a memory's content_sha256 is not the one the request expected
   | 'memory_path_conflict_error' // 409: a memory path is taken or overlaps another memory's path
+  | 'state_conflict' // 409 invalid_request_error, final (x-should-retry: false): e.g. a work item already stopped
+  | 'precondition_failed' // 412 invalid_request_error: a conditional request's precondition does not hold (a work item's heartbeat)
   | 'request_too_large' // 413: body over the limit
   | 'rate_limit_error' // 429
   | 'api_error' // 500: a bug or an unexpected failure inside Corral
@@ -26,6 +28,8 @@ const STATUS: Record<CorralErrorCode, number> = {
   conflict_error: 409,
   memory_precondition_failed_error: 409,
   memory_path_conflict_error: 409,
+  state_conflict: 409,
+  precondition_failed: 412,
   request_too_large: 413,
   rate_limit_error: 429,
   api_error: 500,
@@ -34,12 +38,20 @@ const STATUS: Record<CorralErrorCode, number> = {
   keychain_error: 503,
 }
 
+/** Codes whose envelope `type` is another (the API has no such error type of its own). */
+const WIRE_TYPE: Partial<Record<CorralErrorCode, string>> = {
+  sandbox_error: 'api_error',
+  keychain_error: 'api_error',
+  state_conflict: 'invalid_request_error',
+  precondition_failed: 'invalid_request_error',
+}
+
 export class CorralError extends Error {
   readonly code: CorralErrorCode
-  /** Fields the API's error object carries beside `type` and `message` (e.g. `conflicting_path`). */
-  readonly fields: Readonly<Record<string, string>>
+  /** Fields the API's error object carries beside `type` and `message` (e.g. `conflicting_path`, `details`). */
+  readonly fields: Readonly<Record<string, unknown>>
 
-  constructor(code: CorralErrorCode, message: string, options?: { cause?: unknown; fields?: Record<string, string> }) {
+  constructor(code: CorralErrorCode, message: string, options?: { cause?: unknown; fields?: Record<string, unknown> }) {
     super(message, options)
     this.name = 'CorralError'
     this.code = code
@@ -51,7 +63,7 @@ export class CorralError extends Error {
    * a 409 unless the response says `x-should-retry: false`); undefined = the client decides.
    */
   get shouldRetry(): boolean | undefined {
-    return this.code === 'memory_precondition_failed_error' || this.code === 'memory_path_conflict_error' ? false : undefined
+    return this.code === 'memory_precondition_failed_error' || this.code === 'memory_path_conflict_error' || this.code === 'state_conflict' ? false : undefined
   }
 
   /** The HTTP status the API answers with for this error. */
@@ -60,8 +72,8 @@ export class CorralError extends Error {
   }
 
   /** The API's error envelope: `{type:'error', error:{type, message}}`. */
-  toEnvelope(): { type: 'error'; error: { type: string; message: string; [field: string]: string } } {
-    const type = this.code === 'sandbox_error' || this.code === 'keychain_error' ? 'api_error' : this.code
+  toEnvelope(): { type: 'error'; error: { type: string; message: string; [field: string]: unknown } } {
+    const type = WIRE_TYPE[this.code] ?? this.code
     return { type: 'error', error: { ...this.fields, type, message: this.message } }
   }
 }

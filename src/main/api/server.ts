@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net'
 import { CorralError, isCorralError } from '../../shared/errors'
 import { browserRequestRefusal, isAllowedOrigin, isLoopbackHost, ownOrigin, requestCredential, tokenMatches } from './auth'
 import type { ApiServices } from './services'
+import { authorize, setPrincipal, type Principal } from './principal'
+import { workRoutes } from './routes/work'
 import { agentRoutes } from './routes/agents'
 import { environmentRoutes } from './routes/environments'
 import { sessionRoutes } from './routes/sessions'
@@ -55,12 +57,21 @@ export function createApiApp(params: ApiAppParams): Hono {
       const refusal = browserRequestRefusal(c.req.raw)
       if (refusal) throw new CorralError('permission_error', refusal)
     }
-    if (!tokenMatches(given.token, token)) throw new CorralError('authentication_error', 'invalid API token')
+    let principal: Principal = { kind: 'api' }
+    if (!tokenMatches(given.token, token)) {
+      // a worker's credential: an environment key or a sessions token, never through the browser's cookie
+      const worker = given.via === 'cookie' ? undefined : services.work?.authenticate(given.token)
+      if (!worker) throw new CorralError('authentication_error', 'invalid API token: not this Corral\'s token, nor a live environment key or sessions token')
+      principal = worker
+    }
+    authorize(principal, c.req.method, new URL(c.req.url).pathname, services)
+    setPrincipal(c.req.raw, principal)
     await next()
   })
 
   agentRoutes(app, services)
   environmentRoutes(app, services)
+  workRoutes(app, services)
   sessionRoutes(app, services)
   threadRoutes(app, services)
   vaultRoutes(app, services)

@@ -12,6 +12,7 @@ import type { MemoryStore } from '../session/memory-store'
 import type { FileStore } from '../session/file-store'
 import type { SkillStore } from '../session/skill-store'
 import type { SessionResourceStore } from '../session/session-resources'
+import type { WorkStore } from '../session/work-store'
 
 /**
  * What the transports (HTTP, IPC, CLI) reach: the same service methods for all of them.
@@ -30,6 +31,8 @@ export interface ApiServices {
   memory: MemoryStore
   /** Messages whose text contains a query, across sessions, newest first (`/v1/corral/search`). */
   searchMessages(params: MessageSearchParams): { data: MessageSearchHit[]; next_page: string | null }
+  /** The work queues of self_hosted environments, environment keys, sessions tokens (spec resources.md §2–§3). */
+  work?: WorkStore
   /** A live session's resources (`/v1/sessions/{id}/resources`). */
   sessionResources?: SessionResourceStore
   /** Files (`/v1/files`) and the user's upload cap; absent in engines opened without a data directory. */

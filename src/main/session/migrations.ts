@@ -268,4 +268,63 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX skill_files_sha256 ON skill_files(sha256);
     `,
   },
+  {
+    version: 10,
+    name: 'the work queue of self_hosted environments, environment keys, sessions tokens',
+    // work_items: one row per delivery-able unit (a session); the lease columns are the server's
+    // side of spec resources.md §2.5. Secrets are kept only as sha256 (key_hash, token_hash).
+    sql: `
+      CREATE TABLE work_items (
+        id TEXT PRIMARY KEY,
+        environment_id TEXT NOT NULL,
+        data_type TEXT NOT NULL,
+        data_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        acknowledged_at TEXT,
+        started_at TEXT,
+        latest_heartbeat_at TEXT,
+        stop_requested_at TEXT,
+        stopped_at TEXT,
+        delivered_at_ms INTEGER,
+        delivery_count INTEGER NOT NULL,
+        last_heartbeat TEXT,
+        lease_expires_at_ms INTEGER,
+        lease_token_id TEXT,
+        ttl_seconds INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX work_items_queue ON work_items(environment_id, state, created_at, id);
+      CREATE INDEX work_items_listing ON work_items(environment_id, created_at, id);
+      CREATE INDEX work_items_session ON work_items(data_id, state);
+      CREATE INDEX work_items_leases ON work_items(lease_expires_at_ms) WHERE lease_expires_at_ms IS NOT NULL;
+      CREATE TABLE work_pollers (
+        environment_id TEXT NOT NULL,
+        worker_id TEXT NOT NULL,
+        last_poll_ms INTEGER NOT NULL,
+        PRIMARY KEY (environment_id, worker_id)
+      ) WITHOUT ROWID;
+      CREATE TABLE environment_keys (
+        id TEXT PRIMARY KEY,
+        environment_id TEXT NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        prefix TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT,
+        revoked_at TEXT
+      ) WITHOUT ROWID;
+      CREATE INDEX environment_keys_env ON environment_keys(environment_id, created_at, id);
+      CREATE TABLE sessions_tokens (
+        id TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL UNIQUE,
+        work_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        environment_key_id TEXT,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      ) WITHOUT ROWID;
+      CREATE INDEX sessions_tokens_work ON sessions_tokens(work_id);
+      CREATE INDEX sessions_tokens_key ON sessions_tokens(environment_key_id) WHERE environment_key_id IS NOT NULL;
+    `,
+  },
 ]

@@ -6,6 +6,7 @@ import { newId } from '../../shared/api/ids'
 import { ANSWERS, STATUS_EVENTS, STATUS_EVENT_TYPES, answeredUseId, awaitsFromUser, isRequest, sessionStatusOf } from '../../shared/api/events'
 import { CorralError, conflict, invalid, isCorralError, notFound } from '../../shared/errors'
 import { MAX_SESSION_MEMORY_STORES, memoryMountPath } from '../../shared/api/memory-schemas'
+import type { WorkStore } from './work-store'
 import type { MemoryStore } from './memory-store'
 import type { Db } from './database'
 import type { AgentStore } from './agent-store'
@@ -88,6 +89,8 @@ export interface SessionStoreOptions {
   environments: EnvironmentStore
   /** Memory stores a session attaches at creation (absent: a memory_store resource is refused). */
   memory?: MemoryStore
+  /** The work queue: a session on a `self_hosted` environment is queued in the transaction that creates it. */
+  work?: WorkStore
   clock?: () => Date
   hooks?: SessionStoreHooks
 }
@@ -123,6 +126,7 @@ export class SessionStore {
   private readonly memory?: MemoryStore
   private readonly clock: () => Date
   private readonly hooks: SessionStoreHooks
+  private readonly work?: WorkStore
   constructor(
     private readonly db: Db,
     options: SessionStoreOptions,
@@ -132,6 +136,7 @@ export class SessionStore {
     this.environments = options.environments
     this.memory = options.memory
     this.clock = options.clock ?? (() => new Date())
+    this.work = options.work
     this.hooks = options.hooks ?? {}
     const setStatus = db.prepare('UPDATE sessions SET status = ?, updated_at = ? WHERE rid = ?')
     const getUsage = db.prepare('SELECT usage FROM sessions WHERE rid = ?').pluck()
@@ -243,15 +248,18 @@ export class SessionStore {
       updated_at: now,
       archived_at: null,
     }
-    const insert = () =>
+    const insert = () => {
       this.db
         .prepare(
           'INSERT INTO sessions (id, agent_id, agent_version, environment_id, status, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)',
         )
         .run(session.id, agent.id, agent.version, env.id, 'idle', now, now, JSON.stringify(session))
+      // a self_hosted session waits on its environment's queue from the moment it exists (spec resources.md §2.3, §5)
+      if (env.config.type === 'self_hosted') this.workQueue().enqueueSession(env.id, session.id)
+    }
     // With initial events, the row and the events commit together: a crash leaves neither.
     if (input.initial_events?.length) await this.log.append(session.id, input.initial_events as EventInput[], { precheck: insert })
-    else insert()
+    else this.db.transaction(insert)()
     return this.retrieve(session.id)
   }
 
@@ -396,7 +404,10 @@ export class SessionStore {
     const cur = this.retrieve(id)
     if (cur.archived_at) return cur
     const now = this.clock().toISOString()
-    this.db.prepare('UPDATE sessions SET archived_at = ?, updated_at = ? WHERE id = ?').run(now, now, id)
+    this.db.transaction(() => {
+      this.db.prepare('UPDATE sessions SET archived_at = ?, updated_at = ? WHERE id = ?').run(now, now, id)
+      this.work?.stopSession(id)
+    })()
     this.hooks.onRemoved?.(id, 'archived')
     return this.retrieve(id)
   }
@@ -413,10 +424,22 @@ export class SessionStore {
       this.db.prepare('UPDATE sessions SET deleting = 1 WHERE rid = ?').run(rid)
       this.db.prepare('DELETE FROM events WHERE session_rid = ?').run(rid)
       this.db.prepare('DELETE FROM sessions WHERE rid = ?').run(rid)
+      this.work?.stopSession(id)
     })()
     if (cur.resources.length) this.hooks.resourceSecrets?.delete(id, cur.resources.map((r) => (r as { id: string }).id))
     this.hooks.onRemoved?.(id, 'deleted')
     return { id, type: 'session_deleted' }
+  }
+
+  /** Whether a session with this id exists (archived ones included). */
+  exists(id: string): boolean {
+    return !!this.db.prepare('SELECT 1 FROM sessions WHERE id = ? AND deleting = 0').get(id)
+  }
+
+  /** The work queue, which a self_hosted session needs. */
+  private workQueue(): WorkStore {
+    if (!this.work) throw invalid('environment_id: this Corral has no work queue for self_hosted environments')
+    return this.work
   }
 
   /** Ids of the sessions that are neither archived nor being deleted. */

@@ -8,6 +8,7 @@ import { VaultStore, type SecretSink } from './vault-store'
 import { SqliteLeaseStore, type LeaseStoreParams } from './lease-store'
 import { SqliteToolJournal } from './tool-journal'
 import { MemoryStore } from './memory-store'
+import { WorkStore } from './work-store'
 import { BlobStore } from './blob-store'
 import { FileStore } from './file-store'
 import { SkillStore } from './skill-store'
@@ -48,6 +49,8 @@ export interface Stores {
   readonly toolJournal: SqliteToolJournal
   /** Memory stores, memories and their versions. */
   readonly memory: MemoryStore
+  /** The work queues of self_hosted environments, environment keys and sessions tokens. */
+  readonly work: WorkStore
   /** Files (`/v1/files`) and session outputs; absent when opened without `filesDir`. */
   readonly files?: FileStore
   /** Skills and their versions (`/v1/skills`); absent when opened without `skillsDir`. */
@@ -70,12 +73,13 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
   const agents = new AgentStore(db, { clock, advisorTiers: options.advisorTiers })
   const environments = new EnvironmentStore(db, clock)
   const memory = new MemoryStore(db, { clock })
+  const work = new WorkStore(db, { clock })
   const files = options.filesDir ? new FileStore(db, { blobs: new BlobStore(options.filesDir), clock }) : undefined
   // its own blob folder: a file's collection checks only the files table for other holders
   const skills = options.skillsDir ? new SkillStore(db, { blobs: new BlobStore(options.skillsDir), clock }) : undefined
   // a `file` resource's file_id is checked against the file store (unless the caller brings its own check)
   const hooks = files ? { files, ...options.sessionHooks } : options.sessionHooks
-  const sessions = new SessionStore(db, { log, agents, environments, memory, clock, hooks })
+  const sessions = new SessionStore(db, { log, agents, environments, memory, work, clock, hooks })
   return {
     db,
     log,
@@ -87,6 +91,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     leases: new SqliteLeaseStore(db, options.leases),
     toolJournal: new SqliteToolJournal(db, log),
     memory,
+    work,
     files,
     skills,
     sessionResources: new SessionResourceStore(db, { sessions, files: hooks?.files, secrets: hooks?.resourceSecrets, clock, onChange: options.onResourceChange }),

@@ -15,6 +15,10 @@ export const ID_PREFIX = {
   resource: 'sesrsc_',
   file: 'file_',
   skill: 'skill_',
+  /** Corral addition: an environment key's id (the key itself is never stored). */
+  environmentKey: 'envkey_',
+  /** Corral's own: a sessions token minted at a work delivery (internal id, never on the wire). */
+  sessionsToken: 'stok_',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

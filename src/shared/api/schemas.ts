@@ -603,3 +603,16 @@ export const sessionResourceAddSchema = z.strictObject({
 export const sessionResourceUpdateSchema = z.strictObject({
   authorization_token: z.string().min(1).max(4096),
 })
+
+// ---------- the work queue of self_hosted environments (spec resources.md §2) ----------
+export const workPollQuerySchema = z.strictObject({
+  block_ms: z.coerce.number().int('a whole number of milliseconds').min(1, 'must be 1 to 999 (omit it to return at once)').max(999, 'must be 1 to 999').optional(),
+  reclaim_older_than_ms: z.coerce.number().int('a whole number of milliseconds').min(0).max(86_400_000).optional(),
+})
+export const workHeartbeatQuerySchema = z.strictObject({
+  expected_last_heartbeat: z.string().max(128).optional(),
+  desired_ttl_seconds: z.coerce.number().positive().max(86_400).optional(),
+})
+export const workStopSchema = z.strictObject({ force: z.boolean().optional() })
+export const workUpdateSchema = z.strictObject({ metadata: metadataPatchSchema })
+export const workListQuerySchema = z.strictObject({ limit: limitSchema.optional(), page: z.string().max(512).optional() })

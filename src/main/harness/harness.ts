@@ -16,9 +16,12 @@ import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
 import { PlatformTools, type PlatformToolResult, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
 import { SessionLocks, SessionThreads } from './session-threads'
 
+/** A never-stored preview: `event_start` (its `event` names the event's id, type and, for a child thread, `session_thread_id`) or `event_delta`. */
+export type PreviewEvent = { type: 'event_start' | 'event_delta'; [k: string]: unknown }
+
 /** Where the harness publishes never-stored previews (`event_start` / `event_delta`). */
 export interface PreviewSink {
-  publish(sessionId: string, event: { type: 'event_start' | 'event_delta'; [k: string]: unknown }): void
+  publish(sessionId: string, event: PreviewEvent): void
 }
 
 /** The session fields the harness reads: its pinned agent snapshot and budget, and the roster it pinned at create. */
@@ -350,7 +353,7 @@ export class Harness {
         await this.appendThread(c, [...(r.events ?? []), toolResult(t, r.outcome, r.interrupted === true, resultId)])
         continue
       }
-      const outcome = await this.executeOnce(t, c, signal, this.outputPreview(c.sessionId, t, resultId))
+      const outcome = await this.executeOnce(t, c, signal, this.outputPreview(c, t, resultId))
       if (!c.control.mayRecord) return
       if (c.control.stopped) {
         // shutdown: the model hears of it when the session continues
@@ -358,6 +361,39 @@ export class Harness {
         return
       }
       await this.appendThread(c, [toolResult(t, outcome, signal.aborted, resultId)])
+    }
+  }
+
+  /**
+   * The previews of one model response of a thread (opt-in, never stored): each names its thread
+   * (a child's carry its `session_thread_id`), so a stream shows only its own thread's (spec §5).
+   * A child's text may be the final text of its turn, which is its report to the lead and is
+   * never previewed (spec §4.2): its text previews are held until a tool call starts in the same
+   * response (then the text is not the report: they go out, and later ones live) and dropped if
+   * the response ends without one. Its thinking is previewed live.
+   */
+  private responsePreviews(c: RunContext): { start(index: number, event: { id: string; type: 'agent.message' | 'agent.thinking' }): void; delta(index: number, p: PreviewEvent): void; toolCallStarted(): void } {
+    const sink = this.deps.previews
+    const sessionId = c.sessionId
+    const child = c.threadKey !== null ? { session_thread_id: c.thread.threadId } : {}
+    let holding = c.threadKey !== null
+    const held: PreviewEvent[] = []
+    const heldBlocks = new Set<number>()
+    const out = (index: number, p: PreviewEvent) => {
+      if (holding && heldBlocks.has(index)) held.push(p)
+      else sink?.publish(sessionId, p)
+    }
+    return {
+      start(index, event) {
+        if (holding && event.type === 'agent.message') heldBlocks.add(index)
+        out(index, { type: 'event_start', event: { ...event, ...child } })
+      },
+      delta: out,
+      toolCallStarted() {
+        if (!holding) return
+        holding = false
+        for (const p of held.splice(0)) sink?.publish(sessionId, p)
+      },
     }
   }
 
@@ -370,15 +406,18 @@ export class Harness {
    * delta (stdout's deltas are the API's shape, unchanged). Undefined when nobody can hear
    * previews or the call is not a toolset call.
    */
-  private outputPreview(sessionId: string, t: OpenToolUse, resultId: string): ((chunk: string, stream?: OutputStream) => void) | undefined {
+  private outputPreview(c: RunContext, t: OpenToolUse, resultId: string): ((chunk: string, stream?: OutputStream) => void) | undefined {
     const previews = this.deps.previews
     if (!previews || t.type !== 'agent.tool_use') return undefined
+    const sessionId = c.sessionId
+    // a child's call output is its own stream's, never the session's
+    const child = c.threadKey !== null ? { session_thread_id: c.thread.threadId } : {}
     let started = false
     return (chunk, stream) => {
       if (!chunk) return
       if (!started) {
         started = true
-        previews.publish(sessionId, { type: 'event_start', event: { id: resultId, type: 'agent.tool_result', tool_use_id: t.id } })
+        previews.publish(sessionId, { type: 'event_start', event: { id: resultId, type: 'agent.tool_result', tool_use_id: t.id, ...child } })
       }
       const delta = { type: 'content_delta', content: { type: 'text', text: chunk }, index: 0, ...(stream === 'stderr' ? { stream } : {}) }
       previews.publish(sessionId, { type: 'event_delta', event_id: resultId, delta })
@@ -451,8 +490,7 @@ export class Harness {
     let started: Promise<unknown> | undefined
     const startSpan = () => (started ??= this.appendThread(c, [...prefix, { id: startId, type: 'span.model_request_start' }]))
     setImmediate(startSpan)
-    // a child's previews never reach the session stream (spec §5)
-    const previews = c.threadKey === null ? this.deps.previews : undefined
+    const previews = this.responsePreviews(c)
     const previewIds = new Map<number, string>()
     let usage = zeroUsage()
     let response: ModelResponse
@@ -462,16 +500,17 @@ export class Harness {
         onBlockStart: view.compaction
           ? undefined
           : (index, type) => {
+              if (type === 'tool_use') return previews.toolCallStarted()
               if (type !== 'text' && type !== 'thinking') return
               const id = newId('event')
               previewIds.set(index, id)
-              previews?.publish(c.sessionId, { type: 'event_start', event: { id, type: type === 'text' ? 'agent.message' : 'agent.thinking' } })
+              previews.start(index, { id, type: type === 'text' ? 'agent.message' : 'agent.thinking' })
             },
         onTextDelta: view.compaction
           ? undefined
           : (index, text) => {
               const id = previewIds.get(index)
-              if (id) previews?.publish(c.sessionId, { type: 'event_delta', event_id: id, delta: { type: 'content_delta', content: { type: 'text', text }, index: 0 } })
+              if (id) previews.delta(index, { type: 'event_delta', event_id: id, delta: { type: 'content_delta', content: { type: 'text', text }, index: 0 } })
             },
         onUsage: (u) => (usage = u),
       })

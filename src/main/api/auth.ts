@@ -60,14 +60,17 @@ const SAFE_METHODS = new Set(['GET', 'HEAD'])
  * `fetchMetadata: 'when-sent'` (the sign-in routes, used before any cookie exists) accepts a
  * request without Sec-Fetch-Site, but never a cross-site or same-site one.
  */
-export function browserRequestRefusal(req: BrowserRequest, options: { fetchMetadata?: 'required' | 'when-sent' } = {}): string | undefined {
+export function browserRequestRefusal(req: BrowserRequest, options: { fetchMetadata?: 'required' | 'when-sent'; /** An upload route: `multipart/form-data` is accepted too (still with X-Corral-CSRF). */ upload?: boolean } = {}): string | undefined {
   const site = req.headers.get('sec-fetch-site')?.trim().toLowerCase()
   if (site === undefined) {
     if (options.fetchMetadata !== 'when-sent') return 'a request signed in by the browser cookie must carry Sec-Fetch-Site: same-origin (use a current browser, or send Authorization: Bearer <token>)'
   } else if (site !== 'same-origin' && site !== 'none') return `Sec-Fetch-Site: ${site} is refused: only this server's own pages may use its cookie`
   if (SAFE_METHODS.has(req.method.toUpperCase())) return undefined
+  // An upload from the page (a file dropped on a session) is multipart; X-Corral-CSRF, which a
+  // blind form cannot send, is what stops another page either way.
   const type = req.headers.get('content-type')?.split(';')[0].trim().toLowerCase()
-  if (type !== 'application/json') return `Content-Type: ${type ?? '(none)'} is refused: a ${req.method.toUpperCase()} signed in by the browser cookie must be application/json`
+  if (type !== 'application/json' && !(options.upload && type === 'multipart/form-data'))
+    return `Content-Type: ${type ?? '(none)'} is refused: a ${req.method.toUpperCase()} signed in by the browser cookie must be application/json${options.upload ? ' or multipart/form-data' : ''}`
   if (req.headers.get(CSRF_HEADER)?.trim() !== '1') return `a ${req.method.toUpperCase()} signed in by the browser cookie must carry the header X-Corral-CSRF: 1`
   return undefined
 }

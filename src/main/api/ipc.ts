@@ -17,6 +17,7 @@ import {
   environmentUpdateSchema,
   eventSendSchema,
   sessionCreateSchema,
+  sessionResourceAddSchema,
   sessionUpdateSchema,
 } from '../../shared/api/schemas'
 import {
@@ -45,6 +46,7 @@ const BODY_SCHEMAS: Partial<Record<OperationName, z.ZodType>> = {
   'sessions.update': sessionUpdateSchema,
   'events.send': eventSendSchema,
   'changes.revert': changesRevertSchema,
+  'sessionResources.add': sessionResourceAddSchema,
 }
 
 const opSchema = z.enum(OPERATION_NAMES as [OperationName, ...OperationName[]])

@@ -38,6 +38,9 @@ export interface ApiAppParams {
  * rules for cookie-authenticated requests (403, see `browserRequestRefusal` and README.md), the
  * API's error envelope for every failure, the resource routes.
  */
+/** The routes that take a multipart upload (files, skills), which the browser's renderer may POST as multipart/form-data. */
+const UPLOAD_ROUTES = /^\/v1\/(?:files|skills|skills\/[^/]+\/versions)$/
+
 export function createApiApp(params: ApiAppParams): Hono {
   const { services, token } = params
   const app = new Hono()
@@ -54,7 +57,7 @@ export function createApiApp(params: ApiAppParams): Hono {
     const given = requestCredential(c.req.raw.headers, SESSION_COOKIE)
     if (!given) throw new CorralError('authentication_error', 'missing API token: send Authorization: Bearer <token>')
     if (given.via === 'cookie') {
-      const refusal = browserRequestRefusal(c.req.raw)
+      const refusal = browserRequestRefusal(c.req.raw, { upload: c.req.method === 'POST' && UPLOAD_ROUTES.test(c.req.path) })
       if (refusal) throw new CorralError('permission_error', refusal)
     }
     let principal: Principal = { kind: 'api' }

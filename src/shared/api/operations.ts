@@ -61,6 +61,7 @@ export const OPERATIONS = {
   'changes.revert': { method: 'POST', path: '/v1/corral/sessions/:id/changes/revert' },
   'files.list': { method: 'GET', path: '/v1/corral/sessions/:id/files' },
   'files.read': { method: 'GET', path: '/v1/corral/sessions/:id/files/read' },
+  'sessionResources.add': { method: 'POST', path: '/v1/sessions/:id/resources' },
 } as const satisfies Record<string, OperationSpec>
 
 export type OperationName = keyof typeof OPERATIONS

@@ -106,6 +106,19 @@ describe('a request signed in by the browser cookie', () => {
     expect(agentCount()).toBe(0)
   })
 
+  it('lets the page upload a file as multipart/form-data with X-Corral-CSRF, and refuses multipart without the header or on any other route', async () => {
+    const multipart = { 'content-type': 'multipart/form-data; boundary=x' }
+    const body = '--x\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nhello\r\n--x--\r\n'
+    const upload = await send('/v1/files', { method: 'POST', body, headers: renderer({ origin: OWN, ...multipart }) })
+    // Past the browser rules: the files route answers (this in-memory app has no file store).
+    expect(upload.status).not.toBe(403)
+    expect(((await upload.json()) as { error?: { type?: string } }).error?.type).not.toBe('permission_error')
+    const { 'x-corral-csrf': _, ...noCsrf } = renderer(multipart)
+    expect(await refusal(await send('/v1/files', { method: 'POST', body, headers: noCsrf }))).toMatch(/X-Corral-CSRF: 1/)
+    expect(await refusal(await send('/v1/agents', { method: 'POST', body, headers: renderer(multipart) }))).toMatch(/Content-Type: multipart\/form-data is refused: a POST signed in by the browser cookie must be application\/json$/)
+    expect(agentCount()).toBe(0)
+  })
+
   it('refuses a JSON POST without X-Corral-CSRF: 1', async () => {
     const { 'x-corral-csrf': _, ...headers } = renderer()
     expect(await refusal(await send('/v1/agents', { method: 'POST', body: agentBody, headers }))).toMatch(/X-Corral-CSRF: 1/)

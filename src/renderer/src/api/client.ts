@@ -50,8 +50,23 @@ export interface CorralClient {
   stream(sessionId: string, options: StreamOptions, listener: (msg: StreamMessage) => void): () => void
   /** The local API's base URL (for the SDK or the CLI), e.g. http://127.0.0.1:4610. */
   apiUrl(): Promise<string>
+  /**
+   * Uploads one file (`POST /v1/files`, multipart) and resolves with its metadata; `onProgress`
+   * gets the bytes sent so far and the total as they go (browser mode; the desktop sends the
+   * file in one message and reports it once). Rejects with ApiError: over the engine's cap, a 413
+   * whose message names the cap. Absent where the transport cannot upload.
+   */
+  readonly uploadFile?: (file: File, onProgress?: (sent: number, total: number) => void) => Promise<UploadedFile>
   /** The system's folder dialog (desktop only; browser mode types a path). Resolves with the path or null. */
   readonly pickFolder?: () => Promise<string | null>
 }
 
 export type QueryParams = Record<string, QueryValue>
+
+/** What the files API answers for an upload (the SDK's FileMetadata, the fields the renderer reads). */
+export interface UploadedFile {
+  id: string
+  filename: string
+  size_bytes: number
+  mime_type: string
+}

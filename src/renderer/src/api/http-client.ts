@@ -1,5 +1,5 @@
 import { OPERATIONS, operationPath, toQueryString, type StreamMessage } from '../../../shared/api/operations'
-import { ApiError, type CorralClient, type OperationName, type QueryParams, type StreamOptions } from './client'
+import { ApiError, type CorralClient, type OperationName, type QueryParams, type StreamOptions, type UploadedFile } from './client'
 import { SseParser } from './sse'
 
 const PREVIEW_TYPES = new Set(['event_start', 'event_delta'])
@@ -53,6 +53,32 @@ export class HttpClient implements CorralClient {
     }
     return body as T
   }
+
+  /** XMLHttpRequest, not fetch: only it reports an upload's progress. Same cookie, same CSRF header. */
+  readonly uploadFile = (file: File, onProgress?: (sent: number, total: number) => void): Promise<UploadedFile> =>
+    new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest()
+      xhr.open('POST', `${this.base}/v1/files`)
+      xhr.withCredentials = true
+      for (const [k, v] of Object.entries(CSRF_HEADERS)) xhr.setRequestHeader(k, v)
+      xhr.setRequestHeader('accept', 'application/json')
+      xhr.upload.onprogress = (e) => onProgress?.(e.loaded, e.lengthComputable ? e.total : file.size)
+      xhr.onerror = () => reject(new ApiError(0, 'connection_error', 'Corral is not reachable (the upload was cut off)'))
+      xhr.onload = () => {
+        let body: unknown
+        try {
+          body = xhr.responseText ? JSON.parse(xhr.responseText) : null
+        } catch {
+          return reject(new ApiError(xhr.status, 'api_error', `HTTP ${xhr.status}: the answer was not JSON`))
+        }
+        if (xhr.status >= 200 && xhr.status < 300) return resolve(body as UploadedFile)
+        const e = (body as { error?: { type?: string; message?: string } } | null)?.error
+        reject(new ApiError(xhr.status, e?.type ?? 'api_error', e?.message ?? `HTTP ${xhr.status}`))
+      }
+      const form = new FormData()
+      form.append('file', file, file.name)
+      xhr.send(form)
+    })
 
   stream(sessionId: string, options: StreamOptions, listener: (msg: StreamMessage) => void): () => void {
     let stopped = false

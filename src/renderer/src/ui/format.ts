@@ -16,6 +16,11 @@ export function relativeTime(iso: string | null | undefined, now = Date.now()): 
   return new Date(t).toLocaleDateString()
 }
 
+/** A size for people: 512 B, 3.4 KiB, 12.0 MiB. */
+export function formatBytes(n: number): string {
+  return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`
+}
+
 export function duration(ms: number | undefined): string {
   if (ms === undefined || !Number.isFinite(ms)) return ''
   if (ms < 1000) return `${Math.round(ms)} ms`

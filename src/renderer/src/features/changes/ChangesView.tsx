@@ -3,13 +3,11 @@ import { useClient } from '../../api/context'
 import type { ChangesRevertResponse, FolderChange, SessionChangesResponse } from '../../api/types'
 import { Button, Empty, ErrorNote, Spinner } from '../../ui/components'
 import { useQuery } from '../../ui/hooks'
+import { formatBytes } from '../../ui/format'
 import { UnifiedDiff } from './UnifiedDiff'
 
 const KIND_LABEL: Record<FolderChange['kind'], string> = { created: 'Created', modified: 'Modified', deleted: 'Deleted' }
 
-function bytes(n: number): string {
-  return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`
-}
 
 /**
  * What the agent changed in the session's read-write folders, per turn, with diffs, and revert
@@ -59,7 +57,7 @@ export function ChangesView({ sessionId }: { sessionId: string }) {
               <div>
                 <h2>{f.host_path}</h2>
                 <p className="muted">
-                  mounted at <code>{f.mount_path}</code> · {live.length} change{live.length === 1 ? '' : 's'} not reverted · change store {bytes(f.store_bytes)}
+                  mounted at <code>{f.mount_path}</code> · {live.length} change{live.length === 1 ? '' : 's'} not reverted · change store {formatBytes(f.store_bytes)}
                 </p>
               </div>
               <Button small disabled={busy || !live.length} onClick={() => void revert(f.resource_index, { scope: 'all' }, 'everything')}>

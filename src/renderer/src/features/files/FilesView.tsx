@@ -6,7 +6,7 @@ import { useQuery } from '../../ui/hooks'
 
 /**
  * The session's mounted folders as the sandbox sees them: browse, download a file. (Upload into a
- * session waits for a files route; the session's own workspace without a folder is not listed yet.)
+ * session is uploads.tsx's drag and drop; the session's own workspace without a folder is not listed yet.)
  */
 export function FilesView({ sessionId }: { sessionId: string }) {
   const client = useClient()

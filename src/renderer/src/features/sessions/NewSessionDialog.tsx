@@ -3,6 +3,8 @@ import { useClient } from '../../api/context'
 import type { Environment, Session } from '../../api/types'
 import { Button, Dialog, ErrorNote, Field, Icon } from '../../ui/components'
 import { modelIdOf } from '../../ui/format'
+import { DropArea, UploadList, useUploads } from '../files/uploads'
+import { fileMountPath } from '../../../../shared/api/file-paths'
 import { useSessions } from './SessionsProvider'
 
 type ResourceRow =
@@ -86,6 +88,13 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
       setErr(e)
     }
   }
+
+  // A dropped file is uploaded now and becomes a file row, included when the session is created.
+  const uploads = useUploads(async (file, name) => {
+    setResources((rs) => [...rs, { type: 'file', file_id: file.id, mount_path: name }])
+    return `will be at ${fileMountPath(name, file.id) ?? name}`
+  })
+  const uploading = uploads.rows.some((r) => r.state === 'uploading' || r.state === 'attaching')
 
   const setRow = (i: number, patch: Partial<ResourceRow>) => setResources((rs) => rs.map((r, j) => (j === i ? ({ ...r, ...patch } as ResourceRow) : r)))
 
@@ -196,6 +205,8 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
               </button>
             </div>
           ))}
+          {uploads.available && <DropArea onFiles={uploads.add}>Drop files here to upload them into the session (read-only at /mnt/session/uploads),</DropArea>}
+          <UploadList rows={uploads.rows} />
           <div className="resource-add">
             <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'host_folder', host_path: '', mount_path: '', read_only: false }])}>
               Folder
@@ -217,7 +228,7 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
           <Button variant="ghost" onClick={onClose}>
             Cancel
           </Button>
-          <Button type="submit" variant="primary" disabled={busy || !agentId || !envId}>
+          <Button type="submit" variant="primary" disabled={busy || uploading || !agentId || !envId}>
             Start session
           </Button>
         </footer>

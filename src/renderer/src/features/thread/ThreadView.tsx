@@ -16,6 +16,7 @@ import { primaryThreadId } from '../../../../shared/api/ids'
 import { resourceChip } from './resource-label'
 import { ModelNotice } from '../setup/SetupNotices'
 import { useSetup } from '../setup/SetupProvider'
+import { UploadList, useFileDrop, useUploads } from '../files/uploads'
 
 const QUEUE_EVENTS = new Set(['agent.tool_use', 'agent.mcp_tool_use', 'agent.custom_tool_use', 'session.status_idle', 'session.thread_status_idle', 'user.tool_confirmation'])
 
@@ -96,6 +97,14 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
     void client.request('events.send', { id: sessionId }, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'Please try again.' }] }] }).then(() => setSentMark((m) => m + 1))
   }, [client, sessionId])
   const viewRef = useRef<HTMLElement>(null)
+  // A file dropped on the session is uploaded, then added to the running session as a `file`
+  // resource: its sandbox sees it at once under /mnt/session/uploads.
+  const uploads = useUploads(async (file, name) => {
+    const r = await client.request<{ mount_path?: string }>('sessionResources.add', { id: sessionId }, { type: 'file', file_id: file.id, mount_path: name })
+    fresh.reload()
+    return `at ${r.mount_path ?? name}`
+  })
+  const drop = useFileDrop(uploads.add)
   useEffect(() => {
     const el = viewRef.current
     if (!el) return
@@ -115,7 +124,12 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const canSend = !archived && session.status !== 'terminated'
 
   return (
-    <section className="thread-view" aria-label={sessionTitle(session)} ref={viewRef}>
+    <section className="thread-view" aria-label={sessionTitle(session)} ref={viewRef} {...(canSend ? drop.handlers : {})}>
+      {drop.over && canSend && (
+        <div className="drop-overlay" aria-hidden="true">
+          Drop to upload into this session: the agent reads it at /mnt/session/uploads
+        </div>
+      )}
       <ThreadHeader
         session={session}
         envName={env?.name}
@@ -179,6 +193,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
         </div>
       </div>
       {data.connection === 'reconnecting' && <div className="conn-banner" role="status">Reconnecting to the live stream…</div>}
+      <UploadList rows={uploads.rows} />
       {threadId === null && <Composer sessionId={sessionId} onSent={() => setSentMark((m) => m + 1)} disabled={!canSend} running={running} reason={archived ? 'This session is archived.' : session.status === 'terminated' ? 'This session has terminated.' : undefined} />}
     </section>
   )

@@ -23,6 +23,11 @@
  *                                    proxy's unix `socket` (mounted); {rid, type:'egress', listening}
  *   clone {url, path, branch?, sha?} -> git clone as the sandbox user through the egress proxy
  *                                    (the proxy adds the repository's token); {rid, type:'cloned', existed}
+ *   list_files {path, max?}       -> the regular files under a folder (symlinks and special files
+ *                                    left out, never followed): {rid, type:'files', files:[{path, size,
+ *                                    sig}], skipped, truncated}; `sig` changes whenever a file is written
+ *   read_file {path, offset, length} -> {rid, type:'file_chunk', content_base64, size, sig}: at most
+ *                                    `length` (≤ 4 MiB) bytes of a regular file (O_NOFOLLOW)
  * Every reply to a bad request is {rid, type:'error', message}.
  *
  * Results are kept by tool_use_id in this process's memory (never in a file the sandbox could
@@ -152,6 +157,10 @@ async function dispatch(req) {
       return send({ rid: req.rid, type: 'egress', ...(await egress(req)) })
     case 'clone':
       return send({ rid: req.rid, type: 'cloned', ...(await clone(req)) })
+    case 'list_files':
+      return send({ rid: req.rid, type: 'files', ...listFiles(req) })
+    case 'read_file':
+      return send({ rid: req.rid, type: 'file_chunk', ...readFileChunk(req) })
     default:
       throw new Error(`runner: unknown op ${JSON.stringify(req.op)}`)
   }
@@ -1064,6 +1073,90 @@ async function place(req) {
   })
   fs.renameSync(partial, abs)
   return { existed: false }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files the host collects (a session's outputs folder): listed and read, never written here
+
+const MAX_CHUNK = 4 * 1024 * 1024
+
+/** A file's signature: it changes when the file is written, replaced or renamed over. */
+function fileSig(st) {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`
+}
+
+function listFiles(req) {
+  const root = resolvePath(req.path, 'path')
+  const max = Math.min(posInt(req.max, 1000), 10000)
+  const files = []
+  const skipped = []
+  let truncated = false
+  let st
+  try {
+    st = fs.lstatSync(root, { bigint: true })
+  } catch (err) {
+    if (err.code === 'ENOENT') return { files, skipped, truncated }
+    throw fsError(err, req.path)
+  }
+  if (!st.isDirectory()) return { files, skipped: [{ path: '', reason: 'not a directory' }], truncated }
+  const stack = ['']
+  while (stack.length && !truncated) {
+    const rel = stack.pop()
+    let entries
+    try {
+      entries = fs.readdirSync(path.join(root, rel), { withFileTypes: true })
+    } catch (err) {
+      skipped.push({ path: rel, reason: err.code || err.message })
+      continue
+    }
+    entries.sort((a, b) => (a.name < b.name ? 1 : a.name > b.name ? -1 : 0))
+    for (const e of entries) {
+      const r = rel ? `${rel}/${e.name}` : e.name
+      let s
+      try {
+        s = fs.lstatSync(path.join(root, r), { bigint: true })
+      } catch (err) {
+        skipped.push({ path: r, reason: err.code || err.message })
+        continue
+      }
+      if (s.isDirectory()) stack.push(r)
+      else if (s.isFile()) {
+        if (files.length >= max) {
+          truncated = true
+          break
+        }
+        files.push({ path: r, size: Number(s.size), sig: fileSig(s) })
+      } else skipped.push({ path: r, reason: s.isSymbolicLink() ? 'a symlink' : 'not a regular file' })
+    }
+  }
+  files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  return { files, skipped, truncated }
+}
+
+function readFileChunk(req) {
+  const abs = resolvePath(req.path, 'path')
+  const offset = Number.isSafeInteger(req.offset) && req.offset >= 0 ? req.offset : 0
+  const length = Math.min(posInt(req.length, MAX_CHUNK), MAX_CHUNK)
+  let fd
+  try {
+    fd = fs.openSync(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK)
+  } catch (err) {
+    throw fsError(err, req.path)
+  }
+  try {
+    const st = fs.fstatSync(fd, { bigint: true })
+    if (!st.isFile()) throw new ToolError(`${req.path}: not a regular file`)
+    const buf = Buffer.alloc(Math.max(0, Math.min(length, Number(st.size) - offset)))
+    let got = 0
+    while (got < buf.length) {
+      const n = fs.readSync(fd, buf, got, buf.length - got, offset + got)
+      if (n === 0) break
+      got += n
+    }
+    return { content_base64: buf.subarray(0, got).toString('base64'), size: Number(st.size), sig: fileSig(st) }
+  } finally {
+    fs.closeSync(fd)
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto'
 import { join, resolve } from 'node:path'
 import type { ApiServices } from './api/services'
-import type { Settings } from './config'
-import { BubblewrapSandboxProvider, DockerSandboxProvider, FileMounts, MemoryMounts, SandboxToolRouter, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
+import { DEFAULT_MAX_FILE_BYTES, type Settings } from './config'
+import { BubblewrapSandboxProvider, DockerSandboxProvider, FileMounts, MemoryMounts, SandboxToolRouter, SessionOutputs, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
 import type { Vault } from './vault/vault'
 import type { FolderRules, SessionChanges } from './hands'
 import { sandboxResourcesDir } from './hands/paths'
@@ -113,6 +113,7 @@ export function defaultSandboxRouter(p: DefaultHandsParams): SandboxToolRouter {
     changes: p.changes,
     memory: new MemoryMounts({ store: () => p.services().memory, root: join(p.dataDir, 'memory-mounts'), log: p.log }),
     files: new FileMounts({ files: () => p.services().files?.store, root: join(p.dataDir, 'uploads'), log: p.log }),
+    outputs: new SessionOutputs({ sink: () => p.services().files?.store, maxFileBytes: () => p.services().files?.maxBytes() ?? DEFAULT_MAX_FILE_BYTES, log: p.log }),
     providers: defaultSandboxProviders(p),
     resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId, p.vault, p.log),
     resolveEnvironmentById: (environmentId) => environmentById(p.services(), environmentId, p.vault),

@@ -2,6 +2,8 @@ export type { FolderMount, PackageEgress, PackageEgressOpener, PackageProgress, 
 export { SandboxToolRouter } from './sandbox-router'
 export { MemoryMounts } from './resources/memory-mounts'
 export { FileMounts } from './resources/file-mounts'
+export { SessionOutputs } from './resources/session-outputs'
+export type { OutputSink, OutputsCollected, SessionOutputsOptions } from './resources/session-outputs'
 export type { MemoryMountsOptions, MemorySyncReport } from './resources/memory-mounts'
 export { HOST_TOOLS, parseToolsetInput, SANDBOX_TOOLS, TOOLSET, TOOLSET_DEFINITIONS, toolsetFields, webFetch } from './toolset'
 export type { ToolsetInputResult, ToolsetModelDefinition, WebFetchParams, WebFetchResult } from './toolset'

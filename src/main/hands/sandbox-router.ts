@@ -4,6 +4,7 @@ import type { SessionChanges } from './changes/session-changes'
 import { folderMounts, type FolderMount, type FolderRules } from './folders'
 import type { MemoryMounts } from './resources/memory-mounts'
 import type { FileMounts } from './resources/file-mounts'
+import { outputsNote, type SessionOutputs } from './resources/session-outputs'
 import { packagePlan, type PackagePlan } from './packages/plan'
 import type { PackageEgressOpener } from './packages/install'
 import { PackageStatusBoard, type PackageStatus } from './packages/status'
@@ -67,6 +68,8 @@ export interface SandboxToolRouterOptions {
   memory?: MemoryMounts
   /** The sessions' `file` resources: one read-only folder bound at /mnt/session/uploads. */
   files?: FileMounts
+  /** The sessions' outputs folder (/mnt/session/outputs), collected into session files after each sandbox call and at release. */
+  outputs?: SessionOutputs
 }
 
 /**
@@ -128,7 +131,7 @@ export class SandboxToolRouter implements ToolRouter {
     // (this call's changes reach the stores before its result returns).
     const before = await this.syncMemory(call.sessionId, { content: '', isError: false })
     const r0 = await sandbox.execute({ toolUseId: call.toolUseId, name: call.name, input: parsed.input, signal: call.signal, onOutput: call.onOutput })
-    const r1 = await this.syncMemory(call.sessionId, r0)
+    const r1 = await this.collectOutputs(call.sessionId, sandbox, await this.syncMemory(call.sessionId, r0))
     const r = before.content ? { ...r1, content: r1.content + before.content } : r1
     const after = changes && !tracking ? await changes.afterCall(call.sessionId, { toolUseId: call.toolUseId, name: call.name }).then(() => undefined, (err: Error) => err) : tracking
     if (!after) return r
@@ -145,6 +148,18 @@ export class SandboxToolRouter implements ToolRouter {
     if (!files || change.resource.type !== 'file') return
     if (change.kind === 'added') await files.add(sessionId, change.resource)
     else await files.remove(sessionId, change.resource)
+  }
+
+  /** The session's outputs folder, collected before the call's result returns (a failure is noted, never the call's). */
+  private async collectOutputs(sessionId: string, sandbox: Sandbox, r: ToolOutcome): Promise<ToolOutcome> {
+    const outputs = this.options.outputs
+    if (!outputs) return r
+    try {
+      const note = outputsNote(await outputs.collect(sessionId, sandbox))
+      return note ? { ...r, content: r.content + note } : r
+    } catch (err) {
+      return { ...r, content: `${r.content}\n[corral: the outputs folder could not be collected after this call: ${isCorralError(err) ? err.message : (err as Error).message}]` }
+    }
   }
 
   /** The call's changes to the session's memory mounts go to their stores before the result returns. */
@@ -225,6 +240,9 @@ export class SandboxToolRouter implements ToolRouter {
     this.runtimes.delete(sessionId)
     if (pending) {
       const sandbox = await pending.catch(() => undefined)
+      // What a background process wrote since the last call is kept before the sandbox goes.
+      if (sandbox && this.options.outputs && !options?.removeWorkspace) await this.options.outputs.collect(sessionId, sandbox).catch(() => undefined)
+      this.options.outputs?.forget(sessionId)
       await sandbox?.dispose(options)
       return
     }

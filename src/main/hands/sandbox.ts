@@ -147,6 +147,16 @@ export interface EnvironmentPackages {
   prepare(params: EnvironmentPackagesParams): Promise<void>
 }
 
+/** The regular files under a folder of a sandbox (paths relative to it), as its runner lists them. */
+export interface SandboxFileList {
+  /** `sig` changes whenever the file is written, replaced or renamed over. */
+  files: { path: string; size: number; sig: string }[]
+  /** Entries left out (symlinks, special files, unreadable folders) and why. */
+  skipped: { path: string; reason: string }[]
+  /** More files than asked for: the list stops at `max`. */
+  truncated: boolean
+}
+
 /** One session's sandbox on one backend. */
 export interface Sandbox {
   readonly backend: string
@@ -156,6 +166,17 @@ export interface Sandbox {
   execute(call: SandboxToolCall): Promise<ToolOutcome>
   /** What happened to a call started by an earlier process (crash recovery). */
   recover?(toolUseId: string): Promise<ToolRecovery>
+  /**
+   * The regular files under an in-sandbox folder (an empty list when it does not exist), read
+   * by the sandbox's own user: for collecting a session's outputs. Never provisions: a sandbox
+   * with no live runner lists nothing.
+   */
+  listFiles?(dir: string, options?: { max?: number }): Promise<SandboxFileList>
+  /**
+   * A regular file's bytes (never through a symlink), or undefined when it changed while being
+   * read (its signature moved), is over `maxBytes`, or no runner is live.
+   */
+  readFile?(path: string, options: { maxBytes: number }): Promise<{ bytes: Buffer; sig: string } | undefined>
   /** Stops the sandbox; the workspace survives unless `removeWorkspace`. */
   dispose(options?: { removeWorkspace?: boolean }): Promise<void>
 }

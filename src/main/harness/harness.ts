@@ -2,6 +2,7 @@ import { type EventInputOf, type EventOf, type ThreadKey } from '../../shared/ap
 import { newId, primaryThreadId } from '../../shared/api/ids'
 import type { EventInput, EventLog } from '../session/event-log'
 import type { ToolJournal } from '../session/tool-journal'
+import { filesSystemContext } from './context/files'
 import { memorySystemContext } from './context/memory'
 import { buildContextView, modelId, type ContextViewOptions, type ViewAgent, type ViewEvent } from './context/view'
 import { ModelRequestError, type ModelClient, type ModelResponse, type ModelUsage } from './model-client'
@@ -468,13 +469,14 @@ export class Harness {
     }
     const platformTools = this.platform.offered(this.offerContext(c)).map((t) => t.definition)
     const memory = memorySystemContext(c.session.resources)
+    const files = filesSystemContext({ resources: c.session.resources, tools: c.agent.tools })
     const view = buildContextView(c.events, {
       thread: c.state.thread,
       agent: c.agent,
       options: this.o.context,
       mcpTools: await this.mcpTools(c),
       platformTools,
-      systemContext: memory ? [memory] : [],
+      systemContext: [memory, files].filter((t): t is string => t !== undefined),
     })
     const request = view.compaction?.request ?? view.request
     const signal = c.control.signal

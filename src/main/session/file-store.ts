@@ -38,6 +38,15 @@ export interface FileCreateParams {
   scopeSessionId?: string
 }
 
+/** A session's output as collected: where it was in the outputs folder, and the file that holds it now. */
+export interface SessionOutput {
+  /** Relative to the outputs folder (`report/summary.csv`). */
+  path: string
+  file_id: string
+  sha256: string
+  size_bytes: number
+}
+
 export interface FileStoreOptions {
   blobs: BlobStore
   clock?: () => Date
@@ -53,6 +62,7 @@ interface FileRow {
   downloadable: number
   expires_at: string | null
   scope_session_id: string | null
+  output_path?: string | null
 }
 
 /** Most ids a list by `ids[]` takes (after removing duplicates). */
@@ -110,6 +120,48 @@ export class FileStore {
   async createFromBytes(bytes: Buffer, params: FileCreateParams): Promise<FileMetadata> {
     const sha256 = await this.blobs.putBytes(bytes)
     return this.insertRow({ sha256, size: bytes.length }, params)
+  }
+
+  /**
+   * Keeps a session's output (a file the agent wrote at `path` under its outputs folder) as a
+   * session-scoped file. An output already kept for the path with the same bytes is returned as
+   * it is; with other bytes, a new file replaces it (new id, the old one deleted), so the
+   * session's files list one file per output path, its latest content.
+   */
+  async recordOutput(sessionId: string, path: string, bytes: Buffer): Promise<{ file: FileMetadata; replaced?: string; unchanged: boolean }> {
+    if (!path || path.startsWith('/') || path.split('/').some((s) => s === '' || s === '.' || s === '..') || path.includes('\0')) throw invalid(`output path ${JSON.stringify(path)} must be a relative path without empty, . or .. segments`)
+    const sha256 = await this.blobs.putBytes(bytes)
+    const previous = this.db.prepare('SELECT * FROM files WHERE scope_session_id = ? AND output_path = ?').get(sessionId, path) as FileRow | undefined
+    if (previous && previous.sha256 === sha256) return { file: toMetadata(previous), unchanged: true }
+    const now = this.clock()
+    const mime = mimeTypeOf(path, undefined)
+    const row: FileRow = {
+      id: newId('file', now.getTime()),
+      created_at: now.toISOString(),
+      filename: fileNameOf(path, mime),
+      mime_type: mime,
+      size_bytes: bytes.length,
+      sha256,
+      downloadable: 1,
+      expires_at: null,
+      scope_session_id: sessionId,
+      output_path: path,
+    }
+    const orphaned = this.db.transaction(() => {
+      if (previous) this.db.prepare('DELETE FROM files WHERE id = ?').run(previous.id)
+      this.db
+        .prepare('INSERT INTO files (id, created_at, filename, mime_type, size_bytes, sha256, downloadable, expires_at, scope_session_id, output_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+        .run(row.id, row.created_at, row.filename, row.mime_type, row.size_bytes, row.sha256, row.downloadable, row.expires_at, row.scope_session_id, row.output_path)
+      return previous && !this.db.prepare('SELECT 1 FROM files WHERE sha256 = ? LIMIT 1').get(previous.sha256) ? previous.sha256 : undefined
+    })()
+    if (orphaned) this.blobs.remove(orphaned)
+    return { file: toMetadata(row), replaced: previous?.id, unchanged: false }
+  }
+
+  /** The outputs kept for a session, by path. */
+  outputs(sessionId: string): SessionOutput[] {
+    const rows = this.db.prepare('SELECT id, output_path, sha256, size_bytes FROM files WHERE scope_session_id = ? AND output_path IS NOT NULL ORDER BY output_path').all(sessionId) as { id: string; output_path: string; sha256: string; size_bytes: number }[]
+    return rows.map((r) => ({ path: r.output_path, file_id: r.id, sha256: r.sha256, size_bytes: r.size_bytes }))
   }
 
   private insertRow(blob: { sha256: string; size: number }, params: FileCreateParams): FileMetadata {

@@ -327,4 +327,14 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX sessions_tokens_key ON sessions_tokens(environment_key_id) WHERE environment_key_id IS NOT NULL;
     `,
   },
+  {
+    version: 11,
+    name: 'files: the outputs folder path of a session output',
+    // output_path: where a session's output was collected from, relative to its outputs folder
+    // (/mnt/session/outputs); one current file per (session, path): a rewritten output replaces it.
+    sql: `
+      ALTER TABLE files ADD COLUMN output_path TEXT;
+      CREATE UNIQUE INDEX files_output_path ON files(scope_session_id, output_path) WHERE output_path IS NOT NULL;
+    `,
+  },
 ]

@@ -2,6 +2,12 @@
 export const UPLOADS_DIR = '/mnt/session/uploads'
 
 /**
+ * The folder of the sandbox whose files become the session's files (`scope: {type:'session'}`,
+ * listed by `GET /v1/files?scope_id=<session>`): collected after each tool call and at release.
+ */
+export const OUTPUTS_DIR = '/mnt/session/outputs'
+
+/**
  * A `file` resource's path in the sandbox: `/mnt/session/uploads/<file_id>` by default, or its
  * `mount_path` taken relative to that folder (`/data.csv` and `data.csv` are both
  * `/mnt/session/uploads/data.csv`). `.` and `..` segments are resolved and may not leave the

@@ -27,7 +27,8 @@ describe('the turn loop', () => {
     // the request the model saw: system and tools with cache breakpoints, the user's text at the tail
     const req = fx.model.requests[0].body
     expect(req.model).toBe('claude-sonnet-5-5')
-    expect(req.system?.[0]).toMatchObject({ text: 'You are a test agent.', cache_control: { type: 'ephemeral' } })
+    expect(req.system?.[0]).toMatchObject({ text: 'You are a test agent.' })
+    expect(req.system?.at(-1)?.cache_control).toEqual({ type: 'ephemeral' })
     expect(req.tools?.at(-1)?.cache_control).toEqual({ type: 'ephemeral' })
     expect(req.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] }])
   })

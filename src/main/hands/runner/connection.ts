@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Readable, Writable } from 'node:stream'
 import { CorralError } from '../../../shared/errors'
-import type { OutputStream, SandboxToolCall, ToolOutcome } from '../sandbox'
+import type { OutputStream, SandboxFileList, SandboxToolCall, ToolOutcome } from '../sandbox'
 import { type AnsweredOp, answers, REPLY_TO, replySchema, type ReplyTo, type ReplyType, type RunnerReply, type RunnerRequest } from './protocol'
 
 /** The runner's connection closed (stream end, error or close()): every pending request fails with it. */
@@ -169,6 +169,18 @@ export class RunnerConnection {
   async clone(params: { url: string; path: string; branch?: string; sha?: string }, timeoutMs = 320_000): Promise<{ existed: boolean }> {
     const reply = await this.request({ rid: this.nextRid(), op: 'clone', url: params.url, path: params.path, branch: params.branch, sha: params.sha }, { timeoutMs })
     return { existed: reply.existed }
+  }
+
+  /** The regular files under an in-sandbox folder (none when it does not exist), each with a signature that changes on every write. */
+  async listFiles(path: string, options: { max?: number; timeoutMs?: number } = {}): Promise<SandboxFileList> {
+    const reply = await this.request({ rid: this.nextRid(), op: 'list_files', path, max: options.max }, { timeoutMs: options.timeoutMs ?? 30_000 })
+    return { files: reply.files, skipped: reply.skipped, truncated: reply.truncated }
+  }
+
+  /** Up to `length` bytes (≤ 4 MiB) of an in-sandbox regular file from `offset`, with its size and signature when read. */
+  async readFileChunk(params: { path: string; offset: number; length: number }, timeoutMs = 60_000): Promise<{ bytes: Buffer; size: number; sig: string }> {
+    const reply = await this.request({ rid: this.nextRid(), op: 'read_file', path: params.path, offset: params.offset, length: params.length }, { timeoutMs })
+    return { bytes: Buffer.from(reply.content_base64, 'base64'), size: reply.size, sig: reply.sig }
   }
 
   /**

@@ -16,11 +16,13 @@ export type RunnerRequest =
   | { rid: string; op: 'reset' }
   | { rid: string; op: 'egress'; env: Readonly<Record<string, string>>; socket: string; port: number }
   | { rid: string; op: 'clone'; url: string; path: string; branch?: string; sha?: string }
+  | { rid: string; op: 'list_files'; path: string; max?: number }
+  | { rid: string; op: 'read_file'; path: string; offset: number; length: number }
 
 export type RunnerOp = RunnerRequest['op']
 
 /** Every op of the protocol, as a value (test/unit/hands/runner-protocol.test.ts holds it to runner.js's dispatch). */
-export const RUNNER_OPS = ['hello', 'call', 'cancel', 'recover', 'place', 'exists', 'reset', 'egress', 'clone'] as const satisfies readonly RunnerOp[]
+export const RUNNER_OPS = ['hello', 'call', 'cancel', 'recover', 'place', 'exists', 'reset', 'egress', 'clone', 'list_files', 'read_file'] as const satisfies readonly RunnerOp[]
 // A compile error when the union has an op the list lacks (`satisfies` above catches the converse).
 export type UnlistedOps = Exclude<RunnerOp, (typeof RUNNER_OPS)[number]>
 const everyOpListed: [UnlistedOps] extends [never] ? true : never = true
@@ -61,6 +63,14 @@ export const replySchema = z.discriminatedUnion('type', [
   z.object({ rid, type: z.literal('reset') }),
   z.object({ rid, type: z.literal('egress'), listening: z.boolean() }),
   z.object({ rid, type: z.literal('cloned'), existed: z.boolean() }),
+  z.object({
+    rid,
+    type: z.literal('files'),
+    files: z.array(z.object({ path: z.string().max(4096), size: z.number().int().nonnegative(), sig: z.string().max(200) })).max(10_000),
+    skipped: z.array(z.object({ path: z.string().max(4096), reason: z.string().max(200) })).max(10_000),
+    truncated: z.boolean(),
+  }),
+  z.object({ rid, type: z.literal('file_chunk'), content_base64: z.string(), size: z.number().int().nonnegative(), sig: z.string().max(200) }),
   z.object({ rid: rid.nullable(), type: z.literal('error'), message: z.string().max(64 * 1024) }),
 ])
 export type RunnerReply = z.infer<typeof replySchema>
@@ -79,6 +89,8 @@ export const REPLY_TO = {
   reset: 'reset',
   egress: 'egress',
   clone: 'cloned',
+  list_files: 'files',
+  read_file: 'file_chunk',
 } as const satisfies Record<Exclude<RunnerOp, 'cancel'>, ReplyType>
 
 /** An op that has a reply of its own. */

@@ -1,8 +1,11 @@
 import { CorralError, isCorralError } from '../../../shared/errors'
 import { placeResources } from './resources'
 import { RunnerClosedError, RunnerMalformedError, type RunnerConnection } from './connection'
-import type { Sandbox, SandboxEgress, SandboxProvisionParams, SandboxToolCall, ToolOutcome, ToolRecovery } from '../sandbox'
+import type { Sandbox, SandboxEgress, SandboxFileList, SandboxProvisionParams, SandboxToolCall, ToolOutcome, ToolRecovery } from '../sandbox'
 import { type SandboxSettings, WORKSPACE } from '../settings'
+
+/** How much of a file one read_file request asks for (its base64 stays under the runner's 8 MiB line). */
+const READ_CHUNK_BYTES = 4 * 1024 * 1024
 
 /** A started runner: the backend's handle (container, process) and the connection to it. */
 export interface LiveRunner {
@@ -123,6 +126,30 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
     } catch {
       return { state: 'unknown' }
     }
+  }
+
+  async listFiles(dir: string, options?: { max?: number }): Promise<SandboxFileList> {
+    const live = this.live?.connection.open ? this.live : undefined
+    if (!live) return { files: [], skipped: [], truncated: false }
+    return live.connection.listFiles(dir, options)
+  }
+
+  async readFile(path: string, options: { maxBytes: number }): Promise<{ bytes: Buffer; sig: string } | undefined> {
+    const live = this.live?.connection.open ? this.live : undefined
+    if (!live) return undefined
+    const chunks: Buffer[] = []
+    let offset = 0
+    let sig: string | undefined
+    for (;;) {
+      const c = await live.connection.readFileChunk({ path, offset, length: READ_CHUNK_BYTES })
+      if (sig !== undefined && c.sig !== sig) return undefined
+      sig = c.sig
+      if (c.size > options.maxBytes) return undefined
+      chunks.push(c.bytes)
+      offset += c.bytes.length
+      if (c.bytes.length === 0 || offset >= c.size) break
+    }
+    return { bytes: Buffer.concat(chunks), sig }
   }
 
   async dispose(options?: { removeWorkspace?: boolean }): Promise<void> {

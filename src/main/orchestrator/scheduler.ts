@@ -6,6 +6,12 @@ import { primaryRef, type ThreadRef } from '../harness/platform-tools'
 
 /** Client events that give a session work for its brain. */
 const WAKING_TYPES = new Set(['user.message', 'user.tool_confirmation', 'user.custom_tool_result', 'user.tool_result', 'system.message', 'user.interrupt'])
+/**
+ * What a session's newest event may be when a brain still owes it something at start-up: client
+ * input, or a thread's termination (an archive writes it outside any brain, and the primary's
+ * brain re-writes the session's aggregate idle after it: a crash in between left it unwritten).
+ */
+const START_TYPES = [...WAKING_TYPES, 'session.thread_status_terminated']
 
 export interface SchedulerParams {
   log: EventLog
@@ -110,9 +116,9 @@ export class Scheduler {
     for (const t of threads) this.wake(t)
   }
 
-  /** Sessions that were running, or whose newest event is client input nobody answered. */
+  /** Sessions that were running, or whose newest event is client input nobody answered or a thread's termination the session's status may not follow yet. */
   sessionsNeedingBrains(): string[] {
-    return this.p.sessions.needingBrains([...WAKING_TYPES])
+    return this.p.sessions.needingBrains(START_TYPES)
   }
 
   private onEvent(stored: StoredEvent): void {

@@ -1,5 +1,6 @@
 import { type EventInputOf, type EventOf, type ThreadKey } from '../../shared/api/events'
 import { newId, primaryThreadId } from '../../shared/api/ids'
+import { WORKER_TOOLSET } from '../../shared/api/worker-toolset'
 import type { EventInput, EventLog } from '../session/event-log'
 import type { ToolJournal } from '../session/tool-journal'
 import { filesSystemContext } from './context/files'
@@ -30,6 +31,8 @@ export interface SessionSource {
   retrieve(id: string): { id: string; agent: unknown; budget?: unknown }
   /** What the session may delegate to (null: a single-threaded session). Absent: no session delegates. */
   rosterOf?(id: string): DelegationRoster | null
+  /** Whether a worker of the session's self_hosted environment runs its toolset calls (spec resources.md §5). Absent: never. */
+  answeredByWorker?(id: string): boolean
 }
 
 
@@ -179,7 +182,10 @@ export class Harness {
     const key = `${sessionId}/${threadKey ?? ''}`
     let cached = this.cache.get(key)
     if (cached) this.cache.delete(key) // re-inserted below: most recently used last
-    else cached = { events: [], state: newSessionState(threadKey, multi ? { statusScope: 'thread', primaryId } : {}) }
+    else {
+      const workerTools = this.deps.sessions.answeredByWorker?.(sessionId) ? WORKER_TOOLSET : undefined
+      cached = { events: [], state: newSessionState(threadKey, { ...(multi ? { statusScope: 'thread', primaryId } : {}), workerTools }) }
+    }
     const { events, state } = cached
     const catchUp = () => {
       for (;;) {

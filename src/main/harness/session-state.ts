@@ -57,12 +57,18 @@ export interface SessionState {
    * `corral_allow_for_session` on a confirmation), exact text → the confirmation's event id.
    */
   allowedCommands: Map<string, string>
+  /**
+   * Toolset tools a worker of the session's self_hosted environment runs (answered with
+   * `user.tool_result`); absent: the harness runs every toolset call through its hands.
+   */
+  workerTools?: ReadonlySet<string>
 }
 
-/** How a fold reads a thread's status: see SessionState.statusScope / primaryId. */
+/** How a fold reads a thread's status (see SessionState.statusScope / primaryId) and who runs its toolset calls (workerTools). */
 export interface FoldScope {
   statusScope?: 'session' | 'thread'
   primaryId?: string
+  workerTools?: ReadonlySet<string>
 }
 
 /** Starts a fold of one thread of a session (`thread`: the log's key, null for the primary thread). */
@@ -71,6 +77,7 @@ export function newSessionState(thread: ThreadKey, scope: FoldScope = {}): Sessi
     thread,
     statusScope: scope.statusScope ?? (thread === null ? 'session' : 'thread'),
     primaryId: scope.primaryId,
+    workerTools: scope.workerTools,
     lastSeq: 0,
     status: 'idle',
     lastAnswerSeq: 0,
@@ -278,11 +285,15 @@ export function decideNext(s: SessionState): NextStep {
   }
   if (s.openSpanId) return { kind: 'close_span', spanId: s.openSpanId }
 
-  const run = s.openToolUses.filter((t) => isHarnessRun(t) && (t.permission === 'allow' || t.confirmation?.result === 'allow'))
+  const allowed = (t: OpenToolUse) => t.permission === 'allow' || t.confirmation?.result === 'allow'
+  // a self_hosted session's toolset call, once allowed, waits for its worker's user.tool_result
+  const byWorker = (t: OpenToolUse) => t.type === 'agent.tool_use' && s.workerTools?.has(t.name) === true && allowed(t)
+  const run = s.openToolUses.filter((t) => isHarnessRun(t) && allowed(t) && !byWorker(t))
   const deny = s.openToolUses.filter((t) => isHarnessRun(t) && t.permission === 'ask' && t.confirmation?.result === 'deny')
-  const waiting = s.openToolUses.filter(unconfirmedOrCustom)
-  // A new user message while calls wait for confirmation: those calls are abandoned (the model hears so).
-  const abandoned = waiting.filter((t) => t.seq < s.lastUserMessageSeq)
+  const waiting = s.openToolUses.filter((t) => unconfirmedOrCustom(t) || byWorker(t))
+  // A new user message while calls wait for confirmation: those calls are abandoned (the model
+  // hears so). A call a worker is running is not: like a call the hands run, it finishes first.
+  const abandoned = waiting.filter((t) => t.seq < s.lastUserMessageSeq && !byWorker(t))
   if (abandoned.length) return { kind: 'stop_tools', toolUses: abandoned, cause: 'new_message' }
   if (run.length || deny.length) return { kind: 'run_tools', run, deny }
   if (waiting.length) {

@@ -54,6 +54,9 @@ export class SessionResourceStore {
   add(sessionId: string, input: { type: 'file'; file_id: string; mount_path?: string | null }): Resource {
     const cur = this.o.sessions.retrieve(sessionId)
     if (cur.archived_at) throw conflict(`session ${sessionId} is archived; resources cannot be added`)
+    if (this.o.sessions.answeredByWorker(sessionId)) {
+      throw invalid(`type: session ${sessionId} runs on the self_hosted environment ${cur.environment_id}; it takes no file resources (its tools run on a worker: stage the file there yourself)`)
+    }
     if (!this.o.files?.has(input.file_id)) throw new CorralError('not_found_error', `file_id: file ${JSON.stringify(input.file_id)} was not found`)
     const mountPath = fileMountPath(input.mount_path, input.file_id)
     if (!mountPath) throw invalid(`mount_path: ${JSON.stringify(input.mount_path)} must name a file inside ${UPLOADS_DIR} (taken relative to it)`)

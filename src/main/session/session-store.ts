@@ -224,6 +224,7 @@ export class SessionStore {
     const agent = this.resolveAgent(input.agent)
     const env = this.environments.retrieve(input.environment_id)
     if (env.archived_at) throw conflict(`environment_id: environment ${env.id} is archived`)
+    if (env.config.type === 'self_hosted') refuseSelfHostedResources(env.id, input.resources ?? [])
     this.checkVaults(input.vault_ids ?? [])
     const now = this.clock().toISOString()
     // The roster is copied whole (every listed agent's definition at its pinned version): later
@@ -431,6 +432,12 @@ export class SessionStore {
     return { id, type: 'session_deleted' }
   }
 
+  /** Whether a worker of the session's self_hosted environment runs its toolset calls (its environment is self_hosted). */
+  answeredByWorker(id: string): boolean {
+    const row = this.db.prepare('SELECT environment_id FROM sessions WHERE id = ?').get(id) as { environment_id: string } | undefined
+    return !!row && this.environments.retrieve(row.environment_id).config.type === 'self_hosted'
+  }
+
   /** Whether a session with this id exists (archived ones included). */
   exists(id: string): boolean {
     return !!this.db.prepare('SELECT 1 FROM sessions WHERE id = ? AND deleting = 0').get(id)
@@ -499,8 +506,12 @@ export class SessionStore {
       if (session.archived_at) throw conflict(`session ${sessionId} is archived; it accepts no events`)
       if (session.status === 'terminated') throw conflict(`session ${sessionId} is terminated; it accepts no events`)
       const answered = new Set<string>()
+      const selfHosted = this.answeredByWorker(sessionId)
       events.forEach((e, i) => {
         let thread: string | null | undefined
+        if (e.type === 'user.tool_result' && !selfHosted) {
+          throw invalid(`events[${i}].type: user.tool_result answers a toolset call only in a session on a self_hosted environment (its worker runs the calls); session ${sessionId} runs them itself`)
+        }
         if (e.type === 'user.tool_confirmation' || e.type === 'user.custom_tool_result' || e.type === 'user.tool_result') {
           thread = this.checkPending({ sessionId, index: i, answer: e, answered })
           if (e.type === 'user.tool_confirmation' && e.corral_allow_for_session) this.checkAllowForSession(i, e.tool_use_id, e.result)
@@ -523,7 +534,15 @@ export class SessionStore {
     // Checked now for a fast answer, and again inside the append's transaction, so two
     // concurrent sends cannot both answer the same request (all-or-nothing per request).
     check()
-    return this.log.append(sessionId, events as EventInput[], { precheck: check })
+    return this.log.append(sessionId, events as EventInput[], {
+      precheck: () => {
+        check()
+        // new input for a self_hosted session with no live work item queues one (spec resources.md §5)
+        if (this.work && events.some((e) => e.type === 'user.message' || e.type === 'user.define_outcome') && this.answeredByWorker(sessionId)) {
+          this.work.enqueueSession(this.retrieve(sessionId).environment_id, sessionId)
+        }
+      },
+    })
   }
 
   /** `corral_allow_for_session` remembers an exact bash command: only on an allow of a bash call with a command. */
@@ -626,4 +645,17 @@ function updatedAgent(cur: Session['agent'], patch: NonNullable<SessionUpdateInp
   }
   const normalized = normalizeAgent(draft as unknown as Parameters<typeof normalizeAgent>[0]) as unknown as Record<string, unknown>
   return { ...cur, tools: normalized.tools, mcp_servers: normalized.mcp_servers } as Session['agent']
+}
+
+/**
+ * A self_hosted session takes only memory stores (spec resources.md §5): its files and
+ * repositories would have to be staged on a worker Corral does not reach. 400 naming the first
+ * other resource.
+ */
+function refuseSelfHostedResources(environmentId: string, resources: readonly Record<string, unknown>[]): void {
+  const i = resources.findIndex((r) => r.type !== 'memory_store')
+  if (i < 0) return
+  throw invalid(
+    `resources[${i}].type: a session on the self_hosted environment ${environmentId} takes only memory_store resources (got ${JSON.stringify(resources[i].type)}); its tools run on a worker, so stage files there yourself (pass their locations in the session's metadata)`,
+  )
 }

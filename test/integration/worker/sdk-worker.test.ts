@@ -1,0 +1,84 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Anthropic from '@anthropic-ai/sdk'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Engine } from '../../../src/main/engine'
+import type { LoggedEvent } from '../../../src/main/session/event-log'
+import { say, ScriptedModelServer, toolCall, toolResultsOf, type RecordedRequest, type ScriptStep } from '../../support/model-server'
+import { waitForIdle } from '../engine/support'
+
+/*
+ * The official SDK's own worker, unmodified, against Corral (spec resources.md §4): only baseURL
+ * points at Corral. A session on a self_hosted environment is queued; the SDK's
+ * EnvironmentWorker polls, acks, heartbeats, reads the session, runs the toolset calls Corral
+ * emits as agent.tool_use in its workdir and answers each with user.tool_result; the brain runs
+ * on Corral with the scripted model, which calls tools with the schemas Corral offers.
+ */
+
+const FILE = 'notes/hello.txt'
+
+function responder(req: RecordedRequest): ScriptStep {
+  const results = toolResultsOf(req)
+  if (results.length === 0) return toolCall(req, 'bash', { command: `mkdir -p notes && echo "made by $((6 * 7))" > ${FILE} && pwd` }, 'Writing a file.')
+  if (results.length === 1) return toolCall(req, 'write', { file_path: 'notes/second.txt', content: 'second file\n' })
+  if (results.length === 2) return toolCall(req, 'read', { file_path: FILE })
+  return say(`done: ${results.map((r) => r.text.trim()).join(' | ')}`)
+}
+
+describe('the SDK EnvironmentWorker against Corral', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'corral-sdk-worker-'))
+  const workdir = mkdtempSync(join(tmpdir(), 'corral-sdk-worker-wd-'))
+  let model: ScriptedModelServer
+  let engine: Engine
+  let api: Anthropic
+  let url: string
+  beforeAll(async () => {
+    model = await ScriptedModelServer.start(responder)
+    engine = Engine.open({ dataDir, token: 'test-token', env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, harness: { backoffBaseMs: 5, backoffMaxMs: 40 }, defaultHands: false, log: () => {} })
+    url = (await engine.listen(0)).url
+    api = new Anthropic({ baseURL: url, apiKey: 'test-token', maxRetries: 0 })
+  })
+  afterAll(async () => {
+    await engine.close()
+    await model.close()
+    rmSync(dataDir, { recursive: true, force: true })
+    rmSync(workdir, { recursive: true, force: true })
+  })
+
+  it('serves a session end to end: every toolset call runs in the worker and is answered once', async () => {
+    const env = await api.beta.environments.create({ name: 'remote', config: { type: 'self_hosted' } })
+    const key = (await (await fetch(`${url}/v1/corral/environments/${env.id}/keys`, { method: 'POST', headers: { authorization: 'Bearer test-token' } })).json()) as { key: string }
+    const agent = await api.beta.agents.create({ name: 'remote', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_allow' } } }] })
+    const session = await api.beta.sessions.create({ agent: agent.id, environment_id: env.id })
+    await api.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'make the notes' }] }] })
+
+    // the worker host has only the environment key, never the API token
+    const workerClient = new Anthropic({ baseURL: url, apiKey: null, authToken: null, maxRetries: 2 })
+    const logs: string[] = []
+    const worker = workerClient.beta.environments.work.worker({ environmentId: env.id, environmentKey: key.key, workdir, maxIdleMs: 500, logger: { debug: () => {}, info: (m: string) => logs.push(m), warn: (m: string) => logs.push(m), error: (m: string) => logs.push(m) } } as never)
+    const stop = new AbortController()
+    const running = worker.run(stop.signal).catch((e: unknown) => e)
+    let events: LoggedEvent[]
+    try {
+      events = await waitForIdle(engine, session.id)
+    } finally {
+      stop.abort()
+      await running
+    }
+    const uses = events.filter((e) => e.type === 'agent.tool_use') as unknown as { id: string; name: string }[]
+    const results = events.filter((e) => e.type === 'user.tool_result') as unknown as { tool_use_id: string; is_error?: boolean; content: { text: string }[] }[]
+    expect(uses.map((u) => u.name)).toEqual(['bash', 'write', 'read'])
+    expect(results.map((r) => r.tool_use_id).sort()).toEqual(uses.map((u) => u.id).sort())
+    expect(events.filter((e) => e.type === 'agent.tool_result')).toEqual([])
+    // the work ran on the worker's disk
+    expect(readFileSync(join(workdir, FILE), 'utf8')).toBe('made by 42\n')
+    expect(readFileSync(join(workdir, 'notes/second.txt'), 'utf8')).toBe('second file\n')
+    const last = model.requests.at(-1)!
+    expect(toolResultsOf(last).map((r) => r.is_error)).toEqual([false, false, false])
+    expect(toolResultsOf(last)[2].text).toContain('made by 42')
+    // while the worker ran the calls, the session waited on it: requires_action naming each call
+    const waits = events.filter((e) => e.type === 'session.status_idle' && (e as unknown as { stop_reason: { type: string } }).stop_reason.type === 'requires_action') as unknown as { stop_reason: { event_ids: string[] } }[]
+    expect(waits.map((w) => w.stop_reason.event_ids)).toEqual(uses.map((u) => [u.id]))
+  }, 60_000)
+})

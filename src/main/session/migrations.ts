@@ -337,4 +337,52 @@ export const MIGRATIONS: Migration[] = [
       CREATE UNIQUE INDEX files_output_path ON files(scope_session_id, output_path) WHERE output_path IS NOT NULL;
     `,
   },
+  {
+    version: 12,
+    name: 'deployments, their runs, and the sessions they started',
+    // A deployment's definition is its row (data: the API object without its computed fields).
+    // fired_through: the latest scheduled instant the scheduler has dealt with (fired, or passed
+    // over as missed), written in the same transaction as the run it fired; NULL for manual-only.
+    // A run is inserted before its session is created, with neither session_id nor error (pending);
+    // the session's creation fills session_id in the session's own transaction (or error is set),
+    // once: the trigger refuses any other change and every delete. UNIQUE (deployment_id,
+    // scheduled_at) makes a scheduled instant fire at most once (manual runs have no scheduled_at).
+    sql: `
+      CREATE TABLE deployments (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        archived_at TEXT,
+        agent_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        fired_through TEXT,
+        last_run_at TEXT,
+        data TEXT NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX deployments_listing ON deployments(created_at, id);
+      CREATE TABLE deployment_runs (
+        id TEXT PRIMARY KEY,
+        deployment_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        trigger_type TEXT NOT NULL,
+        scheduled_at TEXT,
+        session_id TEXT,
+        error TEXT,
+        data TEXT NOT NULL,
+        UNIQUE (deployment_id, scheduled_at)
+      ) WITHOUT ROWID;
+      CREATE INDEX deployment_runs_listing ON deployment_runs(created_at, id);
+      CREATE INDEX deployment_runs_pending ON deployment_runs(deployment_id) WHERE session_id IS NULL AND error IS NULL;
+      CREATE TRIGGER deployment_runs_no_delete BEFORE DELETE ON deployment_runs
+        BEGIN SELECT RAISE(ABORT, 'deployment runs are append-only'); END;
+      CREATE TRIGGER deployment_runs_outcome_once BEFORE UPDATE ON deployment_runs
+        WHEN OLD.session_id IS NOT NULL OR OLD.error IS NOT NULL
+          OR NEW.id IS NOT OLD.id OR NEW.deployment_id IS NOT OLD.deployment_id OR NEW.created_at IS NOT OLD.created_at
+          OR NEW.trigger_type IS NOT OLD.trigger_type OR NEW.scheduled_at IS NOT OLD.scheduled_at OR NEW.data IS NOT OLD.data
+          OR (NEW.session_id IS NULL) = (NEW.error IS NULL)
+        BEGIN SELECT RAISE(ABORT, 'a deployment run records its outcome once: a session id or an error'); END;
+      ALTER TABLE sessions ADD COLUMN deployment_id TEXT;
+      CREATE INDEX sessions_deployment ON sessions(deployment_id, created_at, id) WHERE deployment_id IS NOT NULL;
+    `,
+  },
 ]

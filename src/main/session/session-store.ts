@@ -33,6 +33,7 @@ interface SessionRow {
   created_at: string
   updated_at: string
   archived_at: string | null
+  deployment_id: string | null
   usage: string
   model_error: string | null
   data: string
@@ -42,7 +43,7 @@ interface SessionRow {
  * Session rows with `updated_at` as the later of the row's own and its last event's processed_at
  * (a PK lookup), so appending an event never has to rewrite the session row.
  */
-const SESSION_ROWS = `(SELECT s.rid, s.id, s.agent_id, s.agent_version, s.environment_id, s.status, s.created_at, s.archived_at, s.deleting, s.usage, s.model_error, s.data,
+const SESSION_ROWS = `(SELECT s.rid, s.id, s.agent_id, s.agent_version, s.environment_id, s.deployment_id, s.status, s.created_at, s.archived_at, s.deleting, s.usage, s.model_error, s.data,
   MAX(s.updated_at, COALESCE((SELECT e.processed_at FROM events e WHERE e.session_rid = s.rid ORDER BY e.seq DESC LIMIT 1), '')) AS updated_at
   FROM sessions s)`
 
@@ -80,6 +81,19 @@ export interface SessionStoreHooks {
    * resource is refused: a file's bytes never come from anywhere else (never a host path).
    */
   files?: { has(fileId: string): boolean }
+}
+
+/** How a deployment's run creates its session (DeploymentStore): never reachable from a client. */
+export interface SessionCreateOptions {
+  /** The session's id, chosen by the caller (a deployment run reserves it in its record). */
+  sessionId?: string
+  /** The deployment that starts the session (`deployment_id`; `sessions.list({deployment_id})`). */
+  deploymentId?: string
+  /**
+   * A write that commits in the session's own transaction, after its row is inserted (a run's
+   * session_id): the session and the write exist together or not at all. Throwing aborts both.
+   */
+  inCommit?: (session: Session) => void
 }
 
 /** What a SessionStore is built from (besides its database). */
@@ -177,13 +191,12 @@ export class SessionStore {
   }
 
   /** Creates the session, pinning a snapshot of its agent, then appends `initial_events`. */
-  async create(input: SessionCreateInput): Promise<Session> {
-    this.checkFiles(input.resources ?? [])
-    if (input.resources?.length) this.hooks.checkResources?.(input.resources as unknown as Record<string, unknown>[])
-    const ids = { session: newId('session'), resources: (input.resources ?? []).map(() => newId('resource')) }
+  async create(input: SessionCreateInput, options: SessionCreateOptions = {}): Promise<Session> {
+    this.checkResources(input.resources ?? [])
+    const ids = { session: options.sessionId ?? newId('session'), resources: (input.resources ?? []).map(() => newId('resource')) }
     const kept = await this.keepResourceSecrets(ids, input.resources ?? [])
     try {
-      return await this.insertSession(input, ids)
+      return await this.insertSession(input, ids, options)
     } catch (err) {
       if (kept.length) this.hooks.resourceSecrets?.delete(ids.session, kept)
       throw err
@@ -220,7 +233,17 @@ export class SessionStore {
     return kept
   }
 
-  private async insertSession(input: SessionCreateInput, ids: { session: string; resources: string[] }): Promise<Session> {
+  /**
+   * The checks a session's resources get before anything is kept: every `file` names a stored
+   * file (404 naming `resources[i].file_id`), and the engine's own (host folders). A deployment
+   * runs them when it is saved, so a bad resource is refused then rather than at its first fire.
+   */
+  checkResources(resources: readonly Record<string, unknown>[]): void {
+    this.checkFiles(resources)
+    if (resources.length) this.hooks.checkResources?.(resources)
+  }
+
+  private async insertSession(input: SessionCreateInput, ids: { session: string; resources: string[] }, options: SessionCreateOptions = {}): Promise<Session> {
     const agent = this.resolveAgent(input.agent)
     const env = this.environments.retrieve(input.environment_id)
     if (env.archived_at) throw conflict(`environment_id: environment ${env.id} is archived`)
@@ -243,6 +266,7 @@ export class SessionStore {
       resources: this.attachMemoryStores(input.resources ?? []).map((r, i) => publicResource(r, now, ids.resources[i])),
       vault_ids: input.vault_ids ?? [],
       outcome_evaluations: [],
+      deployment_id: options.deploymentId ?? null,
       stats: {},
       usage: {},
       created_at: now,
@@ -252,11 +276,12 @@ export class SessionStore {
     const insert = () => {
       this.db
         .prepare(
-          'INSERT INTO sessions (id, agent_id, agent_version, environment_id, status, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)',
+          'INSERT INTO sessions (id, agent_id, agent_version, environment_id, deployment_id, status, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)',
         )
-        .run(session.id, agent.id, agent.version, env.id, 'idle', now, now, JSON.stringify(session))
+        .run(session.id, agent.id, agent.version, env.id, options.deploymentId ?? null, 'idle', now, now, JSON.stringify(session))
       // a self_hosted session waits on its environment's queue from the moment it exists (spec resources.md §2.3, §5)
       if (env.config.type === 'self_hosted') this.workQueue().enqueueSession(env.id, session.id)
+      options.inCommit?.(session)
     }
     // With initial events, the row and the events commit together: a crash leaves neither.
     if (input.initial_events?.length) await this.log.append(session.id, input.initial_events as EventInput[], { precheck: insert })
@@ -489,9 +514,10 @@ export class SessionStore {
       where.push(`EXISTS (SELECT 1 FROM json_each(data, '$.resources') r WHERE json_extract(r.value, '$.type') = 'memory_store' AND json_extract(r.value, '$.memory_store_id') = ?)`)
       args.push(q.memory_store_id)
     }
-    // Corral has no deployments: no session was started by one, so the filter matches none
-    // (ignoring it would list every session).
-    if (q.deployment_id) where.push('0')
+    if (q.deployment_id) {
+      where.push('deployment_id = ?')
+      args.push(q.deployment_id)
+    }
     createdAtFilters(q, where, args)
     return keysetList<Session, SessionRow>(this.db, { table: SESSION_ROWS, where, args, order: q.order ?? 'desc', limit: q.limit ?? 20, page: q.page }, rowToSession)
   }
@@ -597,6 +623,7 @@ function rowToSession(row: SessionRow): Session {
   s.status = row.status
   s.updated_at = row.updated_at
   s.archived_at = row.archived_at
+  s.deployment_id = row.deployment_id
   s.usage = JSON.parse(row.usage) as SessionUsage
   const corral: SessionCorralFields = { model_error: parseModelError(row.model_error) }
   ;(s as Session & { corral: SessionCorralFields }).corral = corral

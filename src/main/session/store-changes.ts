@@ -1,6 +1,6 @@
 /** One committed change to a resource row: which kind of resource and its id. */
 export interface StoreChange {
-  kind: 'environment' | 'vault' | 'credential' | 'session'
+  kind: 'environment' | 'vault' | 'credential' | 'session' | 'deployment'
   id: string
 }
 

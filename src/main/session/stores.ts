@@ -12,6 +12,7 @@ import { WorkStore } from './work-store'
 import { BlobStore } from './blob-store'
 import { FileStore } from './file-store'
 import { SkillStore } from './skill-store'
+import { DeploymentStore, type DeploymentStoreOptions } from './deployment-store'
 import { SessionResourceStore, type SessionResourceStoreOptions } from './session-resources'
 import { dirname, join } from 'node:path'
 import { searchMessages, type MessageSearchHit, type MessageSearchParams } from './message-search'
@@ -33,6 +34,10 @@ export interface StoresOptions {
   filesDir?: string
   /** Where skills keep their files' content-addressed bytes; without it there is no skill store. */
   skillsDir?: string
+  /** The deployment store's clock (the scheduler's, for tests that inject one); the stores' clock by default. */
+  deploymentsClock?: () => Date
+  /** Tests only: called between a deployment run's record and its session (DeploymentStoreOptions.afterRunRecorded). */
+  afterDeploymentRunRecorded?: DeploymentStoreOptions['afterRunRecorded']
 }
 
 /** Every store of one database, wired to each other. */
@@ -57,6 +62,8 @@ export interface Stores {
   readonly skills?: SkillStore
   /** A live session's resources (`/v1/sessions/{id}/resources`). */
   readonly sessionResources: SessionResourceStore
+  /** Deployments and their runs (`/v1/deployments`, `/v1/deployment_runs`). */
+  readonly deployments: DeploymentStore
   /** Messages (user and agent) whose text contains a query, across sessions, newest first. */
   searchMessages(params: MessageSearchParams): { data: MessageSearchHit[]; next_page: string | null }
   /** Closes the database (drain the log first: appends still queued would fail). */
@@ -80,6 +87,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
   // a `file` resource's file_id is checked against the file store (unless the caller brings its own check)
   const hooks = files ? { files, ...options.sessionHooks } : options.sessionHooks
   const sessions = new SessionStore(db, { log, agents, environments, memory, work, clock, hooks })
+  const vaults = new VaultStore(db, { secrets: options.secrets, clock })
   return {
     db,
     log,
@@ -87,7 +95,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     environments,
     sessions,
     threads: new ThreadStore({ log, sessions, clock }),
-    vaults: new VaultStore(db, { secrets: options.secrets, clock }),
+    vaults,
     leases: new SqliteLeaseStore(db, options.leases),
     toolJournal: new SqliteToolJournal(db, log),
     memory,
@@ -95,6 +103,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     files,
     skills,
     sessionResources: new SessionResourceStore(db, { sessions, files: hooks?.files, secrets: hooks?.resourceSecrets, clock, onChange: options.onResourceChange }),
+    deployments: new DeploymentStore(db, { agents, environments, sessions, vaults, memory, files: hooks?.files, clock: options.deploymentsClock ?? clock, afterRunRecorded: options.afterDeploymentRunRecorded }),
     searchMessages: (params) => searchMessages(db, params),
     close: () => db.close(),
   }

@@ -19,6 +19,8 @@ export const ID_PREFIX = {
   environmentKey: 'envkey_',
   /** Corral's own: a sessions token minted at a work delivery (internal id, never on the wire). */
   sessionsToken: 'stok_',
+  deployment: 'depl_',
+  deploymentRun: 'drun_',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

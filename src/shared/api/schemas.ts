@@ -11,7 +11,7 @@ const MAX_TEXT = 1_000_000
 export const metadataSchema = z
   .record(z.string().max(64), z.string().max(512))
   .refine((m) => Object.keys(m).length <= 16, 'at most 16 metadata keys')
-const metadataPatchSchema = z
+export const metadataPatchSchema = z
   .record(z.string().max(64), z.string().max(512).nullable())
   .refine((m) => Object.keys(m).length <= 16, 'at most 16 metadata keys')
 
@@ -309,7 +309,7 @@ export const eventParamsSchema = z.discriminatedUnion('type', [
 export const eventSendSchema = z.strictObject({ events: z.array(eventParamsSchema).min(1).max(100) })
 
 // ---------- sessions ----------
-const budgetSchema = z.strictObject({
+export const budgetSchema = z.strictObject({
   type: z.literal('limit'),
   max_list_cost: z.strictObject({ amount: z.string().regex(/^\d+(\.\d+)?$/, 'a decimal amount'), currency: z.literal('USD') }),
 })
@@ -388,9 +388,9 @@ export const sessionUpdateSchema = z.strictObject({
 })
 
 // ---------- list queries ----------
-const boolString = z.enum(['true', 'false']).transform((v) => v === 'true')
-const limitSchema = z.coerce.number().int().min(1).max(1000)
-const isoDate = z.iso.datetime({ offset: true })
+export const boolString = z.enum(['true', 'false']).transform((v) => v === 'true')
+export const limitSchema = z.coerce.number().int().min(1).max(1000)
+export const isoDate = z.iso.datetime({ offset: true })
 export const pageQuerySchema = z.strictObject({
   limit: limitSchema.optional(),
   page: z.string().max(512).optional(),

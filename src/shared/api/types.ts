@@ -60,6 +60,17 @@ export type {
   CredentialUpdateParams,
 } from '@anthropic-ai/sdk/resources/beta/vaults/credentials'
 
+export type {
+  BetaManagedAgentsDeployment as Deployment,
+  BetaManagedAgentsDeploymentPausedReason as DeploymentPausedReason,
+  BetaManagedAgentsDeploymentPausedReasonErrorObject as DeploymentPausedReasonError,
+  BetaManagedAgentsCronSchedule as DeploymentCronSchedule,
+} from '@anthropic-ai/sdk/resources/beta/deployments'
+export type {
+  BetaManagedAgentsDeploymentRun as DeploymentRun,
+  BetaManagedAgentsTriggerContext as DeploymentRunTrigger,
+} from '@anthropic-ai/sdk/resources/beta/deployment-runs'
+
 // ---------- Corral additions ----------
 
 /**

@@ -147,7 +147,7 @@ describe('SessionStore.create', () => {
 })
 
 describe('SessionStore.list filters', () => {
-  it('filters by memory_store_id and matches nothing for a deployment_id (Corral has none)', async () => {
+  it('filters by memory_store_id, and by deployment_id only the sessions that deployment started', async () => {
     const agent = t.agents.create({ name: 'l', model: 'claude-sonnet-4-6' })
     const env = t.environments.create({ name: 'e' })
     const [a, b] = [t.memory.createStore({ name: 'A' }), t.memory.createStore({ name: 'B' })]
@@ -155,8 +155,12 @@ describe('SessionStore.list filters', () => {
     await t.sessions.create({ agent: agent.id, environment_id: env.id, resources: [{ type: 'memory_store', memory_store_id: b.id }] })
     await t.sessions.create({ agent: agent.id, environment_id: env.id })
     expect(t.sessions.list({ memory_store_id: a.id }).data.map((s) => s.id)).toEqual([withStore.id])
-    expect(t.sessions.list({ deployment_id: 'dep_1' }).data).toEqual([])
+    expect(t.sessions.list({ deployment_id: 'depl_1' }).data).toEqual([])
     expect(t.sessions.list({}).data).toHaveLength(3)
+    const d = t.deployments.create({ name: 'd', agent: agent.id, environment_id: env.id, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] })
+    const run = await t.deployments.run(d.id)
+    expect(t.sessions.list({ deployment_id: d.id }).data.map((s) => [s.id, s.deployment_id])).toEqual([[run.session_id, d.id]])
+    expect(t.sessions.list({}).data.filter((s) => s.deployment_id === null)).toHaveLength(3)
   })
 })
 

@@ -34,6 +34,7 @@ import {
 import { CorralError, isCorralError } from '../../shared/errors'
 import { isOnThreadStream, threadKeyOf, type ThreadKey } from '../../shared/api/events'
 import { changesRevertSchema } from '../../shared/api/workspace'
+import { deploymentCreateSchema, deploymentUpdateSchema } from '../../shared/api/deployment-schemas'
 import type { ApiServices } from './services'
 
 /** Bodies of the POST operations, validated before dispatch. Archive operations take none. */
@@ -47,6 +48,8 @@ const BODY_SCHEMAS: Partial<Record<OperationName, z.ZodType>> = {
   'events.send': eventSendSchema,
   'changes.revert': changesRevertSchema,
   'sessionResources.add': sessionResourceAddSchema,
+  'deployments.create': deploymentCreateSchema,
+  'deployments.update': deploymentUpdateSchema,
 }
 
 const opSchema = z.enum(OPERATION_NAMES as [OperationName, ...OperationName[]])

@@ -20,6 +20,7 @@ import { memoryStoreRoutes } from './routes/memory-stores'
 import { fileRoutes } from './routes/files'
 import { skillRoutes } from './routes/skills'
 import { sessionResourceRoutes } from './routes/session-resources'
+import { deploymentRoutes } from './routes/deployments'
 
 export const SESSION_COOKIE = 'corral_token'
 
@@ -82,6 +83,7 @@ export function createApiApp(params: ApiAppParams): Hono {
   fileRoutes(app, services)
   skillRoutes(app, services)
   sessionResourceRoutes(app, services)
+  deploymentRoutes(app, services)
   corralRoutes(app, services)
   workspaceRoutes(app, services)
   searchRoutes(app, services)

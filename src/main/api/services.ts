@@ -13,6 +13,7 @@ import type { FileStore } from '../session/file-store'
 import type { SkillStore } from '../session/skill-store'
 import type { SessionResourceStore } from '../session/session-resources'
 import type { WorkStore } from '../session/work-store'
+import type { DeploymentStore } from '../session/deployment-store'
 
 /**
  * What the transports (HTTP, IPC, CLI) reach: the same service methods for all of them.
@@ -35,6 +36,8 @@ export interface ApiServices {
   work?: WorkStore
   /** A live session's resources (`/v1/sessions/{id}/resources`). */
   sessionResources?: SessionResourceStore
+  /** Deployments and their runs (`/v1/deployments`, `/v1/deployment_runs`). */
+  deployments: DeploymentStore
   /** Files (`/v1/files`) and the user's upload cap; absent in engines opened without a data directory. */
   files?: { store: FileStore; maxBytes(): number }
   /** Skills and their versions (`/v1/skills`); absent in engines opened without a data directory. */

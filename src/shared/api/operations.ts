@@ -45,6 +45,17 @@ export const OPERATIONS = {
   'threads.events': { method: 'GET', path: '/v1/sessions/:id/threads/:threadId/events', arrayKeys: ['types'] },
   'threads.archive': { method: 'POST', path: '/v1/sessions/:id/threads/:threadId/archive' },
 
+  'deployments.list': { method: 'GET', path: '/v1/deployments' },
+  'deployments.create': { method: 'POST', path: '/v1/deployments' },
+  'deployments.retrieve': { method: 'GET', path: '/v1/deployments/:id' },
+  'deployments.update': { method: 'POST', path: '/v1/deployments/:id' },
+  'deployments.archive': { method: 'POST', path: '/v1/deployments/:id/archive' },
+  'deployments.pause': { method: 'POST', path: '/v1/deployments/:id/pause' },
+  'deployments.unpause': { method: 'POST', path: '/v1/deployments/:id/unpause' },
+  'deployments.run': { method: 'POST', path: '/v1/deployments/:id/run' },
+  'deploymentRuns.list': { method: 'GET', path: '/v1/deployment_runs' },
+  'deploymentRuns.retrieve': { method: 'GET', path: '/v1/deployment_runs/:id' },
+
   // Corral additions (not in the Managed Agents API): the app's settings and `corral doctor`.
   // The renderer treats a 404 as "this engine does not offer it yet".
   'settings.retrieve': { method: 'GET', path: '/v1/corral/settings' },

@@ -26,6 +26,7 @@ beforeEach(() => {
     threads: t.threads,
     vaults: t.vaults,
     memory: t.memory,
+    deployments: t.deployments,
     previews: new PreviewBus(),
   }
   errors = []

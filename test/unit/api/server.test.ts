@@ -23,6 +23,7 @@ beforeEach(() => {
     threads: t.threads,
     vaults: t.vaults,
     memory: t.memory,
+    deployments: t.deployments,
     previews: new PreviewBus(),
   }
   app = createApiApp({ services, token: TOKEN, onInternalError: (e) => errors.push(e) })

@@ -13,6 +13,7 @@ import { CorralError } from '../shared/errors'
 import { advisorTierTable } from '../shared/api/advisor-tiers'
 import { keychainAccount, keychainFix } from './vault/keychain'
 import { Brains, type BrainsOptions } from './orchestrator/brains'
+import { DeploymentScheduler, type SchedulerClock } from './orchestrator/deployment-scheduler'
 import type { ToolRouter } from './hands/tool-router'
 import type { HandsRouter } from './hands/router'
 import type { ModelClient } from './harness/model-client'
@@ -65,6 +66,11 @@ export interface EngineConfig {
    * dir) and, for tests, its resolver, dialer and extra upstream CAs.
    */
   egress?: Pick<VaultOptions, 'egressRuntimeDir' | 'egressContainerUids' | 'resolver' | 'dialer' | 'upstreamCa'>
+  /**
+   * Scheduled deployments: `enabled: false` fires no schedule (run now still works); `clock`
+   * replaces the wall clock and its timers (tests).
+   */
+  deployments?: { enabled?: boolean; clock?: SchedulerClock }
 }
 
 /** How to get Docker running on this platform, for the sandbox banner (no repository script: the user may have none). */
@@ -85,6 +91,8 @@ export class Engine {
   readonly settings: Settings
   /** The harness, its scheduler and leases. */
   readonly brains: Brains
+  /** Fires deployments on their cron (and finishes runs a crash left half-started). */
+  readonly deploymentScheduler: DeploymentScheduler
   /** The keychain and the egress proxy; present when the engine was given a keychain. */
   readonly vault?: Vault
   /** The engine's own hands, when it built them (no `toolRouter` given, `defaultHands` not false). */
@@ -139,6 +147,7 @@ export class Engine {
     const stores = (this.stores = openStoresAt(join(config.dataDir, 'corral.db'), {
       secrets: config.secrets ?? (config.keychain ? new KeychainSecretSink(config.keychain) : undefined),
       leases: { ttlMs: config.harness?.leaseTtlMs },
+      deploymentsClock: config.deployments?.clock && (() => new Date(config.deployments!.clock!.now())),
       advisorTiers: tiers,
       // a file added to or removed from a live session reaches its sandbox's uploads folder
       onResourceChange: (change) => {
@@ -171,7 +180,7 @@ export class Engine {
       const refresh = () => vault.refreshSessionEgress()
       for (const store of [environments, vaults, sessions]) this.disposers.push(store.changes.subscribe(refresh))
     }
-    this.services = { log, agents, environments, sessions, threads, vaults, memory: stores.memory, work: stores.work, searchMessages: stores.searchMessages, previews: new PreviewBus(), sessionResources: stores.sessionResources }
+    this.services = { log, agents, environments, sessions, threads, vaults, memory: stores.memory, work: stores.work, deployments: stores.deployments, searchMessages: stores.searchMessages, previews: new PreviewBus(), sessionResources: stores.sessionResources }
     if (stores.skills) this.services.skills = stores.skills
     if (stores.files) {
       stores.files.collectExpired()
@@ -249,12 +258,22 @@ export class Engine {
       options: config.harness,
       onError: config.log,
     })
+    this.deploymentScheduler = new DeploymentScheduler({
+      deployments: stores.deployments,
+      clock: config.deployments?.clock,
+      onRun: (run) => {
+        if (run.error) (config.log ?? console.warn)(`[corral] deployment ${run.deployment_id} could not start a session: ${run.error.type}: ${run.error.message}`)
+      },
+      onError: (err) => (config.log ?? console.error)(`[corral] deployment scheduler: ${(err as Error).stack ?? String(err)}`),
+    })
   }
 
   static open(config: EngineConfig): Engine {
     const engine = new Engine(config)
     // wakes every session that was running when the last process stopped
     engine.brains.start()
+    // finishes half-started deployment runs, then catches up what was missed while closed
+    if (config.deployments?.enabled !== false) engine.deploymentScheduler.start()
     engine.sweepHands()
     return engine
   }
@@ -469,6 +488,7 @@ export class Engine {
     if (this.closed) return
     this.closed = true
     await this.server?.close()
+    await this.deploymentScheduler.dispose()
     await this.brains.stop()
     await this.handsSettled()
     await this.mcp?.dispose()

@@ -8,7 +8,7 @@
  * are refused; only https links leave the app (in the system browser); every IPC message's
  * sender frame must be our own page; permissions are refused except notifications.
  */
-import { app, BrowserWindow, dialog, ipcMain, Menu, protocol, safeStorage, session, shell, type IpcMainInvokeEvent, type WebContents, type WebFrameMain } from 'electron'
+import { app, BrowserWindow, dialog, ipcMain, Menu, powerMonitor, protocol, safeStorage, session, shell, type IpcMainInvokeEvent, type WebContents, type WebFrameMain } from 'electron'
 import { readFileSync, statSync } from 'node:fs'
 import { extname, join, normalize, sep } from 'node:path'
 import { randomUUID } from 'node:crypto'
@@ -212,6 +212,9 @@ else {
     registerIpc()
     buildMenu()
     createWindow()
+    // After sleep, scheduled deployments look at the clock at once (they would within a minute):
+    // the most recent instant slept through runs once, marked as missed while asleep.
+    powerMonitor.on('resume', () => engine?.deploymentScheduler.check())
     app.on('activate', () => {
       if (BrowserWindow.getAllWindows().length === 0) createWindow()
     })

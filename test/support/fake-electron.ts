@@ -109,6 +109,8 @@ export function createFakeElectron(params: { userData: string }): FakeElectron {
       },
     },
     shell: { openExternal: async (url: string) => void calls.openExternal.push(url) },
+    /** The OS's power events; a test emits 'resume' as the OS does after sleep. */
+    powerMonitor: new EventEmitter(),
   }
   return { module, calls, windows, protocolHandlers, ipcHandlers, permissions, app, ready: () => resolveReady() }
 }

@@ -6,6 +6,7 @@ import { serveRenderer } from './serve-renderer'
 import { registerSecretsCommand } from '../vault/secrets-cli'
 import { registerRunCommand } from './run'
 import { registerDoctorCommand } from './doctor'
+import { registerWorkerCommand } from './worker-command'
 
 function parsePort(v: string): number {
   const n = Number(v)
@@ -44,6 +45,7 @@ registerSecretsCommand(program)
 registerRunCommand(program)
 
 registerDoctorCommand(program)
+registerWorkerCommand(program)
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   console.error(`corral: ${(err as Error).message}`)

@@ -1,4 +1,4 @@
-import type { Hono } from 'hono'
+import type { Context, Hono } from 'hono'
 import {
   memoryCreateSchema,
   memoryDeleteQuerySchema,
@@ -10,19 +10,30 @@ import {
   memoryVersionListQuerySchema,
   memoryViewQuerySchema,
 } from '../../../shared/api/memory-schemas'
+import type { MemoryActor } from '../../../shared/api/types'
 import { LOCAL_API_ACTOR, withView } from '../../session/memory-store'
+import { principalOf } from '../principal'
 import type { ApiServices } from '../services'
 import { validate } from '../validate'
 import { noQuery, query, readJson } from './common'
 
 /**
- * Memory stores, memories and memory versions (spec resources.md §6.1). Every change made here
- * is attributed to the local API token (`api_actor`). `view` is `basic` on list, create and
- * update, `full` on retrieve, unless asked.
+ * Who a change made through the API is attributed to (spec resources.md §6.2, §17): a sessions
+ * token's writes (a self-hosted worker syncing its mount) to its session (`session_actor`), the
+ * local API token's to `api_actor`. Which stores a sessions token reaches is principal.ts's rule.
+ */
+function writerOf(c: Context): { actor: MemoryActor } {
+  const p = principalOf(c.req.raw)
+  return { actor: p.kind === 'session' ? { type: 'session_actor', session_id: p.sessionId } : LOCAL_API_ACTOR }
+}
+
+/**
+ * Memory stores, memories and memory versions (spec resources.md §6.1). A change is attributed
+ * to whoever made it (writerOf). `view` is `basic` on list, create and update, `full` on
+ * retrieve, unless asked.
  */
 export function memoryStoreRoutes(app: Hono, s: ApiServices): void {
   const m = s.memory
-  const writer = { actor: LOCAL_API_ACTOR }
 
   app.post('/v1/memory_stores', async (c) => (noQuery(c), c.json(m.createStore(validate(memoryStoreCreateSchema, await readJson(c))))))
   app.get('/v1/memory_stores', (c) => c.json(m.listStores(validate(memoryStoreListQuerySchema, query(c), 'query'))))
@@ -33,7 +44,7 @@ export function memoryStoreRoutes(app: Hono, s: ApiServices): void {
 
   app.post('/v1/memory_stores/:id/memories', async (c) => {
     const { view } = validate(memoryViewQuerySchema, query(c), 'query')
-    const memory = m.createMemory(c.req.param('id'), validate(memoryCreateSchema, await readJson(c)), writer)
+    const memory = m.createMemory(c.req.param('id'), validate(memoryCreateSchema, await readJson(c)), writerOf(c))
     return c.json(withView(memory, view ?? 'basic'))
   })
   app.get('/v1/memory_stores/:id/memories', (c) => c.json(m.listMemories(c.req.param('id'), validate(memoryListQuerySchema, query(c), 'query'))))
@@ -43,12 +54,12 @@ export function memoryStoreRoutes(app: Hono, s: ApiServices): void {
   })
   app.post('/v1/memory_stores/:id/memories/:mid', async (c) => {
     const { view } = validate(memoryViewQuerySchema, query(c), 'query')
-    const memory = m.updateMemory(c.req.param('id'), c.req.param('mid'), validate(memoryUpdateSchema, await readJson(c)), writer)
+    const memory = m.updateMemory(c.req.param('id'), c.req.param('mid'), validate(memoryUpdateSchema, await readJson(c)), writerOf(c))
     return c.json(withView(memory, view ?? 'basic'))
   })
   app.delete('/v1/memory_stores/:id/memories/:mid', (c) => {
     const q = validate(memoryDeleteQuerySchema, query(c), 'query')
-    return c.json(m.deleteMemory(c.req.param('id'), c.req.param('mid'), { expectedSha256: q.expected_content_sha256, ...writer }))
+    return c.json(m.deleteMemory(c.req.param('id'), c.req.param('mid'), { expectedSha256: q.expected_content_sha256, ...writerOf(c) }))
   })
 
   app.get('/v1/memory_stores/:id/memory_versions', (c) => c.json(m.listVersions(c.req.param('id'), validate(memoryVersionListQuerySchema, query(c), 'query'))))
@@ -56,5 +67,5 @@ export function memoryStoreRoutes(app: Hono, s: ApiServices): void {
     const { view } = validate(memoryViewQuerySchema, query(c), 'query')
     return c.json(m.retrieveVersion(c.req.param('id'), c.req.param('vid'), view ?? 'full'))
   })
-  app.post('/v1/memory_stores/:id/memory_versions/:vid/redact', (c) => (noQuery(c), c.json(m.redactVersion(c.req.param('id'), c.req.param('vid'), writer))))
+  app.post('/v1/memory_stores/:id/memory_versions/:vid/redact', (c) => (noQuery(c), c.json(m.redactVersion(c.req.param('id'), c.req.param('vid'), writerOf(c)))))
 }

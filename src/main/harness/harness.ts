@@ -253,7 +253,17 @@ export class Harness {
   private async appendThread(c: RunContext, given: EventInput[]): Promise<void> {
     // a child's events are logged on its thread; one it addresses to the primary says null
     const evs = c.threadKey === null ? given : given.map((e) => onThread(e, c.thread.threadId))
-    if (!c.multi || !evs.some(isStatusEvent)) {
+    if (!c.multi) {
+      // a single-threaded session's idle goes with its session.usage too (spec §4.4, §9: before every session idle)
+      const idleAt = evs.findIndex((e) => e.type === 'session.status_idle')
+      if (idleAt < 0) await this.deps.log.append(c.sessionId, evs)
+      else {
+        const { after } = previewAggregate(c.threads.catchUp(this.deps.log), evs)
+        await this.deps.log.append(c.sessionId, [...evs.slice(0, idleAt), after.usageEvent(this.deps.sessions.retrieve(c.sessionId).budget), ...evs.slice(idleAt)])
+      }
+      return
+    }
+    if (!evs.some(isStatusEvent)) {
       await this.deps.log.append(c.sessionId, evs)
       return
     }
@@ -756,6 +766,7 @@ function previewAggregate(threads: SessionThreads, batch: readonly EventInput[])
   for (const k of threads.runningNow) copy.runningNow.add(k)
   copy.unionMs = threads.unionMs
   copy.unionSince = threads.unionSince
+  copy.threadStatuses = threads.threadStatuses
   copy.lastSeq = threads.lastSeq
   let seq = threads.lastSeq
   for (const e of batch) copy.apply(++seq, e as unknown as Record<string, unknown> & { type: string })

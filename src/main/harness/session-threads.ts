@@ -75,6 +75,8 @@ export class SessionThreads {
   readonly runningNow = new Set<string>()
   unionMs = 0
   unionSince = 0
+  /** A thread wrote a status of its own (a multi-agent session): the session's status_* no longer time the activity. */
+  threadStatuses = false
 
   constructor(
     readonly sessionId: string,
@@ -144,12 +146,16 @@ export class SessionThreads {
     const c = statusChangeOf({ type: e.type, session_thread_id: tid })
     if (!c) return
     if (c.scope === 'session') {
+      // a single-threaded session's activity is its own status (its threads write none)
+      if (!this.threadStatuses) this.track('', c.status === 'running', e.processed_at)
       this.session.status = c.status
       if (c.status === 'idle') this.session.lastIdle = (e.stop_reason as StopReason | undefined) ?? { type: 'end_turn' }
       return
     }
     const f = this.facts(c.thread)
     if (!f) return
+    // from now on the threads time the activity (the primary's own status shares the session's key '')
+    this.threadStatuses = true
     // active time is time running: a thread waiting to retry its model request (rescheduling) is not (as the thread store counts it)
     this.track(c.thread === null || c.thread === this.primaryId ? '' : c.thread, c.status === 'running', e.processed_at)
     f.status = c.status

@@ -87,7 +87,7 @@ describe('user.interrupt', () => {
     const idle = await fx.waitForIdle(id)
     expect(idle.stop_reason).toEqual({ type: 'end_turn' })
     const evs = fx.events(id)
-    expect(typesOf(evs)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'user.interrupt', 'span.model_request_end', 'session.status_idle'])
+    expect(typesOf(evs)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'user.interrupt', 'span.model_request_end', 'session.usage', 'session.status_idle'])
     expect(evs[4]).toMatchObject({ model_request_start_id: evs[2].id, is_error: true })
     expect(fx.engine.services.sessions.retrieve(id).status).toBe('idle')
   })

@@ -15,7 +15,7 @@ describe('the turn loop', () => {
     const idle = await fx.waitForIdle(id)
     expect(idle.stop_reason).toEqual({ type: 'end_turn' })
     const evs = fx.events(id)
-    expect(typesOf(evs)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'])
+    expect(typesOf(evs)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle'])
     const end = evs[4] as unknown as { model_request_start_id: string; model_usage: Record<string, number>; is_error: boolean }
     expect(end.model_request_start_id).toBe(evs[2].id)
     expect(end.is_error).toBe(false)
@@ -65,6 +65,7 @@ describe('the turn loop', () => {
       'span.model_request_start',
       'agent.message',
       'span.model_request_end',
+      'session.usage',
       'session.status_idle',
     ])
     const use = evs[4] as unknown as { id: string; name: string; input: unknown; evaluated_permission: string }

@@ -55,7 +55,7 @@ describe('wake on a fresh process', () => {
     const { dir, sessionId } = await prepare(() => [user('are you there?')])
     const b = await boot(dir, [say('yes')])
     const evs = await b.waitIdle(sessionId)
-    expect(evs.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'])
+    expect(evs.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle'])
   })
 
   it('closes a model request the dead process left open and issues it again', async () => {
@@ -71,6 +71,7 @@ describe('wake on a fresh process', () => {
       'span.model_request_start',
       'agent.message',
       'span.model_request_end',
+      'session.usage',
       'session.status_idle',
     ])
     expect(evs[3]).toMatchObject({ model_request_start_id: startId, is_error: true })
@@ -170,7 +171,7 @@ describe('two engines on one database', () => {
     await b.brains.scheduler.settled()
     for (let i = 0; i < 100 && a.services.log.read(sessionId, { order: 'desc', limit: 1 })[0].event.type !== 'session.status_idle'; i++) await new Promise((r) => setTimeout(r, 10))
     const types = a.services.log.read(sessionId, { limit: 100 }).map((e) => e.event.type)
-    expect(types).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'])
+    expect(types).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle'])
     expect(model.requests).toHaveLength(1)
     expect([a.brains.scheduler.running(), b.brains.scheduler.running()]).toEqual([[], []])
   })

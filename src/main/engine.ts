@@ -54,6 +54,8 @@ export interface EngineConfig {
   modelClient?: ModelClient
   /** Harness and scheduler options (retries, timeouts, leases; `enabled: false` runs no brains). */
   harness?: BrainsOptions
+  /** The work queue of self_hosted environments: the lease TTL a worker gets (default 120 s; tests shorten it). */
+  workQueue?: { leaseTtlSeconds?: number }
   /**
    * The OS keychain (see `Engine.openWithKeychain`). When given, credential secrets go to it
    * (unless `secrets` says otherwise) and `engine.vault` holds the egress proxy.
@@ -147,6 +149,7 @@ export class Engine {
     const stores = (this.stores = openStoresAt(join(config.dataDir, 'corral.db'), {
       secrets: config.secrets ?? (config.keychain ? new KeychainSecretSink(config.keychain) : undefined),
       leases: { ttlMs: config.harness?.leaseTtlMs },
+      work: { defaultTtlSeconds: config.workQueue?.leaseTtlSeconds },
       deploymentsClock: config.deployments?.clock && (() => new Date(config.deployments!.clock!.now())),
       advisorTiers: tiers,
       // a file added to or removed from a live session reaches its sandbox's uploads folder

@@ -8,7 +8,7 @@ import { VaultStore, type SecretSink } from './vault-store'
 import { SqliteLeaseStore, type LeaseStoreParams } from './lease-store'
 import { SqliteToolJournal } from './tool-journal'
 import { MemoryStore } from './memory-store'
-import { WorkStore } from './work-store'
+import { WorkStore, type WorkStoreOptions } from './work-store'
 import { BlobStore } from './blob-store'
 import { FileStore } from './file-store'
 import { SkillStore } from './skill-store'
@@ -26,6 +26,8 @@ export interface StoresOptions {
   secrets?: SecretSink
   /** The brains' session leases (lifetime, owner). */
   leases?: LeaseStoreParams
+  /** The work queue's lease TTL and poller window (WorkStoreOptions); the spec's defaults otherwise. */
+  work?: Omit<WorkStoreOptions, 'clock'>
   /** The advisor pairing table agents are checked against at save (AgentStoreOptions.advisorTiers). */
   advisorTiers?: AgentStoreOptions['advisorTiers']
   /** Told when a resource is added to, removed from or updated on a live session (SessionResourceStoreOptions.onChange). */
@@ -80,7 +82,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
   const agents = new AgentStore(db, { clock, advisorTiers: options.advisorTiers })
   const environments = new EnvironmentStore(db, clock)
   const memory = new MemoryStore(db, { clock })
-  const work = new WorkStore(db, { clock })
+  const work = new WorkStore(db, { ...options.work, clock })
   const files = options.filesDir ? new FileStore(db, { blobs: new BlobStore(options.filesDir), clock }) : undefined
   // its own blob folder: a file's collection checks only the files table for other holders
   const skills = options.skillsDir ? new SkillStore(db, { blobs: new BlobStore(options.skillsDir), clock }) : undefined

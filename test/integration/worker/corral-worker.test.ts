@@ -109,3 +109,69 @@ describe.skipIf(!bwrap.ok)('corral worker', () => {
     expect(k.output()).toContain('--key-file /nonexistent/key: no such file')
   }, 60_000)
 })
+
+describe.skipIf(!bwrap.ok)('corral worker faults', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'corral-cwf-'))
+  const workerDir = mkdtempSync(join(tmpdir(), 'corral-cwf-worker-'))
+  let model: ScriptedModelServer
+  let engine: Engine
+  let api: Anthropic
+  let url: string
+  const children: ChildProcess[] = []
+  beforeAll(async () => {
+    model = await ScriptedModelServer.start((req) => (toolResultsOf(req).length === 0 ? toolCall(req, 'bash', { command: 'sleep 4; echo slow-done' }) : say('finished')))
+    // a 3 s lease, so a dead worker's item comes back within the test
+    engine = Engine.open({ dataDir, token: 'test-token', env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, harness: { backoffBaseMs: 5, backoffMaxMs: 40 }, workQueue: { leaseTtlSeconds: 3 }, defaultHands: false, log: () => {} })
+    url = (await engine.listen(0)).url
+    api = new Anthropic({ baseURL: url, apiKey: 'test-token', maxRetries: 0 })
+  })
+  afterAll(async () => {
+    for (const c of children) c.kill('SIGKILL')
+    await engine.close()
+    await model.close()
+    rmSync(dataDir, { recursive: true, force: true })
+    rmSync(workerDir, { recursive: true, force: true })
+  })
+
+  function startWorker(args: string[]): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main/cli/main.ts', 'worker', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ANTHROPIC_API_KEY: '' } })
+    children.push(child)
+    let out = ''
+    child.stdout!.on('data', (b: Buffer) => (out += b.toString()))
+    child.stderr!.on('data', (b: Buffer) => (out += b.toString()))
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
+    return { child, output: () => out, exited }
+  }
+
+  it('re-delivers the item of a worker killed -9 mid-call once its lease runs out; the new worker answers the call once', async () => {
+    const env = await api.beta.environments.create({ name: 'faults', config: { type: 'self_hosted' } })
+    const key = (await (await fetch(`${url}/v1/corral/environments/${env.id}/keys`, { method: 'POST', headers: { authorization: 'Bearer test-token' } })).json()) as { key: string }
+    const keyFile = join(workerDir, 'key')
+    writeFileSync(keyFile, key.key, { mode: 0o600 })
+    const agent = await api.beta.agents.create({ name: 'slow', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_allow' } } }] })
+    const session = await api.beta.sessions.create({ agent: agent.id, environment_id: env.id })
+    await api.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] })
+    const a = startWorker(['--url', url, '--environment', env.id, '--key-file', keyFile, '--backend', 'bubblewrap', '--data-dir', join(workerDir, 'a'), '--max-idle', '300'])
+    for (let i = 0; i < 600 && !a.output().includes('executing tool'); i++) await new Promise((r) => setTimeout(r, 50))
+    expect(a.output()).toContain('executing tool')
+    a.child.kill('SIGKILL')
+    await a.exited
+    const workId = /"work_id":"(work_[A-Za-z0-9]+)"/.exec(a.output())![1]
+    const b = startWorker(['--url', url, '--environment', env.id, '--key-file', keyFile, '--backend', 'bubblewrap', '--data-dir', join(workerDir, 'b'), '--max-idle', '300'])
+    let events: LoggedEvent[]
+    try {
+      events = await waitForIdle(engine, session.id)
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\nworker b:\n${b.output()}`)
+    }
+    const use = events.find((e) => e.type === 'agent.tool_use') as unknown as { id: string }
+    const answers = events.filter((e) => e.type === 'user.tool_result' || e.type === 'agent.tool_result') as unknown as { tool_use_id: string; content: { text: string }[] }[]
+    expect(answers.map((r) => r.tool_use_id)).toEqual([use.id])
+    expect(answers[0].content.map((c) => c.text).join('')).toContain('slow-done')
+    // the same item came back to the second worker
+    expect(b.output()).toContain(workId)
+    b.child.kill('SIGTERM')
+    expect(await b.exited).toBe(0)
+  }, 120_000)
+})
+

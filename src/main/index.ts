@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto'
 import { resolveDataDir } from './config'
 import { Engine } from './engine'
 import { createIpcAdapter, type IpcAdapter } from './api/ipc'
+import { answerPickFolder } from './api/folder-picker'
 import { IPC_CHANNELS, type IpcResult } from '../shared/api/operations'
 import { RENDERER_CSP, CONTENT_TYPES } from './api/renderer-headers'
 
@@ -74,14 +75,15 @@ function registerIpc(): void {
     }
     return { ok: true, data: null }
   })
-  ipcMain.handle(IPC_CHANNELS.pickFolder, async (event): Promise<IpcResult<string | null>> => {
-    if (!isTrustedSender(event)) return refused as IpcResult<string | null>
-    const win = BrowserWindow.fromWebContents(event.sender)
-    const options = { title: 'Choose a folder for the agent', properties: ['openDirectory' as const, 'createDirectory' as const] }
-    const r = win ? await dialog.showOpenDialog(win, options) : await dialog.showOpenDialog(options)
-    // The engine checks the path (realpath, refused places) when the session is created.
-    return { ok: true, data: r.canceled ? null : (r.filePaths[0] ?? null) }
-  })
+  ipcMain.handle(IPC_CHANNELS.pickFolder, (event): Promise<IpcResult<string | null>> =>
+    answerPickFolder({
+      trusted: isTrustedSender(event),
+      showDialog: (options) => {
+        const win = BrowserWindow.fromWebContents(event.sender)
+        return win ? dialog.showOpenDialog(win, options) : dialog.showOpenDialog(options)
+      },
+    }),
+  )
   ipcMain.handle(IPC_CHANNELS.info, (event) => {
     if (!isTrustedSender(event)) return refused
     // The local API's address, so a person can point the SDK or the CLI at this running app.

@@ -30,7 +30,9 @@ export class FakeWebContents extends EventEmitter {
 
 export interface FakeElectron {
   module: Record<string, unknown>
-  calls: { enableSandbox: number; schemes: unknown[]; openExternal: string[]; exit: number[]; quit: number; menus: number }
+  calls: { enableSandbox: number; schemes: unknown[]; openExternal: string[]; exit: number[]; quit: number; menus: number; /** dialog.showOpenDialog calls: the window it was asked on (or none) and the options. */ openDialogs: { window?: unknown; options: unknown }[] }
+  /** What dialog.showOpenDialog answers next (default: cancelled). */
+  dialogAnswer: { canceled: boolean; filePaths: string[] }
   windows: FakeBrowserWindow[]
   protocolHandlers: Map<string, (req: Request) => Response | Promise<Response>>
   ipcHandlers: Map<string, (event: unknown, ...args: unknown[]) => unknown>
@@ -47,7 +49,7 @@ export interface FakeBrowserWindow extends EventEmitter {
 }
 
 export function createFakeElectron(params: { userData: string }): FakeElectron {
-  const calls: FakeElectron['calls'] = { enableSandbox: 0, schemes: [], openExternal: [], exit: [], quit: 0, menus: 0 }
+  const calls: FakeElectron['calls'] = { enableSandbox: 0, schemes: [], openExternal: [], exit: [], quit: 0, menus: 0, openDialogs: [] }
   const windows: FakeBrowserWindow[] = []
   const protocolHandlers: FakeElectron['protocolHandlers'] = new Map()
   const ipcHandlers: FakeElectron['ipcHandlers'] = new Map()
@@ -78,6 +80,9 @@ export function createFakeElectron(params: { userData: string }): FakeElectron {
     }
     static getAllWindows() {
       return windows
+    }
+    static fromWebContents(wc: unknown) {
+      return windows.find((w) => w.webContents === wc) ?? null
     }
     loadURL(url: string) {
       this.loadedUrl = url
@@ -111,6 +116,13 @@ export function createFakeElectron(params: { userData: string }): FakeElectron {
     shell: { openExternal: async (url: string) => void calls.openExternal.push(url) },
     /** The OS's power events; a test emits 'resume' as the OS does after sleep. */
     powerMonitor: new EventEmitter(),
+    dialog: {
+      showOpenDialog: async (...args: unknown[]) => {
+        calls.openDialogs.push(args.length > 1 ? { window: args[0], options: args[1] } : { options: args[0] })
+        return fake.dialogAnswer
+      },
+    },
   }
-  return { module, calls, windows, protocolHandlers, ipcHandlers, permissions, app, ready: () => resolveReady() }
+  const fake: FakeElectron = { module, calls, windows, protocolHandlers, ipcHandlers, permissions, app, ready: () => resolveReady(), dialogAnswer: { canceled: true, filePaths: [] } }
+  return fake
 }

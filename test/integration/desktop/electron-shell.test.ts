@@ -91,6 +91,20 @@ describe('the Electron shell', () => {
     ;(wc.mainFrame as { url: string }).url = 'corral://app/index.html'
   })
 
+  it('opens the system folder dialog on its own window for the folder picker, answers the chosen folder or null, and shows none to an untrusted frame', async () => {
+    const pick = e.ipcHandlers.get(IPC_CHANNELS.pickFolder)!
+    const win = e.windows[0]
+    const trusted = { sender: win.webContents, senderFrame: win.webContents.mainFrame }
+    e.dialogAnswer = { canceled: false, filePaths: ['/home/me/project'] }
+    expect(await pick(trusted)).toEqual({ ok: true, data: '/home/me/project' })
+    expect(e.calls.openDialogs).toEqual([{ window: win, options: { title: 'Choose a folder for the agent', properties: ['openDirectory', 'createDirectory'] } }])
+    e.dialogAnswer = { canceled: true, filePaths: [] }
+    expect(await pick(trusted)).toEqual({ ok: true, data: null })
+    const other = new FakeWebContents('corral://app/index.html')
+    expect(await pick({ sender: other, senderFrame: other.mainFrame })).toMatchObject({ ok: false, status: 403, error: { type: 'permission_error' } })
+    expect(e.calls.openDialogs).toHaveLength(2)
+  })
+
   it('validates IPC input with the API schemas and streams a session to its subscriber', async () => {
     const wc = e.windows[0].webContents
     const trusted = { sender: wc, senderFrame: wc.mainFrame }

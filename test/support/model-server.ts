@@ -337,3 +337,30 @@ export function toolResultsOf(req: RecordedRequest): { tool_use_id: string; text
   }
   return out
 }
+
+/**
+ * The answer of a request that forces a tool (`tool_choice: {type: 'tool', name}`, as a grader's
+ * request does): that tool's call, built from the offered schema like `toolCall` (throws when the
+ * request forces no tool, or `input` does not validate against the forced tool's schema).
+ */
+export function forcedToolCall(req: RecordedRequest, input: Record<string, unknown>): ScriptStep {
+  const choice = req.body.tool_choice as { type?: string; name?: string } | undefined
+  if (choice?.type !== 'tool' || typeof choice.name !== 'string') throw new Error(`scripted model: request #${req.index} forces no tool (tool_choice ${JSON.stringify(choice)})`)
+  return toolCall(req, choice.name, input)
+}
+
+/** The name of the tool a request forces with `tool_choice`, or undefined. */
+export function forcedToolName(req: RecordedRequest): string | undefined {
+  const choice = req.body.tool_choice as { type?: string; name?: string } | undefined
+  return choice?.type === 'tool' && typeof choice.name === 'string' ? choice.name : undefined
+}
+
+/** The text of every text block of a request's messages, in order (what a model reads, without tool results). */
+export function messageTextOf(req: RecordedRequest): string {
+  const out: string[] = []
+  for (const m of req.body.messages) {
+    if (typeof m.content === 'string') out.push(m.content)
+    else for (const b of m.content) if (b.type === 'text' && typeof b.text === 'string') out.push(b.text)
+  }
+  return out.join('\n')
+}

@@ -14,6 +14,7 @@ import type { OutputStream, ToolOutcome, ToolRouter } from '../hands/tool-router
 import { routeTool, type AgentToolConfig, type McpToolDefinition } from './tools'
 import { DELEGATION_TOOLS } from './delegation'
 import { advisorTool } from './advisor'
+import { deliverablesTool, evaluate, graderRequest, readDeliverables } from './outcomes'
 import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
 import { PlatformTools, type PlatformToolResult, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
 import { SessionLocks, SessionThreads } from './session-threads'
@@ -58,6 +59,8 @@ export interface HarnessOptions {
   random?: () => number
   /** How many sessions' events the harness keeps in memory between runs (default 256). */
   cacheSessions?: number
+  /** How often `span.outcome_evaluation_ongoing` is written while a grader works (default 10 s). */
+  outcomeHeartbeatMs?: number
 }
 
 export interface HarnessDeps {
@@ -147,9 +150,10 @@ export class Harness {
       context: o.context ?? {},
       random: o.random ?? Math.random,
       cacheSessions: o.cacheSessions ?? 256,
+      outcomeHeartbeatMs: o.outcomeHeartbeatMs ?? 10_000,
     }
     const advisor = advisorTool({ tiers: deps.advisorTiers, maxRetries: this.o.maxRetries, backoffBaseMs: this.o.backoffBaseMs, backoffMaxMs: this.o.backoffMaxMs, random: this.o.random })
-    this.platform = deps.platform ?? new PlatformTools([...DELEGATION_TOOLS, advisor])
+    this.platform = deps.platform ?? new PlatformTools([...DELEGATION_TOOLS, advisor, deliverablesTool()])
   }
 
   /**
@@ -192,9 +196,9 @@ export class Harness {
         const page = this.deps.log.read(sessionId, { after: state.lastSeq, limit: 1000, threadId: threadKey })
         let merged = page
         if (threadKey !== null) {
-          // an interrupt without a thread stops every thread: the children fold it too
+          // an interrupt without a thread stops every thread, a budget change resumes every thread: the children fold them too
           const before = page.length === 1000 ? page[page.length - 1].seq + 1 : undefined
-          const all = this.deps.log.read(sessionId, { after: state.lastSeq, before, limit: 1000, threadId: null, types: ['user.interrupt'] })
+          const all = this.deps.log.read(sessionId, { after: state.lastSeq, before, limit: 1000, threadId: null, types: ['user.interrupt', 'session.updated'] })
           if (all.length) merged = [...page, ...all].sort((a, b) => a.seq - b.seq)
         }
         for (const r of merged) events.push({ seq: r.seq, event: r.event })
@@ -306,7 +310,8 @@ export class Harness {
   }
 
   private offerContext(c: RunContext): PlatformOfferContext {
-    return { thread: c.thread, threadKey: c.threadKey, sessionAgent: c.sessionAgent, agent: c.agent, roster: c.roster }
+    const o = c.threadKey === null ? c.state.outcome : undefined
+    return { thread: c.thread, threadKey: c.threadKey, sessionAgent: c.sessionAgent, agent: c.agent, roster: c.roster, activeOutcome: o && o.phase !== 'done' ? o.id : null }
   }
 
   private async perform(step: NextStep, c: RunContext): Promise<void> {
@@ -335,7 +340,76 @@ export class Harness {
       case 'model':
         await this.callModel(step.attempt, c)
         return
+      case 'grade':
+        await this.grade(step.startId, c)
+        return
+      case 'end_outcome': {
+        const o = c.state.outcome!
+        await append([
+          {
+            type: 'span.outcome_evaluation_end',
+            outcome_evaluation_start_id: step.startId,
+            outcome_id: o.id,
+            iteration: o.iteration,
+            result: step.result,
+            explanation: step.startId ? 'The user interrupted the evaluation: the outcome ends without a verdict.' : 'The user interrupted the work before it was evaluated: the outcome ends without a verdict.',
+            usage: zeroUsage(),
+            gaps: [],
+          },
+        ])
+        return
+      }
     }
+  }
+
+  /**
+   * One evaluation of the active outcome (outcomes.ts): its start is appended first (unless a dead
+   * process's evaluation is re-run under `startId`), the grader reads the named deliverable files
+   * through the hands, heartbeats go out while it works, and the verdict is appended once, as
+   * `span.outcome_evaluation_end` with the cycle's usage: `needs_revision` (the gaps become the
+   * agent's next input; on the last allowed cycle it is `max_iterations_reached` instead),
+   * `satisfied` or `failed` (the turn ends: idle in the same batch). A shutdown writes no verdict:
+   * the next process runs the evaluation again under the same start.
+   */
+  private async grade(reRun: string | undefined, c: RunContext): Promise<void> {
+    const o = c.state.outcome!
+    if (this.budgetReached(c)) {
+      await this.appendThread(c, [this.idleEvent(c, { type: 'budget_reached' })])
+      return
+    }
+    const startId = reRun ?? newId('event')
+    const prefix = this.runningPrefix(c)
+    if (!reRun || prefix.length) await this.appendThread(c, [...prefix, ...(reRun ? [] : [{ id: startId, type: 'span.outcome_evaluation_start' as const, outcome_id: o.id, iteration: o.iteration }])])
+    const signal = c.control.signal
+    const model = modelId(c.agent)
+    const files = await readDeliverables({ router: this.deps.router, sessionId: c.sessionId, paths: o.deliverables, callId: startId, signal })
+    const request = graderRequest({ model, description: o.description, rubric: o.rubric, finalMessage: finalMessageOf(c.events, c.threadKey), files })
+    const heartbeat = () => void this.deps.log.append(c.sessionId, [{ type: 'span.outcome_evaluation_ongoing', outcome_id: o.id, iteration: o.iteration }]).catch(() => {})
+    const r = await evaluate({
+      model: this.deps.model,
+      request,
+      signal,
+      onHeartbeat: heartbeat,
+      heartbeatMs: this.o.outcomeHeartbeatMs,
+      maxRetries: this.o.maxRetries,
+      backoffBaseMs: this.o.backoffBaseMs,
+      backoffMaxMs: this.o.backoffMaxMs,
+      random: this.o.random,
+    })
+    if (!c.control.mayRecord || c.control.stopped) return
+    const end = { type: 'span.outcome_evaluation_end' as const, outcome_evaluation_start_id: startId, outcome_id: o.id, iteration: o.iteration, usage: r.usage, model }
+    if (r.kind === 'aborted') {
+      await this.appendThread(c, [{ ...end, result: 'interrupted', explanation: 'The user interrupted the evaluation: the outcome ends without a verdict.', gaps: [] }])
+      return
+    }
+    if (r.kind === 'no_verdict') {
+      await this.appendThread(c, [{ ...end, result: 'failed', explanation: r.explanation, gaps: [] }, this.idleEvent(c, { type: 'end_turn' })])
+      return
+    }
+    const v = r.verdict
+    const result = v.result === 'needs_revision' && o.iteration + 1 >= o.maxIterations ? 'max_iterations_reached' : v.result
+    const idle = result === 'satisfied' || result === 'failed' ? [this.idleEvent(c, { type: 'end_turn' })] : []
+    await this.appendThread(c, [{ ...end, result, explanation: v.explanation, gaps: v.gaps }, ...idle])
   }
 
   private runningPrefix(c: RunContext): EventInput[] {
@@ -590,7 +664,9 @@ export class Harness {
     // A final answer (no tool calls) ends the turn in the same commit: one fsync fewer per turn.
     // The idle carries context_seq too, so input that arrived meanwhile is still answered.
     const final = response.stopReason !== 'pause_turn' && !out.some((e) => e.type === 'agent.tool_use' || e.type === 'agent.mcp_tool_use' || e.type === 'agent.custom_tool_use')
-    const idle: EventInput[] = final ? [this.idleEvent(c, { type: response.stopReason === 'refusal' ? 'refusal' : 'end_turn' }, contextSeq)] : []
+    // working toward an outcome, the primary's turn ends in an evaluation, not an idle (decideNext: grade)
+    const evaluating = final && c.threadKey === null && c.state.outcome?.phase === 'working' && response.stopReason !== 'refusal'
+    const idle: EventInput[] = final && !evaluating ? [this.idleEvent(c, { type: response.stopReason === 'refusal' ? 'refusal' : 'end_turn' }, contextSeq)] : []
     if (final && c.threadKey !== null && response.stopReason !== 'refusal' && !cutShort) out = this.report(out, c)
     await this.appendThread(c, [...out, ...(await this.unrunnableAsks(out, c)), end, ...idle])
   }
@@ -724,6 +800,18 @@ function toolResult(t: Pick<OpenToolUse, 'id' | 'type'>, o: ToolOutcome, interru
   if (typeof o.durationMs === 'number') ev.duration_ms = Math.round(o.durationMs)
   if (o.stderr?.length) ev.stderr_ranges = o.stderr.map(([from, to]) => [from, to])
   return ev
+}
+
+/** The text of the thread's last model response (its agent.message events after the last request's start): what the grader reads as the final message. */
+function finalMessageOf(events: readonly ViewEvent[], thread: ThreadKey): string {
+  const texts: string[] = []
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i].event as { type: string; session_thread_id?: string | null; content?: { type: string; text?: string }[] }
+    if ((e.session_thread_id || null) !== thread) continue
+    if (e.type === 'span.model_request_start') break
+    if (e.type === 'agent.message') texts.unshift((e.content ?? []).map((b) => (b.type === 'text' ? (b.text ?? '') : '')).join(''))
+  }
+  return texts.join('\n\n').trim()
 }
 
 function zeroUsage(): ModelUsage {

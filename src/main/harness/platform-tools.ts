@@ -46,6 +46,8 @@ export interface PlatformOfferContext {
   /** The thread's own agent. */
   agent: ThreadAgent
   roster: DelegationRoster | null
+  /** The `outc_` id of the outcome the primary works toward, while one is active (outcomes.ts). */
+  activeOutcome?: string | null
 }
 
 export interface PlatformToolCall {

@@ -2,6 +2,27 @@ import { answeredUseId, isOnThread, permissionOf, statusChangeOf, type LoggedEve
 import { defineFold, ignoring, type SeqEvent } from '../../shared/api/fold'
 import type { ModelUsage } from './model-client'
 import type { SessionStatus } from '../../shared/api/events'
+import { DELIVERABLES_TOOL, OUTCOME_DEFAULT_MAX_ITERATIONS, deliverablePaths } from '../../shared/api/outcomes'
+
+/** The outcome the primary works toward (`user.define_outcome`), as its events tell it. */
+export interface OutcomeState {
+  id: string
+  defineSeq: number
+  description: string
+  /** The rubric's text (file rubrics are resolved to text on receipt). */
+  rubric: string
+  maxIterations: number
+  /** The current 0-based evaluation cycle. */
+  iteration: number
+  /** working: the agent produces or revises; evaluating: a grader runs (openStartId); done: a terminal result was written. */
+  phase: 'working' | 'evaluating' | 'done'
+  /** The define, or the needs_revision end the agent now answers: an answer after it ends a working cycle. */
+  sinceSeq: number
+  /** The `span.outcome_evaluation_start` with no end yet (a dead process's evaluation is re-run under it). */
+  openStartId?: string
+  /** The files the agent named with ant__name_deliverables (its latest call). */
+  deliverables: string[]
+}
 
 /** A tool call of the model that has no result yet. */
 export interface OpenToolUse {
@@ -62,6 +83,12 @@ export interface SessionState {
    * `user.tool_result`); absent: the harness runs every toolset call through its hands.
    */
   workerTools?: ReadonlySet<string>
+  /** The session's latest outcome (primary thread only). */
+  outcome?: OutcomeState
+  /** The seq of the last `session.updated` that changed the budget (a raise resumes a thread paused at it). */
+  budgetChangedSeq: number
+  /** Workflow runs created and not ended: no outcome evaluation starts while one is open (spec §6.7, §8.4). */
+  openWorkflowRuns: Set<string>
 }
 
 /** How a fold reads a thread's status (see SessionState.statusScope / primaryId) and who runs its toolset calls (workerTools). */
@@ -89,6 +116,8 @@ export function newSessionState(thread: ThreadKey, scope: FoldScope = {}): Sessi
     failures: 0,
     usageByModel: new Map(),
     allowedCommands: new Map(),
+    budgetChangedSeq: 0,
+    openWorkflowRuns: new Set(),
   }
 }
 
@@ -105,7 +134,8 @@ export function foldSession(events: readonly SeqEvent[], thread: ThreadKey, scop
 function concerns(s: SessionState, e: { type: string; session_thread_id?: string | null }): boolean {
   if (isOnThread(e, s.thread)) return true
   if (s.thread === null) return s.primaryId !== undefined && e.session_thread_id === s.primaryId
-  return e.type === 'user.interrupt' && !e.session_thread_id
+  // a budget change resumes every thread paused at it
+  return (e.type === 'user.interrupt' || e.type === 'session.updated') && !e.session_thread_id
 }
 
 /**
@@ -143,6 +173,7 @@ const onIdle = (s: SessionState, e: LoggedEventOf<'session.status_idle'> | Logge
 }
 
 const onToolUse = (s: SessionState, e: RequestEvent & { session_thread_id?: string | null }, seq: number): void => {
+  if (e.type === 'agent.tool_use' && e.name === DELIVERABLES_TOOL && s.outcome && s.outcome.phase !== 'done') s.outcome.deliverables = deliverablePaths(e.input)
   s.openToolUses.push({
     id: e.id,
     seq,
@@ -200,13 +231,7 @@ const step = defineFold<SessionState, number>({
   },
   'span.model_request_end': (s, e, seq) => {
     if (s.openSpanId === e.model_request_start_id) s.openSpanId = undefined
-    const u = e.model_usage as Partial<ModelUsage> | undefined
-    if (u) {
-      const model = typeof e.model === 'string' ? e.model : ''
-      const acc = s.usageByModel.get(model) ?? { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
-      for (const k of Object.keys(acc) as (keyof ModelUsage)[]) acc[k] += u[k] ?? 0
-      s.usageByModel.set(model, acc)
-    }
+    addUsage(s, e.model, e.model_usage)
     // a compaction request summarizes; it answers nothing
     if (!e.is_error && e.stop_reason !== 'compaction') {
       s.lastAnswerSeq = seq
@@ -241,10 +266,92 @@ const step = defineFold<SessionState, number>({
   // a message from another thread (a task, a follow-up, a child's report) is input for the model
   'agent.thread_message_received': onInput,
   ...ignoring('agent.message', 'agent.thinking', 'agent.thread_context_compacted', 'agent.thread_message_sent'),
-  ...ignoring('session.thread_created', 'session.updated', 'session.usage', 'session.deleted', 'user.define_outcome'),
-  ...ignoring('span.outcome_evaluation_start', 'span.outcome_evaluation_ongoing', 'span.outcome_evaluation_end'),
-  ...ignoring('workflow_run.created', 'workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.status_ended', 'workflow_run.error', 'workflow_run.phase_started', 'workflow_run.phase_ended'),
+  ...ignoring('session.thread_created', 'session.usage', 'session.deleted'),
+  'session.updated': (s, e, seq) => {
+    if (e.budget === undefined) return
+    s.budgetChangedSeq = seq
+    // paused at the budget: the raise (or removal) is what it waited for; an evaluation due resumes by itself
+    if (s.status === 'idle' && s.lastIdle?.stopReason.type === 'budget_reached' && !evaluationDue(s)) s.newInputSeq = seq
+  },
+  // the outcome is the agent's task: input for the model like a message (the view renders it as one)
+  'user.define_outcome': (s, e, seq) => {
+    const rubric = e.rubric as { type: string; content?: string; file_id?: string }
+    s.outcome = {
+      id: e.outcome_id,
+      defineSeq: seq,
+      description: e.description,
+      rubric: rubric.type === 'text' ? String(rubric.content ?? '') : `(rubric file ${String(rubric.file_id)})`,
+      maxIterations: typeof e.max_iterations === 'number' ? e.max_iterations : OUTCOME_DEFAULT_MAX_ITERATIONS,
+      iteration: 0,
+      phase: 'working',
+      sinceSeq: seq,
+      deliverables: [],
+    }
+    s.lastUserMessageSeq = seq
+    dropCustom(s)
+    onInput(s, e, seq)
+  },
+  'span.outcome_evaluation_start': (s, e) => {
+    if (s.outcome?.id !== e.outcome_id) return
+    s.outcome.phase = 'evaluating'
+    s.outcome.openStartId = e.id
+    s.outcome.iteration = e.iteration
+  },
+  'span.outcome_evaluation_end': (s, e, seq) => {
+    addUsage(s, e.model, e.usage)
+    const o = s.outcome
+    if (o?.id !== e.outcome_id || o.phase === 'done') return
+    o.openStartId = undefined
+    if (e.result === 'needs_revision') {
+      // the gaps are the agent's next input (the view renders them as a user turn)
+      o.phase = 'working'
+      o.iteration = e.iteration + 1
+      o.sinceSeq = seq
+      onInput(s, e, seq)
+    } else {
+      // satisfied, max_iterations_reached, failed, interrupted (or a result this Corral does not know): no further evaluation
+      o.phase = 'done'
+      // one final turn acknowledges what remains, with no further evaluation
+      if (e.result === 'max_iterations_reached') onInput(s, e, seq)
+    }
+  },
+  'workflow_run.created': (s, e) => {
+    s.openWorkflowRuns.add(e.workflow_run_id)
+  },
+  'workflow_run.status_ended': (s, e) => {
+    s.openWorkflowRuns.delete(e.workflow_run_id)
+  },
+  ...ignoring('span.outcome_evaluation_ongoing'),
+  ...ignoring('workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.error', 'workflow_run.phase_started', 'workflow_run.phase_ended'),
 })
+
+function addUsage(s: SessionState, model: unknown, u: Partial<ModelUsage> | undefined): void {
+  if (!u) return
+  const key = typeof model === 'string' ? model : ''
+  const acc = s.usageByModel.get(key) ?? { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+  for (const k of Object.keys(acc) as (keyof ModelUsage)[]) acc[k] += u[k] ?? 0
+  s.usageByModel.set(key, acc)
+}
+
+/** Paused at the budget and not raised since (a raise or removal resumes it). */
+function pausedAtBudget(s: SessionState): boolean {
+  return s.status === 'idle' && s.lastIdle?.stopReason.type === 'budget_reached' && s.budgetChangedSeq < s.lastIdle.seq
+}
+
+/** The agent's turn ended while working toward an outcome: its deliverable is due for an evaluation. */
+function evaluationDue(s: SessionState): boolean {
+  const o = s.outcome
+  return !!o && o.phase === 'working' && s.lastAnswerSeq > o.sinceSeq && s.lastStopReason !== 'refusal'
+}
+
+/**
+ * The hook of "no evaluation starts while a workflow run is open" (spec §6.7, §8.4): an evaluation
+ * due waits while the fold counts a `workflow_run.created` without its `workflow_run.status_ended`;
+ * the run's end wakes the primary, which then evaluates. Pure.
+ */
+export function evaluationBlockedByWorkflowRun(s: Pick<SessionState, 'openWorkflowRuns'>): boolean {
+  return s.openWorkflowRuns.size > 0
+}
 
 function resetBarrier(s: SessionState): void {
   s.newInputSeq = 0
@@ -264,6 +371,10 @@ export type NextStep =
   | { kind: 'run_tools'; run: OpenToolUse[]; deny: OpenToolUse[] }
   | { kind: 'idle'; stopReason: { type: 'end_turn' } | { type: 'requires_action'; event_ids: string[] } | { type: 'refusal' } }
   | { kind: 'model'; attempt: number }
+  /** Evaluate the outcome's deliverable; `startId`: re-run the evaluation a dead process started (its start is in the log). */
+  | { kind: 'grade'; startId?: string }
+  /** End the active outcome without a verdict (an interrupt; `startId` '' when no evaluation had started). */
+  | { kind: 'end_outcome'; result: 'interrupted'; startId: string }
 
 /**
  * Decides the next step from the folded state. Pure. Order: finish an interrupt, close a
@@ -279,11 +390,15 @@ export function decideNext(s: SessionState): NextStep {
     const toolUses = s.openToolUses.filter(isHarnessRun)
     if (toolUses.length) return { kind: 'stop_tools', toolUses, cause: 'interrupt' }
     if (s.openSpanId) return { kind: 'close_span', spanId: s.openSpanId }
+    const o = s.outcome
+    if (o && o.phase !== 'done' && o.defineSeq < s.lastInterruptSeq) return { kind: 'end_outcome', result: 'interrupted', startId: o.openStartId ?? '' }
     if (s.newInputSeq > s.lastInterruptSeq) return { kind: 'model', attempt: s.failures }
     if (s.status === 'idle' && s.lastIdle && s.lastIdle.stopReason.type !== 'requires_action') return { kind: 'none' }
     return { kind: 'idle', stopReason: { type: 'end_turn' } }
   }
   if (s.openSpanId) return { kind: 'close_span', spanId: s.openSpanId }
+  // an evaluation a dead process started is run again under its start (one verdict, never two)
+  if (s.outcome?.phase === 'evaluating' && s.outcome.openStartId) return pausedAtBudget(s) ? { kind: 'none' } : { kind: 'grade', startId: s.outcome.openStartId }
 
   const allowed = (t: OpenToolUse) => t.permission === 'allow' || t.confirmation?.result === 'allow'
   // a self_hosted session's toolset call, once allowed, waits for its worker's user.tool_result
@@ -303,6 +418,7 @@ export function decideNext(s: SessionState): NextStep {
     return same ? { kind: 'none' } : { kind: 'idle', stopReason: { type: 'requires_action', event_ids: ids } }
   }
   if (s.newInputSeq > 0) return { kind: 'model', attempt: s.failures }
+  if (evaluationDue(s)) return pausedAtBudget(s) || evaluationBlockedByWorkflowRun(s) ? { kind: 'none' } : { kind: 'grade' }
   if (s.lastAnswerSeq > (s.lastIdle?.seq ?? 0)) {
     return { kind: 'idle', stopReason: s.lastStopReason === 'refusal' ? { type: 'refusal' } : { type: 'end_turn' } }
   }

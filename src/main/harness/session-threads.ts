@@ -61,6 +61,7 @@ const TYPES = [
   'session.status_rescheduled',
   'session.status_terminated',
   'span.model_request_end',
+  'span.outcome_evaluation_end',
   'agent.thread_message_received',
 ]
 
@@ -129,8 +130,9 @@ export class SessionThreads {
       })
       return
     }
-    if (e.type === 'span.model_request_end') {
-      const u = e.model_usage as Partial<ModelUsage> | undefined
+    // the grader's evaluations count toward the one budget like a thread's requests (spec §8.4)
+    if (e.type === 'span.model_request_end' || e.type === 'span.outcome_evaluation_end') {
+      const u = (e.type === 'span.model_request_end' ? e.model_usage : e.usage) as Partial<ModelUsage> | undefined
       if (!u) return
       const model = typeof e.model === 'string' ? e.model : ''
       const acc = this.usageByModel.get(model) ?? { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }

@@ -5,7 +5,7 @@ import { TurnControl, type Harness } from '../harness/harness'
 import { primaryRef, type ThreadRef } from '../harness/platform-tools'
 
 /** Client events that give a session work for its brain. */
-const WAKING_TYPES = new Set(['user.message', 'user.tool_confirmation', 'user.custom_tool_result', 'user.tool_result', 'system.message', 'user.interrupt'])
+const WAKING_TYPES = new Set(['user.message', 'user.tool_confirmation', 'user.custom_tool_result', 'user.tool_result', 'system.message', 'user.interrupt', 'user.define_outcome'])
 /**
  * What a session's newest event may be when a brain still owes it something at start-up: client
  * input, or a thread's termination (an archive writes it outside any brain, and the primary's
@@ -129,6 +129,8 @@ export class Scheduler {
     // an archive (the API's terminated, marked archived) changes the session's aggregate: the
     // primary's brain re-writes it after finding no step of its own (no model turn is started)
     if (type === 'session.thread_status_terminated' && (stored.event as { archived?: unknown }).archived === true) return this.wake(primaryRef(sessionId))
+    // a budget raised (or removed) resumes every thread paused at it (spec §9)
+    if (type === 'session.updated' && (stored.event as { budget?: unknown }).budget !== undefined) return this.wakeSession(sessionId)
     if (!WAKING_TYPES.has(type)) return
     if (type === 'user.interrupt') {
       // with a thread: that thread; without: every thread of the session

@@ -20,6 +20,8 @@ import { fileMountPath, UPLOADS_DIR } from '../../shared/api/file-paths'
 import { StoreChanges } from './store-changes'
 import { stepModelError } from './model-error'
 import { checkToolNames, sessionRoster, snapshotRoster, type SessionRoster } from './agent-roster'
+import { activeOutcome, foldOutcomes, OUTCOME_DEFAULT_MAX_ITERATIONS, OUTCOME_EVENT_TYPES, OUTCOME_MAX_RUBRIC_CHARS, toOutcomeEvaluation, type OutcomeRecord } from '../../shared/api/outcomes'
+import { budgetCents, listCostCents } from '../../shared/api/pricing'
 
 export type SessionCreateInput = z.infer<typeof sessionCreateSchema>
 export type SessionUpdateInput = z.infer<typeof sessionUpdateSchema>
@@ -80,7 +82,7 @@ export interface SessionStoreHooks {
    * (openStores wires the FileStore). Without it no file_id names one, and a session with a file
    * resource is refused: a file's bytes never come from anywhere else (never a host path).
    */
-  files?: { has(fileId: string): boolean }
+  files?: { has(fileId: string): boolean; bytes?(fileId: string): Promise<Buffer> }
 }
 
 /** How a deployment's run creates its session (DeploymentStore): never reachable from a client. */
@@ -172,6 +174,8 @@ export class SessionStore {
         const st = sessionStatusOf(event)
         if (st) status = st
         else if (event.type === 'span.model_request_end') usageDelta.push((event as unknown as { model_usage?: Record<string, number> }).model_usage ?? {})
+        // the grader's requests count toward the session's usage (spec §8.4: decided so)
+        else if (event.type === 'span.outcome_evaluation_end') usageDelta.push((event as unknown as { usage?: Record<string, number> }).usage ?? {})
         const me = stepModelError(prevError, event as unknown as Record<string, unknown>)
         if (me !== undefined) modelError = me
       }
@@ -244,6 +248,9 @@ export class SessionStore {
   }
 
   private async insertSession(input: SessionCreateInput, ids: { session: string; resources: string[] }, options: SessionCreateOptions = {}): Promise<Session> {
+    const outcomes = (input.initial_events ?? []).flatMap((e, i) => (e.type === 'user.define_outcome' ? [i] : []))
+    if (outcomes.length > 1) throw invalid(`initial_events[${outcomes[1]}]: at most one user.define_outcome in initial_events (initial_events[${outcomes[0]}] is one already)`)
+    if (input.initial_events) await this.prepareOutcomes(input.initial_events, 'initial_events')
     const agent = this.resolveAgent(input.agent)
     const env = this.environments.retrieve(input.environment_id)
     if (env.archived_at) throw conflict(`environment_id: environment ${env.id} is archived`)
@@ -396,7 +403,10 @@ export class SessionStore {
       for (const k of Object.keys(event)) if (k !== 'type') delete event[k]
       const next: Session = { ...cur }
       if (input.title !== undefined && input.title !== cur.title) event.title = next.title = input.title
-      if (input.budget !== undefined && JSON.stringify(input.budget) !== JSON.stringify(cur.budget)) event.budget = next.budget = input.budget
+      if (input.budget !== undefined && JSON.stringify(input.budget) !== JSON.stringify(cur.budget)) {
+        this.checkBudgetChange(cur, input.budget)
+        event.budget = next.budget = input.budget
+      }
       if (input.metadata !== undefined) {
         const metadata = mergeMetadata(cur.metadata, input.metadata)
         if (JSON.stringify(metadata) !== JSON.stringify(cur.metadata)) {
@@ -527,13 +537,30 @@ export class SessionStore {
    * confirmation or custom tool result must answer a pending request of this session.
    */
   async sendEvents(sessionId: string, events: EventParamsInput[]): Promise<StoredEvent[]> {
+    if (events.some((e) => e.type === 'user.define_outcome')) {
+      this.retrieve(sessionId)
+      await this.prepareOutcomes(events, 'events')
+    }
     const check = () => {
       const session = this.retrieve(sessionId)
       if (session.archived_at) throw conflict(`session ${sessionId} is archived; it accepts no events`)
       if (session.status === 'terminated') throw conflict(`session ${sessionId} is terminated; it accepts no events`)
+      this.checkBudgetPause(session, events)
       const answered = new Set<string>()
       const selfHosted = this.answeredByWorker(sessionId)
+      let definedAt: number | undefined
       events.forEach((e, i) => {
+        if (e.type === 'user.define_outcome') {
+          if (definedAt !== undefined) throw invalid(`events[${i}]: one outcome at a time: events[${definedAt}] already defines one in this request`)
+          definedAt = i
+          const active = activeOutcome(this.outcomes(sessionId))
+          if (active) {
+            throw invalid(
+              `events[${i}]: one outcome at a time: outcome ${active.outcome_id} is still active (${active.result}); define the next one after its span.outcome_evaluation_end with a terminal result, or send user.interrupt to end it`,
+            )
+          }
+          return
+        }
         let thread: string | null | undefined
         if (e.type === 'user.tool_result' && !selfHosted) {
           throw invalid(`events[${i}].type: user.tool_result answers a toolset call only in a session on a self_hosted environment (its worker runs the calls); session ${sessionId} runs them itself`)
@@ -569,6 +596,137 @@ export class SessionStore {
         }
       },
     })
+  }
+
+  /**
+   * A session's outcomes as its log tells them (oldest first): the API's
+   * `Session.outcome_evaluations[]` (`outcomeEvaluations`) and the one-at-a-time rule read this.
+   * An outcome not evaluated yet is `pending` until the agent's first model request after it.
+   */
+  outcomes(sessionId: string): OutcomeRecord[] {
+    const rows = this.readAll(sessionId, { types: OUTCOME_EVENT_TYPES, threadId: null })
+    if (rows.length === 0) return []
+    const defineSeq = new Map(rows.flatMap((r) => (r.event.type === 'user.define_outcome' ? [[String((r.event as { outcome_id?: unknown }).outcome_id), r.seq] as const] : [])))
+    const started = (outcomeId: string) => {
+      const seq = defineSeq.get(outcomeId)
+      return seq !== undefined && this.log.read(sessionId, { after: seq, types: ['span.model_request_start'], threadId: null, limit: 1 }).length > 0
+    }
+    return foldOutcomes(
+      rows.map((r) => r.event as unknown as { id: string; type: string }),
+      started,
+    )
+  }
+
+  /** `Session.outcome_evaluations[]`: one entry per `user.define_outcome`, with its live result. */
+  outcomeEvaluations(sessionId: string): Session['outcome_evaluations'] {
+    return this.outcomes(sessionId).map(toOutcomeEvaluation)
+  }
+
+  /** Every event of a read (the log caps one read at 1000). */
+  private readAll(sessionId: string, params: { types: readonly string[]; threadId?: string | null }): StoredEvent[] {
+    const out: StoredEvent[] = []
+    for (let after = 0; ; ) {
+      const page = this.log.read(sessionId, { ...params, after, limit: 1000 })
+      out.push(...page)
+      if (page.length < 1000) return out
+      after = page[page.length - 1].seq
+    }
+  }
+
+  /**
+   * What the session has spent so far at list prices, in US cents (unrounded): every thread's
+   * model requests and the grader's evaluations, each priced at the model it names (the session
+   * agent's model when it names none).
+   */
+  spentCents(sessionId: string): number {
+    const agentModel = this.retrieve(sessionId).agent.model
+    const fallback = typeof agentModel === 'string' ? agentModel : ((agentModel as { id?: string } | undefined)?.id ?? '')
+    let total = 0
+    for (const r of this.readAll(sessionId, { types: ['span.model_request_end', 'span.outcome_evaluation_end'] })) {
+      const e = r.event as unknown as { model?: unknown; model_usage?: Record<string, number>; usage?: Record<string, number> }
+      const u = e.model_usage ?? e.usage
+      if (!u) continue
+      const n = (k: string) => (typeof u[k] === 'number' ? u[k] : 0)
+      total += listCostCents(typeof e.model === 'string' && e.model ? e.model : fallback, {
+        input_tokens: n('input_tokens'),
+        output_tokens: n('output_tokens'),
+        cache_creation_input_tokens: n('cache_creation_input_tokens'),
+        cache_read_input_tokens: n('cache_read_input_tokens'),
+      })
+    }
+    return total
+  }
+
+  /**
+   * The rules of a budget change (spec multiagent §9): one set at create may be raised above
+   * what the session has spent, or removed (null, for good); none can be added to a session that
+   * has none. Throws invalid_request_error with `details.error_code` `budget_create_only` or
+   * `budget_not_raised`.
+   */
+  private checkBudgetChange(cur: Session, next: SessionUpdateInput['budget']): void {
+    if (next === null || next === undefined) return
+    if (!cur.budget) {
+      throw new CorralError(
+        'invalid_request_error',
+        `budget: session ${cur.id} has no budget, and a budget can only be set when a session is created (it was created without one, or its budget was removed); create a new session with a budget instead`,
+        { fields: { details: { error_code: 'budget_create_only' } } },
+      )
+    }
+    const asked = budgetCents(next) ?? 0
+    const spent = this.spentCents(cur.id)
+    if (asked <= spent) {
+      throw new CorralError(
+        'invalid_request_error',
+        `budget.max_list_cost must be greater than the session's consumed list cost (${formatCents(spent)} spent; ${formatCents(asked)} asked)`,
+        { fields: { details: { error_code: 'budget_not_raised' } } },
+      )
+    }
+  }
+
+  /**
+   * A session paused at its budget (idle with budget_reached, and still at or over the cap)
+   * accepts only the events that settle what is open (spec §9); work-starting events are refused
+   * until the budget is raised or removed.
+   */
+  private checkBudgetPause(session: Session, events: readonly EventParamsInput[]): void {
+    const i = events.findIndex((e) => e.type === 'user.message' || e.type === 'system.message' || e.type === 'user.define_outcome')
+    if (i < 0 || session.status !== 'idle') return
+    const limit = budgetCents(session.budget)
+    if (limit === undefined) return
+    const idle = this.log.read(session.id, { types: ['session.status_idle'], threadId: null, order: 'desc', limit: 1 })[0]
+    if ((idle?.event as { stop_reason?: { type?: string } } | undefined)?.stop_reason?.type !== 'budget_reached') return
+    if (this.spentCents(session.id) < limit) return
+    throw invalid(
+      `events[${i}]: session ${session.id} is paused at its budget (budget_reached, ${formatCents(limit)}); raise budget.max_list_cost (POST /v1/sessions/${session.id}) or remove the budget to continue. Until then it accepts only user.tool_confirmation, user.tool_result, user.custom_tool_result and user.interrupt`,
+    )
+  }
+
+  /**
+   * Gives each `user.define_outcome` of a send (or of initial_events) its server-side fields:
+   * `outcome_id`, `max_iterations` (default 3), and a file rubric resolved to its text (the API
+   * echoes file rubrics as text; the grader reads it from the log even if the file goes).
+   */
+  private async prepareOutcomes(events: readonly { type: string }[], field: string): Promise<void> {
+    for (const [i, raw] of events.entries()) {
+      if (raw.type !== 'user.define_outcome') continue
+      const e = raw as Extract<EventParamsInput, { type: 'user.define_outcome' }> & { outcome_id?: string }
+      e.outcome_id = newId('outcome')
+      e.max_iterations = e.max_iterations ?? OUTCOME_DEFAULT_MAX_ITERATIONS
+      if (e.rubric.type !== 'file') continue
+      const where = `${field}[${i}].rubric.file_id`
+      const files = this.hooks.files
+      if (!files?.bytes || !files.has(e.rubric.file_id)) throw new CorralError('not_found_error', `${where}: file ${JSON.stringify(e.rubric.file_id)} was not found`)
+      let text: string
+      try {
+        text = new TextDecoder('utf-8', { fatal: true }).decode(await files.bytes(e.rubric.file_id))
+      } catch (err) {
+        if (isCorralError(err)) throw err
+        throw invalid(`${where}: file ${e.rubric.file_id} is not UTF-8 text; a rubric file must be plain text or markdown`, err)
+      }
+      if (text.trim().length === 0) throw invalid(`${where}: file ${e.rubric.file_id} is empty; a rubric needs at least one criterion`)
+      if (text.length > OUTCOME_MAX_RUBRIC_CHARS) throw invalid(`${where}: file ${e.rubric.file_id} has ${text.length} characters; a rubric has at most ${OUTCOME_MAX_RUBRIC_CHARS}`)
+      ;(e as { rubric: unknown }).rubric = { type: 'text', content: text }
+    }
   }
 
   /** `corral_allow_for_session` remembers an exact bash command: only on an allow of a bash call with a command. */
@@ -655,6 +813,11 @@ function addUsage(usage: SessionUsage, delta: Record<string, number> | undefined
     out.cache_creation = cc
   }
   return out as SessionUsage
+}
+
+/** Cents as dollars for a message: 1234.5 → "$12.35". */
+function formatCents(cents: number): string {
+  return `$${(cents / 100).toFixed(2)}`
 }
 
 /** Thrown from an update's precheck when nothing changed: nothing is appended or written. */

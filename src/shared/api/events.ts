@@ -58,6 +58,8 @@ export interface CorralEventFields {
   'session.thread_created': { agent?: unknown; parent_thread_id?: string | null }
   /** `archived`: written by `POST …/threads/{tid}/archive` (the thread's `archived_at` is this event's `processed_at`). */
   'session.thread_status_terminated': { archived?: boolean }
+  /** The grader's per-criterion gaps (the API's event carries the explanation only), and the grader's model (its usage is priced at it). */
+  'span.outcome_evaluation_end': { gaps?: { criterion: string; gap: string }[]; model?: string }
 }
 
 type CorralFieldsOf<T extends EventType> = T extends keyof CorralEventFields ? CorralEventFields[T] : unknown

@@ -21,6 +21,7 @@ export const ID_PREFIX = {
   sessionsToken: 'stok_',
   deployment: 'depl_',
   deploymentRun: 'drun_',
+  outcome: 'outc_',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod'
 import { parsePlainHttpHosts, PLAIN_HTTP_HOSTS_KEY } from './plain-http-hosts'
+import { OUTCOME_MAX_ITERATIONS, OUTCOME_MAX_RUBRIC_CHARS } from './outcomes'
 
 const MAX_TEXT = 1_000_000
 export const metadataSchema = z
@@ -268,10 +269,10 @@ export const userDefineOutcomeSchema = z.strictObject({
   type: z.literal('user.define_outcome'),
   description: z.string().min(1).max(MAX_TEXT),
   rubric: z.discriminatedUnion('type', [
-    z.strictObject({ type: z.literal('text'), content: z.string().min(1).max(MAX_TEXT) }),
+    z.strictObject({ type: z.literal('text'), content: z.string().min(1).max(OUTCOME_MAX_RUBRIC_CHARS) }),
     z.strictObject({ type: z.literal('file'), file_id: z.string().min(1).max(256) }),
   ]),
-  max_iterations: z.number().int().min(1).max(100).nullable().optional(),
+  max_iterations: z.number().int().min(1).max(OUTCOME_MAX_ITERATIONS).nullable().optional(),
 })
 export const eventParamsSchema = z.discriminatedUnion('type', [
   userMessageSchema,
@@ -311,7 +312,10 @@ export const eventSendSchema = z.strictObject({ events: z.array(eventParamsSchem
 // ---------- sessions ----------
 export const budgetSchema = z.strictObject({
   type: z.literal('limit'),
-  max_list_cost: z.strictObject({ amount: z.string().regex(/^\d+(\.\d+)?$/, 'a decimal amount'), currency: z.literal('USD') }),
+  max_list_cost: z.strictObject({
+    amount: z.string().regex(/^[1-9]\d{0,11}$/, 'whole US cents as a string of digits, greater than 0 and without leading zeros (e.g. "500" for $5.00)'),
+    currency: z.literal('USD'),
+  }),
 })
 const agentRefSchema = z.union([
   z.string().min(1).max(128),

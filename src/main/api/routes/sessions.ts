@@ -77,6 +77,7 @@ function withActivity(s: ApiServices, session: Session): Session {
   const duration = Math.max(0, end - Date.parse(session.created_at)) / 1000
   return {
     ...session,
+    outcome_evaluations: s.sessions.outcomeEvaluations(session.id),
     stats: { ...session.stats, active_seconds: activity.sum_seconds, duration_seconds: duration },
     usage: { ...session.usage, active_seconds: activity.union_seconds },
   }

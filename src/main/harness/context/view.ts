@@ -2,6 +2,8 @@ import { answeredUseId, isEventOf, isOnThread, type LoggedEventOf, type RequestT
 import { ADVISOR_AGENT_NAME } from '../../../shared/api/advisor-tiers'
 import { defineFold, ignoring, type SeqEvent } from '../../../shared/api/fold'
 import type { ModelRequest } from '../model-client'
+import { evaluationFeedbackText, outcomeBriefText } from './outcome'
+import { OUTCOME_DEFAULT_MAX_ITERATIONS } from '../../../shared/api/outcomes'
 import { modelTools, type AgentToolConfig, type McpToolDefinition, type ModelToolDefinition } from '../tools'
 
 /** An event of the log with its position (the view needs both). */
@@ -207,7 +209,7 @@ function toMessages(events: readonly ViewEvent[], summary: string | undefined, i
   // the summary is a user turn of its own: what follows merges into it if it is user content
   if (summary !== undefined) user = out.pop()
 
-  const fold: MessageFold = { userMsg, assistantMsg, addResult, openToolUses, toolUseOrder, isPrimary }
+  const fold: MessageFold = { userMsg, assistantMsg, addResult, openToolUses, toolUseOrder, isPrimary, outcomeIterations: new Map() }
   for (const { seq, event } of events) messageStep(fold, event, seq)
   if (assistant) {
     out.push(assistant)
@@ -231,6 +233,8 @@ interface MessageFold {
   /** tool_use id → tool name, awaiting a result */
   openToolUses: Map<string, string>
   toolUseOrder: Map<string, number>
+  /** max_iterations of each outcome defined in the events folded (for the feedback's "of at most N"). */
+  outcomeIterations: Map<string, number>
 }
 
 const onToolUse = (f: MessageFold, e: LoggedEventOf<RequestType>, seq: number): void => {
@@ -288,10 +292,29 @@ const messageStep = defineFold<MessageFold, number>({
   'agent.thread_message_sent': (f, e, seq) => {
     if (!f.isPrimary) f.assistantMsg(seq, e.id).content.push({ type: 'text', text: textOf(e.content) })
   },
-  ...ignoring('agent.thread_context_compacted', 'user.interrupt', 'user.tool_confirmation', 'user.define_outcome'),
+  // an outcome is the agent's task, told as a user turn (context/outcome.ts)
+  'user.define_outcome': (f, e, seq) => {
+    const maxIterations = typeof e.max_iterations === 'number' ? e.max_iterations : OUTCOME_DEFAULT_MAX_ITERATIONS
+    f.outcomeIterations.set(e.outcome_id, maxIterations)
+    const rubric = e.rubric.type === 'text' ? e.rubric.content : `(rubric file ${e.rubric.file_id})`
+    f.userMsg(seq, e.id).content.push({ type: 'text', text: outcomeBriefText({ outcome_id: e.outcome_id, description: e.description, rubric, max_iterations: maxIterations }) })
+  },
+  // the grader's gaps (needs_revision) or its last word (max_iterations_reached) are the agent's next input
+  'span.outcome_evaluation_end': (f, e, seq) => {
+    const text = evaluationFeedbackText({
+      outcome_id: e.outcome_id,
+      iteration: e.iteration,
+      max_iterations: f.outcomeIterations.get(e.outcome_id) ?? OUTCOME_DEFAULT_MAX_ITERATIONS,
+      result: e.result,
+      explanation: e.explanation,
+      gaps: e.gaps ?? [],
+    })
+    if (text) f.userMsg(seq, e.id).content.push({ type: 'text', text })
+  },
+  ...ignoring('agent.thread_context_compacted', 'user.interrupt', 'user.tool_confirmation'),
   ...ignoring('session.status_running', 'session.status_idle', 'session.status_rescheduled', 'session.status_terminated', 'session.error', 'session.updated', 'session.usage', 'session.deleted'),
   ...ignoring('session.thread_created', 'session.thread_status_running', 'session.thread_status_idle', 'session.thread_status_rescheduled', 'session.thread_status_terminated'),
-  ...ignoring('span.model_request_start', 'span.model_request_end', 'span.outcome_evaluation_start', 'span.outcome_evaluation_ongoing', 'span.outcome_evaluation_end'),
+  ...ignoring('span.model_request_start', 'span.model_request_end', 'span.outcome_evaluation_start', 'span.outcome_evaluation_ongoing'),
   ...ignoring('workflow_run.created', 'workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.status_ended', 'workflow_run.error', 'workflow_run.phase_started', 'workflow_run.phase_ended'),
 })
 

@@ -403,10 +403,9 @@ export class SessionStore {
       for (const k of Object.keys(event)) if (k !== 'type') delete event[k]
       const next: Session = { ...cur }
       if (input.title !== undefined && input.title !== cur.title) event.title = next.title = input.title
-      if (input.budget !== undefined && JSON.stringify(input.budget) !== JSON.stringify(cur.budget)) {
-        this.checkBudgetChange(cur, input.budget)
-        event.budget = next.budget = input.budget
-      }
+      // checked even when it repeats the budget: one at or below the spend is never accepted
+      if (input.budget !== undefined) this.checkBudgetChange(cur, input.budget)
+      if (input.budget !== undefined && JSON.stringify(input.budget) !== JSON.stringify(cur.budget)) event.budget = next.budget = input.budget
       if (input.metadata !== undefined) {
         const metadata = mergeMetadata(cur.metadata, input.metadata)
         if (JSON.stringify(metadata) !== JSON.stringify(cur.metadata)) {

@@ -23,7 +23,32 @@ const run = promisify(execFile)
  * - the folder is a git work tree and the file was clean at the baseline: its blob is copied
  *   from the repository's objects into the store when the change is seen.
  * Otherwise (bash changed or deleted a file that is neither in git nor seen before) the change is
- * recorded with `before.hash: null`: shown, but not revertable, and the API and the UI say so.
+ * recorded with `before.hash: null`: shown, but not revertable, and the API and the UI say why and
+ * what makes it revertable (`unknownBeforeReason`: a git repository with the files committed
+ * before the session).
+ *
+ * Why bash's changes to a file of a non-git folder stay unrevertable (decided in issue #16, after
+ * weighing each way to learn a file's bytes before a command overwrites it, under three rules: the
+ * user's folder stays live on disk — they edit it in their IDE while the agent works —, nothing is
+ * copied but what changes, and it works on Docker and bubblewrap without privileges):
+ * - an overlay (lower = the folder, upper in the data directory) keeps the agent's writes out of
+ *   the folder until applied, so the folder is not live for the user, and a lower layer edited
+ *   while mounted is undefined behaviour in overlayfs; Docker's `local` volume with `type=overlay`
+ *   would do it for Docker only (dockerd is root), bubblewrap 0.8 has no `--overlay`, and an
+ *   unprivileged Corral cannot mount one (fuse-overlayfs needs /dev/fuse). A review-then-apply
+ *   model is that overlay under another name: it gives up the live folder.
+ * - fanotify permission events (FAN_OPEN_PERM) could copy a file as it is opened for writing, but
+ *   they need CAP_SYS_ADMIN in the host's initial namespace (a desktop user has not got it), a
+ *   native addon, and no event comes before an unlink or a rename over a file, so deletions stay
+ *   unknown anyway.
+ * - reflinks (FICLONE; `fs.copyFile` with COPYFILE_FICLONE_FORCE) would make a baseline copy of
+ *   every file cost no bytes, but only on btrfs, XFS with reflink=1, bcachefs, ZFS ≥ 2.2 or APFS,
+ *   and only when the data directory is on the same filesystem as the folder; on ext4 (most Linux
+ *   desktops, and this build machine) it is a full copy. A possible addition where it works, not a
+ *   rule for all folders.
+ * - copying small text files at baseline is copying the folder.
+ * The runner cannot snapshot what a command is about to overwrite (it does not know). git is the
+ * store of record a developer already has: a clean file's blob is the before, at no cost.
  *
  * Files only: directories are implied (created as needed by a revert; emptied ones a revert made
  * are removed). `.git` is not tracked. A revert writes on the host with the recorded mode (and
@@ -93,6 +118,11 @@ export class FolderChanges {
     this.root = options.root
     this.dir = options.dir
     this.objects = new BlobStore(join(options.dir, 'objects'))
+  }
+
+  /** Whether the folder is a git work tree of its own (the only kind whose clean files' blobs serve as the content before). */
+  isGitWorkTree(): boolean {
+    return existsSync(join(this.root, '.git'))
   }
 
   /** Takes the baseline manifest once (before the first tool call); later calls load it. */
@@ -176,7 +206,7 @@ export class FolderChanges {
           continue
         }
         if (first.before && first.before.hash === null) {
-          problems.push(`${path}: its content before record ${first.seq} is unknown (bash changed it, and it was neither in git nor seen by Corral before), so it cannot be put back`)
+          problems.push(`${path}: its content before record ${first.seq} is unknown, so it cannot be put back (${unknownBeforeReason(this.isGitWorkTree())})`)
           continue
         }
         plan.push({ path, target: first.before, undone: [...rs, ...later].map((r) => r.seq) })
@@ -407,6 +437,17 @@ function sameEntry(a: ManifestEntry, b: ManifestEntry): boolean {
 function git(root: string, args: string[], options: { buffer?: boolean } = {}): Promise<{ stdout: string | Buffer }> {
   const env = { ...process.env, GIT_OPTIONAL_LOCKS: '0', GIT_TERMINAL_PROMPT: '0' }
   return run('git', ['-C', root, '-c', 'core.fsmonitor=false', '-c', 'safe.directory=*', ...args], { env, maxBuffer: 256 * 1024 * 1024, timeout: 60_000, ...(options.buffer ? { encoding: 'buffer' as const } : {}) })
+}
+
+/**
+ * Why a change bash made cannot be put back, and what would make such changes revertable: said
+ * for a folder that is not a git repository, or for a file of one that was untracked or had
+ * uncommitted changes when the session started.
+ */
+export function unknownBeforeReason(gitWorkTree: boolean): string {
+  return gitWorkTree
+    ? 'bash changed this file before Corral had seen its content, and it was untracked or had uncommitted changes when the session started, so its earlier content is unknown. Commit it before a session to make the changes bash makes to it revertable'
+    : 'this folder is not a git repository: bash changed this file before Corral had seen its content, so its earlier content is unknown. To make the changes bash makes revertable, make the folder a git repository with everything committed before the session (git init && git add -A && git commit -m start)'
 }
 
 /** Paths of a git work tree whose content equals the index (clean), with their blob ids. */

@@ -7,7 +7,7 @@ import { CorralError } from '../../../shared/errors'
 import type { EventLog } from '../../session/event-log'
 import type { FolderMount } from '../folders'
 import { WORKSPACE } from '../settings'
-import { activeRecords, type ChangeRecord, FolderChanges } from './folder-changes'
+import { activeRecords, type ChangeRecord, FolderChanges, unknownBeforeReason } from './folder-changes'
 
 export interface SessionChangesOptions {
   /** Where change records live: `<dataDir>/changes`. */
@@ -192,7 +192,7 @@ export class SessionChanges {
       diff: await diffOf(changes, r),
       revertable: !unknown && !undone.has(r.seq) && !r.reverts,
       reason: unknown
-        ? 'Corral did not see this file before bash changed it (it is not in git, or it had uncommitted changes), so its earlier content is unknown'
+        ? unknownBeforeReason(changes.isGitWorkTree())
         : undone.has(r.seq)
           ? 'already reverted'
           : r.reverts

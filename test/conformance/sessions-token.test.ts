@@ -145,7 +145,7 @@ describe('a sessions token on memory stores', () => {
   it('keeps attributing the API token’s own writes to api_actor', async () => {
     const m = await api.beta.memoryStores.memories.create(rw, { path: '/by-api.md', content: 'api' })
     const v = await api.beta.memoryStores.memoryVersions.retrieve(m.memory_version_id, { memory_store_id: rw })
-    expect(v.created_by.type).toBe('api_actor')
+    expect(v.created_by?.type).toBe('api_actor')
   })
 })
 

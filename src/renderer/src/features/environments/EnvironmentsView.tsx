@@ -7,6 +7,7 @@ import { useSessions } from '../sessions/SessionsProvider'
 import { ResourceSidebar } from '../../ui/ResourceSidebar'
 import { draftOf, hasPackages, paramsOf, type Draft } from './draft'
 import { PackagesStatus } from './PackagesStatus'
+import { WorkersPanel } from './WorkersPanel'
 
 /** Environments: where sessions' hands run (a local sandbox or a self-hosted worker queue). */
 export function EnvironmentsView({ selectedId, onSelect }: { selectedId?: string; onSelect: (id: string) => void }) {
@@ -106,6 +107,7 @@ function EnvironmentEditor({ env, onSaved, onDeleted }: { env?: Environment; onS
         <Field id="env-desc" label="Description">
           <input id="env-desc" value={d.description} onChange={(e) => set({ description: e.target.value })} />
         </Field>
+        {env && env.config.type === 'self_hosted' && <WorkersPanel environmentId={env.id} />}
         {d.type === 'cloud' && (
           <>
             <fieldset>

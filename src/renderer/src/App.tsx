@@ -15,6 +15,7 @@ import { ThreadView } from './features/thread/ThreadView'
 import { AgentsView } from './features/agents/AgentsView'
 import { EnvironmentsView } from './features/environments/EnvironmentsView'
 import { SettingsView } from './features/settings/SettingsView'
+import { SchedulesView } from './features/schedules/SchedulesView'
 import { ErrorBoundary } from './ui/ErrorBoundary'
 import { SetupProvider } from './features/setup/SetupProvider'
 import { ModelNotice, SandboxBanner } from './features/setup/SetupNotices'
@@ -108,6 +109,7 @@ const SECTIONS = [
   { id: 'sessions', label: 'Sessions', icon: 'chat' },
   { id: 'agents', label: 'Agents', icon: 'robot' },
   { id: 'environments', label: 'Environments', icon: 'box' },
+  { id: 'schedules', label: 'Schedules', icon: 'history' },
   { id: 'settings', label: 'Settings', icon: 'gear' },
 ] as const
 
@@ -208,6 +210,7 @@ function Shell() {
         <ConnectionBanner />
         {section === 'agents' && <AgentsView selectedId={route[1]} onSelect={(id) => go(id ? `/agents/${id}` : '/agents')} />}
         {section === 'environments' && <EnvironmentsView selectedId={route[1]} onSelect={(id) => go(id ? `/environments/${id}` : '/environments')} />}
+        {section === 'schedules' && <SchedulesView selectedId={route[1]} onSelect={(id) => go(id ? `/schedules/${id}` : '/schedules')} />}
         {section === 'settings' && <SettingsView theme={theme} setTheme={setTheme} />}
         {showQueue && (
           <QueueDrawer

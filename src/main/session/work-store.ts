@@ -71,6 +71,8 @@ export const NO_HEARTBEAT = 'NO_HEARTBEAT'
 const KEY_PREFIX = 'corral_envkey_'
 const TOKEN_PREFIX = 'corral_sesstok_'
 const MIN_TTL = 30
+/** How long the sessions tokens of a stopped item still authenticate (see WorkStore.end). */
+export const STOPPED_TOKEN_GRACE_MS = 60_000
 const MAX_TTL = 600
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
@@ -290,11 +292,18 @@ export class WorkStore {
     for (const r of rows) this.end(r.id, now)
   }
 
+  /**
+   * Ends an item. Its sessions tokens live on for STOPPED_TOKEN_GRACE_MS (then they are revoked):
+   * the worker learns of the stop from its next heartbeat (200, `stopped`, lease not extended),
+   * finishes its teardown (the final memory sync) and sends its closing stop (409) with the same
+   * token. A token of an item re-queued by an expired lease, or of a revoked key, dies at once.
+   */
   private end(workId: string, now: string): void {
     this.db
       .prepare("UPDATE work_items SET state = 'stopped', stopped_at = ?, stop_requested_at = COALESCE(stop_requested_at, ?), lease_expires_at_ms = NULL, lease_token_id = NULL WHERE id = ?")
       .run(now, now, workId)
-    this.db.prepare('UPDATE sessions_tokens SET revoked_at = ? WHERE work_id = ? AND revoked_at IS NULL').run(now, workId)
+    const until = new Date(Date.parse(now) + STOPPED_TOKEN_GRACE_MS).toISOString()
+    this.db.prepare('UPDATE sessions_tokens SET revoked_at = ? WHERE work_id = ? AND (revoked_at IS NULL OR revoked_at > ?)').run(until, workId, until)
   }
 
   /** Queue statistics (spec §2.2). */
@@ -397,8 +406,8 @@ export class WorkStore {
     if (credential.startsWith(TOKEN_PREFIX)) {
       this.expire()
       const row = this.db
-        .prepare('SELECT t.id, t.work_id, t.session_id, w.environment_id FROM sessions_tokens t JOIN work_items w ON w.id = t.work_id WHERE t.token_hash = ? AND t.revoked_at IS NULL')
-        .get(sha256(credential)) as { id: string; work_id: string; session_id: string; environment_id: string } | undefined
+        .prepare('SELECT t.id, t.work_id, t.session_id, w.environment_id FROM sessions_tokens t JOIN work_items w ON w.id = t.work_id WHERE t.token_hash = ? AND (t.revoked_at IS NULL OR t.revoked_at > ?)')
+        .get(sha256(credential), this.clock().toISOString()) as { id: string; work_id: string; session_id: string; environment_id: string } | undefined
       if (!row) return undefined
       return { kind: 'session', environmentId: row.environment_id, sessionId: row.session_id, workId: row.work_id, tokenId: row.id }
     }

@@ -114,4 +114,16 @@ describe('work store leases', () => {
     const s = await stores.sessions.create({ agent: agent.id, environment_id: envId, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] } as never)
     expect(work.liveItemOf(s.id)?.state).toBe('queued')
   })
+
+  it('lets a stopped item\'s sessions token hear of the stop for a minute, then revokes it', async () => {
+    await queuedSession()
+    const item = (await work.poll({ environmentId: envId }))!
+    const token = tokenOf(item.secret)
+    work.ack(envId, item.id)
+    work.stop(envId, item.id, true)
+    expect(work.authenticate(token)).toBeDefined()
+    expect(work.heartbeat({ environmentId: envId, workId: item.id, expected: 'whatever' })).toMatchObject({ state: 'stopped', lease_extended: false })
+    advance(61_000)
+    expect(work.authenticate(token)).toBeUndefined()
+  })
 })

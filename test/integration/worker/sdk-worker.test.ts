@@ -82,3 +82,66 @@ describe('the SDK EnvironmentWorker against Corral', () => {
     expect(waits.map((w) => w.stop_reason.event_ids)).toEqual(uses.map((u) => [u.id]))
   }, 60_000)
 })
+
+describe('stopping a work item the SDK worker serves', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'corral-sdk-stop-'))
+  const workdir = mkdtempSync(join(tmpdir(), 'corral-sdk-stop-wd-'))
+  let model: ScriptedModelServer
+  let engine: Engine
+  let api: Anthropic
+  let url: string
+  beforeAll(async () => {
+    model = await ScriptedModelServer.start((req) => (toolResultsOf(req).length === 0 ? toolCall(req, 'bash', { command: 'sleep 20; echo late' }) : say('finished')))
+    // a 4 s lease: the worker beats every 2 s
+    engine = Engine.open({ dataDir, token: 'test-token', env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, workQueue: { leaseTtlSeconds: 4 }, defaultHands: false, log: () => {} })
+    url = (await engine.listen(0)).url
+    api = new Anthropic({ baseURL: url, apiKey: 'test-token', maxRetries: 0 })
+  })
+  afterAll(async () => {
+    await engine.close()
+    await model.close()
+    rmSync(dataDir, { recursive: true, force: true })
+    rmSync(workdir, { recursive: true, force: true })
+  })
+
+  async function serveOne(): Promise<{ workId: string; envId: string; logs: string[]; done: Promise<unknown>; stop: AbortController }> {
+    const env = await api.beta.environments.create({ name: `stops-${Math.random()}`, config: { type: 'self_hosted' } })
+    const key = (await (await fetch(`${url}/v1/corral/environments/${env.id}/keys`, { method: 'POST', headers: { authorization: 'Bearer test-token' } })).json()) as { key: string }
+    const agent = await api.beta.agents.create({ name: 'slow', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_allow' } } }] })
+    const session = await api.beta.sessions.create({ agent: agent.id, environment_id: env.id })
+    await api.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] })
+    const logs: string[] = []
+    const push = (m: string, extra?: unknown) => logs.push(`${m} ${extra ? JSON.stringify(extra) : ''}`)
+    const client = new Anthropic({ baseURL: url, apiKey: null, authToken: null, maxRetries: 2, logLevel: 'info', logger: { debug: () => {}, info: push, warn: push, error: push } })
+    const stop = new AbortController()
+    const done = client.beta.environments.work.worker({ environmentId: env.id, environmentKey: key.key, workdir, maxIdleMs: 60_000 }).run(stop.signal).catch((e: unknown) => e)
+    for (let i = 0; i < 400 && !logs.some((l) => l.includes('executing tool')); i++) await new Promise((r) => setTimeout(r, 50))
+    expect(logs.some((l) => l.includes('executing tool'))).toBe(true)
+    const workId = (await api.beta.environments.work.list(env.id).catch(() => undefined), /"work_id":"(work_[A-Za-z0-9]+)"/.exec(logs.join('\n'))![1])
+    return { workId, envId: env.id, logs, done, stop }
+  }
+
+  it('a graceful stop ends the runner at its next heartbeat, which then confirms the stop', async () => {
+    const w = await serveOne()
+    const at = Date.now()
+    expect((await api.beta.environments.work.stop(w.workId, { environment_id: w.envId })).state).toBe('stopping')
+    for (let i = 0; i < 200 && (await api.beta.environments.work.retrieve(w.workId, { environment_id: w.envId })).state !== 'stopped'; i++) await new Promise((r) => setTimeout(r, 50))
+    const item = await api.beta.environments.work.retrieve(w.workId, { environment_id: w.envId })
+    expect(item.state).toBe('stopped')
+    // within about one heartbeat interval (2 s) and the runner's drain, far before the 20 s call would end
+    expect(Date.now() - at).toBeLessThan(15_000)
+    expect(w.logs.join('\n')).toContain('heartbeat signals shutdown')
+    w.stop.abort()
+    await w.done
+  }, 60_000)
+
+  it('a force stop ends the item at once; the runner learns it at its next heartbeat', async () => {
+    const w = await serveOne()
+    const stopped = await api.beta.environments.work.stop(w.workId, { environment_id: w.envId, force: true })
+    expect(stopped.state).toBe('stopped')
+    for (let i = 0; i < 200 && !w.logs.some((l) => l.includes('heartbeat signals shutdown') || l.includes('lease not extended')); i++) await new Promise((r) => setTimeout(r, 50))
+    expect(w.logs.some((l) => l.includes('heartbeat signals shutdown') || l.includes('lease not extended'))).toBe(true)
+    w.stop.abort()
+    await w.done
+  }, 60_000)
+})

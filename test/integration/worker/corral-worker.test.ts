@@ -91,6 +91,38 @@ describe.skipIf(!bwrap.ok)('corral worker', () => {
     expect(w.output()).toContain('stopped')
   }, 90_000)
 
+  it('two workers on one environment serve 40 sessions: all complete, each item claimed once, each call answered once', async () => {
+    const { env, keyFile } = await setUp()
+    const agent = await api.beta.agents.create({ name: 'many', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_allow' } } }] })
+    const sessions: string[] = []
+    for (let i = 0; i < 40; i++) {
+      const s = await api.beta.sessions.create({ agent: agent.id, environment_id: env.id })
+      await api.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: `task ${i}` }] }] })
+      sessions.push(s.id)
+    }
+    const workers = ['w1', 'w2'].map((name) => startWorker(['--url', url, '--environment', env.id, '--key-file', keyFile, '--backend', 'bubblewrap', '--data-dir', join(workerDir, name), '--max-idle', '200']))
+    for (let i = 0; i < 200 && (await api.beta.environments.work.stats(env.id)).workers_polling !== 2; i++) await new Promise((r) => setTimeout(r, 100))
+    expect((await api.beta.environments.work.stats(env.id)).workers_polling).toBe(2)
+    try {
+      for (const id of sessions) {
+        const events = await waitForIdle(engine, id)
+        const uses = events.filter((e) => e.type === 'agent.tool_use').map((e) => (e as unknown as { id: string }).id)
+        const answers = events.filter((e) => e.type === 'user.tool_result').map((e) => (e as unknown as { tool_use_id: string }).tool_use_id)
+        expect(answers.sort()).toEqual(uses.sort())
+        expect(uses).toHaveLength(2)
+      }
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${workers.map((w) => w.output().slice(-3000)).join('\n---\n')}`)
+    }
+    const claims = workers.flatMap((w) => [...w.output().matchAll(/claimed work .*?"work_id":"(work_[A-Za-z0-9]+)"/g)].map((m) => m[1]))
+    expect(new Set(claims).size).toBe(claims.length)
+    expect(claims.length).toBe(40)
+    // both took a share
+    for (const w of workers) expect(w.output()).toMatch(/claimed work/)
+    for (const w of workers) w.child.kill('SIGTERM')
+    for (const w of workers) expect(await w.exited).toBe(0)
+  }, 240_000)
+
   it('exits with the 401 once its key is revoked', async () => {
     const { env, key, keyFile } = await setUp()
     const w = startWorker(['--url', url, '--environment', env.id, '--key-file', keyFile, '--backend', 'bubblewrap', '--data-dir', join(workerDir, 'd2')])

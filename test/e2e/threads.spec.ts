@@ -159,9 +159,11 @@ test.describe.serial('threads: a lead delegating to two agents', () => {
     await expect(page.locator('.thread-card-report').filter({ hasText: 'Report from tester' })).toContainText(TESTER_REPORT)
     await expect(testerNode.locator('.thread-node-status')).toHaveText('idle')
     await expect(page.locator('.thread-header .status')).toHaveText('Idle', { timeout: 30_000 })
-    // Per-thread cost: each child thread shows its own (reported, or estimated from its tokens: "≈").
-    await expect(researcherNode.locator('.thread-node-cost')).toHaveText(/\$/)
-    await expect(testerNode.locator('.thread-node-cost')).toHaveText(/\$/)
+    // Per-thread cost: each child thread shows its own, as the engine reports it (the thread's usage.list_cost), not an estimate ("≈").
+    for (const node of [researcherNode, testerNode]) {
+      await expect(node.locator('.thread-node-cost')).toHaveText(/^\$|^<\$/)
+      await expect(node.locator('.thread-node-cost')).toHaveAttribute('title', "This thread's list cost, reported by the engine")
+    }
     const axe = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze()
     expect(axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([])
     await shot(page, info, '41-threads-primary')

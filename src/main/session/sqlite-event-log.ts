@@ -1,6 +1,6 @@
 import type { Db } from './database'
 import type { Disposer, RawEventInput as EventInput, EventListener, EventLog, StoredEvent } from './event-log'
-import { LogAppender, type AppendOptions, type EventBatchProjector, type EventProjector } from './log/append'
+import { LogAppender, type AppendOptions, type EventBatchProjector, type EventProjector, type LogAppenderOptions } from './log/append'
 import { LogReader, MAX_READ_LIMIT, type AnswerQuery, type ScannedEvent, type SqliteEventReadParams } from './log/read'
 import { LogTail } from './log/tail'
 
@@ -12,19 +12,24 @@ export { DENSE_EVENT_TYPES, type AnswerQuery, type ScannedEvent, type SqliteEven
  * projectors, type marks written), `log/read.ts` (read planner, scans, answer lookups) and
  * `log/tail.ts` (tails and subscribers, told only after a commit). Appends are group-committed:
  * every append queued during one turn of the event loop goes into one transaction, so concurrent
- * writers share one fsync (`synchronous=FULL`). A promise resolves only after its transaction
- * committed; subscribers hear of an event only after that, so nothing is acknowledged that a
- * crash could lose.
+ * writers share one fsync, which runs off the event loop on a WAL file (log/wal-sync.ts). A
+ * promise resolves only once its transaction committed and is on disk; subscribers hear of an
+ * event, and reads show it, only after that, so nothing is acknowledged that a crash could lose.
  */
 export class SqliteEventLog implements EventLog {
   private readonly reader: LogReader
   private readonly appender: LogAppender
   private readonly live: LogTail
 
-  constructor(db: Db, options: { clock?: () => Date } = {}) {
-    this.reader = new LogReader(db)
+  constructor(db: Db, options: Pick<LogAppenderOptions, 'clock' | 'syncOffThread' | 'fsync'> = {}) {
+    this.reader = new LogReader(db, { visibleBefore: (sessionId) => this.appender.visibleBefore(sessionId) })
     this.live = new LogTail((sessionId, after, limit) => this.reader.read(sessionId, { after, limit }), MAX_READ_LIMIT)
-    this.appender = new LogAppender(db, { clock: options.clock, onCommit: (stored) => this.live.notify(stored) })
+    this.appender = new LogAppender(db, { ...options, onCommit: (stored) => this.live.notify(stored) })
+  }
+
+  /** Closes the log's handle on the WAL file (the database itself is the caller's). */
+  dispose(): void {
+    this.appender.dispose()
   }
 
   /** The clock that stamps processed_at on appends (tests replace it with a fixed time). */

@@ -107,7 +107,10 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     sessionResources: new SessionResourceStore(db, { sessions, files: hooks?.files, secrets: hooks?.resourceSecrets, clock, onChange: options.onResourceChange }),
     deployments: new DeploymentStore(db, { agents, environments, sessions, vaults, memory, files: hooks?.files, clock: options.deploymentsClock ?? clock, afterRunRecorded: options.afterDeploymentRunRecorded }),
     searchMessages: (params) => searchMessages(db, params),
-    close: () => db.close(),
+    close: () => {
+      log.dispose()
+      db.close()
+    },
   }
 }
 

@@ -14,10 +14,9 @@ export interface ToolJournal {
 
 /**
  * The harness's tool-call journal in SQLite (table harness_tool_calls). `markStarted` commits
- * (with the database's synchronous=FULL) before the call is handed to the hands: inside the event
- * log's next group commit when the log is given (one fsync shared with the threads appending at
- * the same time, off the event loop's critical path of the others), else in a transaction of its
- * own. A synchronous fsync per call here was ~3 ms of blocked event loop per tool call, which 25
+ * and is on disk before the call is handed to the hands: inside the event log's next group commit
+ * when the log is given (one fsync shared with the threads appending at the same time, run off the
+ * event loop: log/wal-sync.ts), else in a transaction of its own (synchronous=FULL). A synchronous fsync per call here was ~3 ms of blocked event loop per tool call, which 25
  * threads stepping together paid one after the other.
  */
 export class SqliteToolJournal implements ToolJournal {

@@ -1,7 +1,7 @@
 /**
  * Child process for durability.test.ts: opens the database at argv[2], makes sure there are
  * SESSIONS sessions, then has WRITERS concurrent writers append through the group-committed log
- * forever. After each append resolves (= committed with synchronous=FULL) it prints
+ * forever. After each append resolves (= committed, and its WAL fsynced: log/wal-sync.ts) it prints
  * `ack <sessionId> <seq> <eventId>` per event. Stdout is a pipe, which Node writes synchronously
  * on Linux, so a printed ack has left the process before any later kill.
  */

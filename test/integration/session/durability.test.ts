@@ -8,7 +8,7 @@ import { buildSync } from 'esbuild'
 import { mulberry32 } from '../../support/random'
 
 /**
- * Kill -9 at random instants: a child appends with group commit (synchronous=FULL) and prints
+ * Kill -9 at random instants: a child appends with group commit (its WAL fsynced before an ack) and prints
  * every acknowledged event; after each kill, every acknowledged event is in the database with
  * its seq and id, each session's seqs run 1..N without a gap, ids are unique, and
  * `PRAGMA integrity_check` is ok. The child is restarted on the same file each time.

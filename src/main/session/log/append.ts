@@ -5,6 +5,7 @@ import { isPrimaryVisible } from '../../../shared/api/events'
 import type { Db } from '../database'
 import type { RawEventInput as EventInput, LoggedEvent, StoredEvent } from '../event-log'
 import { DENSE_EVENT_TYPES, FOLLOWED, LISTED, TYPE_BLOCK, UNLISTED } from './read'
+import { WalSync, type FsyncFn } from './wal-sync'
 
 /**
  * Runs inside the append transaction for every event, so a projection (session status,
@@ -55,6 +56,18 @@ interface MarkedBlock {
 
 type Outcome = { ok: true; stored: StoredEvent[] } | { ok: false; err: unknown }
 
+/** A group transaction committed but not yet on disk: its appends resolve once the WAL's fsync returns. */
+interface UnsyncedGroup {
+  /** Counts up per group (an fsync covers every group numbered up to the last one when it began). */
+  n: number
+  batch: readonly PendingAppend[]
+  outcomes: Outcome[]
+  /** Per session with events in the group: its first seq (reads of this log stop before it until then). */
+  firsts: Map<string, number>
+  /** The group's failed appends were rejected at commit (they wrote nothing, so they need not wait). */
+  failuresRejected: boolean
+}
+
 interface SessionRow {
   rid: number
   deleting: number
@@ -69,17 +82,27 @@ const MAX_MARKED_SESSIONS = 4096
 
 export interface LogAppenderOptions {
   clock?: () => Date
-  /** Told of each append's events once they have committed (in append order), e.g. to notify tails. */
+  /** Told of each append's events once they have committed and are on disk (in append order), e.g. to notify tails. */
   onCommit?: (stored: StoredEvent[]) => void
+  /**
+   * false: every group transaction commits with synchronous=FULL, its fsync on the event loop
+   * (as before the WAL's fsync moved off it). Default true for a file database in WAL mode.
+   */
+  syncOffThread?: boolean
+  /** For tests: how the WAL is fsynced (default node's fs.fsync, on libuv's thread pool). */
+  fsync?: FsyncFn
 }
 
 /**
  * The append side of the SQLite event log. Appends are group-committed: every append queued
  * during one turn of the event loop goes into one transaction, so concurrent writers share one
- * fsync (`synchronous=FULL`). A promise resolves only after its transaction committed, and
- * `onCommit` hears of events only after that, so nothing is acknowledged that a crash could lose.
+ * fsync. On a file database in WAL mode that fsync runs off the event loop (wal-sync.ts): the
+ * group commits with synchronous=NORMAL and its appends wait for the WAL's fsync on libuv's thread
+ * pool, which every group committed meanwhile shares. A promise resolves only once its events are
+ * on disk, `onCommit` hears of them only then, and this log's reads (`visibleBefore`) stop before
+ * a session's events until then, so nothing is acknowledged or shown that an OS crash could lose.
  * Projectors run inside the transaction. Writes the type marks that reads rely on (see
- * DENSE_EVENT_TYPES in ./read).
+ * DENSE_EVENT_TYPES in ./read). Dispose with `dispose()` (closes the WAL's descriptor).
  */
 export class LogAppender {
   private queue: PendingAppend[] = []
@@ -96,6 +119,14 @@ export class LogAppender {
   private readonly onCommit: (stored: StoredEvent[]) => void
   private readonly groupTx: Transaction<(batch: readonly PendingAppend[], isolate: boolean, pending: Map<string, Tip>) => Outcome[]>
   private readonly savepointTx: (p: PendingAppend, pending: Map<string, Tip>) => StoredEvent[]
+  /** Commits without an fsync on the event loop (undefined: synchronous=FULL commits). */
+  private wal: WalSync | undefined
+  /** Groups committed, waiting for the WAL's fsync, oldest first. */
+  private readonly unsynced: UnsyncedGroup[] = []
+  private groupCount = 0
+  /** Per session: the first seq not yet on disk (reads stop before it). */
+  private unsyncedFrom = new Map<string, number>()
+  private drainWaiters: (() => void)[] = []
 
   constructor(
     private readonly db: Db,
@@ -117,6 +148,20 @@ export class LogAppender {
     this.sessionTip = db.prepare(
       'SELECT s.rid, s.deleting, (SELECT COALESCE(MAX(e.seq), 0) FROM events e WHERE e.session_rid = s.rid) AS seq FROM sessions s WHERE s.id = ?',
     )
+    this.wal = options.syncOffThread === false ? undefined : WalSync.open(db, options.fsync)
+  }
+
+  /**
+   * The first seq of the session that is committed but not yet on disk, or undefined when all of
+   * it is: the log's reads show only what is before it.
+   */
+  visibleBefore(sessionId: string): number | undefined {
+    return this.unsyncedFrom.size === 0 ? undefined : this.unsyncedFrom.get(sessionId)
+  }
+
+  /** Closes the WAL's descriptor; appends still waiting for their fsync settle when it returns. */
+  dispose(): void {
+    this.wal?.dispose()
   }
 
   /** Adds a projection run inside every append transaction. */
@@ -175,6 +220,13 @@ export class LogAppender {
       throw asCorralError(err)
     }
     this.committed(pending)
+    // a FULL commit fsynced the WAL: every group committed before it is on disk too, and is told first
+    if (this.unsynced.length > 0) {
+      const done = this.unsynced.splice(0)
+      this.recomputeVisible()
+      for (const g of done) this.settle(g)
+      this.wakeDrain()
+    }
     this.onCommit(out)
     return out
   }
@@ -190,28 +242,93 @@ export class LogAppender {
     // with each append in a savepoint of its own, so the failure takes nothing else down.
     // BEGIN IMMEDIATE: the write lock is taken before MAX(seq) is read, so another process
     // writing the same file (the CLI, a second engine) cannot slip an event in between.
-    let outcomes: Outcome[]
     let pending = new Map<string, Tip>()
-    try {
+    const commit = (): Outcome[] => {
       try {
-        outcomes = this.groupTx.immediate(batch, false, pending)
+        return this.groupTx.immediate(batch, false, pending)
       } catch {
         pending = new Map()
-        outcomes = this.groupTx.immediate(batch, true, pending)
+        return this.groupTx.immediate(batch, true, pending)
       }
+    }
+    let outcomes: Outcome[]
+    let onDisk = true
+    try {
+      const r = this.wal?.commitUnsynced(commit)
+      if (r?.ran) {
+        outcomes = r.value
+        onDisk = false
+      } else outcomes = commit()
     } catch (cause) {
       const err = asCorralError(cause)
       for (const p of batch) p.reject(err)
       return
     }
     this.committed(pending)
+    const group: UnsyncedGroup = { n: ++this.groupCount, batch, outcomes, firsts: new Map(), failuresRejected: !onDisk }
+    if (onDisk) return this.settle(group)
+    // an append that failed wrote nothing: it need not wait for the disk
     for (let i = 0; i < batch.length; i++) {
       const o = outcomes[i]
-      if (o.ok) {
+      if (!o.ok) batch[i].reject(asCorralError(o.err))
+      else if (o.stored.length > 0 && !group.firsts.has(o.stored[0].sessionId)) group.firsts.set(o.stored[0].sessionId, o.stored[0].seq)
+    }
+    if (!outcomes.some((o) => o.ok)) return
+    this.unsynced.push(group)
+    for (const [sessionId, seq] of group.firsts) if (!this.unsyncedFrom.has(sessionId)) this.unsyncedFrom.set(sessionId, seq)
+    this.syncNext()
+  }
+
+  /** Starts the WAL's fsync for every group committed so far, unless one is running (it starts the next when it returns). */
+  private syncNext(): void {
+    const wal = this.wal
+    if (!wal || wal.busy || this.unsynced.length === 0) return
+    const upTo = this.unsynced[this.unsynced.length - 1].n
+    wal.sync((err) => {
+      const done: UnsyncedGroup[] = []
+      while (this.unsynced.length > 0 && this.unsynced[0].n <= upTo) done.push(this.unsynced.shift()!)
+      // reads show these groups' events before anyone is told of them (a listener reads the log)
+      this.recomputeVisible()
+      if (err) {
+        // The events are committed, but whether they are on disk is unknown: say so to the
+        // appends waiting, and commit with synchronous=FULL from now on.
+        this.wal = undefined
+        const failure = new CorralError('api_error', `the session log could not be flushed to disk (fsync of the WAL: ${err.message}); these events were committed but may not survive an OS crash`, { cause: err })
+        for (const g of done) this.settle(g, failure)
+      } else for (const g of done) this.settle(g)
+      this.wakeDrain()
+      this.syncNext()
+    })
+  }
+
+  /** Settles a group that is on disk (or whose fsync failed, `failure`): its appends resolve and onCommit hears of them, in order. */
+  private settle(group: UnsyncedGroup, failure?: CorralError): void {
+    const { batch, outcomes } = group
+    for (let i = 0; i < batch.length; i++) {
+      const o = outcomes[i]
+      if (!o.ok) {
+        if (!group.failuresRejected) batch[i].reject(asCorralError(o.err))
+      } else if (failure) batch[i].reject(failure)
+      else {
         batch[i].resolve(o.stored)
         if (o.stored.length > 0) this.onCommit(o.stored)
-      } else batch[i].reject(asCorralError(o.err))
+      }
     }
+  }
+
+  /** After groups left the queue: where each session's reads stop now. */
+  private recomputeVisible(): void {
+    const from = new Map<string, number>()
+    for (const g of this.unsynced) for (const [sessionId, seq] of g.firsts) if (!from.has(sessionId)) from.set(sessionId, seq)
+    this.unsyncedFrom = from
+  }
+
+  /** Resolves drain()'s waits once no group waits for the disk. */
+  private wakeDrain(): void {
+    if (this.unsynced.length > 0) return
+    const waiters = this.drainWaiters
+    this.drainWaiters = []
+    for (const w of waiters) w()
   }
 
   private runGroup(batch: readonly PendingAppend[], isolate: boolean, pending: Map<string, Tip>): Outcome[] {
@@ -326,9 +443,13 @@ export class LogAppender {
     }
   }
 
-  /** Waits until every append queued so far has committed (or failed). */
+  /** Waits until every append queued so far has committed and is on disk (or failed). */
   async drain(): Promise<void> {
-    while (this.queue.length > 0 || this.flushScheduled) await new Promise((r) => setImmediate(r))
+    for (;;) {
+      if (this.queue.length > 0 || this.flushScheduled) await new Promise((r) => setImmediate(r))
+      else if (this.unsynced.length > 0) await new Promise<void>((r) => this.drainWaiters.push(r))
+      else return
+    }
   }
 }
 

@@ -87,18 +87,33 @@ export const UNLISTED = 0
 export const FOLLOWED = 1
 export const LISTED = 2
 
+export interface LogReaderOptions {
+  /**
+   * A session's first seq that is committed but not yet on disk (the append side's
+   * `visibleBefore`): `read`, `scan`, `get` and `lastSeq` show only events before it. Undefined:
+   * everything committed is on disk.
+   */
+  visibleBefore?: (sessionId: string) => number | undefined
+}
+
 /**
  * The read side of the SQLite event log: the read planner over the type marks (see
  * DENSE_EVENT_TYPES), raw scans, single events by id, and answer lookups. Holds no state but
- * prepared statements: every read sees what is committed.
+ * prepared statements: every read sees what is committed and on disk (`hasAnswer`, the append's
+ * own check under the write lock, sees every commit).
  */
 export class LogReader {
   private readonly readCache = new Map<string, Statement>()
   private readonly maxSeq: Statement
   private readonly sessionByPublicId: Statement
   private readonly byId: Statement
+  private readonly visibleBefore: (sessionId: string) => number | undefined
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    options: LogReaderOptions = {},
+  ) {
+    this.visibleBefore = options.visibleBefore ?? (() => undefined)
     this.maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) AS s FROM events WHERE session_rid = ?').pluck()
     this.sessionByPublicId = db.prepare('SELECT rid, deleting FROM sessions WHERE id = ?')
     this.byId = db.prepare(
@@ -137,9 +152,10 @@ export class LogReader {
       }
     }
     const q: RangeQuery = { rid: row.rid, filter: terms.join(''), args, desc }
-    // Exclusive bounds on seq.
+    // Exclusive bounds on seq (events not yet on disk are not shown).
     const lo = params.after ?? 0
-    const hi = params.before ?? Number.MAX_SAFE_INTEGER
+    const unsynced = this.visibleBefore(sessionId)
+    const hi = Math.min(params.before ?? Number.MAX_SAFE_INTEGER, unsynced ?? Number.MAX_SAFE_INTEGER)
     let rows: EventRow[]
     const types = params.types && params.types.length > 0 ? [...new Set(params.types)] : undefined
     if (!types) rows = this.readRange(q, lo, hi, undefined, limit)
@@ -150,7 +166,7 @@ export class LogReader {
       // UNION_SCAN_ROWS rows per row wanted for all of them at once, then (if the page is not
       // full) read on beyond that window type by type.
       const window = limit * UNION_SCAN_ROWS
-      const top = desc && params.before === undefined ? (this.maxSeq.get(row.rid) as number) + 1 : hi
+      const top = desc && params.before === undefined && unsynced === undefined ? (this.maxSeq.get(row.rid) as number) + 1 : hi
       const a = desc ? Math.max(lo, top - window - 1) : lo
       const b = desc ? hi : Math.min(hi, lo + window + 1)
       rows = this.readRange(q, a, b, types, limit)
@@ -274,18 +290,24 @@ export class LogReader {
     const sql = `SELECT seq, thread_id AS threadId, type, processed_at AS processedAt, data FROM events WHERE session_rid = ? AND seq > ?${
       types.length ? ` AND type IN (${types.map(() => '?').join(',')})` : ''
     } ORDER BY seq`
-    for (const r of this.cached(sql).iterate(row.rid, params.after ?? 0, ...types)) visit(r as ScannedEvent)
+    const before = this.visibleBefore(sessionId) ?? Number.MAX_SAFE_INTEGER
+    for (const r of this.cached(sql).iterate(row.rid, params.after ?? 0, ...types)) {
+      if ((r as ScannedEvent).seq >= before) break
+      visit(r as ScannedEvent)
+    }
   }
 
   get(eventId: string): StoredEvent | undefined {
     const row = this.byId.get(eventId) as (EventRow & { sessionId: string }) | undefined
-    return row && { seq: row.seq, sessionId: row.sessionId, event: toEvent(row) }
+    if (!row || row.seq >= (this.visibleBefore(row.sessionId) ?? Number.MAX_SAFE_INTEGER)) return undefined
+    return { seq: row.seq, sessionId: row.sessionId, event: toEvent(row) }
   }
 
   lastSeq(sessionId: string): number {
     const row = this.sessionByPublicId.get(sessionId) as SessionRow | undefined
     if (!row) throw notFound('session', sessionId)
-    return this.maxSeq.get(row.rid) as number
+    const unsynced = this.visibleBefore(sessionId)
+    return unsynced !== undefined ? unsynced - 1 : (this.maxSeq.get(row.rid) as number)
   }
 
   /**

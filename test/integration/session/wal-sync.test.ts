@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fsync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openDatabase, type Db } from '../../../src/main/session/database'
+import { SqliteEventLog } from '../../../src/main/session/sqlite-event-log'
+import { AgentStore } from '../../../src/main/session/agent-store'
+import { EnvironmentStore } from '../../../src/main/session/environment-store'
+import { SessionStore } from '../../../src/main/session/session-store'
+import type { StoredEvent } from '../../../src/main/session/event-log'
+
+/**
+ * The log's commit with its fsync off the event loop (session/log/wal-sync.ts), on a real SQLite
+ * file: the WAL's fsync is held by the test where it needs to see the moment between the commit
+ * and the disk (the real fs.fsync runs when released).
+ */
+let dir: string
+const dbs: Db[] = []
+const logs: SqliteEventLog[] = []
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'corral-walsync-'))
+})
+afterAll(() => {
+  for (const l of logs) l.dispose()
+  for (const db of dbs) db.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** A held fsync: each call waits until the test releases it (then the real fsync runs) or fails it. */
+function heldFsync() {
+  const calls: { fd: number; done: (err: NodeJS.ErrnoException | null) => void }[] = []
+  return {
+    calls,
+    fn: (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void calls.push({ fd, done }),
+    release(i = 0) {
+      const c = calls[i]
+      fsync(c.fd, c.done)
+    },
+    fail(i: number, err: NodeJS.ErrnoException) {
+      calls[i].done(err)
+    },
+  }
+}
+
+async function setup(fsyncFn?: (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void) {
+  const db = openDatabase({ path: join(dir, `corral-${dbs.length}.db`) })
+  dbs.push(db)
+  // the session is created through a log of its own (real fsync), then the log under test takes over
+  const setupLog = new SqliteEventLog(db)
+  logs.push(setupLog)
+  const agents = new AgentStore(db)
+  const environments = new EnvironmentStore(db)
+  const sessions = new SessionStore(db, { log: setupLog, agents, environments })
+  const agent = agents.create({ name: 'a', model: 'claude-sonnet-4-6' })
+  const sid = (await sessions.create({ agent: agent.id, environment_id: environments.create({ name: 'e' }).id })).id
+  const log = new SqliteEventLog(db, fsyncFn ? { fsync: fsyncFn } : {})
+  logs.push(log)
+  return { db, log, sid }
+}
+
+const tick = () => new Promise((r) => setImmediate(r))
+
+describe('the log commit with its fsync off the event loop', () => {
+  it('resolves an append, shows its events to reads and tells subscribers only once the WAL fsync has returned', async () => {
+    const held = heldFsync()
+    const { log, sid } = await setup(held.fn)
+    const told: StoredEvent[] = []
+    log.subscribeAll((s) => told.push(s))
+    let resolved = false
+    const p = log.append(sid, [{ type: 'agent.message', content: [{ type: 'text', text: 'one' }] }]).then((r) => ((resolved = true), r))
+    await tick()
+    await tick()
+    // committed (the group transaction ran), the fsync asked for, nothing acknowledged or shown
+    expect(held.calls).toHaveLength(1)
+    expect(resolved).toBe(false)
+    expect(told).toEqual([])
+    expect(log.read(sid).map((r) => r.event.type)).toEqual([])
+    expect(log.lastSeq(sid)).toBe(0)
+    held.release()
+    const [stored] = await p
+    expect(told.map((s) => s.seq)).toEqual([stored.seq])
+    expect(log.read(sid).map((r) => r.event.id)).toEqual([stored.event.id])
+    expect(log.get(stored.event.id)?.seq).toBe(stored.seq)
+    expect(log.lastSeq(sid)).toBe(stored.seq)
+  })
+
+  it('runs one fsync at a time: appends committed while one runs share the next, and all resolve in order', async () => {
+    const held = heldFsync()
+    const { log, sid } = await setup(held.fn)
+    const order: number[] = []
+    const first = log.append(sid, [{ type: 'agent.message', content: [] }]).then((r) => (order.push(r[0].seq), r))
+    await tick()
+    await tick()
+    const second = log.append(sid, [{ type: 'agent.message', content: [] }]).then((r) => (order.push(r[0].seq), r))
+    const third = log.append(sid, [{ type: 'agent.message', content: [] }]).then((r) => (order.push(r[0].seq), r))
+    await tick()
+    await tick()
+    // the second group committed, but waits for the fsync that starts once the first returns
+    expect(held.calls).toHaveLength(1)
+    held.release(0)
+    await first
+    await tick()
+    expect(held.calls).toHaveLength(2)
+    held.release(1)
+    await Promise.all([second, third])
+    expect(order).toEqual([1, 2, 3])
+    expect(log.read(sid).map((r) => r.seq)).toEqual([1, 2, 3])
+  })
+
+  it('tells a subscriber of an event it can read back from the log at once', async () => {
+    const { log, sid } = await setup()
+    const seen: (string | undefined)[] = []
+    log.subscribeAll((s) => seen.push(log.read(s.sessionId, { after: s.seq - 1, limit: 1 })[0]?.event.id))
+    const [stored] = await log.append(sid, [{ type: 'agent.message', content: [] }])
+    expect(seen).toEqual([stored.event.id])
+  })
+
+  it('rejects the appends waiting on a failed fsync with an error that names it, and commits later appends with synchronous=FULL', async () => {
+    const held = heldFsync()
+    const { log, sid } = await setup(held.fn)
+    const p = log.append(sid, [{ type: 'agent.message', content: [] }])
+    await tick()
+    await tick()
+    held.fail(0, Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }))
+    await expect(p).rejects.toThrow(/could not be flushed to disk \(fsync of the WAL: EIO/)
+    // no fsync of its own any more: the commit itself syncs
+    const [later] = await log.append(sid, [{ type: 'agent.message', content: [] }])
+    expect(held.calls).toHaveLength(1)
+    expect(later.seq).toBe(2)
+    expect(log.read(sid).map((r) => r.seq)).toEqual([1, 2])
+  })
+
+  it('a synchronous append (its own FULL commit) first settles the groups still waiting for their fsync, in seq order', async () => {
+    const held = heldFsync()
+    const { log, sid } = await setup(held.fn)
+    const told: number[] = []
+    log.subscribeAll((s) => told.push(s.seq))
+    const p = log.append(sid, [{ type: 'agent.message', content: [] }])
+    await tick()
+    await tick()
+    log.appendSync(sid, [{ type: 'agent.message', content: [] }])
+    expect(told).toEqual([1, 2])
+    expect((await p)[0].seq).toBe(1)
+    held.release(0)
+    await log.drain()
+    expect(told).toEqual([1, 2])
+  })
+
+  it('drain() waits until the groups committed are on disk', async () => {
+    const held = heldFsync()
+    const { log, sid } = await setup(held.fn)
+    let acked = false
+    void log.append(sid, [{ type: 'agent.message', content: [] }]).then(() => (acked = true))
+    let drained = false
+    const d = log.drain().then(() => (drained = true))
+    await tick()
+    await tick()
+    expect(drained).toBe(false)
+    held.release(0)
+    await d
+    expect(acked).toBe(true)
+  })
+})

@@ -170,7 +170,9 @@ export class LogReader {
       const a = desc ? Math.max(lo, top - window - 1) : lo
       const b = desc ? hi : Math.min(hi, lo + window + 1)
       rows = this.readRange(q, a, b, types, limit)
-      if (rows.length < limit && (desc ? a > lo : b < hi)) {
+      // Ascending, the window usually reaches past the session's last event: then there is
+      // nothing beyond it to read type by type (one MAX(seq) lookup instead of a query per type).
+      if (rows.length < limit && (desc ? a > lo : b < hi && b <= (this.maxSeq.get(row.rid) as number))) {
         rows = rows.concat(desc ? this.readTypes(q, lo, a + 1, types, limit - rows.length) : this.readTypes(q, b - 1, hi, types, limit - rows.length))
       }
     }

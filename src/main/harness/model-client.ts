@@ -151,24 +151,28 @@ export class AnthropicModelClient implements ModelClient {
     const controller = new AbortController()
     let stalled = false
     let timer: NodeJS.Timeout | undefined
-    const arm = () => {
-      if (timer) clearTimeout(timer)
+    // One timer per request, not one per streamed event: each event only notes its time, and the
+    // timer, when it fires, waits on for what remains since the latest one.
+    let lastEventAt = performance.now()
+    const watch = (ms: number) => {
       timer = setTimeout(() => {
+        const quiet = performance.now() - lastEventAt
+        if (quiet < this.stallTimeoutMs) return watch(this.stallTimeoutMs - quiet)
         stalled = true
         controller.abort()
-      }, this.stallTimeoutMs)
+      }, ms)
     }
     const onAbort = () => controller.abort()
     if (handlers.signal.aborted) throw new ModelRequestError('aborted', 'the model request was interrupted')
     handlers.signal.addEventListener('abort', onAbort, { once: true })
-    arm()
+    watch(this.stallTimeoutMs)
     const headers: Record<string, string> = {}
     if (!this.params.compatibilityMode && this.params.betas?.length) headers['anthropic-beta'] = this.params.betas.join(',')
     const acc = new ResponseAccumulator(handlers)
     try {
       const stream = await this.send(body as MessageCreateParamsBase, { signal: controller.signal, headers })
       for await (const event of stream) {
-        arm()
+        lastEventAt = performance.now()
         acc.apply(event)
       }
       return acc.finish()

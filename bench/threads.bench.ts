@@ -17,7 +17,7 @@
  *  - engine RSS (and heap) per idle child thread once all 25 are idle, target ≤ 1 MB.
  * The model server runs in this process (its CPU shares the event loop; it only sleeps and
  * writes a few SSE events per request). CORRAL_BENCH_PROFILE=<file> writes a CPU profile of the
- * fan-out (bench/profile.ts).
+ * fan-out (bench/profile.ts); CORRAL_BENCH_SQL=1 counts the SQLite statements it runs.
  */
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -70,6 +70,26 @@ const gc = runInNewContext('gc') as () => void
 
 const userTexts = (req: RecordedRequest) =>
   req.body.messages.flatMap((m) => (m.role === 'user' && typeof m.content !== 'string' ? m.content.flatMap((b) => (b.type === 'text' ? [String(b.text)] : [])) : []))
+
+/** Counts the statements the engine's database runs until `stop()` (which puts the driver back as it was). */
+function countStatements(engine: Engine): { stop: () => number } {
+  const proto = Object.getPrototypeOf(engine.stores.db.prepare('SELECT 1')) as Record<string, (...a: unknown[]) => unknown>
+  const methods = ['run', 'get', 'all', 'iterate'] as const
+  const originals = methods.map((m) => proto[m])
+  let n = 0
+  methods.forEach((m, i) => {
+    proto[m] = function (this: unknown, ...a: unknown[]) {
+      n++
+      return originals[i].apply(this, a)
+    }
+  })
+  return {
+    stop: () => {
+      methods.forEach((m, i) => (proto[m] = originals[i]))
+      return n
+    },
+  }
+}
 
 /** The tool_use_id of the last tool_result a request sends (the call run since the thread's previous response). */
 function lastToolResultId(req: RecordedRequest): string | undefined {
@@ -127,23 +147,20 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     } as never)
     const single = s.agents.create({ name: 'single', model: 'claude-sonnet-5-5', system: 'warm-up', tools: [] } as never)
     const env = s.environments.create({ name: 'bench', config: { type: 'cloud' } })
-    // the bench's own polling reads only what was appended since its last look (re-reading the
-    // whole log every 2 ms cost ~300 ms of the event loop the engine shares, counted as overhead)
-    const eventsOf = (id: string, out: LoggedEvent[] = []): LoggedEvent[] => {
-      for (;;) {
-        const page = s.log.read(id, { after: out.length, limit: 1000 })
-        out.push(...page.map((p) => p.event))
-        if (page.length < 1000) return out
-      }
-    }
-    const idleAt = async (id: string, done: (e: LoggedEvent[]) => boolean) => {
-      const evs: LoggedEvent[] = []
-      for (;;) {
-        eventsOf(id, evs)
-        if (evs.at(-1)?.type === 'session.status_idle' && done(evs)) return evs
-        await new Promise((r) => setTimeout(r, 5))
-      }
-    }
+    // the bench follows the session through a tail of the log (told once per commit, in order):
+    // polling it every few ms was the bench's own CPU on the event loop the engine shares
+    const idleAt = (id: string, done: (e: LoggedEvent[]) => boolean) =>
+      new Promise<LoggedEvent[]>((resolve) => {
+        const evs: LoggedEvent[] = []
+        let finished = false
+        const stop = s.log.tail(id, 0, ({ event }) => {
+          evs.push(event)
+          if (finished || event.type !== 'session.status_idle' || !done(evs)) return
+          finished = true
+          queueMicrotask(() => stop())
+          resolve(evs)
+        })
+      })
     // warm-up: one single-threaded session (the SDK client, the statements, the JIT)
     const warm = await s.sessions.create({ agent: single.id, environment_id: env.id, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] } as never)
     await idleAt(warm.id, (e) => e.at(-1)?.type === 'session.status_idle')
@@ -159,6 +176,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     gc()
     const rssBefore = process.memoryUsage()
     log(`fanning out to ${CHILDREN} children × ${CALLS} tool calls, ${FIRST_TOKEN_MS} ms first-token delay`)
+    const statements = process.env.CORRAL_BENCH_SQL ? countStatements(engine) : undefined
     const stopProfile = await profileWindow()
     const elu0 = performance.eventLoopUtilization()
     const cpu0 = process.cpuUsage()
@@ -170,6 +188,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     const elu = performance.eventLoopUtilization(elu0)
     const cpu = process.cpuUsage(cpu0)
     await stopProfile()
+    const sqlStatements = statements?.stop()
     const idealMs = FIRST_TOKEN_MS * (1 + CALLS + 1 + 1)
     gc()
     const rssAfter = process.memoryUsage()
@@ -209,6 +228,9 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       busy_ms_per_request: Number((elu.active / Math.max(1, model.requests.length - 1)).toFixed(2)),
       cpu_ms_per_request: Number(((cpu.user + cpu.system) / 1000 / Math.max(1, model.requests.length - 1)).toFixed(2)),
       event_loop_utilization: Number(elu.utilization.toFixed(2)),
+      // CORRAL_BENCH_SQL=1: SQLite statements run (reads, writes, BEGIN/COMMIT) per model request, a
+      // figure the machine's load does not move (counting them costs a little time of its own)
+      ...(sqlStatements !== undefined ? { sql_statements_per_request: Number((sqlStatements / Math.max(1, model.requests.length - 1)).toFixed(1)) } : {}),
       rss_per_idle_child_mb: Number(((rssAfter.rss - rssBefore.rss) / children / 2 ** 20).toFixed(3)),
       heap_per_idle_child_mb: Number(((rssAfter.heapUsed - rssBefore.heapUsed) / children / 2 ** 20).toFixed(3)),
       // the machine's load while measuring (2 cores shared with other work inflate every figure)

@@ -184,6 +184,9 @@ export class ScriptedModelServer {
     const events = sseEvents(step.kind === 'message' ? step : { kind: 'message', blocks: step.blocks }, body.model)
     const limit = step.kind === 'message' ? events.length : step.afterEvents
     const gap = step.kind === 'message' ? (step.chunkDelayMs ?? 0) : 0
+    // a whole response written at once goes out in one write, as a server's buffered stream would
+    const corked = step.kind === 'message' && !gap
+    if (corked) res.cork()
     for (let i = 0; i < Math.min(limit, events.length); i++) {
       if (res.destroyed) return
       res.write(`event: ${events[i].type}\ndata: ${JSON.stringify(events[i])}\n\n`)
@@ -193,6 +196,7 @@ export class ScriptedModelServer {
       }
       if (gap) await sleep(gap)
     }
+    if (corked) res.uncork()
     if (step.kind === 'cut') {
       res.socket?.destroy()
       return

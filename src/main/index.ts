@@ -84,6 +84,10 @@ function registerIpc(): void {
       },
     }),
   )
+  ipcMain.handle(IPC_CHANNELS.uploadFile, (event, input: unknown) => {
+    if (!isTrustedSender(event) || !adapter) return refused
+    return adapter.uploadFile(input)
+  })
   ipcMain.handle(IPC_CHANNELS.info, (event) => {
     if (!isTrustedSender(event)) return refused
     // The local API's address, so a person can point the SDK or the CLI at this running app.

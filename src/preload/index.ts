@@ -36,6 +36,8 @@ const bridge = {
   info: (): Promise<{ version: string; platform: string; apiUrl: string }> => ipcRenderer.invoke(IPC_CHANNELS.info),
   /** The system's folder dialog (for a session's host folder); resolves with the chosen path or null. */
   pickFolder: (): Promise<IpcResult<string | null>> => ipcRenderer.invoke(IPC_CHANNELS.pickFolder),
+  /** One file to the files API (the main process builds the multipart body). */
+  uploadFile: (file: { name: string; type?: string; bytes: ArrayBuffer }): Promise<IpcResult> => ipcRenderer.invoke(IPC_CHANNELS.uploadFile, file),
 }
 
 export type CorralBridge = typeof bridge

@@ -57,6 +57,11 @@ const idSchema = z.string().regex(PATH_PARAM_PATTERN, 'an id: letters, digits an
 const pathParamsSchema = z.strictObject({ id: idSchema.optional(), threadId: idSchema.optional(), keyId: idSchema.optional() })
 const queryPrimitive = z.union([z.string().max(4096), z.number(), z.boolean()])
 const querySchema = z.record(z.string().max(64), z.union([queryPrimitive, z.array(queryPrimitive).max(100), z.null(), z.undefined()]))
+const uploadSchema = z.strictObject({
+  name: z.string().min(1, 'a file name').max(255),
+  type: z.string().max(255).optional(),
+  bytes: z.union([z.instanceof(Uint8Array), z.instanceof(ArrayBuffer)]),
+})
 const subscribeSchema = z.strictObject({
   sessionId: idSchema,
   thread: idSchema.optional(),
@@ -80,6 +85,12 @@ export interface IpcAdapter {
    * asked, the previews. Returns a disposer, or an error result for bad input / unknown session.
    */
   subscribe(params: unknown, send: (msg: StreamMessage) => void): { ok: true; dispose: () => void } | Extract<IpcResult, { ok: false }>
+  /**
+   * One file to the files API (`POST /v1/files`, as a multipart body built here): `{ name, type,
+   * bytes }` with the bytes as a Uint8Array or ArrayBuffer. Answers the file's metadata, or the
+   * route's error (a 413 over the cap). Never throws.
+   */
+  uploadFile(input: unknown): Promise<IpcResult>
 }
 
 function failure(err: unknown): Extract<IpcResult, { ok: false }> {
@@ -94,6 +105,18 @@ function invalidInput(where: string, error: z.ZodError): Extract<IpcResult, { ok
 /** Builds the adapter. It owns nothing but its subscriptions, which their disposers end. */
 export function createIpcAdapter(params: IpcAdapterParams): IpcAdapter {
   const { app, token, services } = params
+  /** Sends one request to the engine's routes in-process and answers it as an IpcResult. */
+  const dispatch = async (url: string, init: RequestInit): Promise<IpcResult> => {
+    try {
+      const res = await app.request(`http://127.0.0.1${url}`, init)
+      const data: unknown = await res.json()
+      if (res.ok) return { ok: true, data }
+      const error = (data as { error?: { type?: string; message?: string } }).error
+      return { ok: false, status: res.status, error: { type: error?.type ?? 'api_error', message: error?.message ?? `HTTP ${res.status}` } }
+    } catch (err) {
+      return failure(err)
+    }
+  }
   return {
     async call(opIn, pathIn, payload) {
       const op = opSchema.safeParse(opIn)
@@ -123,15 +146,16 @@ export function createIpcAdapter(params: IpcAdapterParams): IpcAdapter {
           return failure(new CorralError('invalid_request_error', `${op.data} takes no body`))
         }
       }
-      try {
-        const res = await app.request(`http://127.0.0.1${url}`, init)
-        const data: unknown = await res.json()
-        if (res.ok) return { ok: true, data }
-        const error = (data as { error?: { type?: string; message?: string } }).error
-        return { ok: false, status: res.status, error: { type: error?.type ?? 'api_error', message: error?.message ?? `HTTP ${res.status}` } }
-      } catch (err) {
-        return failure(err)
-      }
+      return dispatch(url, init)
+    },
+
+    async uploadFile(input) {
+      const p = uploadSchema.safeParse(input)
+      if (!p.success) return invalidInput('upload', p.error)
+      const form = new FormData()
+      const bytes = p.data.bytes instanceof Uint8Array ? p.data.bytes : new Uint8Array(p.data.bytes)
+      form.append('file', new Blob([bytes as Uint8Array<ArrayBuffer>], { type: p.data.type || 'application/octet-stream' }), p.data.name)
+      return dispatch('/v1/files', { method: 'POST', headers: { host: '127.0.0.1', authorization: `Bearer ${token}` }, body: form })
     },
 
     subscribe(input, send) {

@@ -137,6 +137,8 @@ export const IPC_CHANNELS = {
   info: 'corral:info',
   /** invoke() → IpcResult<string | null>: a folder the person chose in the system's dialog (desktop only) */
   pickFolder: 'corral:pick-folder',
+  /** invoke({ name, type, bytes }) → IpcResult<file metadata>: one file to the files API (POST /v1/files) */
+  uploadFile: 'corral:upload-file',
 } as const
 
 export interface ApiErrorBody {

@@ -23,6 +23,28 @@ describe('the IPC adapter (the desktop renderer\'s transport)', () => {
     expect(listed).toMatchObject({ ok: true, data: { data: [{ id }] } })
   })
 
+  it('uploads a file to the files API as the desktop sends it, and adds it to a session as a file resource', async () => {
+    const bytes = new TextEncoder().encode('dropped on the desktop\n')
+    const up = await ipc.uploadFile({ name: 'notes.txt', type: 'text/plain', bytes })
+    expect(up).toMatchObject({ ok: true, data: { type: 'file', filename: 'notes.txt', mime_type: 'text/plain', size_bytes: bytes.length } })
+    const id = (up as { data: { id: string } }).data.id
+    expect(await (await api.fetch(`/v1/files/${id}/content`)).text()).toBe('dropped on the desktop\n')
+    const agent = (await ipc.call('agents.create', {}, { name: 'reader', model: 'claude-sonnet-4-5' })) as { data: { id: string } }
+    const env = (await ipc.call('environments.create', {}, { name: 'e' })) as { data: { id: string } }
+    const session = (await ipc.call('sessions.create', {}, { agent: agent.data.id, environment_id: env.data.id })) as { data: { id: string } }
+    const added = await ipc.call('sessionResources.add', { id: session.data.id }, { type: 'file', file_id: id, mount_path: 'notes.txt' })
+    expect(added).toMatchObject({ ok: true, data: { type: 'file', file_id: id, mount_path: '/mnt/session/uploads/notes.txt' } })
+  })
+
+  it('answers an upload without bytes or name with a 400 naming the field, and keeps nothing', async () => {
+    const before = ((await (await api.fetch('/v1/files')).json()) as { data: unknown[] }).data.length
+    const res = await ipc.uploadFile({ name: 'x.txt', bytes: 'not bytes' })
+    expect(res).toMatchObject({ ok: false, status: 400, error: { type: 'invalid_request_error' } })
+    expect((res as { error: { message: string } }).error.message).toMatch(/bytes/)
+    expect(((await ipc.uploadFile({ name: '', bytes: new Uint8Array(1) })) as { error: { message: string } }).error.message).toMatch(/name/)
+    expect(((await (await api.fetch('/v1/files')).json()) as { data: unknown[] }).data.length).toBe(before)
+  })
+
   it('answers a bad body with the API error type and a message naming the field', async () => {
     const res = await ipc.call('agents.create', {}, { name: '', model: 'x' })
     expect(res).toMatchObject({ ok: false, status: 400, error: { type: 'invalid_request_error' } })

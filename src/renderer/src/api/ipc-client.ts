@@ -1,6 +1,6 @@
 import type { IpcResult, StreamMessage, StreamSubscribeParams } from '../../../shared/api/operations'
 import { isOnThreadStream } from '../../../shared/api/events'
-import { ApiError, type CorralClient, type OperationName, type StreamOptions } from './client'
+import { ApiError, type CorralClient, type OperationName, type StreamOptions, type UploadedFile } from './client'
 
 /** What the preload exposes on `window.corral` (src/preload/index.ts). */
 export interface CorralBridge {
@@ -8,6 +8,7 @@ export interface CorralBridge {
   subscribe(params: StreamSubscribeParams, listener: (msg: StreamMessage) => void): Promise<IpcResult<{ unsubscribe: () => void }>>
   info(): Promise<{ version: string; platform: string; apiUrl: string }>
   pickFolder?(): Promise<IpcResult<string | null>>
+  uploadFile?(file: { name: string; type?: string; bytes: ArrayBuffer }): Promise<IpcResult>
 }
 
 declare global {
@@ -30,6 +31,18 @@ export class IpcClient implements CorralClient {
       const res = await pick()
       if (!res.ok) throw new ApiError(res.status, res.error.type, res.error.message)
       return res.data
+    }
+  }
+
+  /** The files API through the bridge: the file goes in one message, so its progress is reported once, when it has gone. */
+  get uploadFile(): ((file: File, onProgress?: (sent: number, total: number) => void) => Promise<UploadedFile>) | undefined {
+    const upload = this.bridge.uploadFile
+    if (!upload) return undefined
+    return async (file, onProgress) => {
+      const res = await upload({ name: file.name, type: file.type || undefined, bytes: await file.arrayBuffer() })
+      if (!res.ok) throw new ApiError(res.status, res.error.type, res.error.message)
+      onProgress?.(file.size, file.size)
+      return res.data as UploadedFile
     }
   }
 

@@ -41,7 +41,7 @@ export interface ProgramHooks {
 export interface ProgramLimits {
   /** The QuickJS heap cap (default 64 MiB). */
   memoryBytes?: number
-  /** Interrupt-handler ticks the program may use over its life (default 200,000; one tick is a few thousand bytecode operations). */
+  /** Interrupt-handler ticks the program may use over its life (default 20,000: one tick is QuickJS's interrupt check, every 10,000 bytecode operations or so; 20,000 ticks is about ten seconds of pure CPU here). */
   instructionTicks?: number
   /** The interpreter's stack (default 512 KiB). */
   stackBytes?: number
@@ -156,7 +156,7 @@ export class WorkflowProgram {
     this.rt = module.newRuntime()
     this.rt.setMemoryLimit(p.limits?.memoryBytes ?? 64 * 1024 * 1024)
     this.rt.setMaxStackSize(p.limits?.stackBytes ?? 512 * 1024)
-    this.maxTicks = p.limits?.instructionTicks ?? 200_000
+    this.maxTicks = p.limits?.instructionTicks ?? 20_000
     this.rt.setInterruptHandler(() => {
       if (this.stopReason) return true
       if (++this.ticks > this.maxTicks) {

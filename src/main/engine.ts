@@ -251,6 +251,7 @@ export class Engine {
       sessions,
       leases: stores.leases,
       journal: stores.toolJournal,
+      workflows: stores.workflows,
       previews: this.services.previews,
       settings: this.settings,
       env,

@@ -35,7 +35,7 @@ export const listAgentsTool: PlatformTool = {
     const roster = ctx.roster!
     const agents = roster.subagents.agents.map((a) => ({ name: a.name, description: a.description ?? null, kind: isSelf(a, ctx) ? 'self' : 'predefined' }))
     // the advisor is invisible to delegation (spec §7.1): its consultations are not listed
-    const threads = [...ctx.threads.children.values()].filter((c) => !c.advisor).map((c) => ({ session_thread_id: c.id, agent_name: c.agentName, status: c.status }))
+    const threads = [...ctx.threads.children.values()].filter((c) => !c.advisor && c.workflowRunId === null).map((c) => ({ session_thread_id: c.id, agent_name: c.agentName, status: c.status }))
     const body = {
       agents,
       inline_agents_allowed: roster.subagents.inlineAgents,
@@ -85,6 +85,7 @@ export const sendToAgentTool: PlatformTool = {
       if (str('system') !== undefined) return fail('send_to_agent: system starts an inline agent; a follow-up (session_thread_id) cannot change a thread\'s agent.')
       const child = ctx.threads.children.get(threadId)
       if (!child || child.advisor) return fail(`send_to_agent: session_thread_id ${threadId} is not a thread you started in this session.`)
+      if (child.workflowRunId !== null) return fail(`send_to_agent: thread ${threadId} is an agent of workflow run ${child.workflowRunId}; a run's threads take no follow-ups (check the run with ant__workflow_run_status).`)
       if (child.status === 'terminated') return fail(`send_to_agent: thread ${threadId} (${child.agentName}) is terminated (archived or failed) and accepts no messages; start a new thread with agent instead.`)
       const events: EventInput[] = [{ type: 'agent.thread_message_sent', to_session_thread_id: threadId, to_agent_name: child.agentName, content }]
       // an idle child runs again; a running one gets the follow-up after its current turn

@@ -15,6 +15,7 @@ import { routeTool, type AgentToolConfig, type McpToolDefinition } from './tools
 import { DELEGATION_TOOLS } from './delegation'
 import { advisorTool } from './advisor'
 import { deliverablesTool, evaluate, graderRequest, readDeliverables } from './outcomes'
+import { WORKFLOW_TOOLS } from './workflows/tools'
 import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
 import { PlatformTools, type PlatformToolResult, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
 import { SessionLocks, SessionThreads } from './session-threads'
@@ -153,7 +154,7 @@ export class Harness {
       outcomeHeartbeatMs: o.outcomeHeartbeatMs ?? 10_000,
     }
     const advisor = advisorTool({ tiers: deps.advisorTiers, maxRetries: this.o.maxRetries, backoffBaseMs: this.o.backoffBaseMs, backoffMaxMs: this.o.backoffMaxMs, random: this.o.random })
-    this.platform = deps.platform ?? new PlatformTools([...DELEGATION_TOOLS, advisor, deliverablesTool()])
+    this.platform = deps.platform ?? new PlatformTools([...DELEGATION_TOOLS, advisor, deliverablesTool(), ...WORKFLOW_TOOLS])
   }
 
   /**
@@ -174,6 +175,7 @@ export class Harness {
     const multi = roster !== null || threads.children.size > 0
     let agent: ThreadAgent
     let agentName = sessionAgent.name
+    let workflowRunId: string | null = null
     if (threadKey === null) agent = sessionAgent
     else {
       const child = threads.children.get(threadKey)
@@ -182,6 +184,7 @@ export class Harness {
       const { multiagent: _m, ...own } = (child.agent ?? sessionAgent) as ThreadAgent & { multiagent?: unknown }
       agent = own as ThreadAgent
       agentName = child.agentName
+      workflowRunId = child.workflowRunId
     }
     const key = `${sessionId}/${threadKey ?? ''}`
     let cached = this.cache.get(key)
@@ -201,12 +204,14 @@ export class Harness {
           const all = this.deps.log.read(sessionId, { after: state.lastSeq, before, limit: 1000, threadId: null, types: ['user.interrupt', 'session.updated'] })
           if (all.length) merged = [...page, ...all].sort((a, b) => a.seq - b.seq)
         }
+        // a workflow run's thread is stopped by its run, never by an interrupt (spec §3.5, §6.8)
+        if (workflowRunId !== null) merged = merged.filter((r) => r.event.type !== 'user.interrupt')
         for (const r of merged) events.push({ seq: r.seq, event: r.event })
         foldInto(state, merged)
         if (page.length < 1000) return
       }
     }
-    const c: RunContext = { sessionId, thread, threadKey, primaryId, multi, session, sessionAgent, agent: agent as RunContext['agent'], agentName, roster, threads, events, state, control }
+    const c: RunContext = { sessionId, thread, threadKey, workflowRunId, primaryId, multi, session, sessionAgent, agent: agent as RunContext['agent'], agentName, roster, threads, events, state, control }
     let ok = false
     try {
       while (!control.stopped) {
@@ -236,6 +241,11 @@ export class Harness {
   liveThreads(sessionId: string): ThreadRef[] {
     const threads = this.threadsOf(sessionId).catchUp(this.deps.log)
     return [{ sessionId, threadId: threads.primaryId }, ...threads.liveChildren().map((ch) => ({ sessionId, threadId: ch.id }))]
+  }
+
+  /** Whether a thread belongs to a workflow run (its run stops it; an interrupt does not). */
+  isWorkflowThread(thread: ThreadRef): boolean {
+    return (this.threadsOf(thread.sessionId).catchUp(this.deps.log).children.get(thread.threadId)?.workflowRunId ?? null) !== null
   }
 
   private threadsOf(sessionId: string): SessionThreads {
@@ -667,7 +677,7 @@ export class Harness {
     // working toward an outcome, the primary's turn ends in an evaluation, not an idle (decideNext: grade)
     const evaluating = final && c.threadKey === null && c.state.outcome?.phase === 'working' && response.stopReason !== 'refusal'
     const idle: EventInput[] = final && !evaluating ? [this.idleEvent(c, { type: response.stopReason === 'refusal' ? 'refusal' : 'end_turn' }, contextSeq)] : []
-    if (final && c.threadKey !== null && response.stopReason !== 'refusal' && !cutShort) out = this.report(out, c)
+    if (final && c.threadKey !== null && c.workflowRunId === null && response.stopReason !== 'refusal' && !cutShort) out = this.report(out, c)
     await this.appendThread(c, [...out, ...(await this.unrunnableAsks(out, c)), end, ...idle])
   }
 
@@ -771,6 +781,8 @@ interface RunContext {
   thread: ThreadRef
   /** The log's key of the thread: null for the primary. */
   threadKey: ThreadKey
+  /** The workflow run a child thread belongs to (its final text goes to the run's program, not to the primary). */
+  workflowRunId: string | null
   primaryId: string
   /** A multi-agent session: threads report their own status and the session's is the aggregate. */
   multi: boolean
@@ -852,6 +864,7 @@ function previewAggregate(threads: SessionThreads, batch: readonly EventInput[])
   for (const [id, ch] of threads.children) copy.children.set(id, { ...ch })
   for (const [m, u] of threads.usageByModel) copy.usageByModel.set(m, { ...u })
   for (const k of threads.runningNow) copy.runningNow.add(k)
+  for (const [r, s] of threads.runs) copy.runs.set(r, s)
   copy.unionMs = threads.unionMs
   copy.unionSince = threads.unionSince
   copy.threadStatuses = threads.threadStatuses

@@ -32,6 +32,8 @@ export function primaryRef(sessionId: string): ThreadRef {
 /** What a session may delegate to, as pinned at its creation (SessionStore.rosterOf's shape). */
 export interface DelegationRoster {
   subagents: { enabled: boolean; inlineAgents: boolean; agents: readonly ThreadAgent[] }
+  /** What workflow runs may use (absent: workflows off). */
+  workflows?: { enabled: boolean; inlineAgents: boolean; agents: readonly ThreadAgent[] }
   /** The advisor model, or null when the advisor is off. */
   advisor: string | null
 }

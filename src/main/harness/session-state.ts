@@ -318,8 +318,10 @@ const step = defineFold<SessionState, number>({
   'workflow_run.created': (s, e) => {
     s.openWorkflowRuns.add(e.workflow_run_id)
   },
-  'workflow_run.status_ended': (s, e) => {
+  // a run that ended gives the primary a turn to read its result (docs/workflows.md)
+  'workflow_run.status_ended': (s, e, seq) => {
     s.openWorkflowRuns.delete(e.workflow_run_id)
+    onInput(s, e, seq)
   },
   ...ignoring('span.outcome_evaluation_ongoing'),
   ...ignoring('workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.error', 'workflow_run.phase_started', 'workflow_run.phase_ended'),

@@ -63,6 +63,10 @@ const TYPES = [
   'span.model_request_end',
   'span.outcome_evaluation_end',
   'agent.thread_message_received',
+  'workflow_run.created',
+  'workflow_run.status_running',
+  'workflow_run.status_idle',
+  'workflow_run.status_ended',
 ]
 
 export class SessionThreads {
@@ -78,6 +82,8 @@ export class SessionThreads {
   unionSince = 0
   /** A thread wrote a status of its own (a multi-agent session): the session's status_* no longer time the activity. */
   threadStatuses = false
+  /** Open workflow runs and whether each is running or paused (idle): a running run keeps the session running (spec §6.7). */
+  readonly runs = new Map<string, 'running' | 'idle'>()
 
   constructor(
     readonly sessionId: string,
@@ -138,6 +144,14 @@ export class SessionThreads {
       const acc = this.usageByModel.get(model) ?? { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
       for (const k of Object.keys(acc) as (keyof ModelUsage)[]) acc[k] += u[k] ?? 0
       this.usageByModel.set(model, acc)
+      return
+    }
+    if (e.type.startsWith('workflow_run.')) {
+      const run = typeof e.workflow_run_id === 'string' ? e.workflow_run_id : null
+      if (!run) return
+      if (e.type === 'workflow_run.status_ended') this.runs.delete(run)
+      else if (e.type === 'workflow_run.created' || e.type === 'workflow_run.status_running') this.runs.set(run, 'running')
+      else if (this.runs.has(run)) this.runs.set(run, 'idle')
       return
     }
     if (e.type === 'agent.thread_message_received') {
@@ -213,6 +227,8 @@ export class SessionThreads {
     const pending: string[] = []
     for (const t of all) if (t.status === 'idle' && t.lastIdle?.type === 'requires_action') pending.push(...(t.lastIdle.event_ids ?? []))
     if (pending.length) return { status: 'idle', stop_reason: { type: 'requires_action', event_ids: pending } }
+    // a running workflow run keeps the session running though no thread works (spec §6.7); a paused one does not
+    for (const r of this.runs.values()) if (r === 'running') return { status: 'running' }
     if (all.some((t) => t.status === 'idle' && t.lastIdle?.type === 'budget_reached')) return { status: 'idle', stop_reason: { type: 'budget_reached' } }
     const own = this.primary.lastIdle?.type
     return { status: 'idle', stop_reason: { type: own === 'retries_exhausted' || own === 'refusal' ? own : 'end_turn' } }

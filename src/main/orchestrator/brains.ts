@@ -7,6 +7,9 @@ import { Harness, type HarnessOptions, type McpToolSource, type PreviewSink, typ
 import { AnthropicModelClient, type ModelClient } from '../harness/model-client'
 import { NoHandsToolRouter, type ToolRouter } from '../hands/tool-router'
 import { Scheduler } from './scheduler'
+import { WorkflowRuns, type WorkflowLog } from './workflow-runs'
+import type { WorkflowStore } from '../session/workflow-store'
+import type { ProgramLimits } from '../harness/workflows/program'
 import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
 
 let warnedNoEndpoint = false
@@ -19,6 +22,8 @@ export interface BrainsOptions extends HarnessOptions {
   leaseTtlMs?: number
   /** Model request stall timeout, overriding settings (ms). */
   stallTimeoutMs?: number
+  /** Workflow runs: threads working at once per run (default 64), agents per run (default 1000), the program's limits. */
+  workflows?: { maxConcurrentAgents?: number; maxAgents?: number; program?: ProgramLimits }
 }
 
 /** A ModelClient whose endpoint can change under running brains (settings updates). */
@@ -36,6 +41,8 @@ export interface BrainsParams {
   leases: SqliteLeaseStore
   /** The harness's record of tool calls handed to the hands (session/tool-journal.ts). */
   journal: ToolJournal
+  /** The journal of workflow runs; without it no run is executed (session/workflow-store.ts). */
+  workflows?: WorkflowStore
   previews: PreviewSink
   settings: Settings
   env: NodeJS.ProcessEnv
@@ -55,6 +62,8 @@ export class Brains {
   readonly scheduler: Scheduler
   readonly leases: SqliteLeaseStore
   readonly router: ToolRouter
+  /** The open workflow runs' executions (absent without a workflow store). */
+  readonly workflowRuns?: WorkflowRuns
   private readonly model: SwitchableModelClient
   private started = false
 
@@ -82,6 +91,16 @@ export class Brains {
       leases: this.leases,
       onError: (sessionId, err) => (p.onError ?? console.error)(`[corral] brain of ${sessionId} failed: ${(err as Error).stack ?? String(err)}`),
     })
+    if (p.workflows) {
+      this.workflowRuns = new WorkflowRuns({
+        log: p.log as WorkflowLog,
+        store: p.workflows,
+        sessions: p.sessions,
+        brains: this.scheduler,
+        ...p.options?.workflows,
+        onError: (sessionId, err) => (p.onError ?? console.error)(`[corral] a workflow run of ${sessionId} failed: ${(err as Error).stack ?? String(err)}`),
+      })
+    }
   }
 
   /**
@@ -99,7 +118,9 @@ export class Brains {
       return []
     }
     this.started = true
-    return this.scheduler.start()
+    const ids = this.scheduler.start()
+    this.workflowRuns?.start().catch((err: unknown) => (this.p.onError ?? console.error)(`[corral] workflow runs could not start: ${(err as Error).stack ?? String(err)}`))
+    return ids
   }
 
   /**
@@ -125,6 +146,7 @@ export class Brains {
   }
 
   async stop(): Promise<void> {
+    await this.workflowRuns?.stop()
     await this.scheduler.stop()
   }
 }

@@ -131,15 +131,19 @@ export class Scheduler {
     if (type === 'session.thread_status_terminated' && (stored.event as { archived?: unknown }).archived === true) return this.wake(primaryRef(sessionId))
     // a budget raised (or removed) resumes every thread paused at it (spec §9)
     if (type === 'session.updated' && (stored.event as { budget?: unknown }).budget !== undefined) return this.wakeSession(sessionId)
+    // a workflow run that ended gives the primary a turn to read its result (docs/workflows.md)
+    if (type === 'workflow_run.status_ended') return this.wake(primaryRef(sessionId))
     if (!WAKING_TYPES.has(type)) return
     if (type === 'user.interrupt') {
       // with a thread: that thread; without: every thread of the session
       if (tid) {
         const t = { sessionId, threadId: tid }
+        if (this.p.harness.isWorkflowThread(t)) return
         this.brains.get(keyOf(t))?.control.interrupt()
         return this.wake(t)
       }
-      for (const b of this.brains.values()) if (b.thread.sessionId === sessionId) b.control.interrupt()
+      // a workflow run's threads are stopped by their run, never by an interrupt (spec §6.8)
+      for (const b of this.brains.values()) if (b.thread.sessionId === sessionId && !this.p.harness.isWorkflowThread(b.thread)) b.control.interrupt()
       return this.wakeSession(sessionId)
     }
     // an answer wakes the thread the session store routed it to; a message, the primary
@@ -198,6 +202,14 @@ export class Scheduler {
       else this.perSession.delete(sessionId)
       if (this.held.has(sessionId)) this.held.set(sessionId, Date.now())
     }
+  }
+
+  /** Stops the brain of one thread (a workflow run done with it) and resolves once it has stopped; the next wake of the thread starts afresh. */
+  async stopThread(thread: ThreadRef): Promise<void> {
+    const b = this.brains.get(keyOf(thread))
+    if (!b) return
+    b.control.stop('shutdown')
+    await b.done.catch(() => undefined)
   }
 
   /** Sessions with a brain running now. */

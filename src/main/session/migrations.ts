@@ -385,4 +385,36 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX sessions_deployment ON sessions(deployment_id, created_at, id) WHERE deployment_id IS NOT NULL;
     `,
   },
+  {
+    version: 13,
+    name: 'workflow runs: the journal of each run\'s calls and its log lines',
+    // A row per call out of a run's program (docs/workflows.md): written in the transaction of
+    // the log append that carries the call's events (the append's precheck). kind: agent |
+    // phase_start | phase_end; args_hash: what replay compares; thread_id: an agent's thread;
+    // phase_id: a phase start's wrph_ id; outcome (JSON {ok, value} | {ok, message}) and
+    // resolved_seq (the seq of the event that finished the agent's thread: the completion
+    // order) once the agent is done. workflow_logs: the program's log(...) lines, by line number.
+    sql: `
+      CREATE TABLE workflow_calls (
+        run_id TEXT NOT NULL,
+        call_index INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        args_hash TEXT NOT NULL,
+        thread_id TEXT,
+        phase_id TEXT,
+        outcome TEXT,
+        resolved_seq INTEGER,
+        PRIMARY KEY (run_id, call_index)
+      ) WITHOUT ROWID;
+      CREATE INDEX workflow_calls_thread ON workflow_calls(thread_id) WHERE thread_id IS NOT NULL;
+      CREATE TABLE workflow_logs (
+        run_id TEXT NOT NULL,
+        line INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        PRIMARY KEY (run_id, line)
+      ) WITHOUT ROWID;
+    `,
+  },
 ]

@@ -7,6 +7,7 @@ import { ThreadStore } from './thread-store'
 import { VaultStore, type SecretSink } from './vault-store'
 import { SqliteLeaseStore, type LeaseStoreParams } from './lease-store'
 import { SqliteToolJournal } from './tool-journal'
+import { WorkflowStore } from './workflow-store'
 import { MemoryStore } from './memory-store'
 import { WorkStore, type WorkStoreOptions } from './work-store'
 import { BlobStore } from './blob-store'
@@ -54,6 +55,8 @@ export interface Stores {
   readonly vaults: VaultStore
   readonly leases: SqliteLeaseStore
   readonly toolJournal: SqliteToolJournal
+  /** The journal of workflow runs (their calls and log lines). */
+  readonly workflows: WorkflowStore
   /** Memory stores, memories and their versions. */
   readonly memory: MemoryStore
   /** The work queues of self_hosted environments, environment keys and sessions tokens. */
@@ -100,6 +103,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     vaults,
     leases: new SqliteLeaseStore(db, options.leases),
     toolJournal: new SqliteToolJournal(db, log),
+    workflows: new WorkflowStore(db),
     memory,
     work,
     files,

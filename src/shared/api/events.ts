@@ -54,12 +54,16 @@ export interface CorralEventFields {
   'user.tool_confirmation': { corral_allow_for_session?: boolean }
   /** The session's new vault_ids (the API's event names only title, metadata, budget and agent). */
   'session.updated': { vault_ids?: string[] }
-  /** The resolved agent snapshot and the parent thread of a child thread. */
-  'session.thread_created': { agent?: unknown; parent_thread_id?: string | null }
+  /** The resolved agent snapshot and the parent thread of a child thread; a workflow run's thread: the program's call index and the call's `label`. */
+  'session.thread_created': { agent?: unknown; parent_thread_id?: string | null; workflow_call_index?: number; workflow_label?: string | null }
   /** `archived`: written by `POST …/threads/{tid}/archive` (the thread's `archived_at` is this event's `processed_at`). */
   'session.thread_status_terminated': { archived?: boolean }
   /** The grader's per-criterion gaps (the API's event carries the explanation only), and the grader's model (its usage is priced at it). */
   'span.outcome_evaluation_end': { gaps?: { criterion: string; gap: string }[]; model?: string }
+  /** `tool_use_id`: the `ant__workflow_run_start` call whose input is the run's program, args and lifetime (docs/workflows.md). */
+  'workflow_run.created': { tool_use_id?: string }
+  /** The run's `name` again, and `output`: the program's return value (JSON), for the primary's reading turn, the status tool and a run card. */
+  'workflow_run.status_ended': { name?: string; output?: unknown }
 }
 
 type CorralFieldsOf<T extends EventType> = T extends keyof CorralEventFields ? CorralEventFields[T] : unknown

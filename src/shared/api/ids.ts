@@ -12,6 +12,7 @@ export const ID_PREFIX = {
   memoryVersion: 'memver_',
   work: 'work_',
   workflowRun: 'wrun_',
+  workflowPhase: 'wrph_',
   resource: 'sesrsc_',
   file: 'file_',
   skill: 'skill_',

@@ -53,7 +53,11 @@ describe('outcomes in the turn loop', () => {
   it('starts no evaluation while a workflow run is open, and does once it ended', () => {
     const open = log(define, ['workflow_run.created', { workflow_run_id: 'wrun_1' }], ...answer)
     expect(decide(open)).toEqual({ kind: 'none' })
-    expect(decide([...open, ...log(['workflow_run.status_ended', { workflow_run_id: 'wrun_1' }]).map((e) => ({ ...e, seq: e.seq + 100 }))])).toEqual({ kind: 'grade' })
+    // the run's end first gives the primary its reading turn (spec multiagent §6.7: "the turn that reads the run's result may start one")
+    const ended = [...open, ...log(['workflow_run.status_ended', { workflow_run_id: 'wrun_1' }]).map((e) => ({ ...e, seq: e.seq + 100 }))]
+    expect(decide(ended)).toEqual({ kind: 'model', attempt: 0 })
+    const read = log(['span.model_request_start', { id: 'read' }], ['agent.message', { id: 'read_msg', content: [{ type: 'text', text: 'read it' }] }], ['span.model_request_end', { id: 'read_end', is_error: false, model_request_start_id: 'read', stop_reason: 'end_turn' }]).map((e) => ({ ...e, seq: e.seq + 200 }))
+    expect(decide([...ended, ...read])).toEqual({ kind: 'grade' })
   })
 
   it('waits at the budget, and grades once a session.updated changed the budget', () => {

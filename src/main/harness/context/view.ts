@@ -315,7 +315,12 @@ const messageStep = defineFold<MessageFold, number>({
   ...ignoring('session.status_running', 'session.status_idle', 'session.status_rescheduled', 'session.status_terminated', 'session.error', 'session.updated', 'session.usage', 'session.deleted'),
   ...ignoring('session.thread_created', 'session.thread_status_running', 'session.thread_status_idle', 'session.thread_status_rescheduled', 'session.thread_status_terminated'),
   ...ignoring('span.model_request_start', 'span.model_request_end', 'span.outcome_evaluation_start', 'span.outcome_evaluation_ongoing'),
-  ...ignoring('workflow_run.created', 'workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.status_ended', 'workflow_run.error', 'workflow_run.phase_started', 'workflow_run.phase_ended'),
+  // the primary reads a run's end as a user turn naming the run, its result and its output (docs/workflows.md)
+  'workflow_run.status_ended': (f, e, seq) => {
+    if (!f.isPrimary) return
+    f.userMsg(seq, e.id).content.push({ type: 'text', text: workflowRunEndedText(e) })
+  },
+  ...ignoring('workflow_run.created', 'workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.error', 'workflow_run.phase_started', 'workflow_run.phase_ended'),
 })
 
 function userContent(content: unknown): Block[] {
@@ -350,4 +355,21 @@ function clearOldToolResults(messages: Message[], keep: number): number {
 
 function textOf(content: readonly { type: string; text?: string }[] | undefined): string {
   return (content ?? []).flatMap((b) => (b.type === 'text' && typeof b.text === 'string' ? [b.text] : [])).join('\n')
+}
+
+/** How much of a run's output (JSON text) the primary's reading turn shows. */
+export const WORKFLOW_OUTPUT_IN_CONTEXT = 8_192
+
+/** The user-turn text of a run's end: its id and name, the result, and the output (JSON, as capped when the run ended). */
+function workflowRunEndedText(e: { workflow_run_id: string; result: { type: string; error?: { type: string; message: string } }; name?: string; output?: unknown }): string {
+  const name = e.name ? ` name=${JSON.stringify(e.name)}` : ''
+  const result = e.result.type === 'error' && e.result.error ? `error (${e.result.error.type}: ${e.result.error.message})` : e.result.type
+  const lines = [`<workflow_run id="${e.workflow_run_id}"${name}>`, `The workflow run ended. Result: ${result}.`]
+  if (e.output !== undefined) {
+    const json = typeof e.output === 'string' ? e.output : JSON.stringify(e.output)
+    const cut = json.length > WORKFLOW_OUTPUT_IN_CONTEXT
+    lines.push(`Output${cut ? ` (the first ${WORKFLOW_OUTPUT_IN_CONTEXT} of ${json.length} characters; the whole output is in ant__workflow_run_status)` : ''}:`, cut ? json.slice(0, WORKFLOW_OUTPUT_IN_CONTEXT) : json)
+  }
+  lines.push('</workflow_run>')
+  return lines.join('\n')
 }

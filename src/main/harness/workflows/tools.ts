@@ -1,0 +1,203 @@
+/**
+ * The workflow tools (issue #12), platform tools of the primary thread when the session's
+ * roster enables `multiagent.workflows`: `ant__workflow_run_start`, `ant__workflow_run_status`,
+ * `ant__workflow_run_stop`. Their contract is in docs/workflows.md. The start tool checks the
+ * program and the open-run limit and writes `workflow_run.created` in the batch of its result;
+ * the orchestrator (orchestrator/workflow-runs.ts) runs the program from there.
+ */
+import { newId } from '../../../shared/api/ids'
+import type { EventInput } from '../../session/event-log'
+import type { ViewEvent } from '../context/view'
+import type { PlatformOfferContext, PlatformTool, PlatformToolContext, PlatformToolResult } from '../platform-tools'
+import { checkProgramSyntax, quickJS } from './program'
+
+export const WORKFLOW_RUN_START_TOOL = 'ant__workflow_run_start'
+export const WORKFLOW_RUN_STATUS_TOOL = 'ant__workflow_run_status'
+export const WORKFLOW_RUN_STOP_TOOL = 'ant__workflow_run_stop'
+
+/** Open runs a session may have at once (idle ones count). */
+export const MAX_OPEN_WORKFLOW_RUNS = 10
+/** A run's longest (and default) lifetime. */
+export const MAX_WORKFLOW_TIMEOUT_SECONDS = 86_400
+
+const offeredToLead = (ctx: PlatformOfferContext) => ctx.threadKey === null && ctx.roster?.workflows?.enabled === true
+const fail = (text: string, events?: EventInput[]): PlatformToolResult => ({ outcome: { content: text, isError: true }, events })
+const truncate = (s: string, n: number) => (s.length > n ? s.slice(0, n) : s)
+
+/** A session's runs as its primary's events say (created, status, phases, end). */
+export interface RunFacts {
+  id: string
+  name: string
+  description: string | null
+  phases: { id: string; name: string; description: string | null }[]
+  status: 'running' | 'idle' | 'ended'
+  started: boolean
+  /** Phase ids started and not yet ended, with their `phase_started` event id. */
+  openPhases: Map<string, string>
+  result?: unknown
+  output?: unknown
+}
+
+/** Folds the primary's `workflow_run.*` events into each run's facts, in creation order. */
+export function workflowRuns(events: readonly ViewEvent[]): Map<string, RunFacts> {
+  const runs = new Map<string, RunFacts>()
+  for (const { event: e } of events) {
+    if (!e.type.startsWith('workflow_run.')) continue
+    const ev = e as unknown as Record<string, unknown> & { workflow_run_id?: string | null }
+    const id = ev.workflow_run_id
+    if (typeof id !== 'string') continue
+    if (e.type === 'workflow_run.created') {
+      runs.set(id, { id, name: String(ev.name ?? ''), description: (ev.description as string | null) ?? null, phases: (ev.phases as RunFacts['phases']) ?? [], status: 'idle', started: false, openPhases: new Map() })
+      continue
+    }
+    const r = runs.get(id)
+    if (!r || r.status === 'ended') continue
+    if (e.type === 'workflow_run.status_running') (r.status = 'running'), (r.started = true)
+    else if (e.type === 'workflow_run.status_idle') r.status = 'idle'
+    else if (e.type === 'workflow_run.phase_started') r.openPhases.set(String(ev.workflow_run_phase_id), e.id)
+    else if (e.type === 'workflow_run.phase_ended') r.openPhases.delete(String(ev.workflow_run_phase_id))
+    else if (e.type === 'workflow_run.status_ended') {
+      r.status = 'ended'
+      r.result = ev.result
+      r.output = ev.output
+    }
+  }
+  return runs
+}
+
+const openCount = (runs: Map<string, RunFacts>) => [...runs.values()].filter((r) => r.status !== 'ended').length
+
+export const workflowRunStartTool: PlatformTool = {
+  name: WORKFLOW_RUN_START_TOOL,
+  definition: {
+    name: WORKFLOW_RUN_START_TOOL,
+    description:
+      'Start a workflow run: a JavaScript program (the body of an async function) that Corral runs in the background and that starts many agents. ' +
+      'Globals: agent(spec, prompt, options?) → Promise<string> (spec: a predefined workflow agent\'s name, "self", or { name, system, description? } for an inline agent; ' +
+      'options: { label? }; resolves with the agent\'s final text, rejects with an Error naming why its thread failed), phase(name, fn) → Promise (runs fn inside the named phase), ' +
+      'log(...values), and args (your args). The function\'s return value (JSON) is the run\'s output. There is no Date, Math.random, timers, fetch or import: a program is deterministic. ' +
+      `At most 64 agents work at once, 1,000 per run. Returns at once with {"workflow_run_id": "wrun_…"}; when the run ends you get a message with its result and output. At most ${MAX_OPEN_WORKFLOW_RUNS} runs open at once.`,
+    input_schema: {
+      type: 'object',
+      properties: {
+        name: { type: 'string', description: 'A short name for the run (64 characters are kept)' },
+        description: { type: 'string', description: 'What the run does (256 characters are kept)' },
+        phases: {
+          type: 'array',
+          description: 'The phases the program will open with phase(name, fn), in order',
+          items: { type: 'object', properties: { name: { type: 'string' }, description: { type: 'string' } }, required: ['name'] },
+        },
+        timeout_seconds: { type: 'number', description: `The run's lifetime in seconds (at most ${MAX_WORKFLOW_TIMEOUT_SECONDS}, the default)` },
+        args: { description: 'Any JSON value: the program\'s args' },
+        program: { type: 'string', description: 'The program: the body of an async function' },
+      },
+      required: ['name', 'program'],
+    },
+  },
+  offered: offeredToLead,
+  async run(ctx) {
+    const input = ctx.call.input
+    const refuse = (field: string, rule: string) => fail(`${WORKFLOW_RUN_START_TOOL}: ${field} ${rule}.`)
+    if (typeof input.name !== 'string' || !input.name.trim()) return refuse('name', 'is required and must be a non-empty string')
+    if (input.description !== undefined && input.description !== null && typeof input.description !== 'string') return refuse('description', 'must be a string')
+    if (typeof input.program !== 'string' || !input.program.trim()) return refuse('program', 'is required and must be a non-empty string (the body of an async function)')
+    const timeout = input.timeout_seconds
+    if (timeout !== undefined && (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout <= 0 || timeout > MAX_WORKFLOW_TIMEOUT_SECONDS)) {
+      return refuse('timeout_seconds', `must be a number of seconds above 0 and at most ${MAX_WORKFLOW_TIMEOUT_SECONDS}`)
+    }
+    const phasesIn = input.phases ?? []
+    if (!Array.isArray(phasesIn)) return refuse('phases', 'must be an array of { name, description? }')
+    for (let i = 0; i < phasesIn.length; i++) {
+      const ph = phasesIn[i] as { name?: unknown; description?: unknown } | null
+      if (!ph || typeof ph !== 'object' || typeof ph.name !== 'string' || !ph.name.trim()) return refuse(`phases[${i}].name`, 'is required and must be a non-empty string')
+      if (ph.description !== undefined && ph.description !== null && typeof ph.description !== 'string') return refuse(`phases[${i}].description`, 'must be a string')
+    }
+    const syntax = checkProgramSyntax(await quickJS(), input.program)
+    if (syntax) return fail(`${WORKFLOW_RUN_START_TOOL}: the program does not parse: ${syntax.message} (line ${syntax.line}, column ${syntax.column}).`)
+    const runs = workflowRuns(ctx.events)
+    if (openCount(runs) >= MAX_OPEN_WORKFLOW_RUNS) {
+      const message = `This session already has ${MAX_OPEN_WORKFLOW_RUNS} open workflow runs, the most it may have at once; wait for one to end or stop one.`
+      return fail(`${WORKFLOW_RUN_START_TOOL}: ${message}`, [{ type: 'workflow_run.error', workflow_run_id: null, error: { type: 'max_workflow_runs_error', message } }])
+    }
+    const id = newId('workflowRun')
+    const phases = (phasesIn as { name: string; description?: string | null }[]).map((ph) => ({ id: newId('workflowPhase'), name: truncate(ph.name, 64), description: ph.description ? truncate(ph.description, 256) : null }))
+    const created: EventInput = {
+      type: 'workflow_run.created',
+      workflow_run_id: id,
+      name: truncate(input.name, 64),
+      description: typeof input.description === 'string' ? truncate(input.description, 256) : null,
+      phases,
+      tool_use_id: ctx.call.id,
+    }
+    return { outcome: { content: JSON.stringify({ workflow_run_id: id }), isError: false }, events: [created] }
+  },
+}
+
+/** What the status tool says of one run. */
+function runStatus(r: RunFacts, ctx: PlatformToolContext): Record<string, unknown> {
+  const threads = [...ctx.threads.children.values()].filter((c) => c.workflowRunId === r.id)
+  let running = 0
+  let done = 0
+  let failed = 0
+  for (const t of threads) {
+    if (t.status !== 'terminated' && !(t.status === 'idle' && t.lastIdle && t.lastIdle.type !== 'requires_action' && t.lastIdle.type !== 'budget_reached')) running++
+    else if (t.lastIdle?.type === 'end_turn') done++
+    else failed++
+  }
+  const phaseName = (pid: string) => r.phases.find((p) => p.id === pid)?.name ?? pid
+  const out: Record<string, unknown> = {
+    workflow_run_id: r.id,
+    name: r.name,
+    status: r.status,
+    open_phases: [...r.openPhases.keys()].map(phaseName),
+    agents: { started: threads.length, running, done, failed },
+  }
+  if (r.status === 'ended') {
+    out.result = r.result
+    out.output = r.output ?? null
+  }
+  return out
+}
+
+export const workflowRunStatusTool: PlatformTool = {
+  name: WORKFLOW_RUN_STATUS_TOOL,
+  definition: {
+    name: WORKFLOW_RUN_STATUS_TOOL,
+    description: 'The status of your workflow runs (or of one): its status (running, idle, ended), open phases, counts of agents started / running / done / failed, and its result and output once ended.',
+    input_schema: { type: 'object', properties: { workflow_run_id: { type: 'string', description: 'One run; all runs of the session without it' } } },
+  },
+  offered: offeredToLead,
+  async run(ctx) {
+    const id = ctx.call.input.workflow_run_id
+    if (id !== undefined && typeof id !== 'string') return fail(`${WORKFLOW_RUN_STATUS_TOOL}: workflow_run_id must be a string.`)
+    const runs = workflowRuns(ctx.events)
+    if (typeof id === 'string') {
+      const r = runs.get(id)
+      if (!r) return fail(`${WORKFLOW_RUN_STATUS_TOOL}: workflow_run_id ${id} is not a run of this session.`)
+      return { outcome: { content: JSON.stringify(runStatus(r, ctx)), isError: false } }
+    }
+    return { outcome: { content: JSON.stringify({ workflow_runs: [...runs.values()].map((r) => runStatus(r, ctx)) }), isError: false } }
+  },
+}
+
+export const workflowRunStopTool: PlatformTool = {
+  name: WORKFLOW_RUN_STOP_TOOL,
+  definition: {
+    name: WORKFLOW_RUN_STOP_TOOL,
+    description: 'Stop a workflow run: it ends with the result "stopped"; its agents are stopped and archived.',
+    input_schema: { type: 'object', properties: { workflow_run_id: { type: 'string' } }, required: ['workflow_run_id'] },
+  },
+  offered: offeredToLead,
+  async run(ctx) {
+    const id = ctx.call.input.workflow_run_id
+    if (typeof id !== 'string' || !id) return fail(`${WORKFLOW_RUN_STOP_TOOL}: workflow_run_id is required and must be a string.`)
+    const r = workflowRuns(ctx.events).get(id)
+    if (!r) return fail(`${WORKFLOW_RUN_STOP_TOOL}: workflow_run_id ${id} is not a run of this session.`)
+    if (r.status === 'ended') return fail(`${WORKFLOW_RUN_STOP_TOOL}: run ${id} has already ended.`)
+    const events: EventInput[] = [...r.openPhases].map(([phaseId, startedId]) => ({ type: 'workflow_run.phase_ended', workflow_run_id: id, workflow_run_phase_id: phaseId, phase_started_id: startedId }))
+    events.push({ type: 'workflow_run.status_ended', workflow_run_id: id, result: { type: 'stopped' }, name: r.name })
+    return { outcome: { content: JSON.stringify({ workflow_run_id: id, stopped: true }), isError: false }, events }
+  },
+}
+
+export const WORKFLOW_TOOLS: readonly PlatformTool[] = [workflowRunStartTool, workflowRunStatusTool, workflowRunStopTool]

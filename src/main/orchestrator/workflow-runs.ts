@@ -1,0 +1,362 @@
+/**
+ * Workflow runs at run time (issue #12; docs/workflows.md): every open run of a session gets a
+ * WorkflowExecution (harness/workflows/execution.ts) that this class hosts. It starts each
+ * `agent()` call's thread (its events and journal row in one transaction), hears from the log
+ * when a run's thread is done, records the result with the thread's archive (one transaction:
+ * the completion order is the seq of the event that finished the thread), writes the run's
+ * `workflow_run.*` events, and ends the run (timeout, program end, stop). At start-up every open
+ * run is replayed from its journal. Dispose with `stop()`.
+ */
+import type { QuickJSWASMModule } from 'quickjs-emscripten'
+import { CorralError } from '../../shared/errors'
+import { newId, primaryThreadId } from '../../shared/api/ids'
+import type { EventInput, EventLog, StoredEvent } from '../session/event-log'
+import type { WorkflowStore } from '../session/workflow-store'
+import type { DelegationRoster, ThreadAgent, ThreadRef } from '../harness/platform-tools'
+import { WorkflowExecution, type AgentCall, type CallOutcome, type ExecutionEnd, type JournalRow } from '../harness/workflows/execution'
+import { quickJS, type ProgramLimits } from '../harness/workflows/program'
+import { MAX_WORKFLOW_TIMEOUT_SECONDS } from '../harness/workflows/tools'
+
+/** The log as the runs need it: appends whose journal write commits in the same transaction. */
+export type WorkflowLog = EventLog & {
+  append(sessionId: string, events: readonly EventInput[], options?: { precheck?: () => void }): Promise<StoredEvent[]>
+  commitWith(write: () => void): Promise<void>
+}
+
+export interface WorkflowRunsParams {
+  log: WorkflowLog
+  store: WorkflowStore
+  sessions: { retrieve(id: string): { id: string; agent: unknown; status?: string }; rosterOf?(id: string): DelegationRoster | null }
+  /** Stops the brain of a thread (before it is archived) and resolves once it has stopped. */
+  brains: { stopThread(thread: ThreadRef): Promise<void> }
+  /** Threads working at once per run (default 64: `workflows.maxConcurrentAgents`). */
+  maxConcurrentAgents?: number
+  /** Agents per run (default 1000). */
+  maxAgents?: number
+  program?: ProgramLimits
+  onError?: (sessionId: string, err: unknown) => void
+}
+
+interface ActiveRun {
+  sessionId: string
+  runId: string
+  name: string
+  primaryId: string
+  execution?: WorkflowExecution
+  /** The run's threads not yet archived, with their call index. */
+  threads: Map<string, { index: number; agentName: string }>
+  /** Declared phases (name → ids not yet used, in order). */
+  declared: Map<string, string[]>
+  /** phase id → its `phase_started` event id. */
+  phaseStarts: Map<string, string>
+  logLine: number
+  timer?: NodeJS.Timeout
+  ended: boolean
+}
+
+const RUN_EVENT_TYPES = ['workflow_run.created', 'workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.status_ended', 'workflow_run.phase_started', 'workflow_run.phase_ended']
+const FAILED_BECAUSE: Record<string, string> = {
+  retries_exhausted: 'its model requests kept failing until the retries were exhausted',
+  refusal: 'the model refused the task',
+}
+
+export class WorkflowRuns {
+  private readonly active = new Map<string, ActiveRun>()
+  /** A run's thread → its run id. */
+  private readonly runOfThread = new Map<string, string>()
+  private unsubscribe?: () => void
+  private module?: QuickJSWASMModule
+  private stopped = false
+
+  constructor(private readonly p: WorkflowRunsParams) {}
+
+  /** Subscribes to the log and replays every open run of every session. */
+  async start(): Promise<void> {
+    this.module = await quickJS()
+    if (this.stopped) return
+    this.unsubscribe = this.p.log.subscribeAll((s) => this.onEvent(s))
+    for (const sessionId of this.p.store.sessionsWithOpenRuns()) this.resumeSession(sessionId)
+  }
+
+  /** Open runs being executed now (for tests and the bench). */
+  activeRuns(): string[] {
+    return [...this.active.keys()]
+  }
+
+  /** Stops executing (writes nothing more; the next start replays from the journal). */
+  async stop(): Promise<void> {
+    this.stopped = true
+    this.unsubscribe?.()
+    for (const r of this.active.values()) {
+      if (r.timer) clearTimeout(r.timer)
+      r.execution?.dispose()
+    }
+    this.active.clear()
+    this.runOfThread.clear()
+  }
+
+  private resumeSession(sessionId: string): void {
+    try {
+      const events = this.p.log.read(sessionId, { types: RUN_EVENT_TYPES, limit: 1000, threadId: null })
+      const ended = new Set(events.filter((s) => s.event.type === 'workflow_run.status_ended').map((s) => (s.event as { workflow_run_id: string }).workflow_run_id))
+      for (const s of events) if (s.event.type === 'workflow_run.created' && !ended.has(s.event.workflow_run_id)) this.open(sessionId, s)
+    } catch (err) {
+      this.p.onError?.(sessionId, err)
+    }
+  }
+
+  private onEvent(stored: StoredEvent): void {
+    if (this.stopped) return
+    const e = stored.event
+    try {
+      switch (e.type) {
+        case 'workflow_run.created':
+          return this.open(stored.sessionId, stored)
+        case 'workflow_run.status_ended': {
+          // ended by the stop tool (or by us): the run's threads are archived
+          const r = this.active.get(e.workflow_run_id)
+          if (r && !r.ended) void this.finish(r)
+          return
+        }
+        case 'session.thread_status_idle':
+        case 'session.thread_status_terminated': {
+          const tid = e.session_thread_id
+          const runId = tid ? this.runOfThread.get(tid) : undefined
+          if (!tid || !runId) return
+          const r = this.active.get(runId)
+          if (r && !r.ended) this.threadChanged(r, tid, stored)
+          return
+        }
+        case 'session.status_terminated':
+        case 'session.deleted':
+          for (const r of [...this.active.values()]) if (r.sessionId === stored.sessionId) this.drop(r)
+          return
+      }
+    } catch (err) {
+      this.p.onError?.(stored.sessionId, err)
+    }
+  }
+
+  /** Starts (or, after a restart, replays) the run `created` announced. */
+  private open(sessionId: string, created: StoredEvent): void {
+    const ev = created.event as StoredEvent['event'] & { type: 'workflow_run.created'; tool_use_id?: string }
+    const runId = ev.workflow_run_id
+    if (this.active.has(runId) || !this.module) return
+    const call = ev.tool_use_id ? this.p.log.get(ev.tool_use_id) : undefined
+    const input = (call?.event as { input?: Record<string, unknown> } | undefined)?.input
+    const r: ActiveRun = { sessionId, runId, name: ev.name, primaryId: primaryThreadId(sessionId), threads: new Map(), declared: new Map(), phaseStarts: new Map(), logLine: 0, ended: false }
+    for (const ph of ev.phases) r.declared.set(ph.name, [...(r.declared.get(ph.name) ?? []), ph.id])
+    this.active.set(runId, r)
+    if (!input || typeof input.program !== 'string') {
+      this.end(r, { type: 'error', error: { type: 'program_error', message: 'the run has no program (its ant__workflow_run_start call is not in the log)' } }, [], 'unknown_error')
+      return
+    }
+    // what the log already says of the run: its phases, whether it started
+    const seen = this.p.log.read(sessionId, { types: RUN_EVENT_TYPES, after: created.seq - 1, limit: 1000, threadId: null }).filter((s) => (s.event as { workflow_run_id?: string }).workflow_run_id === runId)
+    for (const s of seen) {
+      if (s.event.type === 'workflow_run.phase_started') {
+        r.phaseStarts.set(s.event.workflow_run_phase_id, s.event.id)
+        for (const ids of r.declared.values()) if (ids.includes(s.event.workflow_run_phase_id)) ids.splice(ids.indexOf(s.event.workflow_run_phase_id), 1)
+      }
+    }
+    const started = seen.some((s) => s.event.type === 'workflow_run.status_running' || s.event.type === 'workflow_run.status_idle')
+    const journal = this.p.store.calls(runId)
+    for (const row of journal) if (row.kind === 'agent' && row.threadId && !row.outcome) this.track(r, row.threadId, row.index, '')
+    r.logLine = this.p.store.logCount(runId)
+    const timeout = typeof input.timeout_seconds === 'number' ? Math.min(input.timeout_seconds, MAX_WORKFLOW_TIMEOUT_SECONDS) : MAX_WORKFLOW_TIMEOUT_SECONDS
+    const left = Date.parse(ev.processed_at) + timeout * 1000 - Date.now()
+    if (left <= 0) return this.end(r, { type: 'error', error: { type: 'program_error', message: '' } }, [], 'timeout_error', `the run reached its lifetime of ${timeout} s`)
+    r.timer = setTimeout(() => this.end(r, { type: 'error', error: { type: 'program_error', message: '' } }, this.openPhasesOf(r), 'timeout_error', `the run reached its lifetime of ${timeout} s`), Math.min(left, 2 ** 31 - 1))
+    r.timer.unref()
+    if (!started) this.appendRun(r, [{ type: 'workflow_run.status_running', workflow_run_id: runId }])
+    const attached: JournalRow[] = []
+    r.execution = new WorkflowExecution({
+      module: this.module,
+      source: input.program,
+      args: input.args ?? null,
+      journal,
+      maxConcurrent: this.p.maxConcurrentAgents,
+      maxAgents: this.p.maxAgents,
+      program: this.p.program,
+      host: {
+        startAgent: (c, hash) => this.startAgent(r, c, hash),
+        attachAgent: (_c, row) => attached.push(row),
+        phaseStarted: (c, hash) => this.phaseStarted(r, c.index, c.name, hash),
+        phaseEnded: (c, phaseId, hash) => this.phaseEnded(r, c.index, phaseId, hash),
+        log: (line) => this.logLine(r, line),
+        ended: (end, open) => setImmediate(() => this.end(r, end, open)),
+      },
+    })
+    r.execution.start()
+    // a re-attached thread may have finished before its row was written: its result is in its events
+    for (const row of attached) this.checkThread(r, row.threadId!)
+  }
+
+  private track(r: ActiveRun, threadId: string, index: number, agentName: string): void {
+    r.threads.set(threadId, { index, agentName })
+    this.runOfThread.set(threadId, r.runId)
+  }
+
+  /** Throws inside an append's transaction when the run has ended since (its events are then not written). */
+  private assertOpen(r: ActiveRun): void {
+    const ended = this.p.log.read(r.sessionId, { types: ['workflow_run.status_ended'], limit: 1000, threadId: null })
+    if (ended.some((s) => (s.event as { workflow_run_id: string }).workflow_run_id === r.runId)) throw new CorralError('invalid_request_error', `workflow run ${r.runId} has ended`)
+  }
+
+  private appendRun(r: ActiveRun, events: EventInput[], journal?: () => void): Promise<StoredEvent[] | undefined> {
+    return this.p.log
+      .append(r.sessionId, events, {
+        precheck: () => {
+          this.assertOpen(r)
+          journal?.()
+        },
+      })
+      .catch((err: unknown) => {
+        if (!(err instanceof CorralError && err.code === 'invalid_request_error')) this.p.onError?.(r.sessionId, err)
+        return undefined
+      })
+  }
+
+  /** The agent a call names: a predefined workflow agent, "self", or an inline one; a string saying why not otherwise. */
+  private resolveAgent(r: ActiveRun, c: AgentCall): ThreadAgent | string {
+    const session = this.p.sessions.retrieve(r.sessionId)
+    const { multiagent: _m, ...lead } = session.agent as ThreadAgent & { multiagent?: unknown }
+    const wf = this.p.sessions.rosterOf?.(r.sessionId)?.workflows
+    if (typeof c.spec === 'string') {
+      if (c.spec === 'self') return lead as ThreadAgent
+      const listed = wf?.agents.find((a) => a.name === c.spec)
+      if (listed) return listed
+      const names = wf?.agents.map((a) => a.name).join(', ') || 'none'
+      return `agent ${JSON.stringify(c.spec)} is not one of this session's predefined workflow agents (${names}); use "self" or an inline { name, system }`
+    }
+    if (wf && !wf.inlineAgents) return `inline agents are not enabled for this session's workflows; use a predefined agent or "self"`
+    return { type: 'inline', name: c.spec.name, description: c.spec.description, model: lead.model, system: c.spec.system, tools: lead.tools ?? [], mcp_servers: lead.mcp_servers ?? [], skills: lead.skills ?? [] }
+  }
+
+  private startAgent(r: ActiveRun, c: AgentCall, argsHash: string): void {
+    const agent = this.resolveAgent(r, c)
+    if (typeof agent === 'string') {
+      // the thread cannot be created: the call rejects (the program may catch it); nothing is journaled
+      queueMicrotask(() => r.execution?.complete(c.index, { ok: false, message: agent }))
+      return
+    }
+    const { multiagent: _m, ...snapshot } = agent as ThreadAgent & { multiagent?: unknown }
+    const tid = newId('thread')
+    this.track(r, tid, c.index, agent.name)
+    const content = [{ type: 'text' as const, text: c.prompt }]
+    const events: EventInput[] = [
+      { type: 'session.thread_created', session_thread_id: tid, agent_name: agent.name, workflow_run_id: r.runId, agent: snapshot, parent_thread_id: r.primaryId, workflow_call_index: c.index, workflow_label: c.label },
+      { type: 'session.thread_status_running', session_thread_id: tid, agent_name: agent.name },
+      { type: 'agent.thread_message_received', session_thread_id: tid, from_session_thread_id: r.primaryId, from_agent_name: null, content },
+    ]
+    void this.appendRun(r, events, () => this.p.store.recordCall({ runId: r.runId, sessionId: r.sessionId, index: c.index, kind: 'agent', argsHash, threadId: tid }))
+  }
+
+  private phaseStarted(r: ActiveRun, index: number, name: string, argsHash: string): string {
+    const declared = r.declared.get(name)
+    const phaseId = declared?.length ? declared.shift()! : newId('workflowPhase')
+    const id = newId('event')
+    r.phaseStarts.set(phaseId, id)
+    void this.appendRun(r, [{ id, type: 'workflow_run.phase_started', workflow_run_id: r.runId, workflow_run_phase_id: phaseId }], () =>
+      this.p.store.recordCall({ runId: r.runId, sessionId: r.sessionId, index, kind: 'phase_start', argsHash, phaseId }),
+    )
+    return phaseId
+  }
+
+  private phaseEnded(r: ActiveRun, index: number, phaseId: string, argsHash: string): void {
+    const startedId = r.phaseStarts.get(phaseId) ?? ''
+    r.phaseStarts.delete(phaseId)
+    void this.appendRun(r, [{ type: 'workflow_run.phase_ended', workflow_run_id: r.runId, workflow_run_phase_id: phaseId, phase_started_id: startedId }], () =>
+      this.p.store.recordCall({ runId: r.runId, sessionId: r.sessionId, index, kind: 'phase_end', argsHash }),
+    )
+  }
+
+  private logLine(r: ActiveRun, text: string): void {
+    const line = ++r.logLine
+    // a replayed line has the same number: the store keeps the first
+    void this.p.log.commitWith(() => this.p.store.addLog({ runId: r.runId, sessionId: r.sessionId, line, text })).catch((err: unknown) => this.p.onError?.(r.sessionId, err))
+  }
+
+  private openPhasesOf(r: ActiveRun): string[] {
+    return [...r.phaseStarts.keys()]
+  }
+
+  /** A re-attached thread's state in the log: done or failed already, or still working. */
+  private checkThread(r: ActiveRun, tid: string): void {
+    const [last] = this.p.log.read(r.sessionId, { threadId: tid, types: ['session.thread_status_idle', 'session.thread_status_terminated'], order: 'desc', limit: 1 })
+    if (last) this.threadChanged(r, tid, last)
+  }
+
+  /** A run's thread went idle or was terminated: when that ends its turn for good, the program gets its result. */
+  private threadChanged(r: ActiveRun, tid: string, stored: StoredEvent): void {
+    const t = r.threads.get(tid)
+    if (!t) return
+    const e = stored.event as { type: string; stop_reason?: { type: string }; agent_name?: string; archived?: boolean }
+    let outcome: CallOutcome
+    if (e.type === 'session.thread_status_idle') {
+      const why = e.stop_reason?.type ?? 'end_turn'
+      if (why === 'requires_action' || why === 'budget_reached') return // it waits (on the client, on the budget)
+      outcome = why === 'end_turn' ? { ok: true, value: this.resultOf(r, tid) } : { ok: false, message: `agent thread ${tid} (${e.agent_name ?? t.agentName}) failed: ${FAILED_BECAUSE[why] ?? why}` }
+    } else outcome = { ok: false, message: `agent thread ${tid} (${e.agent_name ?? t.agentName}) failed: it was terminated${e.archived ? ' (archived)' : ''}` }
+    r.threads.delete(tid)
+    this.runOfThread.delete(tid)
+    const archive: EventInput[] = e.type === 'session.thread_status_terminated' ? [] : [{ type: 'session.thread_status_terminated', session_thread_id: tid, agent_name: e.agent_name ?? t.agentName, archived: true }]
+    const record = () => this.p.store.resolveAgent({ runId: r.runId, index: t.index, outcome, resolvedSeq: stored.seq })
+    const done = archive.length ? this.appendRun(r, archive, record) : this.p.log.commitWith(record).then(() => [])
+    void done.then((ok) => {
+      if (ok) r.execution?.complete(t.index, outcome)
+    })
+  }
+
+  /** An agent's answer: the text of its thread's messages (a run's thread has one task). */
+  private resultOf(r: ActiveRun, tid: string): string {
+    const texts: string[] = []
+    let after = 0
+    for (;;) {
+      const page = this.p.log.read(r.sessionId, { threadId: tid, types: ['agent.message'], after, limit: 1000 })
+      for (const s of page) {
+        after = s.seq
+        for (const b of (s.event as { content?: { type: string; text?: string }[] }).content ?? []) if (b.type === 'text' && b.text) texts.push(b.text)
+      }
+      if (page.length < 1000) return texts.join('\n')
+    }
+  }
+
+  /**
+   * Ends a run: its open phases' ends, the error (for an error result), `status_ended` with the
+   * program's output, in one batch; then its threads are stopped and archived. `errorType`
+   * overrides the execution's (the lifetime).
+   */
+  private end(r: ActiveRun, end: ExecutionEnd, openPhases: string[], errorType?: 'timeout_error' | 'unknown_error', message?: string): void {
+    if (r.ended) return
+    const error = end.type === 'error' ? { type: errorType ?? end.error.type, message: message ?? end.error.message } : undefined
+    const events: EventInput[] = openPhases.map((phaseId) => ({ type: 'workflow_run.phase_ended', workflow_run_id: r.runId, workflow_run_phase_id: phaseId, phase_started_id: r.phaseStarts.get(phaseId) ?? '' }))
+    if (error) events.push({ type: 'workflow_run.error', workflow_run_id: r.runId, error: error as never })
+    events.push({ type: 'workflow_run.status_ended', workflow_run_id: r.runId, result: error ? { type: 'error', error: error as never } : { type: 'completed' }, name: r.name, ...(end.type === 'completed' ? { output: end.output } : {}) })
+    r.ended = true
+    void this.appendRun(r, events).then(() => this.finish(r))
+  }
+
+  /** After the run's end is in the log: nothing more of the program runs, and its live threads are stopped and archived. */
+  private async finish(r: ActiveRun): Promise<void> {
+    r.ended = true
+    if (r.timer) clearTimeout(r.timer)
+    this.active.delete(r.runId)
+    setImmediate(() => r.execution?.dispose())
+    const live = [...r.threads]
+    r.threads.clear()
+    for (const [tid] of live) this.runOfThread.delete(tid)
+    for (const [tid, t] of live) {
+      await this.p.brains.stopThread({ sessionId: r.sessionId, threadId: tid })
+      await this.p.log.append(r.sessionId, [{ type: 'session.thread_status_terminated', session_thread_id: tid, agent_name: t.agentName || 'agent', archived: true }]).catch((err: unknown) => this.p.onError?.(r.sessionId, err))
+    }
+  }
+
+  private drop(r: ActiveRun): void {
+    r.ended = true
+    if (r.timer) clearTimeout(r.timer)
+    this.active.delete(r.runId)
+    for (const tid of r.threads.keys()) this.runOfThread.delete(tid)
+    setImmediate(() => r.execution?.dispose())
+  }
+}

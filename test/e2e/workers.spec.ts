@@ -57,4 +57,21 @@ test.describe.serial('environments: workers of a self-hosted environment', () =>
     await expect(panel.locator('.key-list li')).toContainText('revoked')
     expect((await api('GET', `/v1/environments/${envId}/work/poll`, undefined, key)).status).toBe(401)
   })
+
+  test('a session on the environment says it is waiting for a worker while none polls', async ({ page }) => {
+    const agent = (await api('POST', '/v1/agents', { name: 'remote', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401' }] })).body!
+    // an environment of its own: the first test's worker still counts as polling on envId for 30 s
+    const env2 = (await api('POST', '/v1/environments', { name: 'quiet farm', config: { type: 'self_hosted' } })).body!.id as string
+    const session = (await api('POST', '/v1/sessions', { agent: agent.id, environment_id: env2 })).body!
+    await page.goto(`${serve.url}/?token=${TOKEN}#/sessions/${session.id}`)
+    const pill = page.getByLabel('Worker status')
+    await expect(pill).toContainText('waiting for a worker')
+    await expect(pill).toContainText('1 queued')
+    await page.screenshot({ path: join(SHOTS, '62-session-waiting-for-worker.png') })
+    // a worker with a new key polls: the pill counts it
+    const key = (await api('POST', `/v1/corral/environments/${env2}/keys`)).body!.key as string
+    expect((await api('GET', `/v1/environments/${env2}/work/poll`, undefined, key)).status).toBe(200)
+    await expect(pill).toContainText('1 worker polling', { timeout: 10_000 })
+  })
 })
+

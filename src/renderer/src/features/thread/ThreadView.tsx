@@ -17,6 +17,7 @@ import { resourceChip } from './resource-label'
 import { ModelNotice } from '../setup/SetupNotices'
 import { useSetup } from '../setup/SetupProvider'
 import { UploadList, useFileDrop, useUploads } from '../files/uploads'
+import { WorkerStatus } from '../environments/WorkerStatus'
 
 const QUEUE_EVENTS = new Set(['agent.tool_use', 'agent.mcp_tool_use', 'agent.custom_tool_use', 'session.status_idle', 'session.thread_status_idle', 'user.tool_confirmation'])
 
@@ -221,6 +222,8 @@ function ThreadHeader({
   const [err, setErr] = useState<unknown>()
   // The backend this session's sandbox actually runs on (known after its first tool call).
   const backend = useQuery(() => client.request<{ sandbox: { label: string } | null }>('sessions.sandbox', { id: session.id }).catch(() => ({ sandbox: null })), [session.id, session.status])
+  const { environments } = useSessions()
+  const selfHosted = environments.find((e) => e.id === session.environment_id)?.config.type === 'self_hosted'
   const agent = session.agent as { name?: string; model?: unknown; version?: number }
   const modelId = modelIdOf(agent.model)
   const u = session.usage ?? {}
@@ -263,6 +266,7 @@ function ThreadHeader({
                 {failing.retry === 'retrying' ? `model failing, retrying ${failing.attempts ?? ''}${failing.maxAttempts ? `/${failing.maxAttempts}` : ''}` : 'error'}
               </span>
             )}
+            {selfHosted && !session.archived_at && <WorkerStatus environmentId={session.environment_id} />}
             {backend.data?.sandbox && (
               <span className="thread-backend" title="Where this session's tools run" aria-label="Sandbox backend">
                 <Icon name="box" size={12} /> {backend.data.sandbox.label}

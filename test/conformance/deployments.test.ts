@@ -56,7 +56,7 @@ describe('deployments through the official SDK', () => {
       resources: [{ type: 'memory_store', memory_store_id: store.id, access: 'read_only' }],
       schedule: { type: 'cron', expression: '0 9 * * 1-5', timezone: 'Europe/Berlin' },
       vault_ids: [vault.id],
-      budget: { type: 'limit', max_list_cost: { amount: '2.50', currency: 'USD' } },
+      budget: { type: 'limit', max_list_cost: { amount: '250', currency: 'USD' } },
     })
     expect(made.id).toMatch(/^depl_/)
     expect(made).toMatchObject({
@@ -69,7 +69,7 @@ describe('deployments through the official SDK', () => {
       metadata: { team: 'sales' },
       resources: [{ type: 'memory_store', memory_store_id: store.id, access: 'read_only' }],
       vault_ids: [vault.id],
-      budget: { type: 'limit', max_list_cost: { amount: '2.50', currency: 'USD' } },
+      budget: { type: 'limit', max_list_cost: { amount: '250', currency: 'USD' } },
       status: 'active',
       paused_reason: null,
       archived_at: null,

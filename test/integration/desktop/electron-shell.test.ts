@@ -105,6 +105,15 @@ describe('the Electron shell', () => {
     expect(e.calls.openDialogs).toHaveLength(2)
   })
 
+  it('uploads a dropped file for its own window only', async () => {
+    const upload = e.ipcHandlers.get(IPC_CHANNELS.uploadFile)!
+    const wc = e.windows[0].webContents
+    const file = { name: 'drop.txt', type: 'text/plain', bytes: new TextEncoder().encode('dropped\n') }
+    expect(await upload({ sender: wc, senderFrame: wc.mainFrame }, file)).toMatchObject({ ok: true, data: { filename: 'drop.txt', size_bytes: 8 } })
+    const other = new FakeWebContents('corral://app/index.html')
+    expect(await upload({ sender: other, senderFrame: other.mainFrame }, file)).toMatchObject({ ok: false, status: 403, error: { type: 'permission_error' } })
+  })
+
   it('validates IPC input with the API schemas and streams a session to its subscriber', async () => {
     const wc = e.windows[0].webContents
     const trusted = { sender: wc, senderFrame: wc.mainFrame }

@@ -2,16 +2,17 @@ import { createHash } from 'node:crypto'
 import { join, resolve } from 'node:path'
 import type { ApiServices } from './api/services'
 import { DEFAULT_MAX_FILE_BYTES, type Settings } from './config'
-import { BubblewrapSandboxProvider, DockerSandboxProvider, FileMounts, MemoryMounts, SandboxToolRouter, SessionOutputs, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
+import { BubblewrapSandboxProvider, DockerSandboxProvider, FileMounts, MemoryMounts, SkillMounts, SandboxToolRouter, SessionOutputs, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
 import type { Vault } from './vault/vault'
 import type { FolderRules, SessionChanges } from './hands'
 import { sandboxResourcesDir } from './hands/paths'
+import type { SkillSource } from './hands/resources/skill-mounts'
 import { HandsRouter, type HandsBackend } from './hands/router'
 import { NoHandsToolRouter, type ToolRouter } from './hands/tool-router'
 import type { McpToolRouter } from './hands/mcp/router'
 import { isCorralError } from '../shared/errors'
 
-type HandsServices = Pick<ApiServices, 'sessions' | 'environments' | 'vaults' | 'memory' | 'files'>
+type HandsServices = Pick<ApiServices, 'sessions' | 'environments' | 'vaults' | 'memory' | 'files' | 'skills'>
 
 /**
  * The engine's default hands: a SandboxToolRouter over Docker and bubblewrap, with each
@@ -114,10 +115,18 @@ export function defaultSandboxRouter(p: DefaultHandsParams): SandboxToolRouter {
     memory: new MemoryMounts({ store: () => p.services().memory, root: join(p.dataDir, 'memory-mounts'), log: p.log }),
     files: new FileMounts({ files: () => p.services().files?.store, root: join(p.dataDir, 'uploads'), log: p.log }),
     outputs: new SessionOutputs({ sink: () => p.services().files?.store, maxFileBytes: () => p.services().files?.maxBytes() ?? DEFAULT_MAX_FILE_BYTES, log: p.log }),
+    skills: new SkillMounts({ skills: () => skillSource(p.services()), root: join(p.dataDir, 'skill-mounts'), log: p.log }),
     providers: defaultSandboxProviders(p),
     resolveEnvironment: (sessionId) => sessionSandboxEnvironment(p.services(), sessionId, p.vault, p.log),
     resolveEnvironmentById: (environmentId) => environmentById(p.services(), environmentId, p.vault),
   })
+}
+
+/** A session's pinned skills (the session store) and their files (the skill store), for SkillMounts. */
+function skillSource(services: HandsServices): SkillSource | undefined {
+  const skills = services.skills
+  if (!skills) return undefined
+  return { skillsOf: (sessionId) => services.sessions.skillsOf(sessionId), files: (skillId, version) => skills.files(skillId, version) }
 }
 
 /**

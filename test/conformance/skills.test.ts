@@ -275,3 +275,79 @@ describe("skills through Corral's JSON upload (the desktop's)", () => {
     expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/no x\/SKILL\.md/)
   })
 })
+
+describe("agents' skills through the official SDK", () => {
+  const newEnv = () => client.beta.environments.create({ name: `skills-${Math.random()}`, config: { type: 'cloud' } })
+
+  it('keeps a custom skill on an agent at latest unless pinned, and refuses an unknown skill or version naming skills[i]', async () => {
+    const skill = await client.beta.skills.create({ files: await skillFiles('agent-skill', 'description: for agents') })
+    const agent = await client.beta.agents.create({ name: 'skilled', model: 'claude-sonnet-5-5', skills: [{ type: 'custom', skill_id: skill.id }] })
+    expect(agent.skills).toEqual([{ type: 'custom', skill_id: skill.id, version: 'latest' }])
+    const pinned = await client.beta.agents.create({ name: 'pinned', model: 'claude-sonnet-5-5', skills: [{ type: 'custom', skill_id: skill.id, version: skill.latest_version_id }] })
+    expect(pinned.skills).toEqual([{ type: 'custom', skill_id: skill.id, version: skill.latest_version_id }])
+    expect(await client.beta.agents.retrieve(pinned.id)).toMatchObject({ skills: pinned.skills })
+
+    const unknown = await errorOf(client.beta.agents.create({ name: 'x', model: 'claude-sonnet-5-5', skills: [{ type: 'custom', skill_id: skill.id }, { type: 'custom', skill_id: 'skill_missing' }] }))
+    expect(unknown).toMatchObject({ status: 400, type: 'invalid_request_error', message: expect.stringMatching(/^skills\[1\]\.skill_id: skill "skill_missing" was not found/) })
+    const badVersion = await errorOf(client.beta.agents.create({ name: 'x', model: 'claude-sonnet-5-5', skills: [{ type: 'custom', skill_id: skill.id, version: '42' }] }))
+    expect(badVersion).toMatchObject({ status: 400, message: expect.stringMatching(/^skills\[0\]\.version: skill .* has no version "42"/) })
+    const twice = await errorOf(client.beta.agents.create({ name: 'x', model: 'claude-sonnet-5-5', skills: [{ type: 'custom', skill_id: skill.id }, { type: 'custom', skill_id: skill.id }] }))
+    expect(twice).toMatchObject({ status: 400, message: expect.stringMatching(/^skills\[1\]\.skill_id: .* listed twice/) })
+    const shape = await errorOf(client.beta.agents.create({ name: 'x', model: 'claude-sonnet-5-5', skills: [{ type: 'plugin', skill_id: 'x' } as unknown as Anthropic.Beta.BetaManagedAgentsSkillParams] }))
+    expect(shape).toMatchObject({ status: 400, message: expect.stringMatching(/skills\[0\]\.type: must be a custom skill/) })
+  })
+
+  it('refuses an Anthropic-built skill with a 400 saying it is not available offline', async () => {
+    const e = await errorOf(client.beta.agents.create({ name: 'x', model: 'claude-sonnet-5-5', skills: [{ type: 'anthropic', skill_id: 'xlsx' }] }))
+    expect(e).toMatchObject({ status: 400, type: 'invalid_request_error', message: expect.stringMatching(/^skills\[0\]: "xlsx" is an Anthropic-built skill, and those are not available offline/) })
+  })
+
+  it('replaces, keeps and clears skills on update, checking the new list', async () => {
+    const a = await client.beta.skills.create({ files: await skillFiles('update-a', 'description: a') })
+    const b = await client.beta.skills.create({ files: await skillFiles('update-b', 'description: b') })
+    const agent = await client.beta.agents.create({ name: 'updating', model: 'claude-sonnet-5-5', skills: [{ type: 'custom', skill_id: a.id }] })
+    const renamed = await client.beta.agents.update(agent.id, { version: agent.version, name: 'updated' })
+    expect(renamed.skills).toEqual(agent.skills)
+    const replaced = await client.beta.agents.update(agent.id, { version: renamed.version, skills: [{ type: 'custom', skill_id: b.id, version: null }] })
+    expect(replaced.skills).toEqual([{ type: 'custom', skill_id: b.id, version: 'latest' }])
+    const refused = await errorOf(client.beta.agents.update(agent.id, { version: replaced.version, skills: [{ type: 'anthropic', skill_id: 'pdf' }] }))
+    expect(refused).toMatchObject({ status: 400, message: expect.stringMatching(/^skills\[0\]: "pdf" is an Anthropic-built skill/) })
+    const cleared = await client.beta.agents.update(agent.id, { version: replaced.version, skills: null })
+    expect(cleared.skills).toEqual([])
+  })
+
+  it("pins each skill's version in a session's snapshot at creation, so a later upload reaches only later sessions", async () => {
+    const skill = await client.beta.skills.create({ files: await skillFiles('pinning', 'name: pinning\ndescription: v1') })
+    const agent = await client.beta.agents.create({ name: 'pinning', model: 'claude-sonnet-5-5', skills: [{ type: 'custom', skill_id: skill.id }] })
+    const env = await newEnv()
+    const early = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id })
+    expect(early.agent.skills).toEqual([{ type: 'custom', skill_id: skill.id, version: skill.latest_version_id }])
+    const v2 = await client.beta.skills.versions.create(skill.id, { files: await skillFiles('pinning', 'name: pinning\ndescription: v2') })
+    const late = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id })
+    expect(late.agent.skills).toEqual([{ type: 'custom', skill_id: skill.id, version: v2.id }])
+    expect((await client.beta.sessions.retrieve(early.id)).agent.skills).toEqual(early.agent.skills)
+
+    const override = await errorOf(
+      client.beta.sessions.create({ agent: { type: 'agent_with_overrides', id: agent.id, skills: [{ type: 'anthropic', skill_id: 'docx' }] }, environment_id: env.id }),
+    )
+    expect(override).toMatchObject({ status: 400, message: expect.stringMatching(/^agent\.skills\[0\]: "docx" is an Anthropic-built skill/) })
+    await client.beta.skills.versions.delete(v2.id, { skill_id: skill.id })
+    await client.beta.skills.versions.delete(skill.latest_version_id, { skill_id: skill.id })
+    const gone = await errorOf(client.beta.sessions.create({ agent: agent.id, environment_id: env.id }))
+    expect(gone).toMatchObject({ status: 400, message: expect.stringMatching(/^agent\.skills\[0\]: skill .* has no versions left/) })
+  })
+
+  it("places a session's skills where the SDK's own worker puts them (setupSkills: retrieve the pinned version, download, extract)", async () => {
+    const { setupSkills } = await import('@anthropic-ai/sdk/tools/agent-toolset/skills')
+    const skill = await client.beta.skills.create({ files: await skillFiles('worker-read', 'name: worker-read\ndescription: for the worker', { 'scripts/x.sh': 'echo x\n' }) })
+    const agent = await client.beta.agents.create({ name: 'worker', model: 'claude-sonnet-5-5', skills: [{ type: 'custom', skill_id: skill.id }] })
+    const session = await client.beta.sessions.create({ agent: agent.id, environment_id: (await newEnv()).id })
+    const workdir = join(scratch, 'worker')
+    mkdirSync(workdir)
+    const cleanup = await setupSkills({ client, session: await client.beta.sessions.retrieve(session.id), workdir } as Parameters<typeof setupSkills>[0])
+    expect(readFileSync(join(workdir, 'skills', 'worker-read', 'SKILL.md'), 'utf8')).toContain('description: for the worker')
+    expect(readFileSync(join(workdir, 'skills', 'worker-read', 'scripts', 'x.sh'), 'utf8')).toBe('echo x\n')
+    await cleanup()
+    expect(existsSync(join(workdir, 'skills', 'worker-read'))).toBe(false)
+  })
+})

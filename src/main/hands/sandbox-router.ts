@@ -5,6 +5,7 @@ import { folderMounts, type FolderMount, type FolderRules } from './folders'
 import type { MemoryMounts } from './resources/memory-mounts'
 import type { FileMounts } from './resources/file-mounts'
 import { outputsNote, type SessionOutputs } from './resources/session-outputs'
+import type { SkillMounts } from './resources/skill-mounts'
 import { packagePlan, type PackagePlan } from './packages/plan'
 import type { PackageEgressOpener } from './packages/install'
 import { PackageStatusBoard, type PackageStatus } from './packages/status'
@@ -70,6 +71,8 @@ export interface SandboxToolRouterOptions {
   files?: FileMounts
   /** The sessions' outputs folder (/mnt/session/outputs), collected into session files after each sandbox call and at release. */
   outputs?: SessionOutputs
+  /** The sessions' skills: one read-only folder bound at /mnt/skills, placed at provision. */
+  skills?: SkillMounts
 }
 
 /**
@@ -231,6 +234,7 @@ export class SandboxToolRouter implements ToolRouter {
   async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
     await this.options.memory?.release(sessionId)
     await this.options.files?.release(sessionId)
+    await this.options.skills?.release(sessionId)
     const pending = this.sandboxes.get(sessionId)
     this.sandboxes.delete(sessionId)
     const fetched = this.fetchEgress.get(sessionId)
@@ -342,7 +346,8 @@ export class SandboxToolRouter implements ToolRouter {
     const hostFolders = this.foldersOf(env.resources)
     const memory = (await this.options.memory?.prepare(sessionId, env.resources)) ?? []
     const uploads = (await this.options.files?.prepare(sessionId, env.resources)) ?? []
-    const binds = [...memory, ...uploads]
+    const skills = (await this.options.skills?.prepare(sessionId)) ?? []
+    const binds = [...memory, ...uploads, ...skills]
     const folders = hostFolders || binds.length ? [...(hostFolders ?? []), ...binds] : undefined
     return provider.create({
       sessionId,

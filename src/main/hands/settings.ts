@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { corralSandboxSchema } from '../../shared/api/schemas'
 import { CorralError } from '../../shared/errors'
+import { SKILLS_DIR } from '../../shared/api/skills'
 
 /**
  * Corral's optional additions to an environment's `config`, under `config.corral`. They never
@@ -81,7 +82,8 @@ export function runnerEnv(s: SandboxSettings, stateDir?: string): Record<string,
   return {
     CORRAL_WORKSPACE: WORKSPACE,
     ...(stateDir ? { CORRAL_STATE_DIR: stateDir } : {}),
-    CORRAL_ROOTS: s.extraRoots.join(':'),
+    // the skills folder is a root of the file tools (read, glob, grep) wherever it is bound
+    CORRAL_ROOTS: [...s.extraRoots, SKILLS_DIR].join(':'),
     CORRAL_OUTPUT_CAP: String(s.outputCapBytes),
     CORRAL_BASH_TIMEOUT_MS: String(s.bashTimeoutMs),
   }

@@ -5,6 +5,7 @@ import type { EventInput, EventLog } from '../session/event-log'
 import type { ToolJournal } from '../session/tool-journal'
 import { filesSystemContext } from './context/files'
 import { memorySystemContext } from './context/memory'
+import { skillsSystemContext, type PlacedSkill } from './context/skills'
 import { buildContextView, modelId, type ContextViewOptions, type ViewAgent, type ViewEvent } from './context/view'
 import { ModelRequestError, type ModelClient, type ModelResponse, type ModelUsage } from './model-client'
 import { budgetCents, listCostCents } from '../../shared/api/pricing'
@@ -35,6 +36,8 @@ export interface SessionSource {
   rosterOf?(id: string): DelegationRoster | null
   /** Whether a worker of the session's self_hosted environment runs its toolset calls (spec resources.md §5). Absent: never. */
   answeredByWorker?(id: string): boolean
+  /** The skills placed in the session's sandbox (pinned at creation), announced to each thread whose agent lists them. */
+  skillsOf?(id: string): readonly PlacedSkill[]
 }
 
 
@@ -570,13 +573,15 @@ export class Harness {
     const platformTools = this.platform.offered(this.offerContext(c)).map((t) => t.definition)
     const memory = memorySystemContext(c.session.resources)
     const files = filesSystemContext({ resources: c.session.resources, tools: c.agent.tools })
+    const agentSkills = (c.agent as { skills?: readonly unknown[] }).skills
+    const skills = agentSkills?.length ? skillsSystemContext(this.deps.sessions.skillsOf?.(c.sessionId), agentSkills) : undefined
     const view = buildContextView(c.events, {
       thread: c.state.thread,
       agent: c.agent,
       options: this.o.context,
       mcpTools: await this.mcpTools(c),
       platformTools,
-      systemContext: [memory, files].filter((t): t is string => t !== undefined),
+      systemContext: [memory, files, skills].filter((t): t is string => t !== undefined),
     })
     const request = view.compaction?.request ?? view.request
     const signal = c.control.signal

@@ -7,6 +7,7 @@ import type { Db } from './database'
 import { createdAtFilters, keysetList, type Page } from './pagination'
 import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
 import { checkToolNames, mergeMultiagent, pinSelf, resolveMultiagent, type MultiagentParams } from './agent-roster'
+import type { SkillRef, SkillRefParams, SkillStore } from './skill-store'
 
 export type AgentCreateInput = z.infer<typeof agentCreateSchema>
 export type AgentUpdateInput = z.infer<typeof agentUpdateSchema>
@@ -16,6 +17,8 @@ export interface AgentStoreOptions {
   clock?: () => Date
   /** The advisor pairing table in effect (default: the built-in one); read at each save. */
   advisorTiers?: () => AdvisorTierTable
+  /** The skills an agent's `skills` are checked against at save (absent: a custom skill is refused). */
+  skills?: SkillStore
 }
 
 /**
@@ -27,12 +30,24 @@ export interface AgentStoreOptions {
 export class AgentStore {
   private readonly clock: () => Date
   private readonly advisorTiers?: () => AdvisorTierTable
+  private readonly skills?: SkillStore
   constructor(
     private readonly db: Db,
     options: AgentStoreOptions = {},
   ) {
     this.clock = options.clock ?? (() => new Date())
     this.advisorTiers = options.advisorTiers
+    this.skills = options.skills
+  }
+
+  /**
+   * An agent's skills checked at save (SkillStore.resolveRefs: custom skills that exist, at a
+   * version they have; Anthropic-built ones refused), each with its version (`latest` when none).
+   */
+  checkSkills(refs: readonly SkillRefParams[], field = 'skills', pin = false): SkillRef[] {
+    if (refs.length === 0) return []
+    if (!this.skills) throw invalid(`${field}[0]: this Corral has no skill store`)
+    return this.skills.resolveRefs(refs, { field, pin })
   }
 
   /** The advisor pairing table in effect for a save or a session's checks. */
@@ -44,6 +59,7 @@ export class AgentStore {
     const now = this.clock().toISOString()
     const agent = this.resolve({
       ...input,
+      skills: this.checkSkills(input.skills ?? []),
       multiagent: input.multiagent ?? null,
       id: newId('agent'),
       version: 1,
@@ -108,6 +124,7 @@ export class AgentStore {
       }
       if (current.archived_at) throw conflict(`agent ${id} is archived and cannot be updated`)
       const { version: _v, metadata, multiagent, ...changes } = input
+      if (changes.skills) changes.skills = this.checkSkills(changes.skills)
       const next: Record<string, unknown> = { ...current }
       for (const [k, v] of Object.entries(changes)) {
         if (v === undefined) continue

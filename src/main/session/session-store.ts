@@ -10,6 +10,7 @@ import type { WorkStore } from './work-store'
 import type { MemoryStore } from './memory-store'
 import type { Db } from './database'
 import type { AgentStore } from './agent-store'
+import type { SessionSkill, SkillRefParams, SkillStore } from './skill-store'
 import { mergeMetadata, normalizeAgent } from './agent-store'
 import type { EnvironmentStore } from './environment-store'
 import type { EventInput, RawEventInput, StoredEvent } from './event-log'
@@ -107,6 +108,8 @@ export interface SessionStoreOptions {
   memory?: MemoryStore
   /** The work queue: a session on a `self_hosted` environment is queued in the transaction that creates it. */
   work?: WorkStore
+  /** Skills a session's agent lists: pinned at creation, placed and announced from here (skillsOf). */
+  skills?: SkillStore
   clock?: () => Date
   hooks?: SessionStoreHooks
 }
@@ -140,6 +143,7 @@ export class SessionStore {
   private readonly agents: AgentStore
   private readonly environments: EnvironmentStore
   private readonly memory?: MemoryStore
+  private readonly skills?: SkillStore
   private readonly clock: () => Date
   private readonly hooks: SessionStoreHooks
   private readonly work?: WorkStore
@@ -151,6 +155,7 @@ export class SessionStore {
     this.agents = options.agents
     this.environments = options.environments
     this.memory = options.memory
+    this.skills = options.skills
     this.clock = options.clock ?? (() => new Date())
     this.work = options.work
     this.hooks = options.hooks ?? {}
@@ -252,6 +257,8 @@ export class SessionStore {
     if (outcomes.length > 1) throw invalid(`initial_events[${outcomes[1]}]: at most one user.define_outcome in initial_events (initial_events[${outcomes[0]}] is one already)`)
     if (input.initial_events) await this.prepareOutcomes(input.initial_events, 'initial_events')
     const agent = this.resolveAgent(input.agent)
+    // the snapshot pins each skill's version as of now (`latest` resolved): what the session places and announces
+    agent.skills = this.agents.checkSkills((agent.skills ?? []) as SkillRefParams[], 'agent.skills', true) as unknown as Agent['skills']
     const env = this.environments.retrieve(input.environment_id)
     if (env.archived_at) throw conflict(`environment_id: environment ${env.id} is archived`)
     if (env.config.type === 'self_hosted') refuseSelfHostedResources(env.id, input.resources ?? [])
@@ -370,6 +377,17 @@ export class SessionStore {
       if ((err as { code?: string }).code === 'not_found_error') throw invalid(`agent: ${(err as Error).message}`)
       throw err
     }
+  }
+
+  /**
+   * The skills of a session's agent as its snapshot pinned them, with the name and description of
+   * each pinned version: what the hands place at /mnt/skills/<name> and the model is told about.
+   * A version deleted since is left out. Throws not_found_error for an unknown session.
+   */
+  skillsOf(sessionId: string): SessionSkill[] {
+    const refs = (this.retrieve(sessionId).agent.skills ?? []) as { type?: string; skill_id: string; version: string }[]
+    if (refs.length === 0 || !this.skills) return []
+    return this.skills.sessionSkills(refs)
   }
 
   /**

@@ -83,6 +83,28 @@ interface VersionRow {
 /** The alias a version path or an agent's pin may use for a skill's newest version. */
 export const LATEST = 'latest'
 
+/** A skill on an agent as sent (the SDK's BetaManagedAgentsSkillParams). */
+export interface SkillRefParams {
+  type: 'custom' | 'anthropic'
+  skill_id: string
+  version?: string | null
+}
+
+/** A skill on an agent or a session as the API shows it: always with a version (`latest` on an agent that follows it). */
+export interface SkillRef {
+  type: 'custom'
+  skill_id: string
+  version: string
+}
+
+/** A session's skill, resolved: where it is placed and what the model is told. */
+export interface SessionSkill {
+  skill_id: string
+  version: string
+  name: string
+  description: string
+}
+
 /**
  * Skills and their versions (spec resources.md §7): a row per skill and per version in corral.db,
  * each version's files as rows over the BlobStore (each content once), so a new version that
@@ -215,6 +237,60 @@ export class SkillStore {
     for (const r of rows) entries.push({ path: `${v.name}/${r.path}`, bytes: await this.blobs.read(r.sha256) })
     if (entries.length !== files.length) throw new CorralError('api_error', `skill ${skillId} version ${v.id} changed while it was read`)
     return { version: v, zip: writeZip(entries, new Date(v.created_at)) }
+  }
+
+  /**
+   * Checks an agent's (or a session override's) skills at save: each a custom skill that exists
+   * and has the version it pins (absent or null: `latest`, kept as `latest` unless `pin`, which
+   * resolves it to the version id of now, as a session's snapshot does), each skill once, no two
+   * of the same name (they would share /mnt/skills/<name>). An Anthropic-built skill is refused:
+   * none is available offline. Throws invalid_request_error naming `<field>[i]`.
+   */
+  resolveRefs(refs: readonly SkillRefParams[], options: { field: string; pin?: boolean }): SkillRef[] {
+    const seen = new Map<string, number>()
+    const names = new Map<string, number>()
+    return refs.map((ref, i) => {
+      const at = `${options.field}[${i}]`
+      if (ref.type === 'anthropic') {
+        throw invalid(
+          `${at}: ${JSON.stringify(ref.skill_id)} is an Anthropic-built skill, and those are not available offline in Corral; upload a skill of your own (POST /v1/skills) and reference it as {type: "custom", skill_id}`,
+        )
+      }
+      const earlier = seen.get(ref.skill_id)
+      if (earlier !== undefined) throw invalid(`${at}.skill_id: skill ${ref.skill_id} is listed twice (also ${options.field}[${earlier}])`)
+      seen.set(ref.skill_id, i)
+      const skill = this.db.prepare('SELECT * FROM skills WHERE id = ?').get(ref.skill_id) as SkillRow | undefined
+      if (!skill) throw invalid(`${at}.skill_id: skill ${JSON.stringify(ref.skill_id)} was not found`)
+      const wanted = ref.version ?? LATEST
+      if (skill.latest_version_id === null) throw invalid(`${at}: skill ${skill.id} has no versions left; upload one (POST /v1/skills/${skill.id}/versions) or remove it from the list`)
+      const id = wanted === LATEST ? skill.latest_version_id : wanted
+      const version = this.db.prepare('SELECT * FROM skill_versions WHERE skill_id = ? AND id = ?').get(skill.id, id) as VersionRow | undefined
+      if (!version) throw invalid(`${at}.version: skill ${skill.id} has no version ${JSON.stringify(wanted)}`)
+      const clash = names.get(version.name)
+      if (clash !== undefined) throw invalid(`${at}: skill ${skill.id} is named ${JSON.stringify(version.name)} like ${options.field}[${clash}]; two skills of one agent need different names (each is placed at /mnt/skills/<name>)`)
+      names.set(version.name, i)
+      return { type: 'custom' as const, skill_id: skill.id, version: options.pin ? version.id : wanted }
+    })
+  }
+
+  /** The skills of a session's snapshot, as placed and announced: those whose pinned version still exists. */
+  sessionSkills(refs: readonly { type?: string; skill_id: string; version: string }[]): SessionSkill[] {
+    const out: SessionSkill[] = []
+    for (const ref of refs) {
+      if (ref.type !== 'custom') continue
+      const v = this.findVersion(ref.skill_id, ref.version)
+      if (v) out.push({ skill_id: v.skill_id, version: v.id, name: v.name, description: v.description })
+    }
+    return out
+  }
+
+  private findVersion(skillId: string, version: string): VersionRow | undefined {
+    try {
+      return this.versionRow(skillId, version)
+    } catch (err) {
+      if (err instanceof CorralError && err.code === 'not_found_error') return undefined
+      throw err
+    }
   }
 
   private row(skillId: string): SkillRow {

@@ -82,16 +82,16 @@ export interface Stores {
 export function openStores(db: Db, options: StoresOptions = {}): Stores {
   const clock = options.clock
   const log = new SqliteEventLog(db, { clock })
-  const agents = new AgentStore(db, { clock, advisorTiers: options.advisorTiers })
+  // its own blob folder: a file's collection checks only the files table for other holders
+  const skills = options.skillsDir ? new SkillStore(db, { blobs: new BlobStore(options.skillsDir), clock }) : undefined
+  const agents = new AgentStore(db, { clock, advisorTiers: options.advisorTiers, skills })
   const environments = new EnvironmentStore(db, clock)
   const memory = new MemoryStore(db, { clock })
   const work = new WorkStore(db, { ...options.work, clock })
   const files = options.filesDir ? new FileStore(db, { blobs: new BlobStore(options.filesDir), clock }) : undefined
-  // its own blob folder: a file's collection checks only the files table for other holders
-  const skills = options.skillsDir ? new SkillStore(db, { blobs: new BlobStore(options.skillsDir), clock }) : undefined
   // a `file` resource's file_id is checked against the file store (unless the caller brings its own check)
   const hooks = files ? { files, ...options.sessionHooks } : options.sessionHooks
-  const sessions = new SessionStore(db, { log, agents, environments, memory, work, clock, hooks })
+  const sessions = new SessionStore(db, { log, agents, environments, memory, work, skills, clock, hooks })
   const vaults = new VaultStore(db, { secrets: options.secrets, clock })
   return {
     db,

@@ -70,7 +70,7 @@ export function skillUploadLayout<T>(parts: readonly { filename: string; content
     prefix = manifests[0].segs.length - 2
     const base = manifests[0].segs.slice(0, prefix).join('/')
     for (const p of split) {
-      if (p.segs.slice(0, prefix).join('/') !== base || p.segs.length <= prefix + 1) {
+      if (p.segs.slice(0, prefix).join('/') !== base || p.segs[prefix] !== manifests[0].segs[prefix] || p.segs.length <= prefix + 1) {
         throw new Error(`files[${p.i}]: ${JSON.stringify(parts[p.i].filename)} is not inside the skill's folder /${manifests[0].segs.slice(0, prefix + 1).join('/')} (the folder of its SKILL.md)`)
       }
     }

@@ -7,6 +7,7 @@ import { registerSecretsCommand } from '../vault/secrets-cli'
 import { registerRunCommand } from './run'
 import { registerDoctorCommand } from './doctor'
 import { registerWorkerCommand } from './worker-command'
+import { registerKeysCommand } from './keys-command'
 
 function parsePort(v: string): number {
   const n = Number(v)
@@ -46,6 +47,7 @@ registerRunCommand(program)
 
 registerDoctorCommand(program)
 registerWorkerCommand(program)
+registerKeysCommand(program)
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   console.error(`corral: ${(err as Error).message}`)

@@ -42,6 +42,12 @@ const leadScript: Record<string, (req: RecordedRequest) => ScriptStep> = {
     if (textOf(req).includes('<workflow_run')) return say('It failed.')
     return say('Started.')
   },
+  'stop it': (req) => {
+    if (req.body.messages.length === 1) return toolCall(req, 'ant__workflow_run_start', { name: 'slow', phases: [{ name: 'wait' }], program: `return await phase('wait', () => agent('reviewer', 'Review slowly'))` })
+    const started = toolResultsOf(req).find((r) => r.text.includes('workflow_run_id') && !r.text.includes('stopped'))
+    if (started && req.body.messages.length === 3) return toolCall(req, 'ant__workflow_run_stop', { workflow_run_id: JSON.parse(started.text).workflow_run_id })
+    return say(textOf(req).includes('<workflow_run') ? 'It was stopped.' : 'Stopping.')
+  },
   'a syntax error': (req) => {
     if (req.body.messages.length === 1) return toolCall(req, 'ant__workflow_run_start', { name: 'broken', program: 'const a = 1\nconst b = (2 +;\n' })
     return say('The program did not parse.')
@@ -61,6 +67,7 @@ beforeAll(async () => {
       if (!name) throw new Error(`no lead script for ${firstUserText(req)}`)
       return leadScript[name](req)
     }
+    if (system === REVIEWER && firstUserText(req) === 'Review slowly') return say('too late', { delayMs: 4000 })
     if (system === REVIEWER) return say(`${firstUserText(req).replace('Review ', '')} looks fine`)
     if (system === WRITER) return say(`summary of ${firstUserText(req).length} characters`)
     throw new Error(`unexpected request: ${system}`)
@@ -198,6 +205,20 @@ describe('workflow runs through the official SDK', () => {
     expect(run[5]).toMatchObject({ result: { type: 'error', error } })
     const reading = readingTurn('a program that throws')
     expect(textOf(reading)).toContain('program_error: Error: nothing to review')
+  }, 30_000)
+
+  it('stops a run on ant__workflow_run_stop: its open phase ends, status_ended says stopped, its working agent is stopped and archived', async () => {
+    const { sid } = await leadSession('stop it')
+    const evs = await whenWorkIsDone(sid)
+    const run = evs.filter((e) => e.type.startsWith('workflow_run.'))
+    expect(run.map((e) => e.type)).toEqual(['workflow_run.created', 'workflow_run.status_running', 'workflow_run.phase_started', 'workflow_run.phase_ended', 'workflow_run.status_ended'])
+    expect(run[3]).toMatchObject({ phase_started_id: run[2].id })
+    expect(run[4]).toMatchObject({ result: { type: 'stopped' } })
+    const [thread] = (await all(client.beta.sessions.threads.list(sid))).filter((x) => x.workflow_run_id === run[0].workflow_run_id)
+    expect(thread).toMatchObject({ status: 'terminated', archived_at: expect.any(String) })
+    // its answer came too late to be the run's: the run's output stays empty
+    expect(run[4].output).toBeUndefined()
+    expect(textOf(readingTurn('stop it'))).toContain('Result: stopped')
   }, 30_000)
 
   it('answers a start whose program does not parse with a tool error naming the line and column, and starts no run', async () => {

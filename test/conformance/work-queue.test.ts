@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import Anthropic from '@anthropic-ai/sdk'
+import Anthropic, { toFile } from '@anthropic-ai/sdk'
 import { startApiServer, type TestApiServer } from '../support/api-server'
 
 /*
@@ -395,4 +395,39 @@ describe('the authorization matrix (spec §3.2)', () => {
     // the other keys of the environment keep working
     expect(await status(worker.beta.environments.work.stats(envId))).toBe(200)
   })
+
+  it('skills: a sessions token and an environment key read the skills of the sessions they serve, and no other', async () => {
+    const upload = async (name: string) =>
+      api.beta.skills.create({ files: [await toFile(Buffer.from(`---\nname: ${name}\ndescription: a test skill\n---\n\nDo it.\n`), `${name}/SKILL.md`)] })
+    const used = await upload('used-skill')
+    const other = await upload('other-skill')
+    const skilled = await api.beta.agents.create({ name: 'skilled', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401' }], skills: [{ type: 'custom', skill_id: used.id }] } as never)
+    const k = await mintKey()
+    const w = clientWith(k.key!)
+    const sid = (await api.beta.sessions.create({ agent: skilled.id, environment_id: envId })).id
+    const item = await pollFor(w, sid)
+    const runner = clientWith(secretOf(item).sessions_token)
+    expect(await status(runner.beta.skills.versions.retrieve('latest', { skill_id: used.id }))).toBe(200)
+    expect(await status(runner.beta.skills.retrieve(used.id))).toBe(200)
+    expect(await status(runner.beta.skills.versions.retrieve('latest', { skill_id: other.id }))).toBe(403)
+    expect(await status(w.beta.skills.versions.retrieve('latest', { skill_id: used.id }))).toBe(200)
+    expect(await status(w.beta.skills.versions.retrieve('latest', { skill_id: other.id }))).toBe(403)
+    expect(await status(clientWith(otherKey.key!).beta.skills.versions.retrieve('latest', { skill_id: used.id }))).toBe(403)
+    // listing or creating skills is the API token's
+    expect(await status(runner.beta.skills.list())).toBe(403)
+    expect(await status(w.beta.skills.list())).toBe(403)
+    await api.beta.environments.work.stop(item.id, { environment_id: envId, force: true })
+  })
+
+  it('memory stores refuse an environment key, even for a store its session has attached', async () => {
+    const store = await api.beta.memoryStores.create({ name: 'notes' })
+    const sid = (await api.beta.sessions.create({ agent: agentId, environment_id: envId, resources: [{ type: 'memory_store', memory_store_id: store.id }] } as never)).id
+    const item = await pollFor(worker, sid)
+    const e = await errorOf(worker.beta.memoryStores.retrieve(store.id))
+    expect(e.status).toBe(403)
+    expect(e.message).toContain('sessions token')
+    expect(await status(clientWith(secretOf(item).sessions_token).beta.memoryStores.retrieve(store.id))).toBe(200)
+    await api.beta.environments.work.stop(item.id, { environment_id: envId, force: true })
+  })
 })
+

@@ -164,6 +164,41 @@ describe('a session on a self_hosted environment', () => {
   })
 })
 
+describe('what a self_hosted session takes', () => {
+  it('refuses file and repository resources at creation, naming the resource, and keeps nothing', async () => {
+    const before = (await api.beta.sessions.list({ limit: 100 })).data.length
+    const e = await errorOf(
+      api.beta.sessions.create({ agent: agentId, environment_id: envId, resources: [{ type: 'github_repository', url: 'https://github.com/octo/repo', mount_path: '/workspace/repo' }] } as never),
+    )
+    expect(e.status).toBe(400)
+    expect(e.message).toContain('resources[0].type')
+    expect(e.message).toContain('only memory_store resources')
+    expect((await api.beta.sessions.list({ limit: 100 })).data.length).toBe(before)
+  })
+
+  it('refuses user.tool_result on a session that runs its own tools', async () => {
+    const cloud = (await api.beta.environments.create({ name: 'own hands', config: { type: 'cloud' } })).id
+    const s = (await api.beta.sessions.create({ agent: agentId, environment_id: cloud })).id
+    const e = await errorOf(api.beta.sessions.events.send(s, { events: [{ type: 'user.tool_result', tool_use_id: 'sevt_x', content: [{ type: 'text', text: 'x' }] }] } as never))
+    expect(e.status).toBe(400)
+    expect(e.message).toContain('self_hosted')
+  })
+
+  it('queues the session again when new input arrives after its item stopped', async () => {
+    const key = await mintKey()
+    const worker = clientWith(key.key!)
+    const sessionId = await newSession()
+    const first = (await worker.beta.environments.work.list(envId, { limit: 1000 })).data.find((w) => w.data.id === sessionId)!
+    await api.beta.environments.work.stop(first.id, { environment_id: envId, force: true })
+    await api.beta.sessions.events.send(sessionId, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'more' }] }] })
+    const items = (await worker.beta.environments.work.list(envId, { limit: 1000 })).data.filter((w) => w.data.id === sessionId)
+    expect(items.map((w) => w.state).sort()).toEqual(['queued', 'stopped'])
+    // and only once, however much input arrives while it is live
+    await api.beta.sessions.events.send(sessionId, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'again' }] }] })
+    expect((await worker.beta.environments.work.list(envId, { limit: 1000 })).data.filter((w) => w.data.id === sessionId)).toHaveLength(2)
+  })
+})
+
 describe('the lease', () => {
   it('moves queued → starting → active → stopping → stopped through ack, heartbeats and stop', async () => {
     const key = await mintKey()
@@ -428,6 +463,19 @@ describe('the authorization matrix (spec §3.2)', () => {
     expect(e.message).toContain('sessions token')
     expect(await status(clientWith(secretOf(item).sessions_token).beta.memoryStores.retrieve(store.id))).toBe(200)
     await api.beta.environments.work.stop(item.id, { environment_id: envId, force: true })
+  })
+
+  it('ack and stop: the API token and the item\'s credentials; another environment\'s key is refused', async () => {
+    const k = await mintKey()
+    const w = clientWith(k.key!)
+    const a = await pollFor(w, await newSession())
+    expect(await status(clientWith(otherKey.key!).beta.environments.work.ack(a.id, { environment_id: envId }))).toBe(403)
+    expect(await status(api.beta.environments.work.ack(a.id, { environment_id: envId }))).toBe(200)
+    expect(await status(clientWith(otherKey.key!).beta.environments.work.stop(a.id, { environment_id: envId }))).toBe(403)
+    expect(await status(w.beta.environments.work.stop(a.id, { environment_id: envId, force: true }))).toBe(200)
+    const b = await pollFor(w, await newSession())
+    expect(await status(clientWith(secretOf(b).sessions_token).beta.environments.work.ack(b.id, { environment_id: envId }))).toBe(200)
+    expect(await status(clientWith(secretOf(b).sessions_token).beta.environments.work.stop(b.id, { environment_id: envId }))).toBe(200)
   })
 })
 

@@ -88,6 +88,8 @@ export class WorkflowExecution {
   private readonly phases = new Map<number, string>()
   private readonly openPhases = new Set<number>()
   private agents = 0
+  /** How many open calls hold a working slot (kept, not counted: a run may have a thousand calls open). */
+  private slots = 0
   private limitHit = false
   private endedWith: ExecutionEnd | undefined
   private readonly maxConcurrent: number
@@ -113,9 +115,7 @@ export class WorkflowExecution {
 
   /** Agents working now (started or re-attached, not yet answered). */
   get working(): number {
-    let n = 0
-    for (const slot of this.open.values()) if (slot) n++
-    return n
+    return this.slots
   }
 
   /** Agent calls waiting for a working slot. */
@@ -138,7 +138,10 @@ export class WorkflowExecution {
     if (this.endedWith || !this.open.has(index)) return
     const slot = this.open.get(index)
     this.open.delete(index)
-    if (slot) this.startQueued()
+    if (slot) {
+      this.slots--
+      this.startQueued()
+    }
     this.program.settle(index, outcome)
   }
 
@@ -170,6 +173,7 @@ export class WorkflowExecution {
       if (row.outcome && row.resolvedSeq !== null) this.open.set(c.index, false) // delivered from the journal, in completion order
       else {
         this.open.set(c.index, true)
+        this.slots++
         this.p.host.attachAgent(c, row)
       }
       return
@@ -186,6 +190,7 @@ export class WorkflowExecution {
       return
     }
     this.open.set(c.index, true)
+    this.slots++
     this.p.host.startAgent(c, hash)
   }
 
@@ -194,6 +199,7 @@ export class WorkflowExecution {
       const { call, hash } = this.queue.shift()!
       if (!this.open.has(call.index)) continue
       this.open.set(call.index, true)
+      this.slots++
       this.p.host.startAgent(call, hash)
     }
   }

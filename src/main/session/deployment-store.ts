@@ -138,6 +138,7 @@ export class DeploymentStore {
   readonly changes = new StoreChanges()
   private readonly clock: () => Date
   private readonly crons = new Map<string, CronSchedule>()
+  private readonly upcomingCache = new Map<string, { from: number; runs: string[] }>()
 
   constructor(
     private readonly db: Db,
@@ -362,13 +363,29 @@ export class DeploymentStore {
     return c
   }
 
+  /**
+   * The next UPCOMING_RUNS instants of a schedule after now. Kept per schedule until its first
+   * instant passes: nothing can change before then (a list of 100 deployments took ~330 ms
+   * computing them afresh, ~3 ms each).
+   */
+  private upcoming(spec: CronSpec): string[] {
+    const now = this.clock()
+    const key = `${spec.timezone} ${spec.expression}`
+    const hit = this.upcomingCache.get(key)
+    if (hit && now.getTime() >= hit.from && hit.runs.length > 0 && now.getTime() < Date.parse(hit.runs[0])) return [...hit.runs]
+    const runs = this.cron(spec).upcoming(now).map((t) => t.toISOString())
+    if (this.upcomingCache.size > 256) this.upcomingCache.clear()
+    this.upcomingCache.set(key, { from: now.getTime(), runs })
+    return runs
+  }
+
   private view(row: DeploymentRow): Deployment {
     const d = JSON.parse(row.data) as StoredDeployment
     const schedule: Deployment['schedule'] = d.schedule
       ? {
           ...d.schedule,
           last_run_at: row.last_run_at,
-          upcoming_runs_at: row.archived_at ? [] : this.cron(d.schedule).upcoming(this.clock()).map((t) => t.toISOString()),
+          upcoming_runs_at: row.archived_at ? [] : this.upcoming(d.schedule),
         }
       : null
     return {

@@ -211,3 +211,25 @@ describe('DeploymentScheduler with an injected clock', () => {
     expect(w.stores.sessions.list({ deployment_id: id, limit: 10 }).data).toHaveLength(1)
   })
 })
+
+describe('a deployment\'s upcoming_runs_at', () => {
+  it('lists the next five instants after now, moving on as each passes, and none once archived', async () => {
+    const w = world('2026-06-01T10:00:00.000Z')
+    const id = w.deploy('*/5 * * * *')
+    const other = w.deploy('*/5 * * * *')
+    const upcoming = (dId: string) => {
+      const s = w.stores.deployments.retrieve(dId).schedule
+      return s?.type === 'cron' ? s.upcoming_runs_at : undefined
+    }
+    const at = (...mins: number[]) => mins.map((m) => new Date(Date.parse('2026-06-01T10:00:00.000Z') + m * 60_000).toISOString())
+    expect(upcoming(id)).toEqual(at(5, 10, 15, 20, 25))
+    await w.clock.advanceTo('2026-06-01T10:04:59.999Z', async () => {})
+    expect(upcoming(id)).toEqual(at(5, 10, 15, 20, 25))
+    await w.clock.advanceTo('2026-06-01T10:07:00.000Z', async () => {})
+    expect(upcoming(id)).toEqual(at(10, 15, 20, 25, 30))
+    expect(upcoming(other)).toEqual(at(10, 15, 20, 25, 30))
+    w.stores.deployments.archive(id)
+    expect(upcoming(id)).toEqual([])
+    expect(upcoming(other)).toEqual(at(10, 15, 20, 25, 30))
+  })
+})

@@ -35,6 +35,7 @@ import { CorralError, isCorralError } from '../../shared/errors'
 import { isOnThreadStream, threadKeyOf, type ThreadKey } from '../../shared/api/events'
 import { changesRevertSchema } from '../../shared/api/workspace'
 import { deploymentCreateSchema, deploymentUpdateSchema } from '../../shared/api/deployment-schemas'
+import { memoryCreateSchema, memoryUpdateSchema } from '../../shared/api/memory-schemas'
 import type { ApiServices } from './services'
 
 /** Bodies of the POST operations, validated before dispatch. Archive operations take none. */
@@ -50,11 +51,13 @@ const BODY_SCHEMAS: Partial<Record<OperationName, z.ZodType>> = {
   'sessionResources.add': sessionResourceAddSchema,
   'deployments.create': deploymentCreateSchema,
   'deployments.update': deploymentUpdateSchema,
+  'memories.create': memoryCreateSchema,
+  'memories.update': memoryUpdateSchema,
 }
 
 const opSchema = z.enum(OPERATION_NAMES as [OperationName, ...OperationName[]])
 const idSchema = z.string().regex(PATH_PARAM_PATTERN, 'an id: letters, digits and _')
-const pathParamsSchema = z.strictObject({ id: idSchema.optional(), threadId: idSchema.optional(), keyId: idSchema.optional() })
+const pathParamsSchema = z.strictObject({ id: idSchema.optional(), threadId: idSchema.optional(), keyId: idSchema.optional(), memoryId: idSchema.optional(), versionId: idSchema.optional() })
 const queryPrimitive = z.union([z.string().max(4096), z.number(), z.boolean()])
 const querySchema = z.record(z.string().max(64), z.union([queryPrimitive, z.array(queryPrimitive).max(100), z.null(), z.undefined()]))
 const uploadSchema = z.strictObject({

@@ -16,6 +16,7 @@ import { AgentsView } from './features/agents/AgentsView'
 import { EnvironmentsView } from './features/environments/EnvironmentsView'
 import { SettingsView } from './features/settings/SettingsView'
 import { SchedulesView } from './features/schedules/SchedulesView'
+import { MemoryView } from './features/memory/MemoryView'
 import { ErrorBoundary } from './ui/ErrorBoundary'
 import { SetupProvider } from './features/setup/SetupProvider'
 import { ModelNotice, SandboxBanner } from './features/setup/SetupNotices'
@@ -110,6 +111,7 @@ const SECTIONS = [
   { id: 'agents', label: 'Agents', icon: 'robot' },
   { id: 'environments', label: 'Environments', icon: 'box' },
   { id: 'schedules', label: 'Schedules', icon: 'history' },
+  { id: 'memory', label: 'Memory', icon: 'brain' },
   { id: 'settings', label: 'Settings', icon: 'gear' },
 ] as const
 
@@ -197,7 +199,7 @@ function Shell() {
             <main className="pane" id="main">
               {sessionId ? (
                 <ErrorBoundary key={sessionId} what="this session">
-                  <SessionPane sessionId={sessionId} view={route[2] === 'changes' || route[2] === 'files' ? route[2] : 'thread'}>
+                  <SessionPane sessionId={sessionId} view={route[2] === 'changes' || route[2] === 'files' || route[2] === 'session-files' ? route[2] : 'thread'}>
                     <ThreadView sessionId={sessionId} threadId={threadId} onOpenThread={(t) => go(t ? `/sessions/${sessionId}/threads/${t}` : `/sessions/${sessionId}`)} />
                   </SessionPane>
                 </ErrorBoundary>
@@ -211,6 +213,7 @@ function Shell() {
         {section === 'agents' && <AgentsView selectedId={route[1]} onSelect={(id) => go(id ? `/agents/${id}` : '/agents')} />}
         {section === 'environments' && <EnvironmentsView selectedId={route[1]} onSelect={(id) => go(id ? `/environments/${id}` : '/environments')} />}
         {section === 'schedules' && <SchedulesView selectedId={route[1]} onSelect={(id) => go(id ? `/schedules/${id}` : '/schedules')} />}
+        {section === 'memory' && <MemoryView storeId={route[1]} memoryId={route[2]} onGo={go} />}
         {section === 'settings' && <SettingsView theme={theme} setTheme={setTheme} />}
         {showQueue && (
           <QueueDrawer

@@ -77,6 +77,21 @@ export const OPERATIONS = {
   'files.list': { method: 'GET', path: '/v1/corral/sessions/:id/files' },
   'files.read': { method: 'GET', path: '/v1/corral/sessions/:id/files/read' },
   'sessionResources.add': { method: 'POST', path: '/v1/sessions/:id/resources' },
+  'sessionResources.list': { method: 'GET', path: '/v1/sessions/:id/resources' },
+
+  'memoryStores.list': { method: 'GET', path: '/v1/memory_stores' },
+  'memoryStores.retrieve': { method: 'GET', path: '/v1/memory_stores/:id' },
+  'memories.list': { method: 'GET', path: '/v1/memory_stores/:id/memories' },
+  'memories.create': { method: 'POST', path: '/v1/memory_stores/:id/memories' },
+  'memories.retrieve': { method: 'GET', path: '/v1/memory_stores/:id/memories/:memoryId' },
+  'memories.update': { method: 'POST', path: '/v1/memory_stores/:id/memories/:memoryId' },
+  'memoryVersions.list': { method: 'GET', path: '/v1/memory_stores/:id/memory_versions' },
+  'memoryVersions.retrieve': { method: 'GET', path: '/v1/memory_stores/:id/memory_versions/:versionId' },
+  'memoryVersions.redact': { method: 'POST', path: '/v1/memory_stores/:id/memory_versions/:versionId/redact' },
+  /** The files API's list (`/v1/files`; `files.list` above is a session folder's listing). */
+  'apiFiles.list': { method: 'GET', path: '/v1/files', arrayKeys: ['ids'] },
+  /** A file's bytes as base64 JSON (Corral addition: the one download both transports can carry). */
+  'apiFiles.read': { method: 'GET', path: '/v1/corral/files/:id/read' },
 } as const satisfies Record<string, OperationSpec>
 
 export type OperationName = keyof typeof OPERATIONS

@@ -44,7 +44,18 @@ export function fileRoutes(app: Hono, s: ApiServices): void {
     })
   })
   app.delete('/v1/files/:id', (c) => (noQuery(c), c.json(files().store.delete(c.req.param('id')))))
+  // Corral addition: the bytes as base64 JSON, for the desktop's download over IPC (which carries JSON only).
+  app.get('/v1/corral/files/:id/read', async (c) => {
+    noQuery(c)
+    const store = files().store
+    const file = store.retrieve(c.req.param('id'))
+    if (file.size_bytes > READ_JSON_MAX_BYTES) throw invalid(`file ${file.id} is ${file.size_bytes} bytes: download it from /v1/files/${file.id}/content (this route carries at most ${READ_JSON_MAX_BYTES} bytes)`)
+    return c.json({ id: file.id, filename: file.filename, mime_type: file.mime_type, content_base64: (await store.bytes(file.id)).toString('base64') })
+  })
 }
+
+/** Largest file /v1/corral/files/{id}/read answers (base64 in one JSON body). */
+const READ_JSON_MAX_BYTES = 64 * 1024 * 1024
 
 /** Parses the multipart body as it arrives: the `file` part goes straight to the store's staging. */
 async function upload(c: Context, store: FileStore, cap: number) {

@@ -6,11 +6,13 @@ import { modelIdOf } from '../../ui/format'
 import { DropArea, UploadList, useUploads } from '../files/uploads'
 import { fileMountPath } from '../../../../shared/api/file-paths'
 import { useSessions } from './SessionsProvider'
+import { useQuery } from '../../ui/hooks'
+import type { MemoryStore } from '../../../../shared/api/types'
 
 type ResourceRow =
   | { type: 'github_repository'; url: string; mount_path: string; branch: string; token: string }
   | { type: 'file'; file_id: string; mount_path: string }
-  | { type: 'memory_store'; memory_store_id: string }
+  | { type: 'memory_store'; memory_store_id: string; access: 'read_write' | 'read_only'; instructions: string }
   | { type: 'host_folder'; host_path: string; mount_path: string; read_only: boolean }
 
 function resourceParams(r: ResourceRow): Record<string, unknown> {
@@ -26,7 +28,7 @@ function resourceParams(r: ResourceRow): Record<string, unknown> {
   }
   if (r.type === 'host_folder') return { type: r.type, host_path: r.host_path.trim(), ...(r.mount_path.trim() ? { mount_path: r.mount_path.trim() } : {}), ...(r.read_only ? { read_only: true } : {}) }
   if (r.type === 'file') return { type: r.type, file_id: r.file_id.trim(), ...(r.mount_path.trim() ? { mount_path: r.mount_path.trim() } : {}) }
-  return { type: r.type, memory_store_id: r.memory_store_id.trim() }
+  return { type: r.type, memory_store_id: r.memory_store_id.trim(), access: r.access, ...(r.instructions.trim() ? { instructions: r.instructions.trim() } : {}) }
 }
 
 /** A new session: agent, environment, first message, resources. */
@@ -43,6 +45,9 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
   const [budget, setBudget] = useState('')
   const [busy, setBusy] = useState(false)
   const [err, setErr] = useState<unknown>()
+  // The stores a session can attach (archived ones cannot); without any, the id is typed.
+  const stores = useQuery(() => client.request<{ data: MemoryStore[] }>('memoryStores.list', {}, { limit: 100 }), [])
+  const memoryStores = stores.data?.data ?? []
 
   const createDefaultEnv = async () => {
     setErr(undefined)
@@ -199,7 +204,27 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
                   </label>
                 </>
               )}
-              {r.type === 'memory_store' && <input aria-label="Memory store id" placeholder="memstore_…" value={r.memory_store_id} onChange={(e) => setRow(i, { memory_store_id: e.target.value })} required />}
+              {r.type === 'memory_store' && (
+                <>
+                  {memoryStores.length ? (
+                    <select aria-label="Memory store" className="resource-main" value={r.memory_store_id} onChange={(e) => setRow(i, { memory_store_id: e.target.value })} required>
+                      <option value="">Choose a memory store…</option>
+                      {memoryStores.map((m) => (
+                        <option key={m.id} value={m.id}>
+                          {m.name}
+                        </option>
+                      ))}
+                    </select>
+                  ) : (
+                    <input aria-label="Memory store id" className="resource-main" placeholder="memstore_…" value={r.memory_store_id} onChange={(e) => setRow(i, { memory_store_id: e.target.value })} required />
+                  )}
+                  <select aria-label="Memory store access" value={r.access} onChange={(e) => setRow(i, { access: e.target.value as 'read_write' | 'read_only' })}>
+                    <option value="read_write">read and write</option>
+                    <option value="read_only">read only</option>
+                  </select>
+                  <input aria-label="Memory store instructions" placeholder="instructions for the agent (optional)" value={r.instructions} maxLength={4096} onChange={(e) => setRow(i, { instructions: e.target.value })} />
+                </>
+              )}
               <button type="button" className="icon-btn" aria-label="Remove resource" onClick={() => setResources((rs) => rs.filter((_, j) => j !== i))}>
                 <Icon name="x" />
               </button>
@@ -217,7 +242,7 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
             <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'file', file_id: '', mount_path: '' }])}>
               File
             </Button>
-            <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'memory_store', memory_store_id: '' }])}>
+            <Button small icon="plus" onClick={() => setResources((rs) => [...rs, { type: 'memory_store', memory_store_id: '', access: 'read_write', instructions: '' }])}>
               Memory store
             </Button>
           </div>

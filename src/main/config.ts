@@ -84,6 +84,8 @@ export interface Settings {
   advisorTiers?: Record<string, number>
   /** The files API's upload cap in bytes (default DEFAULT_MAX_FILE_BYTES). */
   maxFileBytes?: number
+  /** The budget the desktop's new-session dialog starts with, in whole US cents (absent: no budget). API clients are not affected. */
+  defaultBudgetCents?: string
   [key: string]: unknown
 }
 

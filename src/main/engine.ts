@@ -375,6 +375,7 @@ export class Engine {
       sandbox_backend: this.settings.sandboxBackend ?? 'auto',
       advisor_tiers: { ...(this.settings.advisorTiers ?? {}) },
       max_file_bytes: this.maxFileBytes(),
+      default_budget: typeof this.settings.defaultBudgetCents === 'string' ? { type: 'limit', max_list_cost: { amount: this.settings.defaultBudgetCents, currency: 'USD' } } : null,
       api_key: { set: source !== null, source },
       endpoint: {
         base_url: this.env.ANTHROPIC_BASE_URL || m.baseUrl || null,
@@ -417,7 +418,11 @@ export class Engine {
       if (input.max_file_bytes === null) delete next.maxFileBytes
       else next.maxFileBytes = input.max_file_bytes
     }
-    const fileFields = input.model || input.sandbox_backend !== undefined || input.advisor_tiers !== undefined || input.max_file_bytes !== undefined
+    if (input.default_budget !== undefined) {
+      if (input.default_budget === null) delete next.defaultBudgetCents
+      else next.defaultBudgetCents = input.default_budget.max_list_cost.amount
+    }
+    const fileFields = input.model || input.sandbox_backend !== undefined || input.advisor_tiers !== undefined || input.max_file_bytes !== undefined || input.default_budget !== undefined
     if (fileFields) {
       writeSettings(this.config.dataDir, next)
       // the same object the hands and brains hold: they see the change

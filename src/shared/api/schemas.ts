@@ -570,6 +570,8 @@ export const corralSettingsUpdateSchema = z.strictObject({
   advisor_tiers: z.record(z.string().min(1).max(256), z.number().int('a whole tier number').min(0).max(1000)).refine((t) => Object.keys(t).length <= 256, 'at most 256 models').nullable().optional(),
   /** The files API's size cap in bytes (1 KiB – 64 GiB); null restores the default (500 MiB). */
   max_file_bytes: z.number().int('a whole number of bytes').min(1024).max(64 * 1024 ** 3).nullable().optional(),
+  /** The budget the desktop's new-session dialog starts with (a session's budget shape); null removes it. API clients are not affected. */
+  default_budget: budgetSchema.nullable().optional(),
   api_key: z.string().min(8, 'an API key is at least 8 characters').max(4096).regex(/^\S+$/, 'no whitespace').nullable().optional(),
 })
 

@@ -144,6 +144,8 @@ export interface CorralSettingsView {
   advisor_tiers: Record<string, number>
   /** The largest file an upload (`POST /v1/files`) takes, in bytes: the user's setting or the default. */
   max_file_bytes: number
+  /** The budget the desktop's new-session dialog starts with, or null (no default budget). */
+  default_budget: { type: 'limit'; max_list_cost: { amount: string; currency: 'USD' } } | null
   api_key: { set: boolean; source: 'environment' | 'keychain' | null }
   /**
    * The endpoint in effect (ANTHROPIC_BASE_URL over the settings; null: Anthropic's), where it

@@ -8,6 +8,8 @@ import { fileMountPath } from '../../../../shared/api/file-paths'
 import { useSessions } from './SessionsProvider'
 import { useQuery } from '../../ui/hooks'
 import type { MemoryStore } from '../../../../shared/api/types'
+import { useSetup } from '../setup/SetupProvider'
+import { parseUsd, usdText } from '../budgets/budget'
 
 type ResourceRow =
   | { type: 'github_repository'; url: string; mount_path: string; branch: string; token: string }
@@ -42,7 +44,9 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
   const [title, setTitle] = useState('')
   const [message, setMessage] = useState('')
   const [resources, setResources] = useState<ResourceRow[]>([])
-  const [budget, setBudget] = useState('')
+  // the Settings' default budget for new sessions, when there is one (the field can still be cleared)
+  const defaultBudget = useSetup().settings?.default_budget
+  const [budget, setBudget] = useState(defaultBudget ? usdText(defaultBudget.max_list_cost.amount) : '')
   const [busy, setBusy] = useState(false)
   const [err, setErr] = useState<unknown>()
   // The stores a session can attach (archived ones cannot); without any, the id is typed.
@@ -71,7 +75,7 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
         title: title.trim() || (text ? text.split('\n')[0].slice(0, 80) : null),
         ...(resources.length ? { resources: resources.map(resourceParams) } : {}),
         // The API's amounts are in minor units: "500" is $5.00.
-        ...(budget.trim() ? { budget: { type: 'limit', max_list_cost: { amount: String(Math.round(Number(budget) * 100)), currency: 'USD' } } } : {}),
+        ...(budget.trim() ? { budget: { type: 'limit', max_list_cost: { amount: budgetCents(budget), currency: 'USD' } } } : {}),
         ...(text ? { initial_events: [{ type: 'user.message', content: [{ type: 'text', text }] }] } : {}),
       })
       upsert(session)
@@ -260,4 +264,10 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
       </form>
     </Dialog>
   )
+}
+
+/** Dollars typed in the budget field → the API's whole cents (the engine names a bad amount). */
+function budgetCents(text: string): string {
+  const r = parseUsd(text)
+  return 'cents' in r ? r.cents : text.trim()
 }

@@ -8,6 +8,7 @@ import type { ThemeChoice } from '../../ui/theme'
 import { CodeBlock } from '../../ui/Code'
 import { useSetup, type ModelCheck, type SetupSettings } from '../setup/SetupProvider'
 import { builtInTiers, formatAdvisorTiers, parseAdvisorTiers } from './advisor-tiers'
+import { budgetOfCents, parseUsd, usdText, type BudgetLimit } from '../budgets/budget'
 
 function sdkSnippet(baseURL: string): string {
   return [
@@ -228,6 +229,8 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
 
         <AdvisorTiersSection saved={settings.data?.advisor_tiers} disabled={noSettingsApi || settings.loading} onSaved={settings.reload} />
 
+        <DefaultBudgetSection saved={settings.data?.default_budget} disabled={noSettingsApi || settings.loading} onSaved={settings.reload} />
+
         <section className="card-section" aria-labelledby="s-doctor">
           <h2 id="s-doctor">
             Doctor{' '}
@@ -342,6 +345,60 @@ function AdvisorTiersSection({ saved, disabled, onSaved }: { saved: Record<strin
           <div className="form-actions">
             <Button type="submit" variant="primary" disabled={'error' in parsed}>
               Save tiers
+            </Button>
+            {done && <span className="ok-note">Saved.</span>}
+          </div>
+        </fieldset>
+      </form>
+      <ErrorNote error={err} />
+    </section>
+  )
+}
+
+/**
+ * The budget a new session starts with in the new-session dialog (saved alone, as
+ * `default_budget`; empty removes it). Sessions created through the API are not affected.
+ */
+function DefaultBudgetSection({ saved, disabled, onSaved }: { saved: BudgetLimit | null | undefined; disabled: boolean; onSaved: () => void }) {
+  const client = useClient()
+  const [text, setText] = useState('')
+  const [err, setErr] = useState<unknown>()
+  const [done, setDone] = useState(false)
+  useEffect(() => setText(saved ? usdText(saved.max_list_cost.amount) : ''), [saved])
+  const parsed = text.trim() ? parseUsd(text) : undefined
+  const save = async () => {
+    setErr(undefined)
+    setDone(false)
+    if (parsed && 'error' in parsed) return
+    try {
+      await client.request('settings.update', {}, { default_budget: parsed ? budgetOfCents(parsed.cents) : null })
+      setDone(true)
+      onSaved()
+    } catch (e) {
+      setErr(e)
+    }
+  }
+  return (
+    <section className="card-section" aria-labelledby="s-budget">
+      <h2 id="s-budget">Default budget</h2>
+      <p className="muted">
+        New sessions started from this app get this budget (you can change it in the new-session dialog). A session pauses when its list cost reaches its budget; raise
+        it from the session&apos;s header to continue.
+      </p>
+      <form
+        className="form"
+        onSubmit={(e) => {
+          e.preventDefault()
+          void save()
+        }}
+      >
+        <fieldset disabled={disabled}>
+          <Field id="st-default-budget" label="Budget for new sessions, in USD" hint={parsed && 'error' in parsed ? <span className="key-problem">{parsed.error}</span> : 'Empty: new sessions have no budget.'}>
+            <input id="st-default-budget" inputMode="decimal" value={text} placeholder="no limit" onChange={(e) => setText(e.target.value)} />
+          </Field>
+          <div className="form-actions">
+            <Button type="submit" variant="primary" disabled={!!parsed && 'error' in parsed}>
+              Save default budget
             </Button>
             {done && <span className="ok-note">Saved.</span>}
           </div>

@@ -18,6 +18,9 @@ import { ModelNotice } from '../setup/SetupNotices'
 import { useSetup } from '../setup/SetupProvider'
 import { UploadList, useFileDrop, useUploads } from '../files/uploads'
 import { WorkerStatus } from '../environments/WorkerStatus'
+import { BudgetPause, BudgetSpend } from '../budgets/BudgetBar'
+import type { BudgetLimit } from '../budgets/budget'
+import { OutcomeCard } from '../outcomes/OutcomeCard'
 
 const QUEUE_EVENTS = new Set(['agent.tool_use', 'agent.mcp_tool_use', 'agent.custom_tool_use', 'session.status_idle', 'session.thread_status_idle', 'user.tool_confirmation'])
 
@@ -123,6 +126,13 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const running = session.status === 'running' || session.status === 'rescheduling'
   const archived = !!session.archived_at
   const canSend = !archived && session.status !== 'terminated'
+  // paused at the budget: the session idles and its last turn ended budget_reached
+  let lastTurn: string | undefined
+  for (let i = data.items.length - 1; i >= 0 && lastTurn === undefined; i--) {
+    const it = data.items[i]
+    if (it.kind === 'turn') lastTurn = it.stopReason
+  }
+  const pausedAtBudget = threadId === null && !running && !archived && !!session.budget && lastTurn === 'budget_reached'
 
   return (
     <section className="thread-view" aria-label={sessionTitle(session)} ref={viewRef} {...(canSend ? drop.handlers : {})}>
@@ -137,6 +147,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
         pending={pending.length}
         running={running}
         failing={failing}
+        pausedAtBudget={pausedAtBudget}
         onChanged={(s) => {
           upsert(s)
           fresh.reload()
@@ -165,6 +176,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
               </button>
             </div>
           )}
+          {threadId === null && <OutcomeCard sessionId={sessionId} evaluations={session.outcome_evaluations} lastEventType={data.lastEventType} eventCount={data.eventCount} />}
           {data.error && <ErrorNote error={data.error} />}
           {data.loading ? (
             <div className="center grow">
@@ -195,7 +207,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
       </div>
       {data.connection === 'reconnecting' && <div className="conn-banner" role="status">Reconnecting to the live stream…</div>}
       <UploadList rows={uploads.rows} />
-      {threadId === null && <Composer sessionId={sessionId} onSent={() => setSentMark((m) => m + 1)} disabled={!canSend} running={running} reason={archived ? 'This session is archived.' : session.status === 'terminated' ? 'This session has terminated.' : undefined} />}
+      {threadId === null && <Composer sessionId={sessionId} onSent={() => setSentMark((m) => m + 1)} disabled={!canSend || pausedAtBudget} running={running} reason={archived ? 'This session is archived.' : session.status === 'terminated' ? 'This session has terminated.' : pausedAtBudget ? 'Paused at its budget: raise it above to continue.' : undefined} />}
     </section>
   )
 }
@@ -206,6 +218,7 @@ function ThreadHeader({
   pending,
   running,
   failing,
+  pausedAtBudget,
   onChanged,
   onDeleted,
 }: {
@@ -214,6 +227,7 @@ function ThreadHeader({
   pending: number
   running: boolean
   failing?: { retry?: string; attempts?: number; maxAttempts?: number; message: string }
+  pausedAtBudget: boolean
   onChanged: (s: Session) => void
   onDeleted: () => void
 }) {
@@ -358,13 +372,9 @@ function ThreadHeader({
             {cost ? `${cost.reported ? '' : '≈ '}${money(cost.usd)}` : '—'}
           </dd>
         </div>
-        {session.budget && (
-          <div>
-            <dt>Budget</dt>
-            <dd>{money(Number(session.budget.max_list_cost.amount) / 100)}</dd>
-          </div>
-        )}
+        {session.budget && <BudgetSpend budget={session.budget as BudgetLimit} spent={cost?.usd} estimated={!!cost && !cost.reported} />}
       </dl>
+      {pausedAtBudget && <BudgetPause session={session} spent={cost?.usd ?? 0} onRaised={onChanged} />}
       {err ? <ErrorNote error={err} /> : null}
     </header>
   )

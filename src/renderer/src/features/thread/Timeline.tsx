@@ -32,7 +32,7 @@ const STOP_LABEL: Record<string, string> = {
   end_turn: 'Turn complete',
   requires_action: 'Paused for your answer',
   retries_exhausted: 'Stopped: retries exhausted',
-  budget_reached: 'Stopped: budget reached',
+  budget_reached: 'Paused at its budget — raise it to continue',
   refusal: 'Stopped: refusal',
 }
 

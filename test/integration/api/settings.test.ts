@@ -39,11 +39,23 @@ describe('settings API (/v1/corral/settings)', () => {
       sandbox_backend: 'auto',
       advisor_tiers: {},
       max_file_bytes: 500 * 1024 * 1024,
+      default_budget: null,
       api_key: { set: false, source: null },
       endpoint: { base_url: null, source: 'default', environment_base_url: null, configured: false },
       model_check: null,
       keychain: { available: true, backend: 'memory', problem: null },
     })
+  })
+
+  it("keeps a default budget for the desktop's new sessions in settings.json, removes it with null, and names a bad amount", async () => {
+    const { call } = await open({ keychain: new MemoryKeychain() })
+    const budget = { type: 'limit', max_list_cost: { amount: '750', currency: 'USD' } }
+    expect((await call('POST', '/v1/corral/settings', { default_budget: budget })).body).toMatchObject({ default_budget: budget })
+    expect((await call('GET', '/v1/corral/settings')).body).toMatchObject({ default_budget: budget })
+    const bad = await call('POST', '/v1/corral/settings', { default_budget: { type: 'limit', max_list_cost: { amount: '7.50', currency: 'USD' } } })
+    expect(bad.status).toBe(400)
+    expect(JSON.stringify(bad.body)).toContain('default_budget.max_list_cost.amount')
+    expect((await call('POST', '/v1/corral/settings', { default_budget: null })).body).toMatchObject({ default_budget: null })
   })
 
   it('keeps the API key in the keychain, never in settings.json, the database or a response', async () => {

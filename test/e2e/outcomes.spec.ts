@@ -126,7 +126,7 @@ test.describe.serial('outcomes and budgets in the desktop', () => {
     expect((await api<{ default_budget: unknown }>('GET', '/v1/corral/settings')).default_budget).toEqual({ type: 'limit', max_list_cost: { amount: '750', currency: 'USD' } })
     await shot(page, info, 'settings-default-budget')
     await page.goto(`${serve.url}/?token=${TOKEN}#/sessions`)
-    await page.keyboard.press('n')
+    await page.getByRole('button', { name: /^New session/ }).last().click()
     const dialog = page.getByRole('dialog', { name: 'New session' })
     await expect(dialog.getByLabel('Budget in USD (optional)')).toHaveValue('7.50')
   })

@@ -1,4 +1,4 @@
-import { useState } from 'react'
+import { useEffect, useRef, useState } from 'react'
 import { useClient } from '../../api/context'
 import type { Environment, Session } from '../../api/types'
 import { Button, Dialog, ErrorNote, Field, Icon } from '../../ui/components'
@@ -47,6 +47,12 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
   // the Settings' default budget for new sessions, when there is one (the field can still be cleared)
   const defaultBudget = useSetup().settings?.default_budget
   const [budget, setBudget] = useState(defaultBudget ? usdText(defaultBudget.max_list_cost.amount) : '')
+  // settings read after the dialog opened still fill the field, unless the person typed in it
+  const budgetTouched = useRef(false)
+  const defaultAmount = defaultBudget?.max_list_cost.amount
+  useEffect(() => {
+    if (defaultAmount && !budgetTouched.current) setBudget(usdText(defaultAmount))
+  }, [defaultAmount])
   const [busy, setBusy] = useState(false)
   const [err, setErr] = useState<unknown>()
   // The stores a session can attach (archived ones cannot); without any, the id is typed.
@@ -153,7 +159,17 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
             <input id="ns-title" value={title} onChange={(e) => setTitle(e.target.value)} placeholder="Defaults to the first line of your message" />
           </Field>
           <Field id="ns-budget" label="Budget in USD (optional)" hint="The agent stops when its list cost reaches this.">
-            <input id="ns-budget" inputMode="decimal" pattern="\d+(\.\d{1,2})?" value={budget} onChange={(e) => setBudget(e.target.value)} placeholder="no limit" />
+            <input
+              id="ns-budget"
+              inputMode="decimal"
+              pattern="\d+(\.\d{1,2})?"
+              value={budget}
+              onChange={(e) => {
+                budgetTouched.current = true
+                setBudget(e.target.value)
+              }}
+              placeholder="no limit"
+            />
           </Field>
         </div>
         <Field id="ns-message" label="First message">

@@ -1,4 +1,4 @@
-import { closeSync, fsync as fsyncFile, openSync } from 'node:fs'
+import { closeSync, fdatasync, openSync } from 'node:fs'
 import type { Statement } from 'better-sqlite3'
 import type { Db } from '../database'
 
@@ -13,7 +13,11 @@ import type { Db } from '../database'
  * Available only for a file database in WAL mode (`open` returns undefined otherwise, and the
  * log commits with FULL as before). The caller disposes it.
  */
-/** How the WAL's descriptor is fsynced: node's fs.fsync (libuv's thread pool) unless a test holds it. */
+/**
+ * How the WAL's descriptor is synced: fdatasync on libuv's thread pool (what SQLite itself calls
+ * for synchronous=FULL on Linux; fsync also writes the file's times, an extra journal commit on
+ * ext4), unless a test holds it.
+ */
 export type FsyncFn = (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void
 
 export class WalSync {
@@ -33,7 +37,7 @@ export class WalSync {
   }
 
   /** For a file database in WAL mode; undefined for `:memory:` or another journal mode. */
-  static open(db: Db, fsync: FsyncFn = fsyncFile): WalSync | undefined {
+  static open(db: Db, fsync: FsyncFn = fdatasync): WalSync | undefined {
     if (db.memory || String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return undefined
     return new WalSync(db, `${db.name}-wal`, fsync)
   }

@@ -14,13 +14,15 @@ import { openStoresAt, type Stores } from '../../../src/main/session/stores'
 let dir: string
 let stores: Stores
 let mounts: MemoryMounts
+let clock = 1_000_000
 const api = { actor: LOCAL_API_ACTOR }
 const SESSION = 'sesn_sync_rules'
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'corral-memory-sync-'))
   stores = openStoresAt(join(dir, 'corral.db'))
-  mounts = new MemoryMounts({ store: () => stores.memory, root: join(dir, 'mounts'), followUpMs: 50 })
+  clock = 1_000_000
+  mounts = new MemoryMounts({ store: () => stores.memory, root: join(dir, 'mounts'), followUpMs: 50, now: () => clock })
 })
 afterEach(() => {
   mounts.dispose()
@@ -53,7 +55,13 @@ describe('the memory mount sync', () => {
     writeFileSync(join(folder, 'a.md'), 'a2')
     writeFileSync(join(folder, 'new.md'), 'n1')
     unlinkSync(join(folder, 'dir', 'b.md'))
-    expect(await mounts.sync(SESSION)).toMatchObject({ pushed: 2, deleted: 1 })
+    // the delete waits until the file stayed missing 30 s and a later sync looked again (spec §6.6)
+    expect(await mounts.sync(SESSION)).toMatchObject({ pushed: 2, deleted: 0 })
+    expect(content('/dir/b.md')).toBe('b1')
+    clock += 29_000
+    expect(await mounts.sync(SESSION)).toMatchObject({ deleted: 0 })
+    clock += 2_000
+    expect(await mounts.sync(SESSION)).toMatchObject({ pushed: 0, deleted: 1 })
     expect([content('/a.md'), content('/new.md'), content('/dir/b.md')]).toEqual(['a2', 'n1', undefined])
     const bySession = stores.memory.listVersions(store.id, { session_id: SESSION }).data
     expect(bySession.map((v) => v.operation).sort()).toEqual(['created', 'deleted', 'modified'])
@@ -135,4 +143,21 @@ describe('the memory mount sync', () => {
     expect(binds.map((b) => [b.index, b.target])).toEqual([[1, '/mnt/memory/kept']])
     expect(await mounts.sync(SESSION)).toMatchObject({ pushed: 0, pulled: 0 })
   })
+
+  it('keeps the memory of a file that was missing for less than 30 s (a save by rename), and the last sync deletes without waiting', async () => {
+    const { folder, content } = await mount()
+    unlinkSync(join(folder, 'a.md'))
+    expect(await mounts.sync(SESSION)).toMatchObject({ deleted: 0 })
+    clock += 10_000
+    writeFileSync(join(folder, 'a.md'), 'a1')
+    expect(await mounts.sync(SESSION)).toMatchObject({ deleted: 0 })
+    clock += 40_000
+    expect(await mounts.sync(SESSION)).toMatchObject({ deleted: 0, pushed: 0 })
+    expect(content('/a.md')).toBe('a1')
+    // removed just before the session ends: the release's last sync deletes it at once
+    unlinkSync(join(folder, 'dir', 'b.md'))
+    await mounts.release(SESSION)
+    expect(content('/dir/b.md')).toBeUndefined()
+  })
 })
+

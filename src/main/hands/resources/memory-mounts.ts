@@ -16,6 +16,8 @@ interface Mount {
   baseline: Map<string, string>
   /** memory path → the file's identity (inode, size, times) when last hashed, and that hash */
   hashed: Map<string, { stamp: string; sha: string }>
+  /** memory path → when a sync first found the file of a known memory missing (its delete waits) */
+  missingSince: Map<string, number>
 }
 
 /** A file of the folder as a sync sees it: its hash, and its text when it must be pushed. */
@@ -41,6 +43,13 @@ export interface MemoryMountsOptions {
   log?: (message: string) => void
   /** The follow-up sync after a call (catches what processes the call left running write later); default 4 s. */
   followUpMs?: number
+  /**
+   * How long a file of a known memory must stay missing before its memory is deleted (spec
+   * resources.md §6.6: 30 s and a re-check; the last sync, at release, waives the wait).
+   */
+  deleteAfterMs?: number
+  /** The clock of that wait (tests move it). */
+  now?: () => number
 }
 
 const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
@@ -52,7 +61,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
  * (read-only for `read_only`); `sync` compares the folder, the store and the baseline per path
  * and moves whichever side changed (both changed: the store wins), pushing the folder's changes
  * as versions by the session (`session_actor`). Read-only stores never push. A folder emptied all
- * at once is re-filled, never mass-deleted; at most clamp(baseline/4, 8, 50) deletions per sync.
+ * at once is re-filled, never mass-deleted; at most clamp(baseline/4, 8, 50) deletions per sync,
+ * each only after its file stayed missing 30 s and a later sync found it still gone (release's
+ * last sync waives the wait).
  * Syncs of one session run one at a time. `release` syncs a last time and removes the folders.
  */
 export class MemoryMounts {
@@ -74,7 +85,7 @@ export class MemoryMounts {
       // Emptied, not replaced: a container this process re-attaches to still binds this directory.
       await makeDir(dir)
       for (const entry of await readdir(dir)) await rm(join(dir, entry), { recursive: true, force: true })
-      const mount: Mount = { storeId: String(r.memory_store_id), dir, readOnly: r.access === 'read_only', baseline: new Map(), hashed: new Map() }
+      const mount: Mount = { storeId: String(r.memory_store_id), dir, readOnly: r.access === 'read_only', baseline: new Map(), hashed: new Map(), missingSince: new Map() }
       let memories
       try {
         memories = this.o.store().snapshot(mount.storeId)
@@ -97,9 +108,9 @@ export class MemoryMounts {
     return binds
   }
 
-  /** Syncs every store of the session (after a tool call; at release). Resolves when it is done. */
-  sync(sessionId: string): Promise<MemorySyncReport> {
-    const run = (this.queue.get(sessionId) ?? Promise.resolve()).then(() => this.syncNow(sessionId))
+  /** Syncs every store of the session (after a tool call; at release, `final`). Resolves when it is done. */
+  sync(sessionId: string, options: { final?: boolean } = {}): Promise<MemorySyncReport> {
+    const run = (this.queue.get(sessionId) ?? Promise.resolve()).then(() => this.syncNow(sessionId, options.final === true))
     this.queue.set(sessionId, run.catch(() => undefined))
     return run
   }
@@ -131,7 +142,7 @@ export class MemoryMounts {
     clearTimeout(this.followUps.get(sessionId))
     this.followUps.delete(sessionId)
     if (!this.sessions.has(sessionId)) return
-    await this.sync(sessionId).catch((err: Error) => this.o.log?.(`[memory] last sync of ${sessionId} failed: ${err.message}`))
+    await this.sync(sessionId, { final: true }).catch((err: Error) => this.o.log?.(`[memory] last sync of ${sessionId} failed: ${err.message}`))
     this.sessions.delete(sessionId)
     this.queue.delete(sessionId)
     await rm(join(this.o.root, sessionId), { recursive: true, force: true })
@@ -142,13 +153,13 @@ export class MemoryMounts {
     return this.sessions.has(sessionId)
   }
 
-  private async syncNow(sessionId: string): Promise<MemorySyncReport> {
+  private async syncNow(sessionId: string, final: boolean): Promise<MemorySyncReport> {
     const report: MemorySyncReport = { pushed: 0, pulled: 0, deleted: 0, refused: [] }
-    for (const mount of this.sessions.get(sessionId) ?? []) await this.syncMount({ sessionId, mount, report })
+    for (const mount of this.sessions.get(sessionId) ?? []) await this.syncMount({ sessionId, mount, report, final })
     return report
   }
 
-  private async syncMount(p: { sessionId: string; mount: Mount; report: MemorySyncReport }): Promise<void> {
+  private async syncMount(p: { sessionId: string; mount: Mount; report: MemorySyncReport; final: boolean }): Promise<void> {
     const { mount, report } = p
     const store = this.o.store()
     const actor = { actor: { type: 'session_actor' as const, session_id: p.sessionId } }
@@ -165,9 +176,11 @@ export class MemoryMounts {
     const vanished = local.files.size === 0 && local.refused.size === 0 && mount.baseline.size > 0
     let deletions = Math.min(50, Math.max(8, Math.floor(mount.baseline.size / 4)))
     const paths = new Set([...local.files.keys(), ...remote.keys(), ...mount.baseline.keys()])
+    const now = (this.o.now ?? Date.now)()
     for (const path of [...paths].sort()) {
       if (local.refused.has(path)) continue
       const l = local.files.get(path)
+      if (l) mount.missingSince.delete(path)
       const r = remote.get(path)
       const base = mount.baseline.get(path)
       const ls = vanished ? base : l?.sha
@@ -184,6 +197,14 @@ export class MemoryMounts {
         try {
           if (!l) {
             if (deletions === 0 || !r) continue
+            // a missing file deletes its memory only once it stayed missing the wait and this
+            // sync looked again (an editor's save-by-rename, a file moved away and back, is no delete)
+            const since = mount.missingSince.get(path)
+            if (!p.final && (since === undefined || now - since < (this.o.deleteAfterMs ?? 30_000))) {
+              if (since === undefined) mount.missingSince.set(path, now)
+              continue
+            }
+            mount.missingSince.delete(path)
             deletions--
             store.deleteMemory(mount.storeId, r.id, { expectedSha256: r.sha, ...actor })
             mount.baseline.delete(path)

@@ -21,9 +21,14 @@ export function OutcomeCard({ sessionId, evaluations, lastEventType, eventCount 
   )
   const reload = useRef(q.reload)
   reload.current = q.reload
+  // an outcome event went by, or the session's outcome results moved (an end and the idle come in one batch)
+  const results = JSON.stringify(evaluations ?? [])
   useEffect(() => {
     if (lastEventType && (OUTCOME_EVENT_TYPES as readonly string[]).includes(lastEventType)) reload.current()
   }, [lastEventType, eventCount])
+  useEffect(() => {
+    reload.current()
+  }, [results])
   const records = foldOutcomes((q.data?.data ?? []) as unknown as { id: string; type: string }[])
   if (records.length === 0) return null
   const live = new Map((evaluations ?? []).map((e) => [e.outcome_id, e.result]))

@@ -36,6 +36,7 @@ import { isOnThreadStream, threadKeyOf, type ThreadKey } from '../../shared/api/
 import { changesRevertSchema } from '../../shared/api/workspace'
 import { deploymentCreateSchema, deploymentUpdateSchema } from '../../shared/api/deployment-schemas'
 import { memoryCreateSchema, memoryUpdateSchema } from '../../shared/api/memory-schemas'
+import { corralSkillUploadSchema, corralSkillVersionUploadSchema } from '../../shared/api/skill-schemas'
 import type { ApiServices } from './services'
 
 /** Bodies of the POST operations, validated before dispatch. Archive operations take none. */
@@ -53,6 +54,8 @@ const BODY_SCHEMAS: Partial<Record<OperationName, z.ZodType>> = {
   'deployments.update': deploymentUpdateSchema,
   'memories.create': memoryCreateSchema,
   'memories.update': memoryUpdateSchema,
+  'skills.upload': corralSkillUploadSchema,
+  'skills.versions.upload': corralSkillVersionUploadSchema,
 }
 
 const opSchema = z.enum(OPERATION_NAMES as [OperationName, ...OperationName[]])

@@ -17,6 +17,7 @@ import { EnvironmentsView } from './features/environments/EnvironmentsView'
 import { SettingsView } from './features/settings/SettingsView'
 import { SchedulesView } from './features/schedules/SchedulesView'
 import { MemoryView } from './features/memory/MemoryView'
+import { SkillsView } from './features/skills/SkillsView'
 import { ErrorBoundary } from './ui/ErrorBoundary'
 import { SetupProvider } from './features/setup/SetupProvider'
 import { ModelNotice, SandboxBanner } from './features/setup/SetupNotices'
@@ -110,6 +111,7 @@ const SECTIONS = [
   { id: 'sessions', label: 'Sessions', icon: 'chat' },
   { id: 'agents', label: 'Agents', icon: 'robot' },
   { id: 'environments', label: 'Environments', icon: 'box' },
+  { id: 'skills', label: 'Skills', icon: 'file' },
   { id: 'schedules', label: 'Schedules', icon: 'history' },
   { id: 'memory', label: 'Memory', icon: 'brain' },
   { id: 'settings', label: 'Settings', icon: 'gear' },
@@ -212,6 +214,7 @@ function Shell() {
         <ConnectionBanner />
         {section === 'agents' && <AgentsView selectedId={route[1]} onSelect={(id) => go(id ? `/agents/${id}` : '/agents')} />}
         {section === 'environments' && <EnvironmentsView selectedId={route[1]} onSelect={(id) => go(id ? `/environments/${id}` : '/environments')} />}
+        {section === 'skills' && <SkillsView selectedId={route[1]} onSelect={(id) => go(id ? `/skills/${id}` : '/skills')} />}
         {section === 'schedules' && <SchedulesView selectedId={route[1]} onSelect={(id) => go(id ? `/schedules/${id}` : '/schedules')} />}
         {section === 'memory' && <MemoryView storeId={route[1]} memoryId={route[2]} onGo={go} />}
         {section === 'settings' && <SettingsView theme={theme} setTheme={setTheme} />}

@@ -56,6 +56,12 @@ export const OPERATIONS = {
   'deploymentRuns.list': { method: 'GET', path: '/v1/deployment_runs' },
   'deploymentRuns.retrieve': { method: 'GET', path: '/v1/deployment_runs/:id' },
 
+  'skills.list': { method: 'GET', path: '/v1/skills' },
+  'skills.retrieve': { method: 'GET', path: '/v1/skills/:id' },
+  'skills.delete': { method: 'DELETE', path: '/v1/skills/:id' },
+  'skills.versions.list': { method: 'GET', path: '/v1/skills/:id/versions' },
+  'skills.versions.delete': { method: 'DELETE', path: '/v1/skills/:id/versions/:versionId' },
+
   // Corral additions (not in the Managed Agents API): the app's settings and `corral doctor`.
   // The renderer treats a 404 as "this engine does not offer it yet".
   'settings.retrieve': { method: 'GET', path: '/v1/corral/settings' },
@@ -76,6 +82,9 @@ export const OPERATIONS = {
   'changes.revert': { method: 'POST', path: '/v1/corral/sessions/:id/changes/revert' },
   'files.list': { method: 'GET', path: '/v1/corral/sessions/:id/files' },
   'files.read': { method: 'GET', path: '/v1/corral/sessions/:id/files/read' },
+  // The skill uploads as JSON (base64 files): the API's own are multipart, which IPC cannot carry.
+  'skills.upload': { method: 'POST', path: '/v1/corral/skills' },
+  'skills.versions.upload': { method: 'POST', path: '/v1/corral/skills/:id/versions' },
   'sessionResources.add': { method: 'POST', path: '/v1/sessions/:id/resources' },
   'sessionResources.list': { method: 'GET', path: '/v1/sessions/:id/resources' },
 

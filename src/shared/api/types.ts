@@ -11,6 +11,8 @@ export type {
   BetaManagedAgentsExecutionIdentity as ExecutionIdentity,
   BetaManagedAgentsSessionThreadAgent as SessionThreadAgent,
 } from '@anthropic-ai/sdk/resources/beta/agents/agents'
+export type { BetaSkill as Skill } from '@anthropic-ai/sdk/resources/beta/skills/skills'
+export type { BetaSkillVersion as SkillVersion } from '@anthropic-ai/sdk/resources/beta/skills/versions'
 export type {
   BetaEnvironment as Environment,
   EnvironmentCreateParams,

@@ -2,7 +2,7 @@
  * The shapes the renderer works with, taken from the official SDK's type definitions (via
  * src/shared/api/types.ts), never retyped by hand.
  */
-export type { Agent, Deployment, DeploymentRun, Environment, PackageStatus, Session, SessionEvent, SessionUsage } from '../../../shared/api/types'
+export type { Agent, Deployment, DeploymentRun, Environment, PackageStatus, Session, SessionEvent, SessionUsage, Skill, SkillVersion } from '../../../shared/api/types'
 export type { BetaManagedAgentsSessionThread as SessionThread } from '@anthropic-ai/sdk/resources/beta/sessions/threads/threads'
 export type {
   BetaManagedAgentsStartEvent as StartPreview,

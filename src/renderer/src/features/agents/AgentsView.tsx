@@ -8,6 +8,7 @@ import { useQuery } from '../../ui/hooks'
 import { useSessions } from '../sessions/SessionsProvider'
 import { ResourceSidebar } from '../../ui/ResourceSidebar'
 import { TOOLS, toolsetOf, type Policy, type ToolsetState } from './toolset'
+import { SkillPicker, skillsOf, type SkillChoice } from './SkillPicker'
 
 const MODELS = ['claude-sonnet-5-5', 'claude-opus-5-5', 'claude-haiku-5-5', 'claude-sonnet-4-6', 'claude-opus-4-6', 'claude-haiku-4-5']
 /** A new agent's model: a current one (the SDK warns on every request to a deprecated model). */
@@ -22,6 +23,8 @@ interface Draft {
   /** mcp_toolset / custom tools and mcp_servers, edited as JSON. */
   otherTools: string
   mcpServers: string
+  /** Custom skills: each by id, pinned to a version or following the latest (null). */
+  skills: SkillChoice[]
 }
 
 function draftOf(agent: Agent | undefined): Draft {
@@ -33,6 +36,7 @@ function draftOf(agent: Agent | undefined): Draft {
     toolset: toolsetOf(agent),
     otherTools: JSON.stringify(agent?.tools.filter((t) => t.type !== 'agent_toolset_20260401') ?? [], null, 2),
     mcpServers: JSON.stringify(agent?.mcp_servers ?? [], null, 2),
+    skills: skillsOf(agent),
   }
 }
 
@@ -58,7 +62,7 @@ function paramsOf(d: Draft): Record<string, unknown> {
     })
   }
   tools.push(...other)
-  return { name: d.name.trim(), model: d.model.trim(), description: d.description.trim() || null, system: d.system || null, tools, mcp_servers: mcp }
+  return { name: d.name.trim(), model: d.model.trim(), description: d.description.trim() || null, system: d.system || null, tools, mcp_servers: mcp, skills: d.skills.map((k) => ({ type: 'custom', skill_id: k.skill_id, version: k.version })) }
 }
 
 /** Agents: list, create, edit (each save is a new version), archive, and the version history. */
@@ -214,6 +218,7 @@ function AgentEditor({ agent, onSaved }: { agent?: Agent; onSaved: (a: Agent) =>
             </table>
           )}
         </fieldset>
+        <SkillPicker value={draft.skills} onChange={(skills) => set({ skills })} />
         <details className="advanced">
           <summary>MCP servers and custom tools (JSON)</summary>
           <Field id="ag-mcp" label="MCP servers" hint='[{"type":"url","name":"docs","url":"https://…"}]'>

@@ -45,6 +45,20 @@ describe('the IPC adapter (the desktop renderer\'s transport)', () => {
     expect(((await (await api.fetch('/v1/files')).json()) as { data: unknown[] }).data.length).toBe(before)
   })
 
+  it("carries the Skills page's operations: a folder uploaded as JSON, listed with its version, a bad upload's 400, a version deleted", async () => {
+    const b64 = (t: string) => Buffer.from(t).toString('base64')
+    const bad = await ipc.call('skills.upload', {}, { files: [{ path: 'notes/README.md', content_base64: b64('no manifest') }] })
+    expect(bad).toMatchObject({ ok: false, status: 400, error: { type: 'invalid_request_error', message: expect.stringMatching(/files: no notes\/SKILL\.md/) } })
+    expect(await ipc.call('skills.upload', {}, { files: [{ path: 'x/SKILL.md', content_base64: 'not base64!' }] })).toMatchObject({ ok: false, status: 400, error: { message: expect.stringMatching(/content_base64/) } })
+    const up = (await ipc.call('skills.upload', {}, { display_name: 'Via IPC', files: [{ path: 'ipc-skill/SKILL.md', content_base64: b64('---\nname: ipc-skill\ndescription: Uploaded over IPC.\n---\n') }] })) as { ok: true; data: { id: string; latest_version_id: string } }
+    expect(up).toMatchObject({ ok: true, data: { type: 'skill', display_name: 'Via IPC' } })
+    const { id, latest_version_id: version } = up.data
+    expect(await ipc.call('skills.list', {}, { limit: 100 })).toMatchObject({ ok: true, data: { data: [{ id, latest_version_id: version }] } })
+    expect(await ipc.call('skills.versions.list', { id }, { limit: 100 })).toMatchObject({ ok: true, data: { data: [{ id: version, name: 'ipc-skill', description: 'Uploaded over IPC.' }] } })
+    expect(await ipc.call('skills.versions.delete', { id, versionId: version }, undefined)).toMatchObject({ ok: true, data: { type: 'skill_version_deleted', id: version } })
+    expect(await ipc.call('skills.delete', { id }, undefined)).toMatchObject({ ok: true, data: { type: 'skill_deleted', id } })
+  })
+
   it('answers a bad body with the API error type and a message naming the field', async () => {
     const res = await ipc.call('agents.create', {}, { name: '', model: 'x' })
     expect(res).toMatchObject({ ok: false, status: 400, error: { type: 'invalid_request_error' } })

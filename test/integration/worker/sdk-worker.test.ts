@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
@@ -143,5 +143,82 @@ describe('stopping a work item the SDK worker serves', () => {
     expect(w.logs.some((l) => l.includes('heartbeat signals shutdown') || l.includes('lease not extended'))).toBe(true)
     w.stop.abort()
     await w.done
+  }, 60_000)
+})
+
+// The SDK worker mounts a store at its mount_path (/mnt/memory/<slug>) on the worker host's own
+// disk, which must be writable by the worker: true for root (CI); elsewhere this case says why it skips.
+const memoryRoot = (() => {
+  try {
+    mkdirSync('/mnt/memory', { recursive: true })
+    accessSync('/mnt/memory', constants.W_OK)
+    return { ok: true as const }
+  } catch (err) {
+    return { ok: false as const, reason: `/mnt/memory is not writable here (${(err as Error).message})` }
+  }
+})()
+if (!memoryRoot.ok) {
+  if (process.env.CI) throw new Error(`the SDK worker's memory test needs a writable /mnt/memory: ${memoryRoot.reason}`)
+  console.warn(`[skip] the SDK worker's memory sync: ${memoryRoot.reason}`)
+}
+
+describe.skipIf(!memoryRoot.ok)('the SDK worker syncs a session\'s memory store with its sessions token', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'corral-sdk-mem-'))
+  const workdir = mkdtempSync(join(tmpdir(), 'corral-sdk-mem-wd-'))
+  let model: ScriptedModelServer
+  let engine: Engine
+  let api: Anthropic
+  let url: string
+  let mountPath = ''
+  beforeAll(async () => {
+    model = await ScriptedModelServer.start((req) => {
+      const n = toolResultsOf(req).length
+      if (n === 0) return toolCall(req, 'bash', { command: `cat ${mountPath}/todo.md && echo "- ship it" >> ${mountPath}/todo.md` })
+      return say('noted')
+    })
+    engine = Engine.open({ dataDir, token: 'test-token', env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, defaultHands: false, log: () => {} })
+    url = (await engine.listen(0)).url
+    api = new Anthropic({ baseURL: url, apiKey: 'test-token', maxRetries: 0 })
+  })
+  afterAll(async () => {
+    await engine.close()
+    await model.close()
+    if (mountPath) rmSync(mountPath, { recursive: true, force: true })
+    rmSync(dataDir, { recursive: true, force: true })
+    rmSync(workdir, { recursive: true, force: true })
+  })
+
+  it('mounts the store on the worker, and the agent\'s change comes back as a version by the session', async () => {
+    const store = await api.beta.memoryStores.create({ name: `notes ${Date.now().toString(36)}` })
+    await api.beta.memoryStores.memories.create(store.id, { path: '/todo.md', content: '- write tests\n' })
+    const env = await api.beta.environments.create({ name: 'mem', config: { type: 'self_hosted' } })
+    const key = (await (await fetch(`${url}/v1/corral/environments/${env.id}/keys`, { method: 'POST', headers: { authorization: 'Bearer test-token' } })).json()) as { key: string }
+    const agent = await api.beta.agents.create({ name: 'mem', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_allow' } } }] })
+    const session = await api.beta.sessions.create({ agent: agent.id, environment_id: env.id, resources: [{ type: 'memory_store', memory_store_id: store.id }] } as never)
+    mountPath = (session.resources.find((r) => r.type === 'memory_store') as unknown as { mount_path: string }).mount_path
+    expect(mountPath).toMatch(/^\/mnt\/memory\//)
+    await api.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'add to my list' }] }] })
+    const client = new Anthropic({ baseURL: url, apiKey: null, authToken: null, maxRetries: 2 })
+    const stop = new AbortController()
+    const done = client.beta.environments.work.worker({ environmentId: env.id, environmentKey: key.key, workdir, maxIdleMs: 300 }).run(stop.signal).catch((e: unknown) => e)
+    try {
+      const events = await waitForIdle(engine, session.id)
+      const result = events.find((e) => e.type === 'user.tool_result') as unknown as { content: { text: string }[] }
+      expect(result.content.map((c) => c.text).join('')).toContain('- write tests')
+      // the worker's sync (after the call, or its final one when the runner ends) pushes the change
+      let content = ''
+      for (let i = 0; i < 300 && !content.includes('ship it'); i++) {
+        const list = await api.beta.memoryStores.memories.list(store.id, { view: 'full' } as never)
+        const m = list.data.find((x) => (x as { path?: string }).path === '/todo.md') as { content?: string } | undefined
+        content = m?.content ?? ''
+        if (!content.includes('ship it')) await new Promise((r) => setTimeout(r, 100))
+      }
+      expect(content).toBe('- write tests\n- ship it\n')
+      const versions = (await api.beta.memoryStores.memoryVersions.list(store.id)).data
+      expect(versions.some((v) => (v.created_by as { session_id?: string } | undefined)?.session_id === session.id)).toBe(true)
+    } finally {
+      stop.abort()
+      await done
+    }
   }, 60_000)
 })

@@ -183,7 +183,7 @@ export class Engine {
       const refresh = () => vault.refreshSessionEgress()
       for (const store of [environments, vaults, sessions]) this.disposers.push(store.changes.subscribe(refresh))
     }
-    this.services = { log, agents, environments, sessions, threads, vaults, memory: stores.memory, work: stores.work, deployments: stores.deployments, searchMessages: stores.searchMessages, previews: new PreviewBus(), sessionResources: stores.sessionResources }
+    this.services = { log, agents, environments, sessions, threads, vaults, memory: stores.memory, work: stores.work, deployments: stores.deployments, searchMessages: stores.searchMessages, previews: new PreviewBus(), sessionResources: stores.sessionResources, workflows: stores.workflows }
     if (stores.skills) this.services.skills = stores.skills
     if (stores.files) {
       stores.files.collectExpired()

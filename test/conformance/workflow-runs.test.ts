@@ -48,6 +48,19 @@ const leadScript: Record<string, (req: RecordedRequest) => ScriptStep> = {
     if (started && req.body.messages.length === 3) return toolCall(req, 'ant__workflow_run_stop', { workflow_run_id: JSON.parse(started.text).workflow_run_id })
     return say(textOf(req).includes('<workflow_run') ? 'It was stopped.' : 'Stopping.')
   },
+  'logs and routes': (req) => {
+    if (req.body.messages.length === 1)
+      return toolCall(req, 'ant__workflow_run_start', {
+        name: 'logger',
+        phases: [{ name: 'count' }, { name: 'never' }],
+        program: `await phase('count', async () => { for (let i = 1; i <= 150; i++) log('line', i, { i }) })
+          let failed = null
+          try { await agent('nobody', 'Review nothing') } catch (e) { failed = String(e.message) }
+          const a = await agent('reviewer', 'Review x.ts', { label: 'x.ts' })
+          return { a, failed }`,
+      })
+    return say(textOf(req).includes('<workflow_run') ? 'Logged.' : 'Started.')
+  },
   'a syntax error': (req) => {
     if (req.body.messages.length === 1) return toolCall(req, 'ant__workflow_run_start', { name: 'broken', program: 'const a = 1\nconst b = (2 +;\n' })
     return say('The program did not parse.')
@@ -219,6 +232,72 @@ describe('workflow runs through the official SDK', () => {
     // its answer came too late to be the run's: the run's output stays empty
     expect(run[4].output).toBeUndefined()
     expect(textOf(readingTurn('stop it'))).toContain('Result: stopped')
+  }, 30_000)
+
+  it('serves a run\'s status, phases, agents, output and log lines on Corral\'s own routes, paginated, with 404s naming the run', async () => {
+    const { sid } = await leadSession('logs and routes')
+    const evs = await whenWorkIsDone(sid)
+    const created = evs.find((e) => e.type === 'workflow_run.created') as Ev & { phases: { id: string }[] }
+    const runId = created.workflow_run_id as string
+    const get = async (path: string) => {
+      const res = await t.fetch(path)
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> & { data: unknown[]; next_page: string | null } }
+    }
+
+    const list = await get(`/v1/corral/sessions/${sid}/workflow_runs`)
+    expect(list.status).toBe(200)
+    expect(list.body.next_page).toBeNull()
+    expect(list.body.data).toHaveLength(1)
+    const view = list.body.data[0] as Record<string, unknown>
+    expect(view).toMatchObject({
+      type: 'workflow_run',
+      id: runId,
+      session_id: sid,
+      name: 'logger',
+      description: null,
+      status: 'ended',
+      result: { type: 'completed' },
+      output: { a: 'x.ts looks fine', failed: expect.stringContaining('"nobody" is not one of this session\'s predefined workflow agents') },
+      agents: { started: 1, working: 0, waiting: 0, done: 1, failed: 0 },
+      log_lines: 150,
+      created_at: created.processed_at,
+      ended_at: evs.find((e) => e.type === 'workflow_run.status_ended')!.processed_at,
+    })
+    expect(view.phases).toEqual([
+      { id: created.phases[0].id, name: 'count', description: null, declared: true, status: 'ended', started_at: expect.any(String), ended_at: expect.any(String) },
+      { id: created.phases[1].id, name: 'never', description: null, declared: true, status: 'pending', started_at: null, ended_at: null },
+    ])
+
+    const one = await get(`/v1/corral/sessions/${sid}/workflow_runs/${runId}`)
+    expect(one.status).toBe(200)
+    const thread = evs.find((e) => e.type === 'session.thread_created' && e.workflow_run_id === runId)!
+    expect(one.body).toMatchObject({ ...view, agents_list: [{ session_thread_id: thread.session_thread_id, agent_name: 'reviewer', label: 'x.ts', call_index: expect.any(Number), state: 'done', thread_status: 'terminated', error: null, archived_at: expect.any(String) }] })
+
+    // the log, a page at a time: lines as the program wrote them (values after the first as JSON)
+    const first = await get(`/v1/corral/sessions/${sid}/workflow_runs/${runId}/logs?limit=100`)
+    expect(first.body.data).toHaveLength(100)
+    expect(first.body.data[0]).toEqual({ line: 1, text: 'line 1 {"i":1}' })
+    expect(first.body.next_page).toEqual(expect.any(String))
+    const second = await get(`/v1/corral/sessions/${sid}/workflow_runs/${runId}/logs?limit=100&page=${first.body.next_page}`)
+    expect(second.body.data.map((l) => (l as { line: number }).line)).toEqual(Array.from({ length: 50 }, (_, i) => 101 + i))
+    expect(second.body.next_page).toBeNull()
+    // a live tail reads after the last line it has
+    const tail = await get(`/v1/corral/sessions/${sid}/workflow_runs/${runId}/logs?after_line=148`)
+    expect(tail.body.data).toEqual([{ line: 149, text: 'line 149 {"i":149}' }, { line: 150, text: 'line 150 {"i":150}' }])
+    // no log line ever reached the session's events
+    expect(JSON.stringify(evs)).not.toContain('line 149')
+
+    const missing = await get(`/v1/corral/sessions/${sid}/workflow_runs/wrun_nope/logs`)
+    expect(missing.status).toBe(404)
+    expect(missing.body).toMatchObject({ type: 'error', error: { type: 'not_found_error', message: expect.stringContaining('"wrun_nope"') } })
+    expect((await get(`/v1/corral/sessions/${sid}/workflow_runs/wrun_nope`)).status).toBe(404)
+    expect((await get('/v1/corral/sessions/sesn_nope/workflow_runs')).status).toBe(404)
+    const badPage = await get(`/v1/corral/sessions/${sid}/workflow_runs/${runId}/logs?page=bogus`)
+    expect(badPage.status).toBe(400)
+    expect(badPage.body).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringContaining('page') } })
+    const badLimit = await get(`/v1/corral/sessions/${sid}/workflow_runs?limit=0`)
+    expect(badLimit.status).toBe(400)
+    expect(badLimit.body).toMatchObject({ error: { message: expect.stringContaining('limit') } })
   }, 30_000)
 
   it('answers a start whose program does not parse with a tool error naming the line and column, and starts no run', async () => {

@@ -60,7 +60,7 @@ const BODY_SCHEMAS: Partial<Record<OperationName, z.ZodType>> = {
 
 const opSchema = z.enum(OPERATION_NAMES as [OperationName, ...OperationName[]])
 const idSchema = z.string().regex(PATH_PARAM_PATTERN, 'an id: letters, digits and _')
-const pathParamsSchema = z.strictObject({ id: idSchema.optional(), threadId: idSchema.optional(), keyId: idSchema.optional(), memoryId: idSchema.optional(), versionId: idSchema.optional() })
+const pathParamsSchema = z.strictObject({ id: idSchema.optional(), threadId: idSchema.optional(), keyId: idSchema.optional(), memoryId: idSchema.optional(), versionId: idSchema.optional(), runId: idSchema.optional() })
 const queryPrimitive = z.union([z.string().max(4096), z.number(), z.boolean()])
 const querySchema = z.record(z.string().max(64), z.union([queryPrimitive, z.array(queryPrimitive).max(100), z.null(), z.undefined()]))
 const uploadSchema = z.strictObject({

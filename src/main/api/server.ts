@@ -14,6 +14,7 @@ import { sessionRoutes } from './routes/sessions'
 import { corralRoutes } from './routes/corral'
 import { workspaceRoutes } from './routes/workspace'
 import { searchRoutes } from './routes/search'
+import { workflowRunRoutes } from './routes/workflow-runs'
 import { threadRoutes } from './routes/threads'
 import { vaultRoutes } from './routes/vaults'
 import { memoryStoreRoutes } from './routes/memory-stores'
@@ -87,6 +88,7 @@ export function createApiApp(params: ApiAppParams): Hono {
   corralRoutes(app, services)
   workspaceRoutes(app, services)
   searchRoutes(app, services)
+  workflowRunRoutes(app, services)
 
   app.notFound((c) => c.json(new CorralError('not_found_error', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404))
   app.onError((err, c) => {

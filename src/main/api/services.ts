@@ -14,6 +14,7 @@ import type { SkillStore } from '../session/skill-store'
 import type { SessionResourceStore } from '../session/session-resources'
 import type { WorkStore } from '../session/work-store'
 import type { DeploymentStore } from '../session/deployment-store'
+import type { WorkflowStore } from '../session/workflow-store'
 
 /**
  * What the transports (HTTP, IPC, CLI) reach: the same service methods for all of them.
@@ -42,6 +43,8 @@ export interface ApiServices {
   files?: { store: FileStore; maxBytes(): number }
   /** Skills and their versions (`/v1/skills`); absent in engines opened without a data directory. */
   skills?: SkillStore
+  /** The workflow runs' journal (their agents' answers, their log lines): Corral's `/v1/corral/sessions/{id}/workflow_runs` routes. */
+  workflows?: WorkflowStore
   /** Preview (`event_start` / `event_delta`) events: streamed to subscribers, never stored. */
   previews: PreviewBus
   /** Corral's own operations (settings, doctor); absent in engines built without them. */

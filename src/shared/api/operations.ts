@@ -101,6 +101,10 @@ export const OPERATIONS = {
   'apiFiles.list': { method: 'GET', path: '/v1/files', arrayKeys: ['ids'] },
   /** A file's bytes as base64 JSON (Corral addition: the one download both transports can carry). */
   'apiFiles.read': { method: 'GET', path: '/v1/corral/files/:id/read' },
+  /** A session's workflow runs, one run with its agents, a run's log lines (Corral additions: docs/workflows.md). */
+  'workflowRuns.list': { method: 'GET', path: '/v1/corral/sessions/:id/workflow_runs' },
+  'workflowRuns.retrieve': { method: 'GET', path: '/v1/corral/sessions/:id/workflow_runs/:runId' },
+  'workflowRuns.logs': { method: 'GET', path: '/v1/corral/sessions/:id/workflow_runs/:runId/logs' },
 } as const satisfies Record<string, OperationSpec>
 
 export type OperationName = keyof typeof OPERATIONS

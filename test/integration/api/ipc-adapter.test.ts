@@ -59,6 +59,17 @@ describe('the IPC adapter (the desktop renderer\'s transport)', () => {
     expect(await ipc.call('skills.delete', { id }, undefined)).toMatchObject({ ok: true, data: { type: 'skill_deleted', id } })
   })
 
+  it("carries the run card's workflow-run operations with a runId path parameter: an empty list, a 404 naming the run", async () => {
+    const agent = (await ipc.call('agents.create', {}, { name: 'lead', model: 'claude-sonnet-4-5' })) as { data: { id: string } }
+    const env = (await ipc.call('environments.create', {}, { name: 'runs' })) as { data: { id: string } }
+    const session = (await ipc.call('sessions.create', {}, { agent: agent.data.id, environment_id: env.data.id })) as { data: { id: string } }
+    const id = session.data.id
+    expect(await ipc.call('workflowRuns.list', { id }, { limit: 10 })).toEqual({ ok: true, data: { data: [], next_page: null } })
+    expect(await ipc.call('workflowRuns.retrieve', { id, runId: 'wrun_none' }, undefined)).toMatchObject({ ok: false, status: 404, error: { type: 'not_found_error', message: expect.stringContaining('"wrun_none"') } })
+    expect(await ipc.call('workflowRuns.logs', { id, runId: 'wrun_none' }, { after_line: 3 })).toMatchObject({ ok: false, status: 404, error: { message: expect.stringContaining('"wrun_none"') } })
+    expect(await ipc.call('workflowRuns.logs', { id, runId: '../x' }, undefined)).toMatchObject({ ok: false, status: 400, error: { message: expect.stringMatching(/runId: an id/) } })
+  })
+
   it('answers a bad body with the API error type and a message naming the field', async () => {
     const res = await ipc.call('agents.create', {}, { name: '', model: 'x' })
     expect(res).toMatchObject({ ok: false, status: 400, error: { type: 'invalid_request_error' } })

@@ -6,6 +6,7 @@
  * the orchestrator (orchestrator/workflow-runs.ts) runs the program from there.
  */
 import { newId } from '../../../shared/api/ids'
+import { foldWorkflowRuns, type WorkflowRunEventLike, type WorkflowRunFacts } from '../../../shared/api/workflow-runs'
 import type { EventInput } from '../../session/event-log'
 import type { ViewEvent } from '../context/view'
 import type { PlatformOfferContext, PlatformTool, PlatformToolContext, PlatformToolResult } from '../platform-tools'
@@ -24,45 +25,12 @@ const offeredToLead = (ctx: PlatformOfferContext) => ctx.threadKey === null && c
 const fail = (text: string, events?: EventInput[]): PlatformToolResult => ({ outcome: { content: text, isError: true }, events })
 const truncate = (s: string, n: number) => (s.length > n ? s.slice(0, n) : s)
 
-/** A session's runs as its primary's events say (created, status, phases, end). */
-export interface RunFacts {
-  id: string
-  name: string
-  description: string | null
-  phases: { id: string; name: string; description: string | null }[]
-  status: 'running' | 'idle' | 'ended'
-  started: boolean
-  /** Phase ids started and not yet ended, with their `phase_started` event id. */
-  openPhases: Map<string, string>
-  result?: unknown
-  output?: unknown
-}
+/** A session's runs as its primary's events say (created, status, phases, end): the shared fold. */
+export type RunFacts = WorkflowRunFacts
 
 /** Folds the primary's `workflow_run.*` events into each run's facts, in creation order. */
 export function workflowRuns(events: readonly ViewEvent[]): Map<string, RunFacts> {
-  const runs = new Map<string, RunFacts>()
-  for (const { event: e } of events) {
-    if (!e.type.startsWith('workflow_run.')) continue
-    const ev = e as unknown as Record<string, unknown> & { workflow_run_id?: string | null }
-    const id = ev.workflow_run_id
-    if (typeof id !== 'string') continue
-    if (e.type === 'workflow_run.created') {
-      runs.set(id, { id, name: String(ev.name ?? ''), description: (ev.description as string | null) ?? null, phases: (ev.phases as RunFacts['phases']) ?? [], status: 'idle', started: false, openPhases: new Map() })
-      continue
-    }
-    const r = runs.get(id)
-    if (!r || r.status === 'ended') continue
-    if (e.type === 'workflow_run.status_running') (r.status = 'running'), (r.started = true)
-    else if (e.type === 'workflow_run.status_idle') r.status = 'idle'
-    else if (e.type === 'workflow_run.phase_started') r.openPhases.set(String(ev.workflow_run_phase_id), e.id)
-    else if (e.type === 'workflow_run.phase_ended') r.openPhases.delete(String(ev.workflow_run_phase_id))
-    else if (e.type === 'workflow_run.status_ended') {
-      r.status = 'ended'
-      r.result = ev.result
-      r.output = ev.output
-    }
-  }
-  return runs
+  return foldWorkflowRuns(events.map((v) => v.event as unknown as WorkflowRunEventLike))
 }
 
 const openCount = (runs: Map<string, RunFacts>) => [...runs.values()].filter((r) => r.status !== 'ended').length

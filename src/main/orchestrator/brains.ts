@@ -97,6 +97,7 @@ export class Brains {
         store: p.workflows,
         sessions: p.sessions,
         brains: this.scheduler,
+        ownsLease: (sessionId) => this.leases.owns(sessionId),
         ...p.options?.workflows,
         onError: (sessionId, err) => (p.onError ?? console.error)(`[corral] a workflow run of ${sessionId} failed: ${(err as Error).stack ?? String(err)}`),
       })

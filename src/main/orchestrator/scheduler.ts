@@ -48,6 +48,9 @@ export class Scheduler {
   private readonly retryTimers = new Map<string, NodeJS.Timeout>()
   /** Sessions whose lease we hold, with when their brain last ran (ms). */
   private readonly held = new Map<string, number>()
+  /** Sessions whose lease is held for something other than a brain (a workflow run's driver), kept however idle. */
+  private readonly pinned = new Set<string>()
+  private readonly leaseListeners = new Set<(sessionId: string, held: boolean) => void>()
   private renewTimer?: NodeJS.Timeout
   private lastRenewAt = 0
   private unsubscribe?: () => void
@@ -62,13 +65,15 @@ export class Scheduler {
   private renewHeld(): void {
     const now = Date.now()
     const idleFor = this.p.idleReleaseMs ?? 5_000
-    const release = [...this.held].filter(([id, at]) => !this.perSession.has(id) && now - at > idleFor).map(([id]) => id)
+    const release = [...this.held].filter(([id, at]) => !this.perSession.has(id) && !this.pinned.has(id) && now - at > idleFor).map(([id]) => id)
     for (const id of release) this.held.delete(id)
     try {
       if (release.length) this.p.leases.releaseAll(release)
       for (const lost of this.p.leases.renewAll([...this.held.keys()])) {
         this.held.delete(lost)
+        this.pinned.delete(lost)
         for (const b of this.brains.values()) if (b.thread.sessionId === lost) b.control.stop('lease_lost')
+        this.tellLease(lost, false)
       }
       this.lastRenewAt = now
     } catch {
@@ -83,17 +88,63 @@ export class Scheduler {
       this.held.set(sessionId, Date.now())
       return true
     }
+    const had = this.held.has(sessionId)
     if (!this.p.leases.acquire(sessionId)) {
       this.held.delete(sessionId)
+      this.pinned.delete(sessionId)
+      if (had) this.tellLease(sessionId, false)
       return false
     }
     this.held.set(sessionId, Date.now())
+    if (!had) this.tellLease(sessionId, true)
     if (!this.renewTimer && !this.stopped) {
       this.lastRenewAt = Date.now()
       this.renewTimer = setInterval(() => this.renewHeld(), Math.max(20, Math.floor(this.p.leases.ttlMs / 3)))
       this.renewTimer.unref()
     }
     return true
+  }
+
+  private tellLease(sessionId: string, held: boolean): void {
+    for (const l of this.leaseListeners) {
+      try {
+        l(sessionId, held)
+      } catch (err) {
+        this.p.onError?.(sessionId, err)
+      }
+    }
+  }
+
+  /**
+   * Takes (or keeps) a session's lease for a driver that is not a brain: a workflow run's
+   * (orchestrator/workflow-runs.ts). A pinned lease is renewed with the others and not given
+   * back while idle, until `unpin`. False when another process holds it (nothing is pinned).
+   */
+  pin(sessionId: string): boolean {
+    if (this.stopped) return false
+    if (!this.hold(sessionId)) return false
+    this.pinned.add(sessionId)
+    return true
+  }
+
+  /** Ends a pin: the lease is given back once no brain of the session has run for idleReleaseMs. */
+  unpin(sessionId: string): void {
+    if (this.pinned.delete(sessionId) && this.held.has(sessionId)) this.held.set(sessionId, Date.now())
+  }
+
+  /** Whether this scheduler holds the session's lease now (as it last knew: renewal or acquire). */
+  holds(sessionId: string): boolean {
+    return this.held.has(sessionId)
+  }
+
+  /**
+   * Tells `listener` when this scheduler takes a session's lease it did not hold (`true`: a brain
+   * woke, or a pin) and when it loses one to another process (`false`: found at renewal or at a
+   * refused acquire; a lease given back when idle is not a loss). Returns the disposer.
+   */
+  onLease(listener: (sessionId: string, held: boolean) => void): () => void {
+    this.leaseListeners.add(listener)
+    return () => this.leaseListeners.delete(listener)
   }
 
   /** Subscribes to the log and wakes every session that needs a brain. Returns the ids woken. */
@@ -242,5 +293,7 @@ export class Scheduler {
       // the database may be closing; the leases lapse on their own
     }
     this.held.clear()
+    this.pinned.clear()
+    this.leaseListeners.clear()
   }
 }

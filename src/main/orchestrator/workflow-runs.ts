@@ -27,8 +27,22 @@ export interface WorkflowRunsParams {
   log: WorkflowLog
   store: WorkflowStore
   sessions: { retrieve(id: string): { id: string; agent: unknown; status?: string }; rosterOf?(id: string): DelegationRoster | null }
-  /** Stops the brain of a thread (before it is archived) and resolves once it has stopped. */
-  brains: { stopThread(thread: ThreadRef): Promise<void> }
+  /**
+   * The scheduler whose lease the runs are driven under (orchestrator/scheduler.ts): `stopThread`
+   * stops a thread's brain (before it is archived) and resolves once it has stopped; `pin` takes
+   * and keeps the session's lease while its runs are driven (false: another process holds it),
+   * `unpin` gives it back to the scheduler's idle rule; `onLease` tells of a lease taken or lost.
+   */
+  brains: {
+    stopThread(thread: ThreadRef): Promise<void>
+    pin(sessionId: string): boolean
+    unpin(sessionId: string): void
+    onLease(listener: (sessionId: string, held: boolean) => void): () => void
+  }
+  /** Asked inside every write's transaction: whether this engine still owns the session's lease (SqliteLeaseStore.owns); without it, no fence. */
+  ownsLease?: (sessionId: string) => boolean
+  /** How often a session whose open runs another process drives is looked at again (default 1000 ms). */
+  retryMs?: number
   /** Threads working at once per run (default 64: `workflows.maxConcurrentAgents`). */
   maxConcurrentAgents?: number
   /** Agents per run (default 1000). */
@@ -55,6 +69,8 @@ interface ActiveRun {
 }
 
 const RUN_EVENT_TYPES = ['workflow_run.created', 'workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.status_ended', 'workflow_run.phase_started', 'workflow_run.phase_ended']
+/** The fence's refusal: the session's lease is another process's now. */
+const LEASE_LOST = 'workflow_lease_lost'
 const FAILED_BECAUSE: Record<string, string> = {
   retries_exhausted: 'its model requests kept failing until the retries were exhausted',
   refusal: 'the model refused the task',
@@ -64,7 +80,11 @@ export class WorkflowRuns {
   private readonly active = new Map<string, ActiveRun>()
   /** A run's thread → its run id. */
   private readonly runOfThread = new Map<string, string>()
+  /** Sessions with open runs that another process drives (its lease): tried again every retryMs. */
+  private readonly waiting = new Set<string>()
+  private retryTimer?: NodeJS.Timeout
   private unsubscribe?: () => void
+  private leaseOff?: () => void
   private module?: QuickJSWASMModule
   private stopped = false
 
@@ -75,7 +95,16 @@ export class WorkflowRuns {
     this.module = await quickJS()
     if (this.stopped) return
     this.unsubscribe = this.p.log.subscribeAll((s) => this.onEvent(s))
+    this.leaseOff = this.p.brains.onLease((sessionId, held) => {
+      if (!held) this.leaseLost(sessionId)
+      else if (this.waiting.has(sessionId)) queueMicrotask(() => this.resumeSession(sessionId))
+    })
     for (const sessionId of this.p.store.sessionsWithOpenRuns()) this.resumeSession(sessionId)
+  }
+
+  /** Sessions whose open runs another process drives now (this one takes over when it can). */
+  waitingSessions(): string[] {
+    return [...this.waiting]
   }
 
   /** Open runs being executed now (for tests and the bench). */
@@ -87,6 +116,9 @@ export class WorkflowRuns {
   async stop(): Promise<void> {
     this.stopped = true
     this.unsubscribe?.()
+    this.leaseOff?.()
+    if (this.retryTimer) clearInterval(this.retryTimer)
+    this.waiting.clear()
     for (const r of this.active.values()) {
       if (r.timer) clearTimeout(r.timer)
       r.execution?.dispose()
@@ -95,14 +127,62 @@ export class WorkflowRuns {
     this.runOfThread.clear()
   }
 
+  /**
+   * Drives the session's open runs not driven here yet, under its lease: when another process
+   * holds it, the session waits (looked at again every retryMs, and when the scheduler takes
+   * the lease) and the holder drives them.
+   */
   private resumeSession(sessionId: string): void {
+    if (this.stopped || !this.module) return
     try {
-      const events = this.p.log.read(sessionId, { types: RUN_EVENT_TYPES, limit: 1000, threadId: null })
+      const events = this.p.log.read(sessionId, { types: ['workflow_run.created', 'workflow_run.status_ended'], limit: 1000, threadId: null })
       const ended = new Set(events.filter((s) => s.event.type === 'workflow_run.status_ended').map((s) => (s.event as { workflow_run_id: string }).workflow_run_id))
-      for (const s of events) if (s.event.type === 'workflow_run.created' && !ended.has(s.event.workflow_run_id)) this.open(sessionId, s)
+      const open = events.filter((s) => s.event.type === 'workflow_run.created' && !ended.has(s.event.workflow_run_id) && !this.active.has(s.event.workflow_run_id))
+      if (open.length === 0) {
+        this.waiting.delete(sessionId)
+        return
+      }
+      if (!this.p.brains.pin(sessionId)) return this.wait(sessionId)
+      this.waiting.delete(sessionId)
+      for (const s of open) this.open(sessionId, s)
+      if (!this.hasRuns(sessionId)) this.p.brains.unpin(sessionId)
     } catch (err) {
       this.p.onError?.(sessionId, err)
     }
+  }
+
+  private hasRuns(sessionId: string): boolean {
+    for (const r of this.active.values()) if (r.sessionId === sessionId) return true
+    return false
+  }
+
+  private wait(sessionId: string): void {
+    this.waiting.add(sessionId)
+    if (this.retryTimer || this.stopped) return
+    this.retryTimer = setInterval(() => {
+      for (const id of [...this.waiting]) this.resumeSession(id)
+      if (this.waiting.size === 0 && this.retryTimer) {
+        clearInterval(this.retryTimer)
+        this.retryTimer = undefined
+      }
+    }, this.p.retryMs ?? 1000)
+    this.retryTimer.unref()
+  }
+
+  /** Another process took the session's lease: its runs are no longer driven here (nothing more is written); the holder replays them. */
+  private leaseLost(sessionId: string): void {
+    let had = false
+    for (const r of [...this.active.values()])
+      if (r.sessionId === sessionId) {
+        had = true
+        this.drop(r, false)
+      }
+    if (had) this.wait(sessionId)
+  }
+
+  /** Throws inside a write's transaction when the session's lease is no longer this engine's. */
+  private fence(sessionId: string): void {
+    if (this.p.ownsLease && !this.p.ownsLease(sessionId)) throw new CorralError('conflict_error', `the lease of session ${sessionId} is held by another engine, which drives its workflow runs now`, { fields: { reason: LEASE_LOST } })
   }
 
   private onEvent(stored: StoredEvent): void {
@@ -142,6 +222,7 @@ export class WorkflowRuns {
     const ev = created.event as StoredEvent['event'] & { type: 'workflow_run.created'; tool_use_id?: string }
     const runId = ev.workflow_run_id
     if (this.active.has(runId) || !this.module) return
+    if (!this.p.brains.pin(sessionId)) return this.wait(sessionId)
     const call = ev.tool_use_id ? this.p.log.get(ev.tool_use_id) : undefined
     const input = (call?.event as { input?: Record<string, unknown> } | undefined)?.input
     const r: ActiveRun = { sessionId, runId, name: ev.name, primaryId: primaryThreadId(sessionId), threads: new Map(), declared: new Map(), phaseStarts: new Map(), logLine: 0, ended: false }
@@ -207,14 +288,18 @@ export class WorkflowRuns {
     return this.p.log
       .append(r.sessionId, events, {
         precheck: () => {
+          this.fence(r.sessionId)
           this.assertOpen(r)
           journal?.()
         },
       })
-      .catch((err: unknown) => {
-        if (!(err instanceof CorralError && err.code === 'invalid_request_error')) this.p.onError?.(r.sessionId, err)
-        return undefined
-      })
+      .catch((err: unknown) => this.writeFailed(r, err))
+  }
+
+  private writeFailed(r: ActiveRun, err: unknown): undefined {
+    if (isLeaseLost(err)) this.leaseLost(r.sessionId)
+    else if (!(err instanceof CorralError && err.code === 'invalid_request_error')) this.p.onError?.(r.sessionId, err)
+    return undefined
   }
 
   /** The agent a call names: a predefined workflow agent, "self", or an inline one; a string saying why not otherwise. */
@@ -302,7 +387,17 @@ export class WorkflowRuns {
     this.runOfThread.delete(tid)
     const archive: EventInput[] = e.type === 'session.thread_status_terminated' ? [] : [{ type: 'session.thread_status_terminated', session_thread_id: tid, agent_name: e.agent_name ?? t.agentName, archived: true }]
     const record = () => this.p.store.resolveAgent({ runId: r.runId, index: t.index, outcome, resolvedSeq: stored.seq })
-    const done = archive.length ? this.appendRun(r, archive, record) : this.p.log.commitWith(record).then(() => [])
+    const done = archive.length
+      ? this.appendRun(r, archive, record)
+      : this.p.log
+          .commitWith(() => {
+            this.fence(r.sessionId)
+            record()
+          })
+          .then(
+            () => [],
+            (err: unknown) => this.writeFailed(r, err),
+          )
     void done.then((ok) => {
       if (ok) r.execution?.complete(t.index, outcome)
     })
@@ -348,15 +443,25 @@ export class WorkflowRuns {
     for (const [tid] of live) this.runOfThread.delete(tid)
     for (const [tid, t] of live) {
       await this.p.brains.stopThread({ sessionId: r.sessionId, threadId: tid })
-      await this.p.log.append(r.sessionId, [{ type: 'session.thread_status_terminated', session_thread_id: tid, agent_name: t.agentName || 'agent', archived: true }]).catch((err: unknown) => this.p.onError?.(r.sessionId, err))
+      await this.p.log
+        .append(r.sessionId, [{ type: 'session.thread_status_terminated', session_thread_id: tid, agent_name: t.agentName || 'agent', archived: true }], { precheck: () => this.fence(r.sessionId) })
+        .catch((err: unknown) => (isLeaseLost(err) ? undefined : this.p.onError?.(r.sessionId, err)))
     }
+    // the lease stays pinned until the run's threads are archived: a takeover in between would find the run ended and its threads live
+    if (!this.hasRuns(r.sessionId) && !this.stopped) this.p.brains.unpin(r.sessionId)
   }
 
-  private drop(r: ActiveRun): void {
+  /** Forgets a run without writing anything (its session ended, or its lease went to another process: `unpin` false). */
+  private drop(r: ActiveRun, unpin = true): void {
     r.ended = true
     if (r.timer) clearTimeout(r.timer)
     this.active.delete(r.runId)
     for (const tid of r.threads.keys()) this.runOfThread.delete(tid)
     setImmediate(() => r.execution?.dispose())
+    if (unpin && !this.hasRuns(r.sessionId) && !this.stopped) this.p.brains.unpin(r.sessionId)
   }
+}
+
+function isLeaseLost(err: unknown): boolean {
+  return err instanceof CorralError && err.code === 'conflict_error' && err.fields.reason === LEASE_LOST
 }

@@ -89,6 +89,16 @@ export class SqliteLeaseStore {
     })
   }
 
+  /**
+   * Whether the session's lease row names this owner (expired or not: nobody has taken it
+   * since). Meant as a fence inside a write's transaction: a driver that lost its lease to
+   * another process writes nothing more.
+   */
+  owns(sessionId: string): boolean {
+    const row = this.db.prepare('SELECT owner FROM session_leases WHERE session_id = ?').get(sessionId) as { owner: string } | undefined
+    return row?.owner === this.owner
+  }
+
   /** Who holds a session's lease now (undefined when free or expired). */
   holder(sessionId: string): string | undefined {
     const row = this.db.prepare('SELECT owner, expires_at FROM session_leases WHERE session_id = ?').get(sessionId) as { owner: string; expires_at: number } | undefined

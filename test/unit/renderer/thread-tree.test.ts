@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { SessionThread } from '../../../src/renderer/src/api/types'
-import { ThreadStatusBoard, threadCost, threadCostText, threadNodeLabel, threadTree } from '../../../src/renderer/src/features/thread/thread-tree'
+import { RUN_GROUP_SHOWN, ThreadStatusBoard, threadCost, threadCostText, threadNodeLabel, threadTree, treeRows } from '../../../src/renderer/src/features/thread/thread-tree'
 import { money } from '../../../src/renderer/src/ui/format'
 
 const SESSION = 'sesn_01TREE'
@@ -93,5 +93,32 @@ describe('threadTree', () => {
     expect(node).toMatchObject({ kind: 'subagent', label: 'grader', detail: 'inline' })
     expect(threadNodeLabel(node, money)).toBe('grader · idle · $0.07')
     expect(threadNodeLabel(lead, money)).toBe('lead (primary) · running · $0.12')
+  })
+})
+
+describe('treeRows', () => {
+  const primary = thread('sthr_01P', { parent_thread_id: null, agentName: 'lead' })
+  const sub = thread('sthr_01SUB', { agentName: 'researcher' })
+  const runThreads = Array.from({ length: 150 }, (_, i) => thread(`sthr_01R${String(i).padStart(3, '0')}`, { agentName: 'reviewer', workflow_run_id: 'wrun_01A', ...(i < 40 ? { archived_at: '2026-12-01T13:00:00.000Z', status: 'terminated' as const } : { status: 'running' as const }) }))
+  const nodes = threadTree([primary, sub, ...runThreads])
+  const info = new Map([['wrun_01A', { name: 'review all', counts: { started: 150, working: 100, waiting: 2, done: 37, failed: 11 }, open: true }]])
+
+  it("gathers a workflow run's threads under one row for the run, collapsed by default, with the run's counts", () => {
+    const rows = treeRows(nodes, info, new Set())
+    expect(rows.map((r) => (r.type === 'run' ? `run:${r.name}:${r.threads}:${r.expanded}` : r.node.label))).toEqual(['lead', 'researcher', 'run:review all:150:false'])
+    expect(rows[2]).toMatchObject({ counts: { done: 37, waiting: 2 }, open: true, hidden: 0 })
+  })
+
+  it('shows the first threads of an expanded run and how many more the card has, and the selected one wherever it is', () => {
+    const rows = treeRows(nodes, info, new Set(['wrun_01A']), 'sthr_01R149')
+    const inRun = rows.filter((r) => r.type === 'thread' && r.inRun === 'wrun_01A')
+    expect(inRun).toHaveLength(RUN_GROUP_SHOWN + 1)
+    expect(inRun.at(-1)).toMatchObject({ node: { id: 'sthr_01R149' } })
+    expect(rows.find((r) => r.type === 'run')).toMatchObject({ expanded: true, hidden: 150 - RUN_GROUP_SHOWN - 1 })
+  })
+
+  it("counts a run not on the board yet from its threads (archived ones finished), named by its id", () => {
+    const [row] = treeRows(nodes, new Map(), new Set()).filter((r) => r.type === 'run')
+    expect(row).toMatchObject({ name: 'wrun_01A', counts: { started: 150, done: 40, working: 110 } })
   })
 })

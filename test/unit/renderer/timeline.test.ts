@@ -175,3 +175,38 @@ describe('reuseUnchanged', () => {
     expect((merged[2] as ToolItem).result?.text).toBe('ok')
   })
 })
+
+describe('TimelineBuilder: workflow runs on the primary timeline', () => {
+  const RUN = 'wrun_01TL'
+  it("makes one row for a run, at its workflow_run.created, and none for the run's other events or its threads' lifecycle (the run card draws them)", () => {
+    const b = TimelineBuilder.from([
+      ev('user.message', { content: text('review it') }),
+      ev('workflow_run.created', { workflow_run_id: RUN, name: 'review', description: null, phases: [] }),
+      ev('workflow_run.status_running', { workflow_run_id: RUN }),
+      ev('workflow_run.phase_started', { workflow_run_id: RUN, workflow_run_phase_id: 'wrph_1' }),
+      ev('session.thread_created', { session_thread_id: 'sthr_RUN1', agent_name: 'reviewer', workflow_run_id: RUN }),
+      ev('session.thread_status_running', { session_thread_id: 'sthr_RUN1', agent_name: 'reviewer' }),
+      ev('session.thread_status_idle', { session_thread_id: 'sthr_RUN1', agent_name: 'reviewer', stop_reason: { type: 'retries_exhausted' } }),
+      ev('session.thread_status_terminated', { session_thread_id: 'sthr_RUN1', agent_name: 'reviewer', archived: true }),
+      ev('workflow_run.error', { workflow_run_id: RUN, error: { type: 'program_error', message: 'boom' } }),
+      ev('workflow_run.status_ended', { workflow_run_id: RUN, result: { type: 'error', error: { type: 'program_error', message: 'boom' } } }),
+      // a subagent that is no run's still has its rows
+      ev('session.thread_created', { session_thread_id: 'sthr_SUB', agent_name: 'researcher', workflow_run_id: null }),
+      ev('session.thread_status_idle', { session_thread_id: 'sthr_SUB', agent_name: 'researcher', stop_reason: { type: 'retries_exhausted' } }),
+    ])
+    expect(b.items.map((i) => i.kind)).toEqual(['user', 'workflow_run', 'delegation', 'thread'])
+    expect(b.items[1]).toMatchObject({ kind: 'workflow_run', runId: RUN, name: 'review' })
+  })
+
+  it('says a refused start (workflow_run.error with a null run id) as a row, with its error type and message', () => {
+    const b = TimelineBuilder.from([ev('workflow_run.error', { workflow_run_id: null, error: { type: 'max_workflow_runs_error', message: 'this session has 10 open workflow runs' } })])
+    expect(b.items).toEqual([expect.objectContaining({ kind: 'note', label: 'Workflow run refused', text: 'max workflow runs error — this session has 10 open workflow runs', tone: 'warn' })])
+  })
+
+  it("keeps a run thread's own events in that thread's own timeline", () => {
+    const created = ev('session.thread_created', { session_thread_id: 'sthr_RUN2', agent_name: 'reviewer', workflow_run_id: RUN })
+    const msg = ev('agent.message', { session_thread_id: 'sthr_RUN2', content: text('a.ts looks fine') })
+    const b = TimelineBuilder.from([created, msg, ev('session.thread_status_idle', { session_thread_id: 'sthr_RUN2', stop_reason: { type: 'end_turn' } })], 'sthr_RUN2')
+    expect(b.items.map((i) => i.kind)).toEqual(['thread', 'agent', 'turn'])
+  })
+})

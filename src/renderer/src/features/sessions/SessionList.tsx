@@ -6,6 +6,7 @@ import { useConfirmations } from '../confirmations/ConfirmationsProvider'
 import { sessionTitle, useSessions } from './SessionsProvider'
 import { byLastActivity } from './order'
 import { modelErrorBadge } from './model-error'
+import { runProgressLabel, useRunProgress } from '../workflows/useRunProgress'
 
 interface SessionListProps {
   selectedId: string | undefined
@@ -20,6 +21,8 @@ export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(functi
   const [query, setQuery] = useState('')
   const [status, setStatus] = useState<'all' | 'running' | 'waiting' | 'idle'>('all')
   const found = useMessageSearch(query)
+  // A running session (or one waiting for the person) may have a workflow run in progress.
+  const runs = useRunProgress(sessions, (s) => s.status === 'running' || s.status === 'rescheduling' || countFor(s.id) > 0)
   const shown = useMemo(() => {
     const q = query.trim().toLowerCase()
     return byLastActivity(sessions).filter((s) => {
@@ -62,6 +65,7 @@ export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(functi
           const pending = countFor(s.id)
           const agentName = (s.agent as { name?: string }).name ?? 'agent'
           const failing = modelErrorBadge(s)
+          const run = runs.get(s.id)
           return (
             <li key={s.id}>
               <button type="button" className={`session-item${s.id === selectedId ? ' selected' : ''}`} aria-current={s.id === selectedId ? 'page' : undefined} onClick={() => onSelect(s.id)}>
@@ -80,6 +84,11 @@ export const SessionList = forwardRef<HTMLInputElement, SessionListProps>(functi
                       <Icon name="warn" size={11} />
                       <span aria-hidden="true"> {failing.text}</span>
                       <span className="sr-only">{failing.label}</span>
+                    </span>
+                  )}
+                  {run && (
+                    <span className="pill session-run" title="A workflow run in progress: its agents done of those started">
+                      {runProgressLabel(run)}
                     </span>
                   )}
                   <span className="session-agent">{agentName}</span>

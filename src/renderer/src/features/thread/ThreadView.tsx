@@ -21,6 +21,8 @@ import { WorkerStatus } from '../environments/WorkerStatus'
 import { BudgetPause, BudgetSpend } from '../budgets/BudgetBar'
 import type { BudgetLimit } from '../budgets/budget'
 import { OutcomeCard } from '../outcomes/OutcomeCard'
+import { WorkflowRunsContext, type WorkflowRunsView } from '../workflows/WorkflowRunCard'
+import { useWorkflowRuns } from '../workflows/useWorkflowRuns'
 
 const QUEUE_EVENTS = new Set(['agent.tool_use', 'agent.mcp_tool_use', 'agent.custom_tool_use', 'session.status_idle', 'session.thread_status_idle', 'user.tool_confirmation'])
 
@@ -49,6 +51,9 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const drawnOnce = useRef(false)
   if (!data.loading) drawnOnce.current = true
   const tree = useThreadTree(sessionId, drawnOnce.current)
+  // The session's workflow runs (nothing is read for a session that never started one).
+  const runRowSeen = useMemo(() => data.items.some((i) => i.kind === 'workflow_run' || (i.kind === 'note' && i.label === 'Workflow run refused')), [data.items])
+  const workflows = useWorkflowRuns(sessionId, runRowSeen)
   const selectedThread = threadId ? tree.threads.get(threadId) : undefined
   const selectedNode = threadId ? tree.nodes.find((n) => n.id === threadId) : undefined
   // The stream's latest status event is fresher than the polled resource.
@@ -95,6 +100,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const primaryId = primaryThreadId(sessionId)
   const openThread = useCallback((t: string) => openThreadRef.current(t === primaryId ? null : t), [primaryId])
   const [sentMark, setSentMark] = useState(0)
+  const runsView = useMemo<WorkflowRunsView>(() => ({ sessionId, runs: workflows.runs, threads: tree.threads, openThread }), [sessionId, workflows.runs, tree.threads, openThread])
 
   // Retry on a failing episode's row: the turn goes on with a new message (the harness retries only within an episode).
   const retry = useCallback(() => {
@@ -160,7 +166,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
       />
       {!setup.modelReady && !setup.settings?.endpoint?.configured && <ModelNotice go={(p) => (window.location.hash = p)} compact />}
       <div className="thread-body">
-        {(tree.nodes.length > 1 || threadId) && <ThreadTree nodes={tree.nodes} selected={threadId} pending={pendingByThread} onOpen={onOpenThread} />}
+        {(tree.nodes.length > 1 || threadId) && <ThreadTree nodes={tree.nodes} runs={workflows.runs} selected={threadId} pending={pendingByThread} onOpen={onOpenThread} />}
         <div className="thread-main">
           {threadId && (
             <div className="thread-crumb" aria-label="Selected thread">
@@ -189,6 +195,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
               </Empty>
             </div>
           ) : (
+            <WorkflowRunsContext.Provider value={runsView}>
             <Timeline
               items={data.items}
               sessionIdle={!running}
@@ -202,6 +209,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
               onOpenThread={openThread}
               sentMark={sentMark}
             />
+            </WorkflowRunsContext.Provider>
           )}
         </div>
       </div>

@@ -9,6 +9,7 @@ import { ADVISOR_AGENT_NAME } from './thread-tree'
 import { ToolCard } from './ToolCard'
 import { findRows, toolTurns } from './tool-view'
 import { ErrorBoundary } from '../../ui/ErrorBoundary'
+import { WorkflowRunCard } from '../workflows/WorkflowRunCard'
 
 export interface TimelineProps {
   items: TimelineItem[]
@@ -249,6 +250,8 @@ function estimate(item: TimelineItem | undefined): number {
       return 60 + Math.min(4, Math.ceil((item.task ?? '').length / 90)) * 22
     case 'report':
       return 60 + Math.min(6, Math.ceil(item.text.length / 90)) * 22
+    case 'workflow_run':
+      return 480
     default:
       return 52
   }
@@ -384,6 +387,8 @@ const Row = memo(function Row({ item, sessionIdle, pendingIds, onAnswer, onOpenT
     case 'delegation':
     case 'report':
       return <ThreadCard item={item} onOpenThread={onOpenThread} />
+    case 'workflow_run':
+      return <WorkflowRunCard runId={item.runId} name={item.name} />
     case 'note':
       return (
         <div className={`note note-${item.tone}`}>

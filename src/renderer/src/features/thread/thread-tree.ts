@@ -32,6 +32,8 @@ export interface ThreadNode {
   parentId: string | null
   /** 0 for the primary, 1 for its children (delegation is one level deep). */
   depth: number
+  /** A workflow run's thread: its run. */
+  runId?: string
 }
 
 /** The kind of a thread object, from its agent snapshot and workflow run. */
@@ -72,6 +74,7 @@ function nodeOf(t: SessionThread, status: ThreadStatus): ThreadNode {
     cost: threadCost(t),
     parentId: t.parent_thread_id,
     depth: t.parent_thread_id === null ? 0 : 1,
+    ...(kind === 'workflow' && t.workflow_run_id ? { runId: t.workflow_run_id } : {}),
   }
 }
 
@@ -133,4 +136,59 @@ export function threadNodeLabel(n: ThreadNode, money: (usd: number) => string): 
   parts.push(n.archived ? 'archived' : n.status)
   if (n.cost) parts.push(threadCostText(n, money))
   return parts.join(' · ')
+}
+
+/** What the tree needs of a workflow run to group its threads: its name and its agents' counts. */
+export interface RunGroupInfo {
+  name: string
+  counts: { started: number; working: number; waiting: number; done: number; failed: number }
+  open: boolean
+}
+
+/** A row of the tree as drawn: a thread, or a workflow run's group (its threads follow it when expanded). */
+export type TreeRow =
+  | { type: 'thread'; node: ThreadNode; inRun?: string }
+  | { type: 'run'; runId: string; name: string; threads: number; expanded: boolean; counts?: RunGroupInfo['counts']; open?: boolean; hidden: number }
+
+/** A run's group shows at most this many of its threads when expanded (its card's grid has them all). */
+export const RUN_GROUP_SHOWN = 100
+
+/**
+ * The tree's rows: the nodes in threadTree's order, with each workflow run's threads gathered under
+ * one row for the run, where its first thread would be, collapsed unless `expanded` names the run;
+ * an expanded group shows its first RUN_GROUP_SHOWN threads (and the one `selected`, wherever it
+ * is). `runs` gives a run's name and its live counts (the run board); a run not in it is named by
+ * its id and counted from its threads.
+ */
+export function treeRows(nodes: readonly ThreadNode[], runs: ReadonlyMap<string, RunGroupInfo>, expanded: ReadonlySet<string>, selected: string | null = null): TreeRow[] {
+  const byRun = new Map<string, ThreadNode[]>()
+  for (const n of nodes) if (n.runId) byRun.set(n.runId, [...(byRun.get(n.runId) ?? []), n])
+  const out: TreeRow[] = []
+  for (const n of nodes) {
+    if (!n.runId) {
+      out.push({ type: 'thread', node: n })
+      continue
+    }
+    const members = byRun.get(n.runId)
+    if (!members || members[0] !== n) continue
+    const info = runs.get(n.runId)
+    const open = expanded.has(n.runId)
+    const shown = open ? members.filter((m, i) => i < RUN_GROUP_SHOWN || m.id === selected) : []
+    out.push({ type: 'run', runId: n.runId, name: info?.name ?? n.runId, threads: members.length, expanded: open, counts: info?.counts ?? countsOf(members), open: info?.open, hidden: open ? members.length - shown.length : 0 })
+    for (const m of shown) out.push({ type: 'thread', node: m, inRun: n.runId })
+  }
+  return out
+}
+
+/**
+ * A run's counts from its thread objects alone (before its board has read it): a run's thread is
+ * archived once the program has its answer, so archived (or terminated) is finished, the rest works.
+ */
+function countsOf(members: readonly ThreadNode[]): RunGroupInfo['counts'] {
+  const c = { started: members.length, working: 0, waiting: 0, done: 0, failed: 0 }
+  for (const m of members) {
+    if (m.archived || m.status === 'terminated') c.done++
+    else c.working++
+  }
+  return c
 }

@@ -78,6 +78,20 @@ export type TimelineItem =
   | DelegationItem
   | ReportItem
   | { kind: 'note'; id: string; at?: string; label: string; text: string; tone: 'neutral' | 'warn' | 'good' }
+  | WorkflowRunItem
+
+/**
+ * On the primary's timeline: a workflow run, at its `workflow_run.created`. The row names the run
+ * only; the run card draws it live from the session's run board (features/workflows), which folds
+ * the run's other events and its threads' (none of which make rows of their own here).
+ */
+export interface WorkflowRunItem {
+  kind: 'workflow_run'
+  id: string
+  at?: string
+  runId: string
+  name: string
+}
 
 /**
  * On the primary's timeline: the lead handed work to a thread. Made from the thread's
@@ -195,6 +209,8 @@ export class TimelineBuilder {
   private readonly advisorThreads = new Set<string>()
   /** Child thread id → its agent name (from the thread events that name it: created, status). */
   private readonly agentNames = new Map<string, string>()
+  /** Primary view: the threads of workflow runs (their lifecycle is drawn by the run card, not as rows). */
+  private readonly runThreads = new Set<string>()
 
   constructor(readonly thread: ThreadFilter = null) {}
 
@@ -240,6 +256,7 @@ export class TimelineBuilder {
     if (e.session_thread_id && typeof e.agent_name === 'string' && e.agent_name) this.agentNames.set(e.session_thread_id, e.agent_name)
     const waitingChanged = this.trackWaiting(e)
     if (HIDDEN.has(e.type) || !this.inThread(e)) return waitingChanged
+    if (this.thread === null && this.ofRunThread(e)) return waitingChanged
     const at = e.processed_at ?? undefined
     switch (e.type) {
       case 'user.message':
@@ -382,13 +399,32 @@ export class TimelineBuilder {
       case 'span.outcome_evaluation_end':
         this.push({ kind: 'note', id: e.id, at, label: `Outcome evaluation: ${String(e.result ?? '')}`, text: String(e.explanation ?? ''), tone: e.result === 'satisfied' ? 'good' : 'neutral' })
         return true
+      case 'workflow_run.created':
+        if (typeof e.workflow_run_id !== 'string') return false
+        this.push({ kind: 'workflow_run', id: e.id, at, runId: e.workflow_run_id, name: String(e.name ?? e.workflow_run_id) })
+        return true
+      case 'workflow_run.error': {
+        // A run's own error is on its card; a start the engine refused made no run: a row says so.
+        if (typeof e.workflow_run_id === 'string' && e.workflow_run_id) return false
+        const err = (e.error as { type?: string; message?: string } | undefined) ?? {}
+        this.push({ kind: 'note', id: e.id, at, label: 'Workflow run refused', text: `${(err.type ?? 'unknown_error').replace(/_/g, ' ')}${err.message ? ` — ${err.message}` : ''}`, tone: 'warn' })
+        return true
+      }
       default:
-        if (e.type.startsWith('workflow_run.')) {
-          this.push({ kind: 'note', id: e.id, at, label: e.type.replace('workflow_run.', 'Workflow: ').replace(/_/g, ' '), text: String(e.name ?? e.workflow_run_id ?? ''), tone: 'neutral' })
-          return true
-        }
+        // The run's status, phase and end events are folded by its card.
         return false
     }
+  }
+
+  /** Primary view: an event of a workflow run's thread (its creation names the run; later ones name the thread). */
+  private ofRunThread(e: TimelineEvent): boolean {
+    if (!e.type.startsWith('session.thread_') && e.type !== 'agent.thread_message_sent' && e.type !== 'agent.thread_message_received') return false
+    if (e.type === 'session.thread_created' && typeof e.workflow_run_id === 'string' && e.workflow_run_id) {
+      this.runThreads.add(String(e.session_thread_id ?? ''))
+      return true
+    }
+    const tid = e.type === 'agent.thread_message_sent' ? e.to_session_thread_id : e.type === 'agent.thread_message_received' ? e.from_session_thread_id : e.session_thread_id
+    return typeof tid === 'string' && this.runThreads.has(tid)
   }
 
   /** Primary view: a child thread was created: its delegation card, the task to come. */

@@ -5,8 +5,10 @@ import { ThreadStatusBoard, threadTree, type ThreadNode } from './thread-tree'
 
 /** Thread objects per page when the tree reads `GET /threads` (25 children + advisor consultations fit in one). */
 const THREAD_PAGE = 100
-/** At most this many pages (a session with hundreds of advisor consultations draws the first ones). */
-const MAX_PAGES = 10
+/** At most this many pages: a 1,000-agent workflow run's threads, its session's subagents and consultations. */
+const MAX_PAGES = 12
+/** Between two reads of the thread objects at least this long: a big workflow run settles a thread every few ms. */
+const READ_SPACING_MS = 1000
 
 export interface ThreadTreeData {
   /** The tree in drawing order (threadTree); empty until the first read. */
@@ -53,6 +55,7 @@ export function useThreadTree(sessionId: string, enabled: boolean): ThreadTreeDa
             page = res.next_page
           }
           if (alive) setThreads(all)
+          if (again && alive) await new Promise((r) => setTimeout(r, READ_SPACING_MS))
         } while (again && alive)
       } catch {
         // An engine without thread routes, or a session deleted meanwhile: the tree stays as it was.

@@ -44,7 +44,7 @@ const firstUserText = (req: RecordedRequest) => {
 /** One model for every thread, told apart by the system prompt each agent was given. */
 function respond(req: RecordedRequest): ScriptStep {
   const system = systemOf(req)
-  const usage = { input_tokens: 800, output_tokens: 40 }
+  const usage = { input_tokens: 30_000, output_tokens: 2_000 }
   if (system.includes(REVIEWER)) return say(`${firstUserText(req).replace('Review ', '')} looks fine`, { usage, delayMs: 300 })
   if (system.includes(CHECKER)) {
     if (toolResultsOf(req).length === 0) return toolCall(req, 'bash', { command: CHECK_COMMAND }, 'Running the checks.')
@@ -131,7 +131,9 @@ test.describe.serial('workflows: a lead running a workflow of four agents in two
     await expect(phases.nth(0)).toContainText('running')
     await expect(phases.nth(0)).toContainText('2/3 agents done')
     await expect(phases.nth(1)).toContainText('not started')
-    await expect(card.locator('.run-log')).toContainText('Log not available')
+    // Nothing logged yet: the program logs once the review phase is done.
+    await card.locator('.run-log summary').click()
+    await expect(card.locator('.run-log')).toContainText('The program has logged nothing yet.')
 
     // The thread tree gathers the run's threads under the run, collapsed, with its counter.
     const tree = page.getByRole('navigation', { name: 'Threads' })
@@ -167,6 +169,9 @@ test.describe.serial('workflows: a lead running a workflow of four agents in two
     await expect(phases.nth(0)).toContainText('3/3 agents done')
     await expect(phases.nth(1)).toContainText('1/1 agent done')
     await expect(row('summary')).toContainText('done')
+    // The log's tail arrives while the section is open: the program's line, as it logged it.
+    await expect(card.getByLabel('Log lines')).toHaveText('reviewed 3 parts', { timeout: 10_000 })
+    await expect(card.locator('.run-log summary')).toHaveText('Log · 1 line')
     await card.locator('.run-output summary').click()
     await expect(card.locator('.run-output-json')).toContainText('"summary": "All three parts are fine."')
     await expect(card.locator('.run-output-json')).toContainText('a.ts looks fine')
@@ -176,7 +181,11 @@ test.describe.serial('workflows: a lead running a workflow of four agents in two
     // No run in progress any more: the list's progress is gone.
     await expect(page.getByRole('complementary', { name: 'Sessions' }).locator('.session-run')).toHaveCount(0, { timeout: 10_000 })
     // Each agent's cost is its thread's, as the engine reports it.
-    await expect(row('a.ts').locator('.run-agent-cost')).toHaveText(/^\$|^<\$/)
+    // (a reviewer's one request: 30,000 input and 2,000 output tokens at the model's list price, $0.12)
+    await expect(row('a.ts').locator('.run-agent-cost')).toHaveText('$0.12')
+    await expect(row('a.ts').locator('.run-agent-cost')).toHaveAttribute('title', "This thread's list cost, reported by the engine")
+    // The run's cost is the sum of its threads': at least the four agents' $0.12.
+    await expect(card.locator('.run-cost')).toHaveText(/^\$0\.(4[89]|[5-9]\d)$/)
     await card.scrollIntoViewIfNeeded()
     await shot(page, info, 'workflow-02-done')
     await grid.screenshot({ path: join(__dirname, '..', '..', 'test-results', 'screenshots', 'workflow-03-grid.png') })

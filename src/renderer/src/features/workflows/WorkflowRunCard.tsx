@@ -1,4 +1,4 @@
-import { createContext, memo, useContext, useEffect, useRef, useState } from 'react'
+import { createContext, memo, useContext, useEffect, useMemo, useRef, useState } from 'react'
 import { useVirtualizer } from '@tanstack/react-virtual'
 import type { SessionThread } from '../../api/types'
 import { Icon } from '../../ui/components'
@@ -6,6 +6,8 @@ import { clock, duration, money } from '../../ui/format'
 import { threadCost, threadCostText } from '../thread/thread-tree'
 import { agentDurationMs, runCounterParts, runOpen, runResultText, type RunAgent, type RunAgentStatus, type RunPhase, type RunState } from './run-board'
 import { RunLog } from './RunLog'
+import { useRunDetail } from './useRunDetail'
+import type { WorkflowRunAgentView } from '../../../../shared/api/workflow-runs'
 
 /** What a run card reads beyond its run: the session's thread objects (each agent's cost) and how to open a thread. */
 export interface WorkflowRunsView {
@@ -67,6 +69,8 @@ export function WorkflowRunCard({ runId, name }: { runId: string; name: string }
   const run = view?.runs.get(runId)
   const open = run ? runOpen(run) : false
   const now = useNow(open)
+  const detail = useRunDetail(view?.sessionId ?? '', runId, run?.revision ?? -1, !open)
+  const agentViews = useMemo(() => new Map((detail?.agents_list ?? []).map((a) => [a.session_thread_id, a])), [detail])
   if (!view || !run) {
     return (
       <section className="run-card run-busy" aria-label={`Workflow run ${name}`}>
@@ -87,6 +91,7 @@ export function WorkflowRunCard({ runId, name }: { runId: string; name: string }
         <span className={`pill run-status run-status-${tone}`} aria-label="Run status">
           {runStatusWord(run)}
         </span>
+        {detail?.list_cost && <span className="run-cost" title="The run's list cost: the sum of its threads'">{costText(detail.list_cost)}</span>}
         <time title={run.createdAt}>{clock(run.createdAt)}</time>
       </header>
       {run.description && <p className="run-description">{run.description}</p>}
@@ -98,8 +103,8 @@ export function WorkflowRunCard({ runId, name }: { runId: string; name: string }
           ))}
         </ol>
       )}
-      <AgentGrid run={run} now={now} threads={view.threads} openThread={view.openThread} />
-      <RunLog sessionId={view.sessionId} runId={run.id} open={open} />
+      <AgentGrid run={run} now={now} threads={view.threads} agentViews={agentViews} openThread={view.openThread} />
+      <RunLog sessionId={view.sessionId} runId={run.id} open={open} lines={detail?.log_lines} />
       {run.result && (
         <div className={`run-result run-result-${tone}`} role="status" aria-label="Run result">
           <strong>{run.result.type === 'error' ? `Error: ${run.result.errorType.replace(/_/g, ' ')}` : runResultText(run.result)}</strong>
@@ -115,6 +120,11 @@ export function WorkflowRunCard({ runId, name }: { runId: string; name: string }
       )}
     </section>
   )
+}
+
+/** "$0.42" from whole cents. */
+function costText(c: { amount: string; currency: string }): string {
+  return c.currency === 'USD' && /^\d+$/.test(c.amount) ? money(Number(c.amount) / 100) : `${c.amount} ${c.currency}`
 }
 
 /** The output as indented JSON (a string output as JSON too, so its quotes show it is a string). */
@@ -163,7 +173,7 @@ function PhaseRow({ phase }: { phase: RunPhase }) {
 }
 
 /** The run's agents, virtualized inside the card: label (or agent name), status, duration, cost; a click opens the thread. */
-function AgentGrid({ run, now, threads, openThread }: { run: RunState; now: number; threads: ReadonlyMap<string, SessionThread>; openThread: (t: string) => void }) {
+function AgentGrid({ run, now, threads, agentViews, openThread }: { run: RunState; now: number; threads: ReadonlyMap<string, SessionThread>; agentViews: ReadonlyMap<string, WorkflowRunAgentView>; openThread: (t: string) => void }) {
   const scrollRef = useRef<HTMLDivElement>(null)
   const virtualizer = useVirtualizer({
     count: run.agents.length,
@@ -186,7 +196,7 @@ function AgentGrid({ run, now, threads, openThread }: { run: RunState; now: numb
         <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
           {virtualizer.getVirtualItems().map((v) => {
             const a = run.agents[v.index]
-            return <AgentRow key={v.key} agent={a} index={v.index} top={v.start} now={a.endedAt ? 0 : now} thread={threads.get(a.threadId)} openThread={openThread} />
+            return <AgentRow key={v.key} agent={a} index={v.index} top={v.start} now={a.endedAt ? 0 : now} thread={threads.get(a.threadId)} view={agentViews.get(a.threadId)} openThread={openThread} />
           })}
         </div>
       </div>
@@ -194,9 +204,11 @@ function AgentGrid({ run, now, threads, openThread }: { run: RunState; now: numb
   )
 }
 
-const AgentRow = memo(function AgentRow({ agent, index, top, now, thread, openThread }: { agent: RunAgent; index: number; top: number; now: number; thread: SessionThread | undefined; openThread: (t: string) => void }) {
+const AgentRow = memo(function AgentRow({ agent, index, top, now, thread, view, openThread }: { agent: RunAgent; index: number; top: number; now: number; thread: SessionThread | undefined; view: WorkflowRunAgentView | undefined; openThread: (t: string) => void }) {
   const ms = agentDurationMs(agent, now)
-  const cost = thread ? threadCost(thread) : undefined
+  // The run's route reports every agent's cost in one read; the thread list, when it has the thread, too.
+  const reported = view?.list_cost && view.list_cost.currency === 'USD' && /^\d+$/.test(view.list_cost.amount) ? { usd: Number(view.list_cost.amount) / 100, reported: true } : undefined
+  const cost = reported ?? (thread ? threadCost(thread) : undefined)
   const name = agent.label ?? agent.agentName
   return (
     <div className={`run-grid-row run-agent run-agent-${agent.status}`} role="row" aria-rowindex={index + 2} style={{ transform: `translateY(${top}px)`, height: GRID_ROW }} data-thread={agent.threadId}>
@@ -206,7 +218,7 @@ const AgentRow = memo(function AgentRow({ agent, index, top, now, thread, openTh
         </button>
         {agent.label && <span className="muted"> {agent.agentName}</span>}
       </span>
-      <span role="cell" className="run-agent-status">
+      <span role="cell" className="run-agent-status" title={agent.status === 'failed' && view?.error ? view.error : undefined}>
         <span className="status-dot" aria-hidden="true" />
         {STATUS_WORD[agent.status]}
         {agent.status === 'failed' && agent.stopReason ? ` (${agent.stopReason.replace(/_/g, ' ')})` : ''}

@@ -1,10 +1,10 @@
-import { useEffect, useRef, useState } from 'react'
+import { useEffect, useState } from 'react'
+import type { CorralClient } from '../../api/client'
 import { useClient } from '../../api/context'
 import type { Session } from '../../api/types'
-import { RunBoard, runOpen } from './run-board'
-import { readRunEvents } from './useWorkflowRuns'
+import type { WorkflowRunView } from '../../../../shared/api/workflow-runs'
 
-/** How often the session list re-reads the run events of the sessions it follows. */
+/** How often the session list re-reads the runs of the sessions it follows. */
 const POLL_MS = 3000
 
 /** A session's open workflow runs, summed: how many, their agents started and done. */
@@ -22,21 +22,20 @@ export function runProgressLabel(p: RunProgress): string {
 
 /**
  * The open workflow runs of the sessions `follow` says may have one (running, or waiting for the
- * person), for the session list: each followed session's run events are read once in full, then
- * every POLL_MS only those processed since the last one read (`created_at[gte]`), folded into a
- * RunBoard per session. A session no longer followed is dropped. Timer and reads end with the list.
+ * person), for the session list: each followed session's runs from Corral's route
+ * (`workflowRuns.list`, every page; their agents' counts are the engine's), every POLL_MS while the
+ * page is visible. A session no longer followed is dropped. Timer and reads end with the list.
  */
 export function useRunProgress(sessions: readonly Session[], follow: (s: Session) => boolean): ReadonlyMap<string, RunProgress> {
   const client = useClient()
   const [progress, setProgress] = useState<ReadonlyMap<string, RunProgress>>(new Map())
-  const followed = sessions.filter((s) => !s.archived_at && follow(s)).map((s) => s.id)
-  const key = followed.join(',')
-  const state = useRef(new Map<string, { board: RunBoard; since?: string }>())
+  const key = sessions
+    .filter((s) => !s.archived_at && follow(s))
+    .map((s) => s.id)
+    .join(',')
 
   useEffect(() => {
     const ids = key ? key.split(',') : []
-    const boards = state.current
-    for (const id of [...boards.keys()]) if (!ids.includes(id)) boards.delete(id)
     if (ids.length === 0) {
       setProgress(new Map())
       return
@@ -47,29 +46,20 @@ export function useRunProgress(sessions: readonly Session[], follow: (s: Session
       if (busy || document.visibilityState !== 'visible') return
       busy = true
       try {
+        const next = new Map<string, RunProgress>()
         await Promise.all(
           ids.map(async (id) => {
-            const entry = boards.get(id) ?? { board: new RunBoard() }
-            boards.set(id, entry)
-            const events = await readRunEvents(client, id, entry.since).catch(() => [])
-            for (const e of events) entry.board.apply(e)
-            const last = events[events.length - 1]
-            if (last?.processed_at) entry.since = last.processed_at
+            const open = (await openRuns(client, id).catch(() => [])) as WorkflowRunView[]
+            if (open.length === 0) return
+            next.set(id, {
+              runs: open.length,
+              started: open.reduce((n, r) => n + r.agents.started, 0),
+              done: open.reduce((n, r) => n + r.agents.done, 0),
+              waiting: open.reduce((n, r) => n + r.agents.waiting, 0),
+            })
           }),
         )
-        if (!live) return
-        const next = new Map<string, RunProgress>()
-        for (const id of ids) {
-          const open = boards.get(id)?.board.runs().filter(runOpen) ?? []
-          if (open.length === 0) continue
-          next.set(id, {
-            runs: open.length,
-            started: open.reduce((n, r) => n + r.counts.started, 0),
-            done: open.reduce((n, r) => n + r.counts.done, 0),
-            waiting: open.reduce((n, r) => n + r.counts.waiting, 0),
-          })
-        }
-        setProgress(next)
+        if (live) setProgress(next)
       } finally {
         busy = false
       }
@@ -83,4 +73,17 @@ export function useRunProgress(sessions: readonly Session[], follow: (s: Session
   }, [client, key])
 
   return progress
+}
+
+/** A session's runs that have not ended, through every page of `workflowRuns.list`. */
+async function openRuns(client: CorralClient, sessionId: string): Promise<WorkflowRunView[]> {
+  const out: WorkflowRunView[] = []
+  let page: string | undefined
+  for (let i = 0; i < 20; i++) {
+    const r = await client.request<{ data: WorkflowRunView[]; next_page: string | null }>('workflowRuns.list', { id: sessionId }, page ? { limit: 100, page } : { limit: 100 })
+    out.push(...r.data.filter((run) => run.status !== 'ended'))
+    if (!r.next_page) break
+    page = r.next_page
+  }
+  return out
 }

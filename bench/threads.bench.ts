@@ -12,13 +12,13 @@
  *    the next context view and request. The 25 children's responses come due at nearly the same
  *    instant, so it includes each turn's wait behind the other children's on one event loop;
  *    `busy_ms_per_request` (event-loop busy time over the fan-out per model request) is the work
- *    per turn itself. `first_byte_to_next_request` is the older measure (from the response's first
- *    byte, tool time included), kept for comparison with earlier figures;
+ *    per turn itself;
  *  - engine RSS (and heap) per idle child thread once all 25 are idle, target ≤ 1 MB.
- * The model server runs in this process (its CPU shares the event loop; it only sleeps and
- * writes a few SSE events per request). CORRAL_BENCH_PROFILE=<file> writes a CPU profile of the
+ * The scripted model runs in a process of its own (bench/threads-model.ts), as a real model is
+ * never in the engine's process; the two share the machine's cores. CORRAL_BENCH_PROFILE=<file> writes a CPU profile of the
  * fan-out (bench/profile.ts); CORRAL_BENCH_SQL=1 counts the SQLite statements it runs.
  */
+import { fork } from 'node:child_process'
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -28,7 +28,7 @@ import { Engine } from '../src/main/engine'
 import type { LoggedEvent } from '../src/main/session/event-log'
 import { profileWindow } from './profile'
 import { summary } from './stats'
-import { ScriptedModelServer, say, type RecordedRequest, type ScriptStep } from '../test/support/model-server'
+import type { ThreadsModelOptions, ThreadsModelRequest } from './threads-model'
 import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../src/main/hands/tool-router'
 
 const TURN_OVERHEAD_DEFINITION =
@@ -64,12 +64,10 @@ const CHILDREN = 25
 const CALLS = 3
 const FIRST_TOKEN_MS = 100
 const LEAD = 'You are the lead.'
+const WORKER = 'You are a worker.'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
-
-const userTexts = (req: RecordedRequest) =>
-  req.body.messages.flatMap((m) => (m.role === 'user' && typeof m.content !== 'string' ? m.content.flatMap((b) => (b.type === 'text' ? [String(b.text)] : [])) : []))
 
 /** Counts the statements the engine's database runs until `stop()` (which puts the driver back as it was). */
 function countStatements(engine: Engine): { stop: () => number } {
@@ -91,40 +89,37 @@ function countStatements(engine: Engine): { stop: () => number } {
   }
 }
 
-/** The tool_use_id of the last tool_result a request sends (the call run since the thread's previous response). */
-function lastToolResultId(req: RecordedRequest): string | undefined {
-  for (let m = req.body.messages.length - 1; m >= 0; m--) {
-    const msg = req.body.messages[m]
-    if (msg.role !== 'user' || typeof msg.content === 'string') continue
-    for (let b = msg.content.length - 1; b >= 0; b--) if (msg.content[b].type === 'tool_result') return String(msg.content[b].tool_use_id)
+/** The scripted model in its own process (bench/threads-model.ts); `collect()` fetches its request records. */
+async function startModel(opts: ThreadsModelOptions): Promise<{ url: string; collect: () => Promise<ThreadsModelRequest[]>; close: () => void }> {
+  const child = fork(join(__dirname, 'threads-model.ts'), [JSON.stringify(opts)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  let collected: ((r: ThreadsModelRequest[]) => void) | undefined
+  const url = await new Promise<string>((resolve, reject) => {
+    child.on('message', (m: { url?: string; requests?: ThreadsModelRequest[]; violations?: string[] }) => {
+      if (m.url) resolve(m.url)
+      if (m.requests) {
+        if (m.violations?.length) throw new Error(`the scripted model saw calls off the offered schemas: ${m.violations.join('; ')}`)
+        collected?.(m.requests)
+      }
+    })
+    child.once('exit', (code: number | null) => reject(new Error(`the scripted model process exited (${code})`)))
+  })
+  return {
+    url,
+    collect: () =>
+      new Promise((resolve) => {
+        collected = resolve
+        child.send({ collect: true })
+      }),
+    close: () => child.disconnect(),
   }
-  return undefined
 }
+
+/** Milliseconds on CLOCK_MONOTONIC, which the model's process reads too. */
+const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6
 
 export async function run(log: (msg: string) => void): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'corral-bench-threads-'))
-  /** Per child (its task text): the server-side times of its requests. */
-  const byChild = new Map<string, RecordedRequest[]>()
-  const model = await ScriptedModelServer.start((req): ScriptStep => {
-    const sys = req.body.system?.[0]?.text ?? ''
-    if (sys === LEAD) {
-      if (req.body.messages.length === 1) {
-        return { kind: 'message', delayMs: FIRST_TOKEN_MS, blocks: Array.from({ length: CHILDREN }, (_, i) => ({ type: 'tool_use' as const, name: 'send_to_agent', input: { agent: 'worker', message: `task ${i}` } })) }
-      }
-      const reports = userTexts(req).filter((t) => t.startsWith('<message from=')).length
-      return say(reports >= CHILDREN ? 'all done' : 'waiting', { delayMs: FIRST_TOKEN_MS })
-    }
-    if (sys !== 'You are a worker.') return say('warm', { delayMs: 1 })
-    const task = userTexts(req)[0]
-    const list = byChild.get(task) ?? []
-    list.push(req)
-    byChild.set(task, list)
-    let results = 0
-    for (const m of req.body.messages) if (m.role === 'user' && typeof m.content !== 'string') results += m.content.filter((b) => b.type === 'tool_result').length
-    if (results >= CALLS) return say('finished', { delayMs: FIRST_TOKEN_MS })
-    return { kind: 'message', delayMs: FIRST_TOKEN_MS, blocks: [{ type: 'tool_use', name: 'bash', input: { command: `echo ${results}` } }] }
-  })
-  model.keepRequests = 10_000
+  const model = await startModel({ children: CHILDREN, calls: CALLS, firstTokenMs: FIRST_TOKEN_MS, lead: LEAD, worker: WORKER })
   const router = new TimedToolRouter(join(dir, 'effects.log'))
   const engine = Engine.open({
     dataDir: dir,
@@ -137,7 +132,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
   })
   try {
     const s = engine.services
-    const worker = s.agents.create({ name: 'worker', model: 'claude-sonnet-5-5', system: 'You are a worker.', tools: [{ type: 'agent_toolset_20260401' }] } as never)
+    const worker = s.agents.create({ name: 'worker', model: 'claude-sonnet-5-5', system: WORKER, tools: [{ type: 'agent_toolset_20260401' }] } as never)
     const lead = s.agents.create({
       name: 'lead',
       model: 'claude-sonnet-5-5',
@@ -171,7 +166,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       if (event.type !== 'agent.thread_message_received') return
       const e = event as unknown as { session_thread_id?: string; from_session_thread_id?: string; content: { type: string; text?: string }[] }
       if (e.session_thread_id) taskOfThread.set(e.session_thread_id, e.content[0]?.text ?? '')
-      else if (e.from_session_thread_id && taskOfThread.has(e.from_session_thread_id)) reportedAt.set(taskOfThread.get(e.from_session_thread_id)!, performance.now())
+      else if (e.from_session_thread_id && taskOfThread.has(e.from_session_thread_id)) reportedAt.set(taskOfThread.get(e.from_session_thread_id)!, monotonicMs())
     })
     gc()
     const rssBefore = process.memoryUsage()
@@ -193,21 +188,27 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     gc()
     const rssAfter = process.memoryUsage()
     // overhead per thread turn (TURN_OVERHEAD_DEFINITION)
+    const requests = await model.collect()
+    const byChild = new Map<string, ThreadsModelRequest[]>()
+    for (const r of requests) if (r.role === 'worker' && r.task !== undefined) byChild.set(r.task, [...(byChild.get(r.task) ?? []), r])
     const turns: number[] = []
+    const byRound: number[][] = Array.from({ length: CALLS + 1 }, () => [])
     const toolMs: number[] = []
     for (const [task, reqs] of byChild) {
       for (let i = 0; i < reqs.length; i++) {
         const ended = reqs[i].endedAt
         if (ended === undefined) continue
+        let turn: number | undefined
         if (i + 1 < reqs.length) {
-          const tool = router.executeMs.get(lastToolResultId(reqs[i + 1]) ?? '') ?? 0
+          const tool = router.executeMs.get(reqs[i + 1].lastToolResultId ?? '') ?? 0
           toolMs.push(tool)
-          turns.push(reqs[i + 1].arrivedAt - ended - tool)
-        } else if (reportedAt.has(task)) turns.push(reportedAt.get(task)! - ended)
+          turn = reqs[i + 1].arrivedAt - ended - tool
+        } else if (reportedAt.has(task)) turn = reportedAt.get(task)! - ended
+        if (turn === undefined) continue
+        turns.push(turn)
+        byRound[i]?.push(turn)
       }
     }
-    const firstByteGaps: number[] = []
-    for (const reqs of byChild.values()) for (let i = 1; i < reqs.length; i++) if (reqs[i - 1].firstByteAt !== undefined) firstByteGaps.push(reqs[i].arrivedAt - reqs[i - 1].firstByteAt!)
     const children = evs.filter((e) => e.type === 'session.thread_created').length
     const result = {
       children,
@@ -221,21 +222,21 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       // latency of a child turn: includes waiting behind the other 24 children's turns, which all
       // come due at nearly the same instant (every response's delay ends together) on one event loop
       turn_overhead: summary(turns),
+      // by the child's response: the 1st comes due for all 25 at once, later ones spread out
+      turn_overhead_by_response: byRound.map((r) => summary(r)),
       tool_execute: summary(toolMs),
-      first_byte_to_next_request: summary(firstByteGaps),
-      // the work itself: the event loop's busy time (engine + the in-process model server's SSE
-      // writing, its delays excluded: it sleeps) over the fan-out, per model request served
-      busy_ms_per_request: Number((elu.active / Math.max(1, model.requests.length - 1)).toFixed(2)),
-      cpu_ms_per_request: Number(((cpu.user + cpu.system) / 1000 / Math.max(1, model.requests.length - 1)).toFixed(2)),
+      // the work itself: the engine's event-loop busy time over the fan-out, per model request
+      busy_ms_per_request: Number((elu.active / Math.max(1, requests.filter((r) => r.role !== 'other').length)).toFixed(2)),
+      cpu_ms_per_request: Number(((cpu.user + cpu.system) / 1000 / Math.max(1, requests.filter((r) => r.role !== 'other').length)).toFixed(2)),
       event_loop_utilization: Number(elu.utilization.toFixed(2)),
       // CORRAL_BENCH_SQL=1: SQLite statements run (reads, writes, BEGIN/COMMIT) per model request, a
       // figure the machine's load does not move (counting them costs a little time of its own)
-      ...(sqlStatements !== undefined ? { sql_statements_per_request: Number((sqlStatements / Math.max(1, model.requests.length - 1)).toFixed(1)) } : {}),
+      ...(sqlStatements !== undefined ? { sql_statements_per_request: Number((sqlStatements / Math.max(1, requests.filter((r) => r.role !== 'other').length)).toFixed(1)) } : {}),
       rss_per_idle_child_mb: Number(((rssAfter.rss - rssBefore.rss) / children / 2 ** 20).toFixed(3)),
       heap_per_idle_child_mb: Number(((rssAfter.heapUsed - rssBefore.heapUsed) / children / 2 ** 20).toFixed(3)),
       // the machine's load while measuring (2 cores shared with other work inflate every figure)
       load_average_1m: Number(loadavg()[0].toFixed(2)),
-      lead_requests: model.requests.filter((r) => (r.body.system?.[0]?.text ?? '') === LEAD).length,
+      lead_requests: requests.filter((r) => r.role === 'lead').length,
     }
     log(JSON.stringify(result))
     if (process.env.CORRAL_BENCH_TRACE) {
@@ -246,13 +247,12 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
         log(`${e.seq} ${e.event.type} +${prev ? t - prev : 0}`)
         prev = t
       }
-      const reqs = [...byChild.values()][0]
-      for (const r of reqs) log(`req arrived ${r.arrivedAt.toFixed(1)} firstByte ${r.firstByteAt?.toFixed(1)}`)
+      for (const r of [...byChild.values()][0]) log(`request arrived ${r.arrivedAt.toFixed(1)} ended ${r.endedAt?.toFixed(1)}`)
     }
     return result
   } finally {
     await engine.close()
-    await model.close()
+    model.close()
     rmSync(dir, { recursive: true, force: true })
   }
 }

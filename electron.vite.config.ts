@@ -19,7 +19,8 @@ function devServerCsp(): Plugin {
 export default defineConfig({
   main: {
     plugins: [externalizeDepsPlugin()],
-    build: { rollupOptions: { input: { index: resolve(__dirname, 'src/main/index.ts') } } },
+    // the model client's worker thread (harness/model-thread.ts starts out/main/model-worker.js)
+    build: { rollupOptions: { input: { index: resolve(__dirname, 'src/main/index.ts'), 'model-worker': resolve(__dirname, 'src/main/harness/model-worker.ts') } } },
   },
   preload: {
     plugins: [externalizeDepsPlugin()],

@@ -65,6 +65,7 @@ const CALLS = 3
 const FIRST_TOKEN_MS = 100
 const LEAD = 'You are the lead.'
 const WORKER = 'You are a worker.'
+const MODEL_THREAD = process.env.CORRAL_BENCH_MODEL_THREAD === 'inline' ? 'inline' : 'worker'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
@@ -127,7 +128,8 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' },
     toolRouter: router,
     defaultHands: false,
-    harness: { stallTimeoutMs: 10_000 },
+    // the desktop's and `corral serve`'s model client: on its own thread (CORRAL_BENCH_MODEL_THREAD=inline: the event loop's)
+    harness: { stallTimeoutMs: 10_000, modelThread: MODEL_THREAD },
     log: () => {},
   })
   try {
@@ -212,6 +214,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     const children = evs.filter((e) => e.type === 'session.thread_created').length
     const result = {
       children,
+      model_thread: MODEL_THREAD,
       tool_calls: router.executeMs.size,
       events: evs.length,
       wall_ms: Math.round(wallMs),

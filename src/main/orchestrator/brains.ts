@@ -5,6 +5,7 @@ import type { ToolJournal } from '../session/tool-journal'
 import { resolveModelEndpoint, type Settings } from '../config'
 import { Harness, type HarnessOptions, type McpToolSource, type PreviewSink, type SessionSource } from '../harness/harness'
 import { AnthropicModelClient, type ModelClient } from '../harness/model-client'
+import { ThreadedModelClient } from '../harness/model-thread'
 import { NoHandsToolRouter, type ToolRouter } from '../hands/tool-router'
 import { Scheduler } from './scheduler'
 import { WorkflowRuns, type WorkflowLog } from './workflow-runs'
@@ -22,6 +23,12 @@ export interface BrainsOptions extends HarnessOptions {
   leaseTtlMs?: number
   /** Model request stall timeout, overriding settings (ms). */
   stallTimeoutMs?: number
+  /**
+   * Where the model client runs: 'worker' (one worker thread per process for every brain's
+   * requests: harness/model-thread.ts; the desktop and `corral serve`) or 'inline' (on the
+   * engine's event loop; the default, and always when a ModelClient is given).
+   */
+  modelThread?: 'worker' | 'inline'
   /** Workflow runs: threads working at once per run (default 64), agents per run (default 1000), the program's limits. */
   workflows?: { maxConcurrentAgents?: number; maxAgents?: number; program?: ProgramLimits }
 }
@@ -137,13 +144,14 @@ export class Brains {
   }
 
   private endpointClient(endpoint: ReturnType<typeof resolveModelEndpoint>): ModelClient {
-    return new AnthropicModelClient({
+    const params = {
       apiKey: endpoint.apiKey,
       baseURL: endpoint.baseUrl,
       compatibilityMode: endpoint.compatibilityMode,
       stallTimeoutMs: this.p.options?.stallTimeoutMs ?? endpoint.stallTimeoutMs,
       requestTimeoutMs: endpoint.requestTimeoutMs,
-    })
+    }
+    return this.p.options?.modelThread === 'worker' ? new ThreadedModelClient(params) : new AnthropicModelClient(params)
   }
 
   async stop(): Promise<void> {

@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest'
-import { AnthropicModelClient, ModelRequestError, type ModelRequest } from '../../../src/main/harness/model-client'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { AnthropicModelClient, ModelRequestError, type AnthropicModelClientParams, type ModelClient, type ModelRequest } from '../../../src/main/harness/model-client'
+import { ModelThread, ThreadedModelClient } from '../../../src/main/harness/model-thread'
 import { ScriptedModelServer, say } from '../../support/model-server'
 
 let server: ScriptedModelServer | undefined
@@ -20,7 +21,20 @@ const request: ModelRequest = {
   context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] },
 }
 
-describe('the Anthropic model client', () => {
+// The same client two ways: on the event loop (inline) and on the model thread (what the desktop
+// and `corral serve` run: harness/model-thread.ts), which must not be told apart by its results.
+const thread = new ModelThread()
+afterAll(() => thread.dispose())
+const clients: [string, (p: AnthropicModelClientParams) => ModelClient][] = [
+  ['inline', (p) => new AnthropicModelClient(p)],
+  ['on the model thread', (p) => new ThreadedModelClient(p, thread)],
+]
+
+describe.each(clients)('the Anthropic model client (%s)', (_how, makeClient) => {
+  const AnthropicModelClient = function (p: AnthropicModelClientParams) {
+    return makeClient(p)
+  } as unknown as new (p: AnthropicModelClientParams) => ModelClient
+
   it('sends the full request with beta headers to Anthropic, and a stripped one to a local compatible server', async () => {
     server = await ScriptedModelServer.start([say('full'), say('stripped')])
     const signal = new AbortController().signal
@@ -59,6 +73,77 @@ describe('the Anthropic model client', () => {
     const err = await client.stream(request, { signal: new AbortController().signal }).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(ModelRequestError)
     expect(err).toMatchObject({ kind: 'stalled', retryable: true })
+  })
+
+  it('hears the previews in order (block starts, text deltas, usage) and classifies the endpoint\'s errors with their retry-after', async () => {
+    server = await ScriptedModelServer.start([
+      { kind: 'message', blocks: [{ type: 'text', text: 'one two three' }, { type: 'tool_use', name: 'bash', input: { command: 'ls' } }] },
+      { kind: 'error', status: 429, retryAfterSec: 3 },
+      { kind: 'error', status: 529 },
+      { kind: 'error', status: 400, message: 'bad field' },
+      { kind: 'cut', blocks: [{ type: 'text', text: 'half' }], afterEvents: 3 },
+    ])
+    const client = new AnthropicModelClient({ baseURL: server.url, apiKey: 'k' })
+    const heard: string[] = []
+    const r = await client.stream(request, {
+      signal: new AbortController().signal,
+      onBlockStart: (i, type) => heard.push(`start ${i} ${type}`),
+      onTextDelta: (i, text) => heard.push(`text ${i} ${text}`),
+      onUsage: (u) => heard.push(`usage ${u.input_tokens}/${u.output_tokens}`),
+    })
+    expect(r.blocks.map((b) => b.type)).toEqual(['text', 'tool_use'])
+    const texts = heard.filter((h) => h.startsWith('text 0 ')).map((h) => h.slice('text 0 '.length)).join('')
+    expect(texts).toBe('one two three')
+    expect(heard.indexOf('start 0 text')).toBeLessThan(heard.findIndex((h) => h.startsWith('text 0')))
+    expect(heard.findLastIndex((h) => h.startsWith('text 0'))).toBeLessThan(heard.indexOf('start 1 tool_use'))
+    expect(heard.at(-1)).toMatch(/^usage 100\/\d+$/)
+
+    const errorOf = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e as ModelRequestError)
+    const signal = new AbortController().signal
+    expect(await errorOf(client.stream(request, { signal }))).toMatchObject({ kind: 'rate_limited', status: 429, retryAfterMs: 3000, retryable: true, apiErrorType: 'model_rate_limited_error' })
+    expect(await errorOf(client.stream(request, { signal }))).toMatchObject({ kind: 'overloaded', status: 529, retryable: true })
+    const invalid = await errorOf(client.stream(request, { signal }))
+    expect(invalid).toBeInstanceOf(ModelRequestError)
+    expect(invalid).toMatchObject({ kind: 'invalid', status: 400, retryable: false })
+    expect(invalid?.message).toContain('bad field')
+    // a socket cut mid-stream is a connection failure, retried like one
+    expect(await errorOf(client.stream(request, { signal }))).toMatchObject({ kind: 'connection', retryable: true })
+  })
+
+  it('stops a request when its signal aborts, mid-stream, as an aborted (not retried) failure', async () => {
+    server = await ScriptedModelServer.start([{ kind: 'stall', blocks: [{ type: 'text', text: 'forever' }], afterEvents: 3 }])
+    const client = new AnthropicModelClient({ baseURL: server.url, apiKey: 'k' })
+    const controller = new AbortController()
+    const started = new Promise<void>((resolve) => {
+      const err = client.stream(request, { signal: controller.signal, onTextDelta: () => resolve() }).catch((e: unknown) => e)
+      void err.then((e) => (aborted = e as ModelRequestError))
+    })
+    let aborted: ModelRequestError | undefined
+    await started
+    controller.abort()
+    await expect.poll(() => aborted).toBeDefined()
+    expect(aborted).toMatchObject({ kind: 'aborted', retryable: false })
+  })
+})
+
+describe('the model thread', () => {
+  it('fails the requests in flight as retryable connection errors when its worker dies, and serves the next request on a new one', async () => {
+    server = await ScriptedModelServer.start([{ kind: 'stall', blocks: [{ type: 'text', text: 'never ends' }], afterEvents: 3 }, say('after')])
+    const own = new ModelThread()
+    const client = new ThreadedModelClient({ baseURL: server.url, apiKey: 'k' }, own)
+    let failed: ModelRequestError | undefined
+    const streaming = new Promise<void>((resolve) => {
+      void client.stream(request, { signal: new AbortController().signal, onTextDelta: () => resolve() }).catch((e: unknown) => (failed = e as ModelRequestError))
+    })
+    await streaming
+    expect(own.inFlight).toBe(1)
+    await own.dispose()
+    await expect.poll(() => failed).toBeDefined()
+    expect(failed).toMatchObject({ kind: 'connection', retryable: true })
+    expect(failed?.message).toMatch(/model client thread exited/)
+    expect((await client.stream(request, { signal: new AbortController().signal })).blocks).toEqual([{ type: 'text', text: 'after' }])
+    expect(own.inFlight).toBe(0)
+    await own.dispose()
   })
 })
 

@@ -1,0 +1,146 @@
+/**
+ * The model client on a thread of its own (EngineConfig.harness.modelThread: 'worker', what the
+ * desktop and `corral serve` use). Every model request of every brain is one message to one
+ * worker thread per process (harness/model-worker.ts), which runs the official SDK's streaming
+ * request; the engine's event loop only hears the previews and the finished response. On a
+ * machine with two or more cores the HTTP client's and the SSE parser's work (about a third of
+ * a thread turn's CPU in `npm run bench -- threads`) runs beside the log and the scheduler
+ * instead of queueing every other thread's turn behind it.
+ *
+ * The contract is ModelClient's, unchanged: the same previews, the same response, the same
+ * ModelRequestError kinds (rebuilt from the worker's), abort through the handlers' signal. A
+ * worker that dies fails its requests as `connection` errors (retryable: the harness retries
+ * them as any network failure) and the next request starts a new one.
+ */
+import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
+import { ModelRequestError, type ModelClient, type ModelRequest, type ModelResponse, type ModelStreamHandlers } from './model-client'
+import type { FromModelThread, ModelThreadParams, ToModelThread } from './model-worker'
+
+interface Pending {
+  handlers: ModelStreamHandlers
+  resolve: (r: ModelResponse) => void
+  reject: (e: ModelRequestError) => void
+}
+
+/** Starts harness/model-worker: the bundle's model-worker.js beside this file, else the TypeScript source through tsx. */
+function startWorker(): Worker {
+  const here = typeof __dirname === 'string' ? __dirname : process.cwd()
+  const built = join(here, 'model-worker.js')
+  if (typeof __filename === 'string' && __filename.endsWith('.js') && existsSync(built)) return new Worker(built)
+  const source = join(here, 'model-worker.ts')
+  const tsx = createRequire(join(here, 'model-thread.ts')).resolve('tsx/cjs/api')
+  return new Worker(`require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(source)})`, { eval: true })
+}
+
+/** One worker thread and the requests in flight on it. */
+export class ModelThread {
+  private static sharedThread: ModelThread | undefined
+  /** The process's model thread (started on its first request). */
+  static shared(): ModelThread {
+    return (this.sharedThread ??= new ModelThread())
+  }
+
+  private worker?: Worker
+  private readonly pending = new Map<number, Pending>()
+  private nextId = 1
+
+  constructor(private readonly start: () => Worker = startWorker) {}
+
+  /** Requests in flight (for tests and diagnostics). */
+  get inFlight(): number {
+    return this.pending.size
+  }
+
+  private ensureWorker(): Worker {
+    if (this.worker) return this.worker
+    const worker = this.start()
+    worker.on('message', (m: FromModelThread) => this.onMessage(m))
+    const fail = (why: string) => {
+      if (this.worker !== worker) return
+      this.worker = undefined
+      const err = new ModelRequestError('connection', `model request failed: the model client thread ${why}`)
+      for (const p of this.pending.values()) p.reject(err)
+      this.pending.clear()
+    }
+    worker.on('error', (e) => fail(`failed (${e.message})`))
+    worker.on('exit', (code) => fail(`exited (code ${code})`))
+    // alive for the process only while a request is in flight (unref after the listeners: adding one refs it again)
+    worker.unref()
+    this.worker = worker
+    return worker
+  }
+
+  private onMessage(m: FromModelThread): void {
+    if (m.type === 'ready') return
+    const p = this.pending.get(m.id)
+    if (!p) return
+    switch (m.type) {
+      case 'block_start':
+        p.handlers.onBlockStart?.(m.index, m.block)
+        break
+      case 'text':
+        p.handlers.onTextDelta?.(m.index, m.text)
+        break
+      case 'usage':
+        p.handlers.onUsage?.(m.usage)
+        break
+      case 'done':
+        this.settled(m.id)
+        p.resolve(m.response)
+        break
+      case 'error':
+        this.settled(m.id)
+        p.reject(new ModelRequestError(m.error.kind, m.error.message, { status: m.error.status, retryAfterMs: m.error.retryAfterMs }))
+        break
+    }
+  }
+
+  private settled(id: number): void {
+    this.pending.delete(id)
+    if (this.pending.size === 0) this.worker?.unref()
+  }
+
+  stream(params: ModelThreadParams, request: ModelRequest, handlers: ModelStreamHandlers): Promise<ModelResponse> {
+    if (handlers.signal.aborted) return Promise.reject(new ModelRequestError('aborted', 'the model request was interrupted'))
+    const worker = this.ensureWorker()
+    const id = this.nextId++
+    const onAbort = () => worker.postMessage({ type: 'abort', id } satisfies ToModelThread)
+    return new Promise<ModelResponse>((resolve, reject) => {
+      this.pending.set(id, {
+        handlers,
+        resolve: (r) => {
+          handlers.signal.removeEventListener('abort', onAbort)
+          resolve(r)
+        },
+        reject: (e) => {
+          handlers.signal.removeEventListener('abort', onAbort)
+          reject(e)
+        },
+      })
+      handlers.signal.addEventListener('abort', onAbort, { once: true })
+      if (this.pending.size === 1) worker.ref()
+      worker.postMessage({ type: 'stream', id, params, request } satisfies ToModelThread)
+    })
+  }
+
+  /** Stops the worker; requests in flight fail as connection errors. */
+  async dispose(): Promise<void> {
+    const w = this.worker
+    if (!w) return
+    await w.terminate()
+  }
+}
+
+/** ModelClient over a ModelThread (by default the process's shared one). */
+export class ThreadedModelClient implements ModelClient {
+  constructor(
+    private readonly params: ModelThreadParams,
+    private readonly thread: ModelThread = ModelThread.shared(),
+  ) {}
+  stream(request: ModelRequest, handlers: ModelStreamHandlers): Promise<ModelResponse> {
+    return this.thread.stream(this.params, request, handlers)
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * The model client's own thread (a worker_threads entry; harness/model-thread.ts starts it):
+ * it runs AnthropicModelClient, the official SDK's streaming Messages request, so the HTTP
+ * client, the SSE parsing and the response's JSON stay off the engine's event loop, which keeps
+ * the log, the scheduler and the API. The harness's brains send it requests and hear back what
+ * the ModelStreamHandlers hear (previews) and the finished response, or the classified error.
+ *
+ * Messages in: `{ type: 'stream', id, params, request }`, `{ type: 'abort', id }`.
+ * Messages out: `{ type: 'ready' }` once, then per request `{ id, type: 'block_start', index,
+ * block }`, `{ id, type: 'text', index, text }` (deltas of one block coalesced until the next
+ * macrotask), `{ id, type: 'usage', usage }`, and last `{ id, type: 'done', response }` or
+ * `{ id, type: 'error', error: { kind, message, status?, retryAfterMs? } }`.
+ */
+import { parentPort } from 'node:worker_threads'
+import { AnthropicModelClient, ModelRequestError, type AnthropicModelClientParams, type ModelRequest, type ModelUsage, type ResponseBlock } from './model-client'
+
+export type ModelThreadParams = Omit<AnthropicModelClientParams, 'fetch'>
+
+export type ToModelThread = { type: 'stream'; id: number; params: ModelThreadParams; request: ModelRequest } | { type: 'abort'; id: number }
+
+export type FromModelThread =
+  | { type: 'ready' }
+  | { id: number; type: 'block_start'; index: number; block: ResponseBlock['type'] }
+  | { id: number; type: 'text'; index: number; text: string }
+  | { id: number; type: 'usage'; usage: ModelUsage }
+  | { id: number; type: 'done'; response: Awaited<ReturnType<AnthropicModelClient['stream']>> }
+  | { id: number; type: 'error'; error: { kind: ModelRequestError['kind']; message: string; status?: number; retryAfterMs?: number } }
+
+const port = parentPort
+if (!port) throw new Error('harness/model-worker.ts runs as a worker thread (harness/model-thread.ts starts it)')
+
+/** One SDK client per distinct endpoint, so requests to the same endpoint share its connections. */
+const clients = new Map<string, AnthropicModelClient>()
+const inFlight = new Map<number, AbortController>()
+
+function clientFor(params: ModelThreadParams): AnthropicModelClient {
+  const key = JSON.stringify(params)
+  let client = clients.get(key)
+  if (!client) {
+    client = new AnthropicModelClient(params)
+    clients.set(key, client)
+  }
+  return client
+}
+
+const send = (m: FromModelThread) => port.postMessage(m)
+
+async function stream(id: number, params: ModelThreadParams, request: ModelRequest): Promise<void> {
+  const controller = new AbortController()
+  inFlight.set(id, controller)
+  // text deltas of a block go out together once per macrotask: one message per SSE chunk read,
+  // not one per delta
+  let pending: { index: number; text: string } | undefined
+  let flushScheduled = false
+  const flush = () => {
+    flushScheduled = false
+    if (pending) send({ id, type: 'text', index: pending.index, text: pending.text })
+    pending = undefined
+  }
+  try {
+    const response = await clientFor(params).stream(request, {
+      signal: controller.signal,
+      onBlockStart: (index, block) => {
+        flush()
+        send({ id, type: 'block_start', index, block })
+      },
+      onTextDelta: (index, text) => {
+        if (pending && pending.index !== index) flush()
+        pending = pending ? { index, text: pending.text + text } : { index, text }
+        if (!flushScheduled) {
+          flushScheduled = true
+          setImmediate(flush)
+        }
+      },
+      onUsage: (usage) => send({ id, type: 'usage', usage }),
+    })
+    flush()
+    send({ id, type: 'done', response })
+  } catch (err) {
+    flush()
+    const e = err instanceof ModelRequestError ? err : new ModelRequestError('connection', (err as Error)?.message ?? String(err))
+    send({ id, type: 'error', error: { kind: e.kind, message: e.message, status: e.status, retryAfterMs: e.retryAfterMs } })
+  } finally {
+    inFlight.delete(id)
+  }
+}
+
+port.on('message', (m: ToModelThread) => {
+  if (m.type === 'stream') void stream(m.id, m.params, m.request)
+  else if (m.type === 'abort') inFlight.get(m.id)?.abort()
+})
+send({ type: 'ready' })

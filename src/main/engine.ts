@@ -163,6 +163,8 @@ export class Engine {
           this.releaseHands(sessionId)
           // a deleted session's change records (pre-images of its folders) go with it; archived ones stay
           if (how === 'deleted' && this.changes) this.trackHands(this.changes.remove(sessionId))
+          // a deleted session's idle workflow runs are executed no more (an archive ends them with events the runs hear)
+          if (how === 'deleted') this.brains?.workflowRuns?.dropSession(sessionId)
         },
         // host folders: refused at create (400 naming resources[i]) for system, data and keychain paths
         checkResources: (resources) => void folderMounts(resources, defaultFolderRules(config.dataDir)),

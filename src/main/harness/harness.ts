@@ -293,7 +293,12 @@ export class Harness {
       if (threads.primary.status !== 'running' && batch.some((e) => e.type === 'agent.thread_message_received' && !e.session_thread_id)) {
         batch = [...batch, { type: 'session.thread_status_running', session_thread_id: c.primaryId, agent_name: c.sessionAgent.name }]
       }
-      const { agg, after } = previewAggregate(threads, batch)
+      let { agg, after } = previewAggregate(threads, batch)
+      const paused = runsPausedAtBudget(after)
+      if (paused.length && this.budgetReached(c)) {
+        batch = [...batch, ...paused]
+        ;({ agg, after } = previewAggregate(threads, batch))
+      }
       await this.deps.log.append(c.sessionId, agg ? [...batch, ...withUsage(agg, after, () => this.deps.sessions.retrieve(c.sessionId).budget)] : batch)
     })
   }
@@ -877,6 +882,19 @@ function previewAggregate(threads: SessionThreads, batch: readonly EventInput[])
   let seq = threads.lastSeq
   for (const e of batch) copy.apply(++seq, e as unknown as Record<string, unknown> & { type: string })
   return { agg: copy.aggregateEvent(), after: copy }
+}
+
+/**
+ * At the budget, once no thread works and one is paused at it, every running workflow run pauses
+ * (spec §9): its `workflow_run.status_idle` goes before the session's usage and idle (the spec's
+ * open point, decided), and the run no longer keeps the session running. Raising the budget
+ * resumes them (SessionStore.update writes their status_running).
+ */
+function runsPausedAtBudget(after: SessionThreads): EventInput[] {
+  const threads = [after.primary, ...after.children.values()]
+  if (threads.some((t) => t.status === 'running' || t.status === 'rescheduling')) return []
+  if (!threads.some((t) => t.status === 'idle' && t.lastIdle?.type === 'budget_reached')) return []
+  return [...after.runs].filter(([, state]) => state === 'running').map(([id]) => ({ type: 'workflow_run.status_idle', workflow_run_id: id }))
 }
 
 /** A session idle goes with the `session.usage` snapshot immediately before it (spec §4.4, §9). */

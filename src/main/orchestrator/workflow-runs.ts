@@ -66,6 +66,9 @@ interface ActiveRun {
   logLine: number
   timer?: NodeJS.Timeout
   ended: boolean
+  /** Paused at the session's budget (`status_idle`): agent calls wait in `deferred` until `status_running`. */
+  paused: boolean
+  deferred: (() => void)[]
 }
 
 const RUN_EVENT_TYPES = ['workflow_run.created', 'workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.status_ended', 'workflow_run.phase_started', 'workflow_run.phase_ended']
@@ -125,6 +128,11 @@ export class WorkflowRuns {
     }
     this.active.clear()
     this.runOfThread.clear()
+  }
+
+  /** A deleted session's runs: executed no more (their log went with the session; nothing is written). */
+  dropSession(sessionId: string): void {
+    for (const r of [...this.active.values()]) if (r.sessionId === sessionId) this.drop(r)
   }
 
   /**
@@ -192,6 +200,12 @@ export class WorkflowRuns {
       switch (e.type) {
         case 'workflow_run.created':
           return this.open(stored.sessionId, stored)
+        case 'workflow_run.status_idle':
+        case 'workflow_run.status_running': {
+          const r = this.active.get(e.workflow_run_id)
+          if (r && !r.ended) this.setPaused(r, e.type === 'workflow_run.status_idle')
+          return
+        }
         case 'workflow_run.status_ended': {
           // ended by the stop tool (or by us): the run's threads are archived
           const r = this.active.get(e.workflow_run_id)
@@ -225,7 +239,7 @@ export class WorkflowRuns {
     if (!this.p.brains.pin(sessionId)) return this.wait(sessionId)
     const call = ev.tool_use_id ? this.p.log.get(ev.tool_use_id) : undefined
     const input = (call?.event as { input?: Record<string, unknown> } | undefined)?.input
-    const r: ActiveRun = { sessionId, runId, name: ev.name, primaryId: primaryThreadId(sessionId), threads: new Map(), declared: new Map(), phaseStarts: new Map(), logLine: 0, ended: false }
+    const r: ActiveRun = { sessionId, runId, name: ev.name, primaryId: primaryThreadId(sessionId), threads: new Map(), declared: new Map(), phaseStarts: new Map(), logLine: 0, ended: false, paused: false, deferred: [] }
     for (const ph of ev.phases) r.declared.set(ph.name, [...(r.declared.get(ph.name) ?? []), ph.id])
     this.active.set(runId, r)
     if (!input || typeof input.program !== 'string') {
@@ -241,6 +255,7 @@ export class WorkflowRuns {
       }
     }
     const started = seen.some((s) => s.event.type === 'workflow_run.status_running' || s.event.type === 'workflow_run.status_idle')
+    r.paused = seen.filter((s) => s.event.type === 'workflow_run.status_running' || s.event.type === 'workflow_run.status_idle').at(-1)?.event.type === 'workflow_run.status_idle'
     const journal = this.p.store.calls(runId)
     for (const row of journal) if (row.kind === 'agent' && row.threadId && !row.outcome) this.track(r, row.threadId, row.index, '')
     r.logLine = this.p.store.logCount(runId)
@@ -318,7 +333,19 @@ export class WorkflowRuns {
     return { type: 'inline', name: c.spec.name, description: c.spec.description, model: lead.model, system: c.spec.system, tools: lead.tools ?? [], mcp_servers: lead.mcp_servers ?? [], skills: lead.skills ?? [] }
   }
 
+  /** The budget paused the run (no new agent starts: spec §9) or resumed it (the calls that waited start, in call order). */
+  private setPaused(r: ActiveRun, paused: boolean): void {
+    r.paused = paused
+    if (paused) return
+    const waiting = r.deferred.splice(0)
+    for (const start of waiting) start()
+  }
+
   private startAgent(r: ActiveRun, c: AgentCall, argsHash: string): void {
+    if (r.paused) {
+      r.deferred.push(() => this.startAgent(r, c, argsHash))
+      return
+    }
     const agent = this.resolveAgent(r, c)
     if (typeof agent === 'string') {
       // the thread cannot be created: the call rejects (the program may catch it); nothing is journaled

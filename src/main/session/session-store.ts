@@ -23,6 +23,8 @@ import { stepModelError } from './model-error'
 import { checkToolNames, sessionRoster, snapshotRoster, type SessionRoster } from './agent-roster'
 import { activeOutcome, foldOutcomes, OUTCOME_DEFAULT_MAX_ITERATIONS, OUTCOME_EVENT_TYPES, OUTCOME_MAX_RUBRIC_CHARS, toOutcomeEvaluation, type OutcomeRecord } from '../../shared/api/outcomes'
 import { budgetCents, listCostCents } from '../../shared/api/pricing'
+import { isRunningRun, openWorkflowRuns, workflowRunOpenError } from './workflow-store'
+import type { WorkflowRunFacts } from '../../shared/api/workflow-runs'
 
 export type SessionCreateInput = z.infer<typeof sessionCreateSchema>
 export type SessionUpdateInput = z.infer<typeof sessionUpdateSchema>
@@ -414,10 +416,21 @@ export class SessionStore {
     const event: RawEventInput = { type: 'session.updated' }
     // Metadata cleared to empty is a change the event shows by leaving `metadata` out (API rule).
     let changedWithoutField = false
+    // A budget raised or removed resumes the workflow runs the budget paused (spec §9): each gets
+    // its status_running in the update's batch, after session.updated. (A run is idle only at the
+    // budget: Corral pauses no run for an interrupt.)
+    const before = this.retrieve(id)
+    const resumed: RawEventInput[] =
+      input.budget !== undefined && before.budget ? openWorkflowRuns(this.log, id).filter((r) => r.status === 'idle' && r.started).map((r) => ({ type: 'workflow_run.status_running', workflow_run_id: r.id })) : []
     const apply = () => {
       changedWithoutField = false
       const cur = this.retrieve(id)
       if (cur.archived_at) throw conflict(`session ${id} is archived and cannot be updated`)
+      // the whole request is refused while a run is open (spec §6.9): nothing else of it is applied
+      if (input.agent !== undefined) {
+        const open = openWorkflowRuns(this.log, id)
+        if (open.length) throw workflowRunOpenError(`agent: session ${id} has ${open.length === 1 ? `workflow run ${open[0].id}` : `workflow runs ${open.map((r) => r.id).join(', ')}`} open; its agent cannot change until every run has ended (nothing of this update was applied)`)
+      }
       for (const k of Object.keys(event)) if (k !== 'type') delete event[k]
       const next: Session = { ...cur }
       if (input.title !== undefined && input.title !== cur.title) event.title = next.title = input.title
@@ -445,7 +458,13 @@ export class SessionStore {
       this.db.prepare('UPDATE sessions SET updated_at = ?, data = ? WHERE id = ?').run(next.updated_at, JSON.stringify(data), id)
     }
     try {
-      await this.log.append(id, [event], { precheck: apply })
+      await this.log.append(id, [event, ...resumed], {
+        precheck: () => {
+          apply()
+          // a run paused at a budget that this update leaves as it is (checkBudgetChange refuses that while the spend is at it): nothing resumes
+          if (resumed.length && !('budget' in event)) throw conflict(`session ${id}: budget: the same budget again resumes no paused workflow run; raise it or remove it`)
+        },
+      })
       this.changes.notify({ kind: 'session', id })
     } catch (err) {
       if (err !== NO_CHANGE) throw err
@@ -453,16 +472,56 @@ export class SessionStore {
     return this.retrieve(id)
   }
 
-  archive(id: string): Session {
+  /**
+   * Archives a session. With a workflow run running (or about to start) it is a 400
+   * `workflow_run_open` naming the run (spec multiagent §6.9); with open runs all idle (paused at
+   * the budget) it succeeds and ends each with `stopped`: its open phases' `phase_ended`, then
+   * its `status_ended`, in the archive's transaction, marked `session_archived: true` (listed, not
+   * streamed). Without open runs nothing is appended and the archive is done when this returns
+   * (before its promise settles).
+   */
+  archive(id: string): Promise<Session> {
     const cur = this.retrieve(id)
-    if (cur.archived_at) return cur
-    const now = this.clock().toISOString()
-    this.db.transaction(() => {
+    if (cur.archived_at) return Promise.resolve(cur)
+    const write = () => {
+      const now = this.clock().toISOString()
       this.db.prepare('UPDATE sessions SET archived_at = ?, updated_at = ? WHERE id = ?').run(now, now, id)
       this.work?.stopSession(id)
-    })()
-    this.hooks.onRemoved?.(id, 'archived')
-    return this.retrieve(id)
+    }
+    const open = openWorkflowRuns(this.log, id)
+    this.refuseRunningRuns(id, open, 'archived')
+    if (!open.length) {
+      this.db.transaction(write)()
+      this.hooks.onRemoved?.(id, 'archived')
+      return Promise.resolve(this.retrieve(id))
+    }
+    const ends: RawEventInput[] = []
+    for (const r of open) {
+      for (const [phaseId, startedId] of r.openPhases) ends.push({ type: 'workflow_run.phase_ended', workflow_run_id: r.id, workflow_run_phase_id: phaseId, phase_started_id: startedId, session_archived: true })
+      ends.push({ type: 'workflow_run.status_ended', workflow_run_id: r.id, result: { type: 'stopped' }, name: r.name, session_archived: true })
+    }
+    const ids = open.map((r) => r.id).join(',')
+    return this.log
+      .append(id, ends as EventInput[], {
+        precheck: () => {
+          const now = openWorkflowRuns(this.log, id)
+          this.refuseRunningRuns(id, now, 'archived')
+          if (this.retrieve(id).archived_at || now.map((r) => r.id).join(',') !== ids) throw conflict(`session ${id} changed while it was being archived (its workflow runs); retry`)
+          write()
+        },
+      })
+      .then(() => {
+        this.hooks.onRemoved?.(id, 'archived')
+        return this.retrieve(id)
+      })
+  }
+
+  /** The 400 for archiving or deleting a session while one of its workflow runs is running (spec §6.9). */
+  private refuseRunningRuns(id: string, open: readonly WorkflowRunFacts[], how: 'archived' | 'deleted'): void {
+    const running = open.filter(isRunningRun)
+    if (!running.length) return
+    const named = running.length === 1 ? `workflow run ${running[0].id} is` : `workflow runs ${running.map((r) => r.id).join(', ')} are`
+    throw workflowRunOpenError(`session ${id} cannot be ${how} while its ${named} running; stop ${running.length === 1 ? 'it' : 'them'} (ask the agent to) or wait for ${running.length === 1 ? 'it' : 'them'} to end`)
   }
 
   /**
@@ -471,6 +530,8 @@ export class SessionStore {
    */
   delete(id: string): { id: string; type: 'session_deleted' } {
     const cur = this.retrieve(id)
+    // a running run keeps the session running: name the run first (spec §6.9); idle runs go with the log
+    this.refuseRunningRuns(id, openWorkflowRuns(this.log, id), 'deleted')
     if (cur.status === 'running') throw conflict(`session ${id} is running; interrupt or archive it before deleting`)
     this.db.transaction(() => {
       const rid = (this.db.prepare('SELECT rid FROM sessions WHERE id = ?').get(id) as { rid: number }).rid

@@ -8,6 +8,7 @@ import { listCostCents, monetaryAmount } from '../../shared/api/pricing'
 import type { SessionStore } from './session-store'
 import type { SqliteEventLog } from './sqlite-event-log'
 import type { Page } from './pagination'
+import { openWorkflowRuns, workflowRunOpenError } from './workflow-store'
 
 export type { SessionThread }
 type ThreadStatus = SessionThread['status']
@@ -184,6 +185,10 @@ export class ThreadStore {
       const t = this.derive(sessionId, cached).find((x) => x.id === threadId)
       if (!t) throw notFound(`thread of session ${sessionId}`, threadId)
       if (t.status === 'terminated') return t
+      // a run's thread is Corral's to archive while its run is open (spec §6.5, §6.9)
+      if (t.workflow_run_id && openWorkflowRuns(this.log, sessionId).some((r) => r.id === t.workflow_run_id)) {
+        throw workflowRunOpenError(`thread ${threadId} belongs to workflow run ${t.workflow_run_id}, which is open; Corral archives a run's threads itself once the program is done with them (at the latest when the run ends)`)
+      }
       if (t.status !== 'idle') {
         throw invalid(`thread ${threadId} is ${t.status}; only an idle thread can be archived (interrupt it first: user.interrupt with session_thread_id ${threadId})`)
       }

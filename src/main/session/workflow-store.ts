@@ -1,5 +1,33 @@
 import type { Statement } from 'better-sqlite3'
+import { CorralError } from '../../shared/errors'
+import { foldWorkflowRuns, WORKFLOW_RUN_EVENT_TYPES, type WorkflowRunEventLike, type WorkflowRunFacts } from '../../shared/api/workflow-runs'
 import type { Db } from './database'
+import type { EventLog } from './event-log'
+
+/**
+ * A session's open workflow runs (created, not ended) as its primary's events say, in creation
+ * order. Synchronous reads: callable inside an append's precheck (the transaction), so a check
+ * against open runs and the write it guards see the same log.
+ */
+export function openWorkflowRuns(log: Pick<EventLog, 'read'>, sessionId: string): WorkflowRunFacts[] {
+  const events: WorkflowRunEventLike[] = []
+  let after = 0
+  for (;;) {
+    const page = log.read(sessionId, { types: WORKFLOW_RUN_EVENT_TYPES, threadId: null, after, limit: 1000 })
+    for (const s of page) events.push(s.event as unknown as WorkflowRunEventLike)
+    if (page.length < 1000) break
+    after = page[page.length - 1].seq
+  }
+  return [...foldWorkflowRuns(events).values()].filter((r) => r.status !== 'ended')
+}
+
+/** Whether a run counts as running for what it blocks: running, or created and not yet started (it starts at once). */
+export const isRunningRun = (r: WorkflowRunFacts) => r.status === 'running' || !r.started
+
+/** The 400 of what an open run blocks (spec multiagent §6.9): `error.details.error_code` is `workflow_run_open`. */
+export function workflowRunOpenError(message: string): CorralError {
+  return new CorralError('invalid_request_error', message, { fields: { details: { error_code: 'workflow_run_open' } } })
+}
 
 /** A call out of a run's program as the journal keeps it (harness/workflows/execution.ts's JournalRow). */
 export interface WorkflowCallRow {

@@ -63,7 +63,9 @@ export interface CorralEventFields {
   /** `tool_use_id`: the `ant__workflow_run_start` call whose input is the run's program, args and lifetime (docs/workflows.md). */
   'workflow_run.created': { tool_use_id?: string }
   /** The run's `name` again, and `output`: the program's return value (JSON), for the primary's reading turn, the status tool and a run card. */
-  'workflow_run.status_ended': { name?: string; output?: unknown }
+  'workflow_run.status_ended': { name?: string; output?: unknown; session_archived?: boolean }
+  /** `session_archived`: written by the session's archive, which ended the run (listed, never streamed: spec §6.9). */
+  'workflow_run.phase_ended': { session_archived?: boolean }
 }
 
 type CorralFieldsOf<T extends EventType> = T extends keyof CorralEventFields ? CorralEventFields[T] : unknown

@@ -45,7 +45,7 @@ export function sessionRoutes(app: Hono, s: ApiServices): void {
   app.get('/v1/sessions/:id', (c) => (noQuery(c), c.json(shown(s.sessions.retrieve(c.req.param('id'))))))
   app.post('/v1/sessions/:id', async (c) => c.json(shown(await s.sessions.update(c.req.param('id'), validate(sessionUpdateSchema, await readJson(c))))))
   app.delete('/v1/sessions/:id', (c) => (noQuery(c), c.json(s.sessions.delete(c.req.param('id')))))
-  app.post('/v1/sessions/:id/archive', (c) => (noQuery(c), c.json(shown(s.sessions.archive(c.req.param('id'))))))
+  app.post('/v1/sessions/:id/archive', async (c) => (noQuery(c), c.json(shown(await s.sessions.archive(c.req.param('id'))))))
 
   // The session's list and stream are its primary thread's: the primary's own events and the
   // primary-visible ones of its children (isPrimaryVisible), each once, with the child's id.
@@ -101,6 +101,9 @@ function listEvents(s: ApiServices, sessionId: string, q: Record<string, unknown
   return { data: rows.map((r) => r.event), next_page: more && last ? encodeSeqCursor(last.seq) : null }
 }
 
+/** A workflow run's end written by the session's archive: listed, never streamed (spec multiagent §6.9). */
+const unstreamed = (stored: StoredEvent) => (stored.event as { session_archived?: boolean }).session_archived === true
+
 /**
  * SSE: headers flushed at once; each event as `event: <type>`, `id: <seq>`, `data: <json>`.
  * Starts with events appended after the stream opened (the API's behaviour), or after a seq
@@ -137,7 +140,7 @@ function openStream(c: import('hono').Context, s: ApiServices, sessionId: string
     if (closed) return
     disposers.push(
       s.log.tail(sessionId, from, (stored) => {
-        if (!isOnThreadStream(stored.event, view)) return
+        if (!isOnThreadStream(stored.event, view) || unstreamed(stored)) return
         write(stored.event.type, stored.event, stored.seq)
       }),
     )
@@ -165,7 +168,7 @@ function openStream(c: import('hono').Context, s: ApiServices, sessionId: string
     for (;;) {
       if (closed) return
       const page = s.log.read(sessionId, { after: from, limit: REPLAY_PAGE, streamOf: thread })
-      for (const e of page) write(e.event.type, e.event, e.seq)
+      for (const e of page) if (!unstreamed(e)) write(e.event.type, e.event, e.seq)
       if (page.length > 0) from = page[page.length - 1].seq
       if (page.length < REPLAY_PAGE) break
       if (res.writableNeedDrain) await new Promise<void>((r) => (res.once('drain', r), res.once('close', r)))

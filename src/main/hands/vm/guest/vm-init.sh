@@ -1,0 +1,70 @@
+#!/bin/sh
+# The vm backend's guest, stage 2: PID 1 in the root filesystem (dash), as root.
+#   $1 the runner's port (corral.runner), $2 the control port (corral.control), $3 the egress
+#   port (corral.egress) or empty.
+# Starts the runner (it becomes uid 1000 as its first act, CORRAL_RUNNER_USER) on the runner's
+# port, opened once read-write (a virtio port allows one open), and answers the host's control
+# lines on the control port. The host snapshots the VM once the runner said hello; every sandbox
+# is a restore of that snapshot, after which the host sends one control line:
+#   start <unix seconds[.fraction]> [<9p tag>,<guest path>,<ro|rw>]...
+# which sets the clock (the restored guest's clock is the snapshot's) and mounts the session's 9p
+# shares (a mounted share blocks migration, so nothing is mounted before the snapshot), then
+#   clock <unix seconds[.fraction]>   sets the clock again (once the runner answered)
+#   ping                              the host's heartbeat during a call (a builtin: no process)
+# Each line is answered, in order, with: ok | error <reason>
+# Then this shell only reaps orphans (it is PID 1).
+runner=$1 control=$2 egress=$3
+export PATH=/usr/local/bin:/usr/bin:/bin
+hostname corral 2>/dev/null
+mount -t tmpfs -o mode=1777,size=512m tmpfs /tmp
+mount -t tmpfs -o mode=0755,uid=1000,gid=1000,size=256m tmpfs /mnt/session
+mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts 2>/dev/null && mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+
+# vmnet's egress bridge (127.0.0.1:3128 in the guest <-> the host's egress proxy over the
+# corral.egress port), started when the image has it and the port exists.
+# HOOK(vmnet): the start line is theirs to fix once src/main/hands/vm/guest/egress-bridge.js lands.
+if [ -n "$egress" ] && [ -f /opt/corral/egress-bridge.js ]; then
+  node /opt/corral/egress-bridge.js "$egress" 2>/dev/console &
+fi
+
+# The runner's environment: nothing of the host's; per-sandbox settings are on the kernel command
+# line as corral.env.<NAME>=<value> (the template's, part of its key).
+runner_env=
+for arg in $(cat /proc/cmdline); do
+  case "$arg" in corral.env.CORRAL_*=*) runner_env="$runner_env ${arg#corral.env.}" ;; esac
+done
+cd /workspace
+# shellcheck disable=SC2086
+env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/corral LANG=C.UTF-8 USER=corral CORRAL_RUNNER_USER=1000:1000 $runner_env \
+  node /opt/corral/runner.js 0<>"$runner" 1>&0 2>/dev/console &
+
+bb=/opt/corral/busybox
+control_loop() {
+  while read -r cmd at shares; do
+    case "$cmd" in
+      start)
+        err=
+        date -s "@$at" >/dev/null 2>&1 || err="date -s @$at failed"
+        for share in $shares; do
+          [ -n "$err" ] && break
+          tag=${share%%,*}; rest=${share#*,}; target=${rest%,*}; mode=${rest##*,}
+          # Builtins where they do: every fork and exec costs tens of ms under TCG.
+          [ -d "$target" ] || $bb mkdir -p "$target" 2>/dev/null
+          opts=trans=virtio,version=9p2000.L,msize=524288,cache=none,access=client
+          [ "$mode" = ro ] && opts="$opts,ro"
+          out=$($bb mount -t 9p -o "$opts" "$tag" "$target" 2>&1) || { err="mount $tag at $target: $out"; break; }
+          # A fresh workspace directory belongs to whoever runs qemu on the host: the sandbox user owns it here.
+          if [ "$mode" = rw ] && [ "$target" = /workspace -o "$target" = /opt/corral/state ] && [ -O "$target" ]; then $bb chown 1000:1000 "$target"; fi
+        done
+        if [ -z "$err" ]; then echo ok; else echo "error $err" | tr -d '\r'; fi
+        ;;
+      ping) echo ok ;;
+      clock)
+        date -s "@$at" >/dev/null 2>&1 && echo ok || echo "error date -s @$at failed"
+        ;;
+      *) echo "error unknown control line" ;;
+    esac
+  done
+}
+control_loop <>"$control" >&0 &
+while :; do wait; done

@@ -1,0 +1,117 @@
+import { createHash } from 'node:crypto'
+import { createWriteStream, existsSync } from 'node:fs'
+import { chmod, mkdir, rename, rm } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import { CorralError } from '../../../shared/errors'
+import type { VmImage } from './image'
+import type { VmAccel } from './qemu-args'
+import { QmpClient } from './qmp'
+import { launchVm } from './vm-process'
+
+/** What a template VM is made of; VMs of one shape restore from one saved state. */
+export interface VmShape {
+  image: VmImage
+  accel: VmAccel
+  memoryMb: number
+  vcpus: number
+  runnerEnv: Readonly<Record<string, string>>
+  /** qemu's version line: another qemu cannot load this one's state. */
+  qemuVersion: string
+  hardening: readonly string[]
+}
+
+export function shapeKey(s: VmShape): string {
+  return createHash('sha256')
+    .update(JSON.stringify({ image: s.image.key, accel: s.accel, memoryMb: s.memoryMb, vcpus: s.vcpus, env: Object.entries(s.runnerEnv).sort(), qemu: s.qemuVersion, hardening: s.hardening }))
+    .digest('hex')
+    .slice(0, 16)
+}
+
+export interface VmTemplatesOptions {
+  /** Where saved states live (`<dir>/<shape key>.state`, read-only once written). */
+  dir: string
+  /** Where the template VMs' run directories go. */
+  runRoot: string
+  bootTimeoutMs: number
+  log: (message: string) => void
+}
+
+/**
+ * Template VMs: per shape, one cold boot (workspace not mounted: a mounted 9p share blocks
+ * migration) until the runner says hello, then QMP `migrate` to a unix socket whose bytes the host
+ * writes to `<shape key>.state` (0444), and the template is killed. Every sandbox of the shape is
+ * then a restore of that file (`-incoming fd:3`). One boot per shape at a time; a state file
+ * already on disk (an earlier run of this data directory) is used as is.
+ */
+export class VmTemplates {
+  private readonly flights = new Map<string, Promise<string>>()
+
+  constructor(private readonly o: VmTemplatesOptions) {}
+
+  /** The saved state of `shape`, booting and saving its template first when there is none. */
+  stateFile(shape: VmShape): Promise<string> {
+    const key = shapeKey(shape)
+    const file = join(this.o.dir, `${key}.state`)
+    if (existsSync(file)) return Promise.resolve(file)
+    let flight = this.flights.get(key)
+    if (!flight) {
+      flight = this.build(shape, key, file).finally(() => this.flights.delete(key))
+      this.flights.set(key, flight)
+    }
+    return flight
+  }
+
+  private async build(shape: VmShape, key: string, file: string): Promise<string> {
+    await mkdir(this.o.dir, { recursive: true, mode: 0o700 })
+    const started = Date.now()
+    this.o.log(`vm: booting the template ${key} (${shape.accel}, ${shape.memoryMb} MB, ${shape.vcpus} vCPU)`)
+    const emptyWs = join(this.o.dir, `${key}.ws`)
+    await mkdir(emptyWs, { recursive: true })
+    const vm = await launchVm({ ...shape, runRoot: this.o.runRoot, prefix: `template-${key}`, workspaceDir: emptyWs, helloTimeoutMs: this.o.bootTimeoutMs })
+    const booted = Date.now()
+    const tmp = `${file}.tmp-${process.pid}`
+    const sock = join(vm.runDir, 'migrate.sock')
+    let qmp: QmpClient | undefined
+    const server = createServer()
+    try {
+      const received = new Promise<void>((resolve, reject) => {
+        server.once('connection', (conn) => {
+          const out = createWriteStream(tmp, { mode: 0o600 })
+          conn.pipe(out)
+          out.on('finish', resolve)
+          out.on('error', reject)
+          conn.on('error', reject)
+        })
+      })
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(sock, resolve)
+      })
+      qmp = await QmpClient.connect(join(vm.runDir, 'qmp.sock'))
+      await qmp.execute('migrate', { uri: `unix:${sock}` })
+      for (;;) {
+        const status = (await qmp.execute('query-migrate')) as { status?: string; 'error-desc'?: string }
+        if (status.status === 'completed') break
+        if (status.status === 'failed' || status.status === 'cancelled') throw new CorralError('sandbox_error', `saving the VM template failed: ${status['error-desc'] ?? status.status}`)
+        await new Promise((r) => setTimeout(r, 50))
+      }
+      qmp.dispose()
+      qmp = undefined
+      await vm.kill()
+      await Promise.race([received, new Promise((_, reject) => setTimeout(() => reject(new CorralError('sandbox_error', 'the VM template\'s state did not arrive')), 30_000))])
+      await chmod(tmp, 0o444)
+      await rename(tmp, file)
+      this.o.log(`vm: template ${key} booted in ${((booted - started) / 1000).toFixed(1)} s, saved in ${((Date.now() - booted) / 1000).toFixed(1)} s`)
+      return file
+    } catch (err) {
+      await rm(tmp, { force: true })
+      throw err
+    } finally {
+      qmp?.dispose()
+      server.close()
+      await vm.kill()
+      await rm(emptyWs, { recursive: true, force: true })
+    }
+  }
+}

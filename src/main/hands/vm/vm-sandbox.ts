@@ -1,0 +1,392 @@
+import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { CorralError } from '../../../shared/errors'
+import { bubblewrapKey } from '../bubblewrap/bubblewrap-sandbox'
+import { packagePlan } from '../packages/plan'
+import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner/runner-sandbox'
+import type { Sandbox, SandboxProvider, SandboxProvisionParams, SandboxToolCall, ToolOutcome } from '../sandbox'
+import { runnerEnv, type SandboxSettings, sandboxSettings, STATE_MOUNT, WORKSPACE } from '../settings'
+import { findVmImage, type VmImage } from './image'
+import { clockLine, folderTag, startLine, type VmAccel, VM_FOLDER_SLOTS, WORKSPACE_TAG } from './qemu-args'
+import { shapeKey, type VmShape, VmTemplates } from './templates'
+import { killRunDirs, launchVm, qemuBinary, type VmProcess } from './vm-process'
+
+const run = promisify(execFile)
+
+/**
+ * VM sandboxes: each session's runner in a QEMU virtual machine of its own (a kernel of its own,
+ * no network device), restored from a template's saved state in a fraction of a second, with the
+ * session's workspace `<dataDir>/workspaces/<session>` on virtio-9p (kept when the VM is
+ * replaced, like Docker's volume). See src/main/hands/README.md, "VM sandboxes".
+ */
+export interface VmSandboxProviderOptions {
+  /** Where the backend keeps workspaces, template states and VM run directories. */
+  dataDir: string
+  log?: (message: string) => void
+  /** The accelerator (vmnet's accel.ts probe); default TCG. */
+  accel?: () => Promise<VmAccel>
+  /** qemu's own hardening arguments (vmnet's hardening.ts: -sandbox, -runas); default none. */
+  hardening?: () => Promise<string[]>
+  /** How long a template's cold boot may take (default 180 s: TCG on a loaded host). */
+  bootTimeoutMs?: number
+  /** How long a restore may take to its runner's hello and its start line (default 30 s). */
+  restoreTimeoutMs?: number
+  /** A VM whose runner does not answer a heartbeat within this during a call is hung: killed and replaced (default 2000 ms). */
+  hangTimeoutMs?: number
+}
+
+interface VmLive extends LiveRunner {
+  vm: VmProcess
+  /** Set by the watchdog when it killed the VM for not answering. */
+  hung?: number
+}
+
+/** One ready VM of a warm pool: restored, its runner answering, its workspace share an unclaimed directory. */
+interface WarmVm {
+  vm: VmProcess
+  workspaceDir: string
+}
+
+/** A shape's warm VMs (restored, not started: no clock set, nothing mounted), waiting for a session. */
+class VmWarmPool {
+  private readonly ready: WarmVm[] = []
+  private inflight = 0
+  private disposed = false
+
+  constructor(private readonly o: { size: number; launch: () => Promise<WarmVm>; log: (m: string) => void }) {}
+
+  get size(): number {
+    return this.ready.length
+  }
+
+  owns(runDir: string): boolean {
+    return this.ready.some((w) => w.vm.runDir === runDir)
+  }
+
+  fill(): void {
+    while (!this.disposed && this.ready.length + this.inflight < this.o.size) {
+      this.inflight++
+      void this.o
+        .launch()
+        .then(async (w) => {
+          if (this.disposed) return discardWarm(w)
+          w.vm.connection.onClosed(() => {
+            const i = this.ready.indexOf(w)
+            if (i >= 0) this.ready.splice(i, 1)
+          })
+          this.ready.push(w)
+        })
+        .catch((err) => this.o.log(`vm warm pool: ${(err as Error).message}`))
+        .finally(() => this.inflight--)
+    }
+  }
+
+  claim(): WarmVm | undefined {
+    let w: WarmVm | undefined
+    while ((w = this.ready.shift()) && !w.vm.connection.open) void discardWarm(w)
+    this.fill()
+    return w
+  }
+
+  async waitReady(timeoutMs: number): Promise<number> {
+    const deadline = Date.now() + timeoutMs
+    this.fill()
+    while (this.ready.length < this.o.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    return this.ready.length
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true
+    while (this.inflight > 0) await new Promise((r) => setTimeout(r, 50))
+    await Promise.all(this.ready.splice(0).map(discardWarm))
+  }
+}
+
+async function discardWarm(w: WarmVm): Promise<void> {
+  w.vm.connection.close('discarded')
+  await w.vm.kill()
+  await rm(w.workspaceDir, { recursive: true, force: true })
+}
+
+/** What a VmSandbox asks its provider for. */
+interface VmSandboxOptions {
+  params: SandboxProvisionParams
+  settings: SandboxSettings
+  provider: VmSandboxProvider
+  hangTimeoutMs: number
+}
+
+export class VmSandbox extends RunnerSandbox<VmLive> {
+  readonly backend = 'vm'
+  private inFlight = 0
+  private watchdog: NodeJS.Timeout | undefined
+
+  constructor(private readonly o: VmSandboxOptions) {
+    super(o.params, o.settings)
+  }
+
+  get workspaceDir(): string {
+    return this.o.provider.workspaceDir(this.params.sessionId)
+  }
+
+  protected start(): Promise<VmLive> {
+    return this.o.provider.startVm(this.params, this.settings)
+  }
+
+  /**
+   * Runs the call with a watchdog: while a call is in flight the guest's init is pinged on the
+   * control port now and then (a builtin `echo` of PID 1: it answers however busy the runner's
+   * channel is, a 3 MB request or result included). A ping unanswered for hangTimeoutMs is a hung
+   * guest (or qemu): SIGKILL, the call becomes a tool error, and the next call restores a fresh VM
+   * on the same workspace.
+   */
+  override async execute(call: SandboxToolCall): Promise<ToolOutcome> {
+    if (this.inFlight++ === 0) this.watchdog = setInterval(() => this.heartbeat(), Math.max(50, Math.floor(this.o.hangTimeoutMs / 4)))
+    try {
+      return await super.execute(call)
+    } finally {
+      if (--this.inFlight === 0) {
+        clearInterval(this.watchdog)
+        this.watchdog = undefined
+      }
+    }
+  }
+
+  private pinging: VmLive | undefined
+
+  private heartbeat(): void {
+    const live = this.live
+    if (!live || !live.connection.open || this.pinging === live) return
+    this.pinging = live
+    live.vm.control.send('ping\n', this.o.hangTimeoutMs).then(
+      () => {
+        if (this.pinging === live) this.pinging = undefined
+      },
+      () => {
+        if (this.pinging === live) this.pinging = undefined
+        if (!live.connection.open || this.live !== live) return
+        live.hung = this.o.hangTimeoutMs
+        void live.vm.kill()
+      },
+    )
+  }
+
+  protected async diagnose(live: VmLive): Promise<RunnerDeath> {
+    const result = await Promise.race([live.vm.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 1500))])
+    if (live.hung !== undefined) return { message: `the VM stopped answering (no heartbeat within ${live.hung} ms: a hung guest) and was killed (SIGKILL)`, exitCode: 137 }
+    if (!result) {
+      await live.vm.kill()
+      return { message: 'the VM\'s runner stopped answering (the VM was killed and will be replaced)' }
+    }
+    const code = result.code ?? (result.signal === 'SIGKILL' ? 137 : null)
+    const said = live.vm.stderr().trim().slice(-300)
+    return { message: `the VM exited (${result.signal ? `signal ${result.signal}` : `exit ${result.code}`}${said ? `: ${said}` : ''})`, exitCode: code }
+  }
+
+  protected async discardRunner(live: VmLive): Promise<void> {
+    live.connection.close('discarded')
+    await live.vm.kill()
+  }
+
+  protected async stop(live: VmLive | undefined, removeWorkspace: boolean): Promise<void> {
+    clearInterval(this.watchdog)
+    if (live) await live.vm.kill()
+    this.o.provider.forget(this)
+    if (removeWorkspace) await rm(this.workspaceDir, { recursive: true, force: true })
+  }
+
+  /** The run directory of the live VM (for the provider's sweep), if any. */
+  get runDir(): string | undefined {
+    return this.live?.vm.runDir
+  }
+}
+
+export class VmSandboxProvider implements SandboxProvider {
+  readonly backend = 'vm'
+  private readonly live = new Set<VmSandbox>()
+  private readonly templates: VmTemplates
+  private readonly pools = new Map<string, VmWarmPool>()
+  private qemuVersion: Promise<string> | undefined
+  private readonly log: (m: string) => void
+  private disposed = false
+
+  constructor(private readonly options: VmSandboxProviderOptions) {
+    this.log = options.log ?? (() => {})
+    this.templates = new VmTemplates({ dir: join(options.dataDir, 'templates'), runRoot: this.runRoot, bootTimeoutMs: options.bootTimeoutMs ?? 180_000, log: this.log })
+  }
+
+  private get runRoot(): string {
+    return join(this.options.dataDir, 'run')
+  }
+
+  workspaceDir(sessionId: string): string {
+    return join(this.options.dataDir, 'workspaces', bubblewrapKey(sessionId))
+  }
+
+  private version(): Promise<string> {
+    this.qemuVersion ??= run(qemuBinary(), ['--version'], { timeout: 10_000 }).then(
+      ({ stdout }) => stdout.split('\n')[0]!.trim(),
+      (err: NodeJS.ErrnoException & { stderr?: string }) => {
+        this.qemuVersion = undefined
+        throw new CorralError('sandbox_error', err.code === 'ENOENT' ? `qemu is not installed (apt-get install --no-install-recommends qemu-system-x86 qemu-utils)` : `${qemuBinary()} --version failed: ${(err.stderr || err.message).trim()}`)
+      },
+    )
+    return this.qemuVersion
+  }
+
+  async available(): Promise<{ ok: boolean; reason?: string }> {
+    if (process.platform !== 'linux' || process.arch !== 'x64') return { ok: false, reason: `the vm backend needs Linux on x86-64 (this is ${process.platform} ${process.arch})` }
+    try {
+      await this.version()
+    } catch (err) {
+      return { ok: false, reason: (err as Error).message }
+    }
+    const found = findVmImage()
+    if ('missing' in found) return { ok: false, reason: found.missing }
+    return { ok: true }
+  }
+
+  /** The shape of a sandbox with these settings: what its template is booted with. */
+  private async shape(settings: SandboxSettings, stateDir: string | undefined): Promise<VmShape> {
+    const found = findVmImage()
+    if ('missing' in found) throw new CorralError('sandbox_error', found.missing)
+    return {
+      image: found.image as VmImage,
+      accel: (await this.options.accel?.()) ?? 'tcg',
+      memoryMb: settings.memoryMb,
+      vcpus: Math.max(1, Math.ceil(settings.cpus)),
+      runnerEnv: runnerEnv(settings, stateDir),
+      qemuVersion: await this.version(),
+      hardening: (await this.options.hardening?.()) ?? [],
+    }
+  }
+
+  /**
+   * Starts a session's VM: a warm one when the session has no folders, no egress and no
+   * workspace yet, else a restore of its shape's template; then its start line (the clock, the
+   * workspace and folder shares). Throws CorralError sandbox_error with the reason.
+   */
+  async startVm(params: SandboxProvisionParams, settings: SandboxSettings): Promise<VmLive> {
+    if (this.disposed) throw new CorralError('sandbox_error', 'the vm backend was shut down')
+    const plan = packagePlan(params.config)
+    if (plan) throw new CorralError('sandbox_error', `environment ${params.environmentId} lists packages (${plan.summary}), which the vm backend does not install yet: use the docker backend for this environment (config.corral.backend)`)
+    const folders = params.folders ?? []
+    const atWorkspace = folders.some((f) => f.target === WORKSPACE)
+    const shape = await this.shape(settings, atWorkspace ? STATE_MOUNT : undefined)
+    const egress = await params.egress?.open()
+    if (egress) {
+      // HOOK(vmnet): the egress bridge over the corral.egress port (egress-bridge.ts) plugs in here.
+      throw new CorralError('sandbox_error', `session ${params.sessionId} reaches the network through Corral's egress proxy, which the vm backend cannot bridge yet: use the docker or bubblewrap backend for this environment (config.corral.backend)`)
+    }
+    if (folders.length > VM_FOLDER_SLOTS) throw new CorralError('sandbox_error', `the vm backend mounts at most ${VM_FOLDER_SLOTS} folders (host folders, skills, uploads, memory) per session; this one has ${folders.length}`)
+    const workspaceDir = this.workspaceDir(params.sessionId)
+    const shares = [{ tag: WORKSPACE_TAG, target: atWorkspace ? STATE_MOUNT : WORKSPACE, readOnly: false }, ...folders.map((f, i) => ({ tag: folderTag(i), target: f.target, readOnly: f.readOnly }))]
+    // Outer mounts first (/workspace before /workspace/sub).
+    const ordered = [shares[0]!, ...shares.slice(1).sort((a, b) => a.target.length - b.target.length)]
+    const pool = folders.length === 0 ? this.poolFor(shape, settings) : undefined
+    const timeoutMs = this.options.restoreTimeoutMs ?? 30_000
+    let vm: VmProcess | undefined
+    const warm = pool && !existsSync(workspaceDir) ? pool.claim() : undefined
+    if (warm) {
+      try {
+        await rename(warm.workspaceDir, workspaceDir)
+        // release() of this session from another process finds the VM by this file.
+        await writeFile(join(warm.vm.runDir, 'session'), bubblewrapKey(params.sessionId))
+        vm = warm.vm
+        await vm.control.send(startLine({ now: Date.now(), shares: ordered }), timeoutMs)
+      } catch (err) {
+        await discardWarm(warm)
+        if (vm) throw err
+        vm = undefined
+      }
+    }
+    if (!vm) {
+      await mkdir(workspaceDir, { recursive: true })
+      // The shares mount while the guest comes back; its clock is set again once the runner answered.
+      vm = await this.restore(shape, { prefix: bubblewrapKey(params.sessionId), workspaceDir, folderDirs: folders.map((f) => f.source), startLine: startLine({ now: Date.now(), shares: ordered }) })
+      try {
+        await vm.control.send(clockLine(Date.now()), timeoutMs)
+      } catch (err) {
+        await vm.kill()
+        throw err
+      }
+    }
+    pool?.fill()
+    return { connection: vm.connection, fresh: true, vm }
+  }
+
+  private async restore(shape: VmShape, p: { prefix: string; workspaceDir: string; folderDirs: readonly string[]; startLine?: string }): Promise<VmProcess> {
+    const stateFile = await this.templates.stateFile(shape)
+    return launchVm({ ...shape, runRoot: this.runRoot, prefix: p.prefix, workspaceDir: p.workspaceDir, folderDirs: p.folderDirs, stateFile, startLine: p.startLine, helloTimeoutMs: this.options.restoreTimeoutMs ?? 30_000 })
+  }
+
+  private poolFor(shape: VmShape, settings: SandboxSettings): VmWarmPool | undefined {
+    if (settings.poolSize <= 0) return undefined
+    const key = `${shapeKey(shape)}-${settings.poolSize}`
+    let pool = this.pools.get(key)
+    if (!pool) {
+      pool = new VmWarmPool({
+        size: settings.poolSize,
+        log: this.log,
+        launch: async () => {
+          const workspaceDir = join(this.options.dataDir, 'workspaces', `.pool-${randomBytes(6).toString('hex')}`)
+          await mkdir(workspaceDir, { recursive: true })
+          try {
+            return { vm: await this.restore(shape, { prefix: 'pool', workspaceDir, folderDirs: [] }), workspaceDir }
+          } catch (err) {
+            await rm(workspaceDir, { recursive: true, force: true })
+            throw err
+          }
+        },
+      })
+      this.pools.set(key, pool)
+    }
+    return pool
+  }
+
+  /** Fills the warm pool of an environment's shape and waits (up to `timeoutMs`) until it is full; returns its size. */
+  async warm(params: { config: Record<string, unknown> }, timeoutMs = 60_000): Promise<number> {
+    const settings = sandboxSettings(params.config)
+    const pool = this.poolFor(await this.shape(settings, undefined), settings)
+    return pool ? pool.waitReady(timeoutMs) : 0
+  }
+
+  create(params: SandboxProvisionParams): Sandbox {
+    const settings = sandboxSettings(params.config)
+    const sandbox = new VmSandbox({ params, settings, provider: this, hangTimeoutMs: this.options.hangTimeoutMs ?? 2000 })
+    this.live.add(sandbox)
+    return sandbox
+  }
+
+  forget(sandbox: VmSandbox): void {
+    this.live.delete(sandbox)
+  }
+
+  /** Kills the session's VMs (found by their run directories, whoever started them) and, with removeWorkspace, its workspace. */
+  async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
+    const key = bubblewrapKey(sessionId)
+    await killRunDirs(this.runRoot, (name, claimedBy) => name.startsWith(`${key}-`) || claimedBy === key)
+    if (options?.removeWorkspace) await rm(this.workspaceDir(sessionId), { recursive: true, force: true })
+  }
+
+  /** Kills VMs earlier runs left (their run directories), and unclaimed pool workspaces; this process's own stay. */
+  async sweep(_keepSessionIds: ReadonlySet<string>): Promise<number> {
+    const own = new Set([...this.live].map((s) => s.runDir).filter((d): d is string => d !== undefined))
+    const pooled = (dir: string) => [...this.pools.values()].some((p) => p.owns(dir))
+    const killed = await killRunDirs(this.runRoot, (name) => !pooled(join(this.runRoot, name)), own)
+    return killed
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true
+    const pools = [...this.pools.values()]
+    this.pools.clear()
+    const all = [...this.live]
+    this.live.clear()
+    await Promise.all([...pools.map((p) => p.dispose()), ...all.map((s) => s.dispose())])
+  }
+}

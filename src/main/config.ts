@@ -74,8 +74,8 @@ export const DEFAULT_MAX_FILE_BYTES = 500 * 1024 * 1024
 
 export interface Settings {
   model?: ModelEndpointSettings
-  /** Default sandbox backend: docker | bubblewrap | auto. */
-  sandboxBackend?: 'docker' | 'bubblewrap' | 'auto'
+  /** Default sandbox backend: docker | vm | bubblewrap | auto (docker, then vm, then bubblewrap). */
+  sandboxBackend?: 'docker' | 'vm' | 'bubblewrap' | 'auto'
   /**
    * Extra entries for the advisor pairing table (model id → tier, on the scale of
    * src/shared/api/advisor-tiers.ts: 0 claude-haiku-4-5 … 7 claude-mythos-5-1); an entry for a

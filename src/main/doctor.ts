@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { readSettings } from './config'
 import { webSearchOffer } from './harness/tools'
-import { BubblewrapSandboxProvider, DockerSandboxProvider, detectBackends, type BackendReport } from './hands'
+import { BubblewrapSandboxProvider, DockerSandboxProvider, VmSandboxProvider, detectBackends, type BackendReport } from './hands'
 import { openKeychain } from './vault/vault-services'
 import { keychainAccount, keychainFix } from './vault/keychain'
 import { peerCredentialsReader } from './vault/peer-credentials'
@@ -46,7 +46,7 @@ export function modelFinding(probe: ModelProbeResult, source: 'environment' | 'k
 export async function runDoctor(params: DoctorParams): Promise<DoctorFinding[]> {
   const env = params.env ?? process.env
   const findings: DoctorFinding[] = []
-  const providers = [new DockerSandboxProvider({}), new BubblewrapSandboxProvider({ dataDir: join(params.dataDir, 'sandboxes') })]
+  const providers = [new DockerSandboxProvider({}), new VmSandboxProvider({ dataDir: join(params.dataDir, 'vm') }), new BubblewrapSandboxProvider({ dataDir: join(params.dataDir, 'sandboxes') })]
   try {
     const backends: BackendReport[] = await detectBackends(providers)
     for (const b of backends) {

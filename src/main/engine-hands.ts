@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { join, resolve } from 'node:path'
 import type { ApiServices } from './api/services'
 import { DEFAULT_MAX_FILE_BYTES, type Settings } from './config'
-import { BubblewrapSandboxProvider, DockerSandboxProvider, FileMounts, MemoryMounts, SkillMounts, SandboxToolRouter, SessionOutputs, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
+import { BubblewrapSandboxProvider, DockerSandboxProvider, VmSandboxProvider, FileMounts, MemoryMounts, SkillMounts, SandboxToolRouter, SessionOutputs, type SandboxEgressSource, type SandboxEnvironment, type SandboxProvider } from './hands'
 import type { Vault } from './vault/vault'
 import type { FolderRules, SessionChanges } from './hands'
 import { sandboxResourcesDir } from './hands/paths'
@@ -43,9 +43,11 @@ export function dockerScopeFor(dataDir: string): string {
 }
 
 /**
- * The backends in order of preference: Docker first, then bubblewrap, unless the settings'
- * `sandboxBackend` prefers bubblewrap. (An environment's `config.corral.backend` still picks
- * its own backend: the router honours it.) The bubblewrap workspaces live in `<dataDir>/sandboxes`.
+ * The backends in order of preference (the router takes the first that is available for an
+ * environment that names none): Docker, then a VM (QEMU), then bubblewrap; the settings'
+ * `sandboxBackend` moves its backend to the front. (An environment's `config.corral.backend`
+ * still picks its own backend: the router honours it.) The bubblewrap workspaces live in
+ * `<dataDir>/sandboxes`, the VM backend's workspaces, templates and run directories in `<dataDir>/vm`.
  */
 export function defaultSandboxProviders(p: { dataDir: string; settings: Settings; log?: (m: string) => void; dockerScope?: string; vault?: Vault }): SandboxProvider[] {
   const vault = p.vault
@@ -56,7 +58,10 @@ export function defaultSandboxProviders(p: { dataDir: string; settings: Settings
     reserveEgressDir: vault ? () => vault.reserveEgressDir() : undefined,
   })
   const bubblewrap = new BubblewrapSandboxProvider({ dataDir: join(p.dataDir, 'sandboxes'), log: p.log })
-  return p.settings.sandboxBackend === 'bubblewrap' ? [bubblewrap, docker] : [docker, bubblewrap]
+  const vm = new VmSandboxProvider({ dataDir: join(p.dataDir, 'vm'), log: p.log })
+  const order: SandboxProvider[] = [docker, vm, bubblewrap]
+  const preferred = order.find((b) => b.backend === p.settings.sandboxBackend)
+  return preferred ? [preferred, ...order.filter((b) => b !== preferred)] : order
 }
 
 /**

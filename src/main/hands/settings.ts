@@ -14,7 +14,7 @@ export type CorralSandboxConfig = z.infer<typeof CorralSandboxConfigSchema>
 
 /** Everything a backend needs to build one sandbox, defaults applied. */
 export interface SandboxSettings {
-  backend?: 'docker' | 'bubblewrap'
+  backend?: 'docker' | 'vm' | 'bubblewrap'
   image?: string
   runtime?: string
   memoryMb: number

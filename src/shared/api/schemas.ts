@@ -187,8 +187,8 @@ const packagesSchema = z.strictObject({
 })
 /** Corral's own, optional additions to a `cloud` config: never change a shared field's meaning. */
 export const corralSandboxSchema = z.strictObject({
-  /** Which backend runs the environment's sandboxes; default (or `auto`): docker where an engine answers, else bubblewrap. */
-  backend: z.enum(['docker', 'bubblewrap', 'auto']).optional(),
+  /** Which backend runs the environment's sandboxes; default (or `auto`): docker where an engine answers, else vm where qemu and its guest image are, else bubblewrap. */
+  backend: z.enum(['docker', 'vm', 'bubblewrap', 'auto']).optional(),
   /** A Docker image instead of the default corral-sandbox image (it must contain node, bash and rg). */
   image: z
     .string()
@@ -562,7 +562,7 @@ export const corralSettingsUpdateSchema = z.strictObject({
       default_model: z.string().min(1).max(256).nullable().optional(),
     })
     .optional(),
-  sandbox_backend: z.enum(['auto', 'docker', 'bubblewrap']).optional(),
+  sandbox_backend: z.enum(['auto', 'docker', 'vm', 'bubblewrap']).optional(),
   /**
    * The user's entries of the advisor tier table (advisor-tiers.ts): model id → tier, laid over
    * the built-in table. Replaces the whole user table; null (or {}) removes it.

@@ -141,7 +141,7 @@ export interface SandboxStatusView {
 /** Settings as the API shows them: no secret, only whether the API key is set and where from. */
 export interface CorralSettingsView {
   model: { base_url: string | null; compatibility_mode: boolean; default_model: string | null }
-  sandbox_backend: 'auto' | 'docker' | 'bubblewrap'
+  sandbox_backend: 'auto' | 'docker' | 'vm' | 'bubblewrap'
   /** The user's entries of the advisor tier table (model id → tier), laid over the built-in one; {} when none. */
   advisor_tiers: Record<string, number>
   /** The largest file an upload (`POST /v1/files`) takes, in bytes: the user's setting or the default. */

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process'
 import Docker from 'dockerode'
 import { dockerScopeFor } from '../../../src/main/engine-hands'
 import { defaultImage } from '../../../src/main/hands/paths'
+import { findVmImage } from '../../../src/main/hands/vm/image'
 import { bubblewrapProbe, dockerProbe, requirement } from '../../support/requirements'
 import type { Sandbox } from '../../../src/main/hands/sandbox'
 
@@ -49,3 +50,16 @@ export function liveContainer(sandbox: Sandbox): Docker.Container {
   if (!live) throw new Error('the sandbox has no live container')
   return live.container
 }
+
+/** qemu and the VM guest image (CI builds it with `npm run vm:image` after the sandbox image). */
+export const vmProbe = (): string | undefined => {
+  try {
+    execFileSync(process.env.CORRAL_QEMU || 'qemu-system-x86_64', ['--version'], { stdio: 'ignore', timeout: 10_000 })
+  } catch {
+    return 'qemu-system-x86_64 is not installed (apt-get install --no-install-recommends qemu-system-x86 qemu-utils busybox-static e2fsprogs cpio)'
+  }
+  const found = findVmImage()
+  return 'missing' in found ? found.missing : undefined
+}
+
+export const vmReq = () => requirement('vm sandbox (qemu and the guest image)', vmProbe)

@@ -115,8 +115,9 @@ function EnvironmentEditor({ env, onSaved, onDeleted }: { env?: Environment; onS
               <div className="form-row">
                 <Field id="env-backend" label="Backend">
                   <select id="env-backend" value={d.backend} onChange={(e) => set({ backend: e.target.value as Draft['backend'] })}>
-                    <option value="auto">Automatic (Docker when it answers, else bubblewrap)</option>
+                    <option value="auto">Automatic (Docker when it answers, else a VM, else bubblewrap)</option>
                     <option value="docker">Docker</option>
+                    <option value="vm">VM (QEMU, Linux)</option>
                     <option value="bubblewrap">bubblewrap (Linux)</option>
                   </select>
                 </Field>

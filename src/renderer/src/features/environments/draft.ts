@@ -11,7 +11,7 @@ export interface Draft {
   apt: string
   npm: string
   pip: string
-  backend: 'auto' | 'docker' | 'bubblewrap'
+  backend: 'auto' | 'docker' | 'vm' | 'bubblewrap'
   image: string
   memoryMb: string
   cpus: string

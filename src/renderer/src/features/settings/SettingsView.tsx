@@ -53,7 +53,7 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
   const [baseUrl, setBaseUrl] = useState('')
   const [compat, setCompat] = useState(false)
   const [defaultModel, setDefaultModel] = useState('')
-  const [backend, setBackend] = useState<'auto' | 'docker' | 'bubblewrap'>('auto')
+  const [backend, setBackend] = useState<'auto' | 'docker' | 'vm' | 'bubblewrap'>('auto')
   const [apiKey, setApiKey] = useState('')
   const [err, setErr] = useState<unknown>()
   const [saved, setSaved] = useState(false)
@@ -196,6 +196,7 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
                 <select id="st-backend" value={backend} onChange={(e) => setBackend(e.target.value as typeof backend)}>
                   <option value="auto">Automatic</option>
                   <option value="docker">Docker</option>
+                  <option value="vm">VM (QEMU)</option>
                   <option value="bubblewrap">bubblewrap</option>
                 </select>
               </Field>

@@ -51,6 +51,17 @@ export interface WorkflowRunsParams {
   onError?: (sessionId: string, err: unknown) => void
 }
 
+interface RunThread {
+  index: number
+  agentName: string
+  /**
+   * The text of the thread's `agent.message` events as this process heard them, when it heard
+   * them all (it started the thread: every event of it since was committed here); undefined for a
+   * thread re-attached after a restart or a takeover, whose answer is then read from the log.
+   */
+  heard?: string[]
+}
+
 interface ActiveRun {
   sessionId: string
   runId: string
@@ -58,12 +69,14 @@ interface ActiveRun {
   primaryId: string
   execution?: WorkflowExecution
   /** The run's threads not yet archived, with their call index. */
-  threads: Map<string, { index: number; agentName: string }>
+  threads: Map<string, RunThread>
   /** Declared phases (name → ids not yet used, in order). */
   declared: Map<string, string[]>
   /** phase id → its `phase_started` event id. */
   phaseStarts: Map<string, string>
   logLine: number
+  /** The session's agent (without its roster) and its workflows roster, read at the run's first agent() call. */
+  agents?: { lead: ThreadAgent; workflows: DelegationRoster['workflows'] | undefined }
   timer?: NodeJS.Timeout
   ended: boolean
   /** Paused at the session's budget (`status_idle`): agent calls wait in `deferred` until `status_running`. */
@@ -212,6 +225,14 @@ export class WorkflowRuns {
           if (r && !r.ended) void this.finish(r)
           return
         }
+        case 'agent.message': {
+          // a run thread's answer as it is written (read back from the log only when some was missed)
+          const tid = e.session_thread_id
+          const runId = tid ? this.runOfThread.get(tid) : undefined
+          const heard = runId ? this.active.get(runId)?.threads.get(tid!)?.heard : undefined
+          if (heard) for (const b of e.content) if (b.type === 'text' && b.text) heard.push(b.text)
+          return
+        }
         case 'session.thread_status_idle':
         case 'session.thread_status_terminated': {
           const tid = e.session_thread_id
@@ -257,7 +278,7 @@ export class WorkflowRuns {
     const started = seen.some((s) => s.event.type === 'workflow_run.status_running' || s.event.type === 'workflow_run.status_idle')
     r.paused = seen.filter((s) => s.event.type === 'workflow_run.status_running' || s.event.type === 'workflow_run.status_idle').at(-1)?.event.type === 'workflow_run.status_idle'
     const journal = this.p.store.calls(runId)
-    for (const row of journal) if (row.kind === 'agent' && row.threadId && !row.outcome) this.track(r, row.threadId, row.index, '')
+    for (const row of journal) if (row.kind === 'agent' && row.threadId && !row.outcome) this.track(r, row.threadId, { index: row.index, agentName: '' })
     r.logLine = this.p.store.logCount(runId)
     const timeout = typeof input.timeout_seconds === 'number' ? Math.min(input.timeout_seconds, MAX_WORKFLOW_TIMEOUT_SECONDS) : MAX_WORKFLOW_TIMEOUT_SECONDS
     const left = Date.parse(ev.processed_at) + timeout * 1000 - Date.now()
@@ -288,15 +309,14 @@ export class WorkflowRuns {
     for (const row of attached) this.checkThread(r, row.threadId!)
   }
 
-  private track(r: ActiveRun, threadId: string, index: number, agentName: string): void {
-    r.threads.set(threadId, { index, agentName })
+  private track(r: ActiveRun, threadId: string, t: RunThread): void {
+    r.threads.set(threadId, t)
     this.runOfThread.set(threadId, r.runId)
   }
 
   /** Throws inside an append's transaction when the run has ended since (its events are then not written). */
   private assertOpen(r: ActiveRun): void {
-    const ended = this.p.log.read(r.sessionId, { types: ['workflow_run.status_ended'], limit: 1000, threadId: null })
-    if (ended.some((s) => (s.event as { workflow_run_id: string }).workflow_run_id === r.runId)) throw new CorralError('invalid_request_error', `workflow run ${r.runId} has ended`)
+    if (this.p.store.runEnded(r.sessionId, r.runId)) throw new CorralError('invalid_request_error', `workflow run ${r.runId} has ended`)
   }
 
   private appendRun(r: ActiveRun, events: EventInput[], journal?: () => void): Promise<StoredEvent[] | undefined> {
@@ -319,9 +339,12 @@ export class WorkflowRuns {
 
   /** The agent a call names: a predefined workflow agent, "self", or an inline one; a string saying why not otherwise. */
   private resolveAgent(r: ActiveRun, c: AgentCall): ThreadAgent | string {
-    const session = this.p.sessions.retrieve(r.sessionId)
-    const { multiagent: _m, ...lead } = session.agent as ThreadAgent & { multiagent?: unknown }
-    const wf = this.p.sessions.rosterOf?.(r.sessionId)?.workflows
+    // read once per run: the session's agent cannot change while a run is open (workflow_run_open)
+    r.agents ??= (() => {
+      const { multiagent: _m, ...lead } = this.p.sessions.retrieve(r.sessionId).agent as ThreadAgent & { multiagent?: unknown }
+      return { lead: lead as ThreadAgent, workflows: this.p.sessions.rosterOf?.(r.sessionId)?.workflows }
+    })()
+    const { lead, workflows: wf } = r.agents
     if (typeof c.spec === 'string') {
       if (c.spec === 'self') return lead as ThreadAgent
       const listed = wf?.agents.find((a) => a.name === c.spec)
@@ -354,7 +377,7 @@ export class WorkflowRuns {
     }
     const { multiagent: _m, ...snapshot } = agent as ThreadAgent & { multiagent?: unknown }
     const tid = newId('thread')
-    this.track(r, tid, c.index, agent.name)
+    this.track(r, tid, { index: c.index, agentName: agent.name, heard: [] })
     const content = [{ type: 'text' as const, text: c.prompt }]
     const events: EventInput[] = [
       { type: 'session.thread_created', session_thread_id: tid, agent_name: agent.name, workflow_run_id: r.runId, agent: snapshot, parent_thread_id: r.primaryId, workflow_call_index: c.index, workflow_label: c.label },
@@ -408,7 +431,7 @@ export class WorkflowRuns {
     if (e.type === 'session.thread_status_idle') {
       const why = e.stop_reason?.type ?? 'end_turn'
       if (why === 'requires_action' || why === 'budget_reached') return // it waits (on the client, on the budget)
-      outcome = why === 'end_turn' ? { ok: true, value: this.resultOf(r, tid) } : { ok: false, message: `agent thread ${tid} (${e.agent_name ?? t.agentName}) failed: ${FAILED_BECAUSE[why] ?? why}` }
+      outcome = why === 'end_turn' ? { ok: true, value: t.heard ? t.heard.join('\n') : this.resultOf(r, tid) } : { ok: false, message: `agent thread ${tid} (${e.agent_name ?? t.agentName}) failed: ${FAILED_BECAUSE[why] ?? why}` }
     } else outcome = { ok: false, message: `agent thread ${tid} (${e.agent_name ?? t.agentName}) failed: it was terminated${e.archived ? ' (archived)' : ''}` }
     r.threads.delete(tid)
     this.runOfThread.delete(tid)

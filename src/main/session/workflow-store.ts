@@ -56,6 +56,7 @@ export class WorkflowStore {
   private readonly countLogs: Statement
   private readonly selectRunOfThread: Statement
   private readonly selectOpenSessions: Statement
+  private readonly selectEnded: Statement
 
   constructor(db: Db) {
     this.insertCall = db.prepare(
@@ -67,6 +68,10 @@ export class WorkflowStore {
     this.selectLogs = db.prepare('SELECT line, text FROM workflow_logs WHERE run_id = ? AND line > ? ORDER BY line LIMIT ?')
     this.countLogs = db.prepare('SELECT COUNT(*) AS n FROM workflow_logs WHERE run_id = ?')
     this.selectRunOfThread = db.prepare('SELECT run_id, call_index FROM workflow_calls WHERE thread_id = ?')
+    // through the events' type index (status_ended is listed in it: not a dense type)
+    this.selectEnded = db.prepare(
+      `SELECT 1 FROM events e WHERE e.session_rid = (SELECT rid FROM sessions WHERE id = ?) AND e.type = 'workflow_run.status_ended' AND json_extract(e.data, '$.workflow_run_id') = ? LIMIT 1`,
+    )
     // per session through the events' type index: more runs created than ended
     this.selectOpenSessions = db.prepare(
       `SELECT s.id FROM sessions s WHERE s.deleting = 0 AND s.archived_at IS NULL
@@ -78,6 +83,14 @@ export class WorkflowStore {
   /** Sessions with a workflow run that has not ended (to replay at start-up). */
   sessionsWithOpenRuns(): string[] {
     return this.selectOpenSessions.pluck().all() as string[]
+  }
+
+  /**
+   * Whether the run's `workflow_run.status_ended` is in the log, as this connection sees it: inside
+   * an append's transaction (a precheck), an end committed earlier in the same group included.
+   */
+  runEnded(sessionId: string, runId: string): boolean {
+    return this.selectEnded.get(sessionId, runId) !== undefined
   }
 
   /** Records a call (throws on a second row for the same index: a call is journaled once). */

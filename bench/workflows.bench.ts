@@ -1,0 +1,209 @@
+/**
+ * Workflow runs benchmark (npm run bench -- workflows; issue #12): one run of 1,000 agents, 64 at
+ * a time (a map phase of 500, a combine phase of 500 fed with the map's answers, a reduce in the
+ * program: test/support/workflow-crash-fixture.ts), against the scripted model with a 200 ms
+ * delay before each response's first byte, the model server in a process of its own
+ * (test/support/workflow-model-process.ts), the engine (log, brains, workflow runs, no hands) in
+ * this one. `definitions` in the JSON says what each figure is. CORRAL_BENCH_PROFILE=<file>
+ * writes a CPU profile of the run (bench/profile.ts); CORRAL_BENCH_RUNS=<k> runs it k times in
+ * fresh data directories and reports each run and the medians; CORRAL_BENCH_SQL=1 counts the
+ * SQLite statements the engine runs per agent (a figure the machine's load does not move).
+ */
+import { fork } from 'node:child_process'
+import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Engine } from '../src/main/engine'
+import { profileWindow } from './profile'
+import { countStatements } from './sql-count'
+import { percentile, summary } from './stats'
+import { createRunSession, field } from '../test/support/workflow-crash-fixture'
+
+const PER_PHASE = 500
+const AGENTS = 2 * PER_PHASE
+const CONCURRENT = 64
+const FIRST_TOKEN_MS = 200
+
+const DEFINITIONS = {
+  wall_ms: 'from the commit of workflow_run.created to the commit of workflow_run.status_ended (the lead\'s own turns excluded)',
+  per_agent_model_ms: "median over the 1,000 agents of the model server's own time for the agent's request (its arrival to its response's last byte, measured in the model's process)",
+  ideal_ms: '⌈1000/64⌉ rounds × per_agent_model_ms (the two phases of 500 need ⌈500/64⌉ × 2 = 16 rounds too)',
+  run_overhead_share: '(wall_ms − ideal_ms) / wall_ms: the share of the run\'s wall time that is not the model\'s latency on the critical path (target ≤ 0.05)',
+  agent_call_overhead_ms:
+    "per agent call, the engine's time around its model request: from the commit of its session.thread_created (the journaled call) to its request arriving at the model, plus from its response's last byte to the commit of its archive with its result (the journal row's result): scheduler wake, context, request, stream parsing, the thread's events, the driver's result and archive",
+  agent_call_overhead_share: 'per agent call, agent_call_overhead_ms / (agent_call_overhead_ms + its model time); p50 and mean over the 1,000 (target ≤ 0.05)',
+  engine_busy_ms_per_agent: "the engine process's event-loop busy time over the run (performance.eventLoopUtilization) / 1000: its CPU work per agent, waits excluded",
+  log_bytes_per_agent: "growth of the SQLite file (corral.db after a TRUNCATE checkpoint, so the WAL is in it) over the run / 1000: every event, journal row and index of the run's threads",
+  sql_statements_per_agent: 'CORRAL_BENCH_SQL=1: SQLite statements the engine ran over the run (reads, writes, BEGIN/COMMIT; the session\'s set-up and the lead\'s turns included) / 1000',
+  rss_peak_mb: "the engine process's peak resident set over the run (sampled every 50 ms and process.resourceUsage().maxRSS, the larger)",
+}
+
+interface ModelStats {
+  workers: { prompt: string; arrivedAbs: number | null; endedAbs: number | null }[]
+  lead: number
+}
+
+async function modelProcess(): Promise<{ url: string; stats: () => Promise<ModelStats>; close: () => Promise<void> }> {
+  const child = fork(join(__dirname, '../test/support/workflow-model-process.ts'), [JSON.stringify({ n: PER_PHASE, delayMs: FIRST_TOKEN_MS })], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  let onStats: ((s: ModelStats) => void) | undefined
+  const url = await new Promise<string>((resolve, reject) => {
+    child.on('message', (m: { url?: string; stats?: ModelStats }) => {
+      if (m.url) resolve(m.url)
+      if (m.stats) onStats?.(m.stats)
+    })
+    child.once('exit', (code) => reject(new Error(`model server process exited with ${code}`)))
+  })
+  return {
+    url,
+    stats: () =>
+      new Promise<ModelStats>((resolve) => {
+        onStats = resolve
+        child.send({ stats: true })
+      }),
+    close: () =>
+      new Promise<void>((r) => {
+        child.once('exit', () => r())
+        child.disconnect()
+      }),
+  }
+}
+
+const now = () => performance.timeOrigin + performance.now()
+const round = (x: number, d = 2) => Number(x.toFixed(d))
+
+function fileBytes(dir: string): number {
+  let n = 0
+  for (const f of ['corral.db', 'corral.db-wal']) if (existsSync(join(dir, f))) n += statSync(join(dir, f)).size
+  return n
+}
+
+async function once(log: (msg: string) => void): Promise<Record<string, unknown>> {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-bench-workflows-'))
+  const model = await modelProcess()
+  const engine = Engine.open({
+    dataDir: dir,
+    token: 'bench',
+    env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' },
+    defaultHands: false,
+    harness: { stallTimeoutMs: 30_000, workflows: { maxConcurrentAgents: CONCURRENT } },
+    log: () => {},
+  })
+  try {
+    const s = engine.services
+    const checkpoint = () => engine.stores.db.pragma('wal_checkpoint(TRUNCATE)')
+    checkpoint()
+    const bytesBefore = fileBytes(dir)
+    // the run as the log tells it (told once per commit, after its fsync)
+    let createdAt = 0
+    let endedAt = 0
+    const threadCreatedAt = new Map<string, number>()
+    const promptOfThread = new Map<string, string>()
+    const archivedAt = new Map<string, number>()
+    let finish: () => void = () => {}
+    const finished = new Promise<void>((r) => (finish = r))
+    const stopWatch = s.log.subscribeAll(({ event }) => {
+      const t = now()
+      const tid = event.session_thread_id
+      switch (event.type) {
+        case 'workflow_run.created':
+          createdAt = t
+          return
+        case 'workflow_run.status_ended':
+          endedAt = t
+          return
+        case 'session.thread_created':
+          if (tid && field(event, 'workflow_run_id')) threadCreatedAt.set(tid, t)
+          return
+        case 'agent.thread_message_received':
+          if (tid && threadCreatedAt.has(tid) && !promptOfThread.has(tid)) promptOfThread.set(tid, field<{ text: string }[]>(event, 'content').map((b) => b.text).join(''))
+          return
+        case 'session.thread_status_terminated':
+          if (tid && field(event, 'archived') === true) archivedAt.set(tid, t)
+          return
+        case 'session.status_idle':
+          if (endedAt && field<{ type: string }>(event, 'stop_reason')?.type === 'end_turn') finish()
+      }
+    })
+    let rssPeak = 0
+    const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50)
+    log(`one run of ${AGENTS} agents, ${CONCURRENT} at a time, ${FIRST_TOKEN_MS} ms first-token delay`)
+    const statements = process.env.CORRAL_BENCH_SQL ? countStatements(engine) : undefined
+    const stopProfile = await profileWindow()
+    const elu0 = performance.eventLoopUtilization()
+    const cpu0 = process.cpuUsage()
+    const sid = await createRunSession(engine)
+    await finished
+    const elu = performance.eventLoopUtilization(elu0)
+    const cpu = process.cpuUsage(cpu0)
+    await stopProfile()
+    const sqlStatements = statements?.stop()
+    if (process.env.CORRAL_BENCH_SQL === 'top') for (const t of statements!.top(25)) log(`${(t.n / AGENTS).toFixed(2)} per agent: ${t.sql}`)
+    clearInterval(sampler)
+    stopWatch()
+    rssPeak = Math.max(rssPeak, process.memoryUsage().rss, process.resourceUsage().maxRSS * 1024)
+    checkpoint()
+    const bytesAfter = fileBytes(dir)
+
+    const stats = await model.stats()
+    const reqOf = new Map(stats.workers.map((w) => [w.prompt, w]))
+    const modelMs: number[] = []
+    const overheadMs: number[] = []
+    const shares: number[] = []
+    for (const [tid, created] of threadCreatedAt) {
+      const req = reqOf.get(promptOfThread.get(tid) ?? '')
+      const archived = archivedAt.get(tid)
+      if (!req || req.arrivedAbs === null || req.endedAbs === null || archived === undefined) continue
+      const m = req.endedAbs - req.arrivedAbs
+      const o = Math.max(0, req.arrivedAbs - created) + Math.max(0, archived - req.endedAbs)
+      modelMs.push(m)
+      overheadMs.push(o)
+      shares.push(o / (o + m))
+    }
+    const wallMs = endedAt - createdAt
+    const perAgent = percentile(modelMs, 50)
+    const idealMs = Math.ceil(AGENTS / CONCURRENT) * perAgent
+    const evs = s.log.read(sid, { types: ['workflow_run.status_ended'], limit: 10, threadId: null })
+    const result = {
+      agents: threadCreatedAt.size,
+      agents_measured: modelMs.length,
+      concurrent: CONCURRENT,
+      first_token_delay_ms: FIRST_TOKEN_MS,
+      run_result: evs[0] ? field(evs[0].event, 'result') : null,
+      wall_ms: Math.round(wallMs),
+      per_agent_model_ms: round(perAgent),
+      ideal_ms: Math.round(idealMs),
+      wall_over_ideal: round(wallMs / idealMs, 3),
+      run_overhead_share: round((wallMs - idealMs) / wallMs, 3),
+      agent_call_overhead_ms: summary(overheadMs),
+      agent_call_overhead_share: { p50: round(percentile(shares, 50), 3), mean: round(shares.reduce((a, b) => a + b, 0) / Math.max(1, shares.length), 3) },
+      engine_busy_ms_per_agent: round(elu.active / AGENTS),
+      engine_cpu_ms_per_agent: round((cpu.user + cpu.system) / 1000 / AGENTS),
+      event_loop_utilization: round(elu.utilization),
+      ...(sqlStatements !== undefined ? { sql_statements_per_agent: round(sqlStatements / AGENTS, 1) } : {}),
+      log_bytes_per_agent: Math.round((bytesAfter - bytesBefore) / AGENTS),
+      rss_peak_mb: round(rssPeak / 2 ** 20, 1),
+      targets: { run_overhead_share: 0.05, agent_call_overhead_share: 0.05 },
+      load_average_1m: round(loadavg()[0]),
+    }
+    log(JSON.stringify(result))
+    return result
+  } finally {
+    await engine.close()
+    await model.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+export async function run(log: (msg: string) => void): Promise<Record<string, unknown>> {
+  const k = Math.max(1, Number(process.env.CORRAL_BENCH_RUNS ?? 1))
+  const runs: Record<string, unknown>[] = []
+  for (let i = 0; i < k; i++) runs.push(await once(log))
+  if (k === 1) return { definitions: DEFINITIONS, ...runs[0] }
+  const median = (key: string) => percentile(runs.map((r) => r[key] as number), 50)
+  return {
+    definitions: DEFINITIONS,
+    medians: Object.fromEntries(['wall_ms', 'ideal_ms', 'wall_over_ideal', 'run_overhead_share', 'engine_busy_ms_per_agent', 'log_bytes_per_agent', 'rss_peak_mb'].map((key) => [key, median(key)])),
+    agent_call_overhead_share_p50_median: percentile(runs.map((r) => (r.agent_call_overhead_share as { p50: number }).p50), 50),
+    runs,
+  }
+}

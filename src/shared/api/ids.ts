@@ -55,9 +55,18 @@ export function newId(kind: IdKind, now = Date.now(), random: (n: number) => Uin
   return ID_PREFIX[kind] + time + rand
 }
 
+/** Random bytes handed out from a pool filled 4 KiB at a time (one getRandomValues call per 256 ids, not one each). */
+const POOL_SIZE = 4096
+let pool = new Uint8Array(0)
+let poolAt = 0
 function randomBytes(n: number): Uint8Array {
-  const out = new Uint8Array(n)
-  globalThis.crypto.getRandomValues(out)
+  if (n > POOL_SIZE) return globalThis.crypto.getRandomValues(new Uint8Array(n))
+  if (poolAt + n > pool.length) {
+    pool = globalThis.crypto.getRandomValues(new Uint8Array(POOL_SIZE))
+    poolAt = 0
+  }
+  const out = pool.subarray(poolAt, poolAt + n)
+  poolAt += n
   return out
 }
 

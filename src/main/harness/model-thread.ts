@@ -17,7 +17,7 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { ModelRequestError, type ModelClient, type ModelRequest, type ModelResponse, type ModelStreamHandlers } from './model-client'
-import type { FromModelThread, ModelThreadParams, ToModelThread } from './model-worker'
+import { touchToolSet, type FromModelThread, type ModelThreadParams, type ToModelThread } from './model-thread-protocol'
 
 interface Pending {
   handlers: ModelStreamHandlers
@@ -46,6 +46,10 @@ export class ModelThread {
   private worker?: Worker
   private readonly pending = new Map<number, Pending>()
   private nextId = 1
+  /** Tool sets by array (the context view hands a thread the same array turn after turn), and those the worker holds. */
+  private readonly toolSetIds = new WeakMap<object, number>()
+  private nextToolSet = 1
+  private workerToolSets = new Map<number, true>()
 
   constructor(private readonly start: () => Worker = startWorker) {}
 
@@ -67,6 +71,7 @@ export class ModelThread {
     }
     worker.on('error', (e) => fail(`failed (${e.message})`))
     worker.on('exit', (code) => fail(`exited (code ${code})`))
+    this.workerToolSets = new Map()
     // alive for the process only while a request is in flight (unref after the listeners: adding one refs it again)
     worker.unref()
     this.worker = worker
@@ -92,6 +97,8 @@ export class ModelThread {
         p.resolve(m.response)
         break
       case 'error':
+        // (a bug guard: a worker that lost a tool set gets every set in full again)
+        if (m.error.message.includes('does not hold tool set')) this.workerToolSets.clear()
         this.settled(m.id)
         p.reject(new ModelRequestError(m.error.kind, m.error.message, { status: m.error.status, retryAfterMs: m.error.retryAfterMs }))
         break
@@ -122,8 +129,20 @@ export class ModelThread {
       })
       handlers.signal.addEventListener('abort', onAbort, { once: true })
       if (this.pending.size === 1) worker.ref()
-      worker.postMessage({ type: 'stream', id, params, request } satisfies ToModelThread)
+      worker.postMessage(this.message(id, params, request))
     })
+  }
+
+  /** The stream message: the request's tools by reference once the worker holds them. */
+  private message(id: number, params: ModelThreadParams, request: ModelRequest): ToModelThread {
+    const tools = request.tools
+    if (!tools?.length) return { type: 'stream', id, params, request }
+    let setId = this.toolSetIds.get(tools)
+    if (setId === undefined) this.toolSetIds.set(tools, (setId = this.nextToolSet++))
+    const held = this.workerToolSets.has(setId)
+    touchToolSet(this.workerToolSets, setId, true)
+    const { tools: _t, ...rest } = request
+    return { type: 'stream', id, params, request: rest as ModelRequest, toolSet: held ? { id: setId } : { id: setId, tools } }
   }
 
   /** Stops the worker; requests in flight fail as connection errors. */

@@ -12,19 +12,8 @@
  * `{ id, type: 'error', error: { kind, message, status?, retryAfterMs? } }`.
  */
 import { parentPort } from 'node:worker_threads'
-import { AnthropicModelClient, ModelRequestError, type AnthropicModelClientParams, type ModelRequest, type ModelUsage, type ResponseBlock } from './model-client'
-
-export type ModelThreadParams = Omit<AnthropicModelClientParams, 'fetch'>
-
-export type ToModelThread = { type: 'stream'; id: number; params: ModelThreadParams; request: ModelRequest } | { type: 'abort'; id: number }
-
-export type FromModelThread =
-  | { type: 'ready' }
-  | { id: number; type: 'block_start'; index: number; block: ResponseBlock['type'] }
-  | { id: number; type: 'text'; index: number; text: string }
-  | { id: number; type: 'usage'; usage: ModelUsage }
-  | { id: number; type: 'done'; response: Awaited<ReturnType<AnthropicModelClient['stream']>> }
-  | { id: number; type: 'error'; error: { kind: ModelRequestError['kind']; message: string; status?: number; retryAfterMs?: number } }
+import { AnthropicModelClient, ModelRequestError, type ModelRequest } from './model-client'
+import { touchToolSet, type FromModelThread, type ModelThreadParams, type ToModelThread } from './model-thread-protocol'
 
 const port = parentPort
 if (!port) throw new Error('harness/model-worker.ts runs as a worker thread (harness/model-thread.ts starts it)')
@@ -32,6 +21,7 @@ if (!port) throw new Error('harness/model-worker.ts runs as a worker thread (har
 /** One SDK client per distinct endpoint, so requests to the same endpoint share its connections. */
 const clients = new Map<string, AnthropicModelClient>()
 const inFlight = new Map<number, AbortController>()
+const toolSets = new Map<number, NonNullable<ModelRequest['tools']>>()
 
 function clientFor(params: ModelThreadParams): AnthropicModelClient {
   const key = JSON.stringify(params)
@@ -86,7 +76,19 @@ async function stream(id: number, params: ModelThreadParams, request: ModelReque
 }
 
 port.on('message', (m: ToModelThread) => {
-  if (m.type === 'stream') void stream(m.id, m.params, m.request)
+  if (m.type === 'stream') {
+    let request = m.request
+    if (m.toolSet) {
+      const tools = m.toolSet.tools ?? toolSets.get(m.toolSet.id)
+      if (!tools) {
+        send({ id: m.id, type: 'error', error: { kind: 'connection', message: `model request failed: the model client thread does not hold tool set ${m.toolSet.id}` } })
+        return
+      }
+      touchToolSet(toolSets, m.toolSet.id, tools)
+      request = { ...request, tools }
+    }
+    void stream(m.id, m.params, request)
+  }
   else if (m.type === 'abort') inFlight.get(m.id)?.abort()
 })
 send({ type: 'ready' })

@@ -127,6 +127,16 @@ describe.each(clients)('the Anthropic model client (%s)', (_how, makeClient) => 
 })
 
 describe('the model thread', () => {
+  it("sends a request's tools once per set and by reference after that, and the endpoint still gets them every time, past the worker's 64 sets too", async () => {
+    server = await ScriptedModelServer.start(() => say('ok'))
+    const client = new ThreadedModelClient({ baseURL: server.url, apiKey: 'k' }, thread)
+    const signal = new AbortController().signal
+    const sets = Array.from({ length: 70 }, (_, i) => [{ name: `tool_${i}`, description: `tool ${i}`, input_schema: { type: 'object' as const, properties: {} } }])
+    const order = [0, 0, 1, ...sets.map((_, i) => i), 0, 69, 3]
+    for (const i of order) await client.stream({ ...request, tools: sets[i] }, { signal })
+    expect(server.requests.map((r) => r.body.tools?.map((t) => t.name))).toEqual(order.map((i) => [`tool_${i}`]))
+  })
+
   it('fails the requests in flight as retryable connection errors when its worker dies, and serves the next request on a new one', async () => {
     server = await ScriptedModelServer.start([{ kind: 'stall', blocks: [{ type: 'text', text: 'never ends' }], afterEvents: 3 }, say('after')])
     const own = new ModelThread()

@@ -62,6 +62,27 @@ export const COMPACTION_INSTRUCTION =
 
 const estimate = (x: unknown): number => Math.ceil(JSON.stringify(x).length / 4)
 
+/**
+ * The tools of a request, with their cache breakpoint, by their JSON: a thread is offered the
+ * same tools turn after turn, so each turn gets the same array (one object the model thread
+ * sends once: harness/model-thread.ts) and its size estimate without re-serializing it. Kept for
+ * the 64 most recently used tool sets.
+ */
+const toolSets = new Map<string, { tools: NonNullable<ModelRequest['tools']>; tokens: number }>()
+function toolSet(tools: NonNullable<ModelRequest['tools']>): { tools: NonNullable<ModelRequest['tools']>; tokens: number } {
+  const json = JSON.stringify(tools)
+  let set = toolSets.get(json)
+  if (set) toolSets.delete(json)
+  else set = { tools: withBreakpoint(tools), tokens: Math.ceil(json.length / 4) }
+  toolSets.set(json, set)
+  if (toolSets.size > 64) toolSets.delete(toolSets.keys().next().value as string)
+  return set
+}
+
+function withBreakpoint(tools: NonNullable<ModelRequest['tools']>): NonNullable<ModelRequest['tools']> {
+  return tools.map((t, i, all) => (i === all.length - 1 ? { ...t, cache_control: { type: 'ephemeral' as const } } : t))
+}
+
 /** The model id an agent snapshot names. */
 export function modelId(agent: ViewAgent): string {
   return typeof agent.model === 'string' ? agent.model : agent.model.id
@@ -100,11 +121,12 @@ export function buildContextView(events: readonly ViewEvent[], input: ContextVie
   }
 
   const messages = toMessages(own.slice(start), summary, input.thread === null)
-  const tools = [...modelTools(agent.tools ?? [], mcpTools), ...(input.platformTools ?? [])].map((t) => ({ ...t })) as unknown as NonNullable<ModelRequest['tools']>
+  const offered = toolSet([...modelTools(agent.tools ?? [], mcpTools), ...(input.platformTools ?? [])].map((t) => ({ ...t })) as unknown as NonNullable<ModelRequest['tools']>)
+  const tools = offered.tools
   const systemTexts = [agent.system, ...(input.systemContext ?? [])].filter((t): t is string => !!t)
   const system = systemTexts.length ? systemTexts.map((text) => ({ type: 'text' as const, text })) : undefined
 
-  const baseSize = estimate(system ?? '') + estimate(tools)
+  const baseSize = estimate(system ?? '') + offered.tokens
   let size = baseSize + estimate(messages)
   let cleared = 0
   if (size > clearAt) {
@@ -136,7 +158,8 @@ export function buildContextView(events: readonly ViewEvent[], input: ContextVie
 
 function finish(p: { model: string; max_tokens: number; system?: { type: 'text'; text: string }[]; tools: NonNullable<ModelRequest['tools']>; messages: Message[] }): ModelRequest {
   const system = p.system?.map((b, i, all) => (i === all.length - 1 ? { ...b, cache_control: { type: 'ephemeral' as const } } : b))
-  const tools = p.tools.map((t, i, all) => (i === all.length - 1 ? { ...t, cache_control: { type: 'ephemeral' as const } } : t))
+  // p.tools carry their breakpoint already (toolSet)
+  const tools = p.tools
   // the blocks were built for this view alone, so only the tail is copied (to carry its breakpoint)
   const messages = p.messages.map((m, i, all) => {
     if (i < all.length - 1 || m.content.length === 0) return { role: m.role, content: m.content }

@@ -27,6 +27,7 @@ import { runInNewContext } from 'node:vm'
 import { Engine } from '../src/main/engine'
 import type { LoggedEvent } from '../src/main/session/event-log'
 import { profileWindow } from './profile'
+import { countStatements } from './sql-count'
 import { summary } from './stats'
 import type { ThreadsModelOptions, ThreadsModelRequest } from './threads-model'
 import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../src/main/hands/tool-router'
@@ -69,26 +70,6 @@ const MODEL_THREAD = process.env.CORRAL_BENCH_MODEL_THREAD === 'inline' ? 'inlin
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
-
-/** Counts the statements the engine's database runs until `stop()` (which puts the driver back as it was). */
-function countStatements(engine: Engine): { stop: () => number } {
-  const proto = Object.getPrototypeOf(engine.stores.db.prepare('SELECT 1')) as Record<string, (...a: unknown[]) => unknown>
-  const methods = ['run', 'get', 'all', 'iterate'] as const
-  const originals = methods.map((m) => proto[m])
-  let n = 0
-  methods.forEach((m, i) => {
-    proto[m] = function (this: unknown, ...a: unknown[]) {
-      n++
-      return originals[i].apply(this, a)
-    }
-  })
-  return {
-    stop: () => {
-      methods.forEach((m, i) => (proto[m] = originals[i]))
-      return n
-    },
-  }
-}
 
 /** The scripted model in its own process (bench/threads-model.ts); `collect()` fetches its request records. */
 async function startModel(opts: ThreadsModelOptions): Promise<{ url: string; collect: () => Promise<ThreadsModelRequest[]>; close: () => void }> {
@@ -186,6 +167,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     const cpu = process.cpuUsage(cpu0)
     await stopProfile()
     const sqlStatements = statements?.stop()
+    if (process.env.CORRAL_BENCH_SQL === 'top') for (const { sql, n } of statements!.top(15)) log(`${n}\t${sql.replace(/\s+/g, ' ').slice(0, 160)}`)
     const idealMs = FIRST_TOKEN_MS * (1 + CALLS + 1 + 1)
     gc()
     const rssAfter = process.memoryUsage()

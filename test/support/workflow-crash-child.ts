@@ -4,18 +4,19 @@
  * and hands, so a restart is quick), talking to the scripted model server at `modelUrl`. Wakes
  * every session that needs a brain, replays (or waits to drive) every open run, prints `ready`;
  * the parent kills it with SIGKILL and starts it again.
- * Usage: node workflow-crash-child.(ts|cjs) <dataDir> <modelUrl> [maxConcurrentAgents]
+ * Usage: node workflow-crash-child.(ts|cjs) <dataDir> <modelUrl> [maxConcurrentAgents] [leaseTtlMs]
  */
 import { join } from 'node:path'
 import { openStoresAt } from '../../src/main/session/stores'
 import { Brains } from '../../src/main/orchestrator/brains'
 
-const [dataDir, modelUrl, concurrent] = process.argv.slice(2)
+const [dataDir, modelUrl, concurrent, ttl] = process.argv.slice(2)
 if (!dataDir || !modelUrl) {
-  console.error('usage: workflow-crash-child <dataDir> <modelUrl> [maxConcurrentAgents]')
+  console.error('usage: workflow-crash-child <dataDir> <modelUrl> [maxConcurrentAgents] [leaseTtlMs]')
   process.exit(2)
 }
-const stores = openStoresAt(join(dataDir, 'corral.db'), { leases: { ttlMs: 10_000 } })
+const leaseTtlMs = Number(ttl ?? 10_000)
+const stores = openStoresAt(join(dataDir, 'corral.db'), { leases: { ttlMs: leaseTtlMs } })
 const brains = new Brains({
   log: stores.log,
   sessions: stores.sessions,
@@ -25,7 +26,7 @@ const brains = new Brains({
   previews: { publish: () => {} },
   settings: {},
   env: { ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'k' },
-  options: { leaseTtlMs: 10_000, backoffBaseMs: 5, backoffMaxMs: 20, stallTimeoutMs: 5_000, maxRetries: 20, workflows: { maxConcurrentAgents: Number(concurrent ?? 64) } },
+  options: { leaseTtlMs, backoffBaseMs: 5, backoffMaxMs: 20, stallTimeoutMs: 5_000, maxRetries: 20, workflows: { maxConcurrentAgents: Number(concurrent ?? 64) } },
   onError: (m) => process.stderr.write(m + '\n'),
 })
 brains.start()

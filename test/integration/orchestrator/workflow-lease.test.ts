@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Engine } from '../../../src/main/engine'
@@ -73,6 +73,52 @@ describe('workflow runs under the session lease', () => {
       const created = evs.filter((e) => e.type === 'session.thread_created' && field(e, 'workflow_run_id'))
       expect(created).toHaveLength(2 * N)
       expect(evs.filter((e) => e.type === 'workflow_run.phase_started')).toHaveLength(3)
+      for (const c of created) expect(evs.filter((e) => e.type === 'session.thread_status_terminated' && e.session_thread_id === c.session_thread_id && field(e, 'archived') === true)).toHaveLength(1)
+    } finally {
+      await parent.close()
+      await modelA.close()
+      await modelB.close()
+    }
+  }, 120_000)
+
+  it('lets an engine that was paused past its lease write nothing more of the run once it resumes: the engine that took the lease over drives it to its end', async () => {
+    const paused = join(dir, 'paused')
+    mkdirSync(paused)
+    const asksA = new Map<string, number>()
+    const asksB = new Map<string, number>()
+    const count = (m: Map<string, number>) => (p: string) => m.set(p, (m.get(p) ?? 0) + 1)
+    const modelA = await ScriptedModelServer.start(runResponder({ n: N, delayMs: () => 400, onWorker: count(asksA) }))
+    const modelB = await ScriptedModelServer.start(runResponder({ n: N, delayMs: () => 400, onWorker: count(asksB) }))
+    const parent = Engine.open({ dataDir: paused, token: 'lease-test', env: {}, harness: { enabled: false }, defaultHands: false })
+    try {
+      const sid = await createRunSession(parent)
+      // a short lease (1 s), so the second engine may take it while the first is stopped
+      const a = await children.start([paused, modelA.url, String(CONCURRENT), '1000'])
+      await until('four agents done under the first engine', () => donePrompts(eventsOf(parent, sid)).size >= 4)
+      const b = await children.start([paused, modelB.url, String(CONCURRENT), '1000'])
+      await sleep(300)
+      expect(asksB.size).toBe(0)
+      // the first engine stops (SIGSTOP: a laptop asleep, a process swapped out) past its lease
+      process.kill(a.pid!, 'SIGSTOP')
+      const doneAtStop = donePrompts(eventsOf(parent, sid))
+      await until('the second engine to take the run over', () => asksB.size > 0, 30_000)
+      process.kill(a.pid!, 'SIGCONT')
+      await until('the run to finish', () => runFinished(eventsOf(parent, sid)), 60_000)
+      await sleep(500)
+      await children.kill(a)
+      await children.kill(b)
+
+      const evs = eventsOf(parent, sid)
+      const ended = evs.filter((e) => e.type === 'workflow_run.status_ended')
+      expect(ended).toHaveLength(1)
+      expect(field(ended[0], 'output')).toEqual(expectedOutput(N))
+      for (const p of doneAtStop) expect({ prompt: p, asksOfB: asksB.get(p) ?? 0 }).toEqual({ prompt: p, asksOfB: 0 })
+      // the run's own events once each: one thread per call, three phases, one archive per thread
+      const created = evs.filter((e) => e.type === 'session.thread_created' && field(e, 'workflow_run_id'))
+      expect(created).toHaveLength(2 * N)
+      expect(new Set(created.map((e) => field(e, 'workflow_call_index'))).size).toBe(2 * N)
+      expect(evs.filter((e) => e.type === 'workflow_run.phase_started')).toHaveLength(3)
+      expect(evs.filter((e) => e.type === 'workflow_run.phase_ended')).toHaveLength(3)
       for (const c of created) expect(evs.filter((e) => e.type === 'session.thread_status_terminated' && e.session_thread_id === c.session_thread_id && field(e, 'archived') === true)).toHaveLength(1)
     } finally {
       await parent.close()

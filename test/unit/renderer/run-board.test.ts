@@ -93,7 +93,7 @@ describe('RunBoard', () => {
     expect(runResultText(run.result!)).toBe('Stopped')
   })
 
-  it('ends a run with its result and output: completed with the JSON output, or an error with its type and message', () => {
+  it('ends a run with its result and output: completed with the JSON output, or an error with its type and message and no output (its null is no return value)', () => {
     const done = board(created(), ev('workflow_run.status_ended', { workflow_run_id: RUN, result: { type: 'completed' }, name: 'review files', output: { summary: 'ok', reviews: [1, 2] } }, 9)).run(RUN)!
     expect(done).toMatchObject({ status: 'ended', result: { type: 'completed' }, output: { summary: 'ok', reviews: [1, 2] }, hasOutput: true, endedAt: at(9) })
     const failed = board(
@@ -101,7 +101,7 @@ describe('RunBoard', () => {
       ev('workflow_run.phase_started', { workflow_run_id: RUN, workflow_run_phase_id: 'wrph_REVIEW' }),
       ev('workflow_run.phase_ended', { workflow_run_id: RUN, workflow_run_phase_id: 'wrph_REVIEW', phase_started_id: 'x' }),
       ev('workflow_run.error', { workflow_run_id: RUN, error: { type: 'timeout_error', message: 'the run passed its 60 s lifetime' } }),
-      ev('workflow_run.status_ended', { workflow_run_id: RUN, result: { type: 'error', error: { type: 'timeout_error', message: 'the run passed its 60 s lifetime' } } }),
+      ev('workflow_run.status_ended', { workflow_run_id: RUN, result: { type: 'error', error: { type: 'timeout_error', message: 'the run passed its 60 s lifetime' } }, output: null }),
     ).run(RUN)!
     expect(failed.result).toEqual({ type: 'error', errorType: 'timeout_error', message: 'the run passed its 60 s lifetime' })
     expect(failed.hasOutput).toBe(false)

@@ -105,7 +105,7 @@ describe('treeRows', () => {
 
   it("gathers a workflow run's threads under one row for the run, collapsed by default, with the run's counts", () => {
     const rows = treeRows(nodes, info, new Set())
-    expect(rows.map((r) => (r.type === 'run' ? `run:${r.name}:${r.threads}:${r.expanded}` : r.node.label))).toEqual(['lead', 'researcher', 'run:review all:150:false'])
+    expect(rows.map((r) => (r.type === 'run' ? `run:${r.name}:${r.threads}:${r.expanded}` : r.type === 'thread' ? r.node.label : 'more'))).toEqual(['lead', 'researcher', 'run:review all:150:false'])
     expect(rows[2]).toMatchObject({ counts: { done: 37, waiting: 2 }, open: true, hidden: 0 })
   })
 
@@ -115,6 +115,16 @@ describe('treeRows', () => {
     expect(inRun).toHaveLength(RUN_GROUP_SHOWN + 1)
     expect(inRun.at(-1)).toMatchObject({ node: { id: 'sthr_01R149' } })
     expect(rows.find((r) => r.type === 'run')).toMatchObject({ expanded: true, hidden: 150 - RUN_GROUP_SHOWN - 1 })
+    expect(rows.at(-1)).toEqual({ type: 'more', runId: 'wrun_01A', hidden: 150 - RUN_GROUP_SHOWN - 1 })
+  })
+
+  it("orders an expanded run's threads by the program's call order when it is known, not by their creation instant", () => {
+    const order = new Map(runThreads.map((t, i) => [t.id, 149 - i]))
+    const rows = treeRows(nodes, info, new Set(['wrun_01A']), null, (id) => order.get(id))
+    const inRun = rows.filter((r) => r.type === 'thread' && r.inRun)
+    expect(inRun.slice(0, 2)).toMatchObject([{ node: { id: 'sthr_01R149' } }, { node: { id: 'sthr_01R148' } }])
+    // the group itself stays where the run's first thread was created
+    expect(rows.map((r) => r.type).slice(0, 3)).toEqual(['thread', 'thread', 'run'])
   })
 
   it("counts a run not on the board yet from its threads (archived ones finished), named by its id", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { TimelineBuilder, isAwaitingUser, textOf, type TimelineEvent, type ToolItem } from '../../../src/renderer/src/features/thread/timeline'
+import { TimelineBuilder, isAwaitingUser, textOf, withoutRunThreadRows, type TimelineEvent, type ToolItem } from '../../../src/renderer/src/features/thread/timeline'
 
 let n = 0
 const ev = (type: string, fields: Record<string, unknown> = {}): TimelineEvent => ({ id: `sevt_${++n}`, type, processed_at: new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString(), ...fields })
@@ -208,5 +208,20 @@ describe('TimelineBuilder: workflow runs on the primary timeline', () => {
     const msg = ev('agent.message', { session_thread_id: 'sthr_RUN2', content: text('a.ts looks fine') })
     const b = TimelineBuilder.from([created, msg, ev('session.thread_status_idle', { session_thread_id: 'sthr_RUN2', stop_reason: { type: 'end_turn' } })], 'sthr_RUN2')
     expect(b.items.map((i) => i.kind)).toEqual(['thread', 'agent', 'turn'])
+  })
+})
+
+describe('withoutRunThreadRows', () => {
+  it("drops the lifecycle rows of a run's threads whose creation the loaded page did not hold, and keeps a subagent's", () => {
+    // the page starts after the run threads' session.thread_created: the builder folds their archive as a subagent's
+    const b = TimelineBuilder.from([
+      ev('session.thread_status_terminated', { session_thread_id: 'sthr_RUNX', agent_name: 'reviewer', archived: true }),
+      ev('session.thread_status_terminated', { session_thread_id: 'sthr_SUBX', agent_name: 'researcher', archived: true }),
+      ev('agent.message', { content: text('done') }),
+    ])
+    expect(b.items.map((i) => i.kind)).toEqual(['thread', 'thread', 'agent'])
+    const kept = withoutRunThreadRows(b.items, (tid) => tid === 'sthr_RUNX')
+    expect(kept.map((i) => (i.kind === 'thread' ? i.threadId : i.kind))).toEqual(['sthr_SUBX', 'agent'])
+    expect(withoutRunThreadRows(b.items, () => false)).toBe(b.items)
   })
 })

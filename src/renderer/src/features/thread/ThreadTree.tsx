@@ -27,7 +27,18 @@ export function ThreadTree({ nodes, runs = NO_RUNS, selected, pending, onOpen }:
   }, [runs])
   const selectedRun = selected ? nodes.find((n) => n.id === selected)?.runId : undefined
   const open = selectedRun && !expanded.has(selectedRun) ? new Set([...expanded, selectedRun]) : expanded
-  const rows = treeRows(nodes, info, open, selected)
+  // A run's threads in the program's call order (the board's), not by their creation instant.
+  const { rank, agentOf } = useMemo(() => {
+    const rank = new Map<string, number>()
+    const agentOf = new Map<string, RunState['agents'][number]>()
+    for (const r of runs.values())
+      r.agents.forEach((a, i) => {
+        rank.set(a.threadId, a.callIndex ?? i)
+        agentOf.set(a.threadId, a)
+      })
+    return { rank, agentOf }
+  }, [runs])
+  const rows = treeRows(nodes, info, open, selected, (t) => rank.get(t))
   const toggle = (runId: string) => setExpanded((s) => (open.has(runId) ? new Set([...s].filter((x) => x !== runId)) : new Set([...s, runId])))
   return (
     <nav className="thread-tree" aria-label="Threads">
@@ -49,12 +60,18 @@ export function ThreadTree({ nodes, runs = NO_RUNS, selected, pending, onOpen }:
                   )}
                   <span className={`thread-run-progress${row.open === false ? ' ended' : ''}`}>{word}</span>
                 </button>
-                {row.hidden > 0 && <span className="thread-run-more muted">and {row.hidden} more in the run's card</span>}
+              </li>
+            )
+          }
+          if (row.type === 'more') {
+            return (
+              <li key={`more:${row.runId}`} className="thread-run-more muted">
+                and {row.hidden} more in the run's card
               </li>
             )
           }
           const n = row.node
-          const runAgent = row.inRun ? runs.get(row.inRun)?.agents.find((a) => a.threadId === n.id) : undefined
+          const runAgent = row.inRun ? agentOf.get(n.id) : undefined
           const runLabel = runAgent?.label ?? undefined
           // A run's thread is archived by Corral once the program has its answer: what it did is its status.
           const statusWord = runAgent ? RUN_AGENT_WORD[runAgent.status] : n.archived ? 'archived' : (STATUS_WORD[n.status] ?? n.status)

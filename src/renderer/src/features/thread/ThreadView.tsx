@@ -7,7 +7,7 @@ import { useQuery } from '../../ui/hooks'
 import { useConfirmations, type PendingItem } from '../confirmations/ConfirmationsProvider'
 import { sessionTitle, useSessions } from '../sessions/SessionsProvider'
 import { Timeline } from './Timeline'
-import type { ToolItem } from './timeline'
+import { withoutRunThreadRows, type ToolItem } from './timeline'
 import { useThread } from './useThread'
 import { useThreadTree } from './useThreadTree'
 import { ThreadTree } from './ThreadTree'
@@ -54,6 +54,8 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   // The session's workflow runs (nothing is read for a session that never started one).
   const runRowSeen = useMemo(() => data.items.some((i) => i.kind === 'workflow_run' || (i.kind === 'note' && i.label === 'Workflow run refused')), [data.items])
   const workflows = useWorkflowRuns(sessionId, runRowSeen)
+  // A run's threads' rows that a page starting after their creation folded as a subagent's: the run card has them.
+  const items = useMemo(() => withoutRunThreadRows(data.items, (tid) => workflows.board.runOfThread(tid) !== undefined || !!tree.threads.get(tid)?.workflow_run_id), [data.items, workflows, tree.threads])
   const selectedThread = threadId ? tree.threads.get(threadId) : undefined
   const selectedNode = threadId ? tree.nodes.find((n) => n.id === threadId) : undefined
   // The stream's latest status event is fresher than the polled resource.
@@ -197,7 +199,7 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
           ) : (
             <WorkflowRunsContext.Provider value={runsView}>
             <Timeline
-              items={data.items}
+              items={items}
               sessionIdle={!running}
               modelBusy={data.modelBusy || (running && threadId === null)}
               hasOlder={data.hasOlder}

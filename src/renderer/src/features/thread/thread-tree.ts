@@ -149,6 +149,8 @@ export interface RunGroupInfo {
 export type TreeRow =
   | { type: 'thread'; node: ThreadNode; inRun?: string }
   | { type: 'run'; runId: string; name: string; threads: number; expanded: boolean; counts?: RunGroupInfo['counts']; open?: boolean; hidden: number }
+  /** After an expanded run's threads: how many more it has than the tree shows. */
+  | { type: 'more'; runId: string; hidden: number }
 
 /** A run's group shows at most this many of its threads when expanded (its card's grid has them all). */
 export const RUN_GROUP_SHOWN = 100
@@ -157,12 +159,27 @@ export const RUN_GROUP_SHOWN = 100
  * The tree's rows: the nodes in threadTree's order, with each workflow run's threads gathered under
  * one row for the run, where its first thread would be, collapsed unless `expanded` names the run;
  * an expanded group shows its first RUN_GROUP_SHOWN threads (and the one `selected`, wherever it
- * is). `runs` gives a run's name and its live counts (the run board); a run not in it is named by
- * its id and counted from its threads.
+ * is), in the program's call order when `rank` knows it (the run board's), else in creation order.
+ * `runs` gives a run's name and its live counts (the run board); a run not in it is named by its
+ * id and counted from its threads.
  */
-export function treeRows(nodes: readonly ThreadNode[], runs: ReadonlyMap<string, RunGroupInfo>, expanded: ReadonlySet<string>, selected: string | null = null): TreeRow[] {
+export function treeRows(nodes: readonly ThreadNode[], runs: ReadonlyMap<string, RunGroupInfo>, expanded: ReadonlySet<string>, selected: string | null = null, rank?: (threadId: string) => number | undefined): TreeRow[] {
   const byRun = new Map<string, ThreadNode[]>()
-  for (const n of nodes) if (n.runId) byRun.set(n.runId, [...(byRun.get(n.runId) ?? []), n])
+  const firstOf = new Map<string, ThreadNode>()
+  for (const n of nodes) if (n.runId) {
+    const list = byRun.get(n.runId)
+    if (list) list.push(n)
+    else byRun.set(n.runId, [n])
+  }
+  if (rank) {
+    for (const [runId, list] of byRun) {
+      const first = list[0]
+      const sorted = list.map((m, i) => ({ m, r: rank(m.id) ?? Number.MAX_SAFE_INTEGER, i })).sort((a, b) => a.r - b.r || a.i - b.i).map((x) => x.m)
+      // the group stays where its first-created thread is
+      byRun.set(runId, sorted)
+      firstOf.set(runId, first)
+    }
+  }
   const out: TreeRow[] = []
   for (const n of nodes) {
     if (!n.runId) {
@@ -170,12 +187,14 @@ export function treeRows(nodes: readonly ThreadNode[], runs: ReadonlyMap<string,
       continue
     }
     const members = byRun.get(n.runId)
-    if (!members || members[0] !== n) continue
+    if (!members || (firstOf.get(n.runId) ?? members[0]) !== n) continue
     const info = runs.get(n.runId)
     const open = expanded.has(n.runId)
     const shown = open ? members.filter((m, i) => i < RUN_GROUP_SHOWN || m.id === selected) : []
-    out.push({ type: 'run', runId: n.runId, name: info?.name ?? n.runId, threads: members.length, expanded: open, counts: info?.counts ?? countsOf(members), open: info?.open, hidden: open ? members.length - shown.length : 0 })
+    const hidden = open ? members.length - shown.length : 0
+    out.push({ type: 'run', runId: n.runId, name: info?.name ?? n.runId, threads: members.length, expanded: open, counts: info?.counts ?? countsOf(members), open: info?.open, hidden })
     for (const m of shown) out.push({ type: 'thread', node: m, inRun: n.runId })
+    if (hidden > 0) out.push({ type: 'more', runId: n.runId, hidden })
   }
   return out
 }

@@ -611,3 +611,13 @@ export function isAwaitingUser(item: TimelineItem): item is ToolItem {
 
 /** The request type a tool card was folded from. */
 const REQUEST_OF_SOURCE = { toolset: 'agent.tool_use', mcp: 'agent.mcp_tool_use', custom: 'agent.custom_tool_use' } as const satisfies Record<ToolItem['source'], RequestType>
+
+/**
+ * `items` without the lifecycle rows of threads `ofRun` says belong to a workflow run (the same
+ * array when there are none). The builder knows a run's thread from its `session.thread_created`;
+ * a page that starts after it folds the thread's later status events as a subagent's, which the
+ * run board and the thread objects know better.
+ */
+export function withoutRunThreadRows(items: TimelineItem[], ofRun: (threadId: string) => boolean): TimelineItem[] {
+  return items.some((i) => i.kind === 'thread' && ofRun(i.threadId)) ? items.filter((i) => i.kind !== 'thread' || !ofRun(i.threadId)) : items
+}

@@ -87,7 +87,7 @@ export interface RunState {
   /** The error a `workflow_run.error` announced (before its `status_ended`). */
   error?: { type: string; message: string }
   result?: RunResult
-  /** The program's return value (Corral's `output` on `status_ended`); `hasOutput` tells a null output from none. */
+  /** The program's return value (Corral's `output` on `status_ended`); `hasOutput` tells a null output from none (a run that did not complete has none unless it says otherwise). */
   output?: unknown
   hasOutput: boolean
   endedAt?: string
@@ -258,7 +258,9 @@ export class RunBoard {
           result = { type: 'error', errorType: str((err as { type?: unknown }).type) ?? 'unknown_error', message: str((err as { message?: unknown }).message) ?? '' }
         }
         this.openPhases.set(run.id, [])
-        return this.update(run, { status: 'ended', result, endedAt: at, output: e.output, hasOutput: 'output' in e })
+        // A run that did not complete has no return value: its null output is not shown as one.
+        const hasOutput = 'output' in e && (result.type === 'completed' || (e.output !== null && e.output !== undefined))
+        return this.update(run, { status: 'ended', result, endedAt: at, output: e.output, hasOutput })
       }
       default:
         return false

@@ -16,10 +16,11 @@ import { newId } from '../../shared/api/ids'
 import type { EventInput, EventLog } from '../session/event-log'
 import type { ToolOutcome } from '../hands/tool-router'
 import { buildContextView, type ViewAgent, type ViewEvent } from './context/view'
-import { ModelRequestError, type ModelClient, type ModelRequest, type ModelResponse, type ModelUsage } from './model-client'
+import { ModelRequestError, zeroUsage, type ModelClient, type ModelRequest, type ModelResponse, type ModelUsage } from './model-client'
 import type { PlatformTool } from './platform-tools'
 import type { ChildThread } from './session-threads'
 import type { ModelToolDefinition } from './tools'
+import { pause } from './pause'
 
 /** The tool's name (platform tools other than the two documented delegation tools carry `ant__`). */
 export const ADVISOR_TOOL = 'ant__advisor'
@@ -335,7 +336,7 @@ export async function consult(p: ConsultParams): Promise<ConsultResult> {
         spanId = nextSpan
         const exp = Math.min(p.backoffMaxMs ?? 30_000, (p.backoffBaseMs ?? 1000) * 2 ** attempt)
         const delay = Math.max(e.retryAfterMs ?? 0, exp / 2 + (exp / 2) * (p.random ?? Math.random)())
-        await sleep(Math.min(delay, p.backoffMaxMs ?? 30_000), abort.signal)
+        await pause(Math.min(delay, p.backoffMaxMs ?? 30_000), abort.signal)
       }
     }
   } finally {
@@ -344,22 +345,7 @@ export async function consult(p: ConsultParams): Promise<ConsultResult> {
   }
 }
 
-function zeroUsage(): ModelUsage {
-  return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
-}
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve()
-    const t = setTimeout(done, ms)
-    function done() {
-      clearTimeout(t)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    signal.addEventListener('abort', done, { once: true })
-  })
-}
 
 export interface AdvisorToolOptions {
   /** The pairing table as the user extended it (settings), read at each consultation start (default: the built-in one). */

@@ -7,7 +7,7 @@ import { filesSystemContext } from './context/files'
 import { memorySystemContext } from './context/memory'
 import { skillsSystemContext, type PlacedSkill } from './context/skills'
 import { buildContextView, modelId, type ContextViewOptions, type ViewAgent, type ViewEvent } from './context/view'
-import { ModelRequestError, type ModelClient, type ModelResponse, type ModelUsage } from './model-client'
+import { ModelRequestError, zeroUsage, type ModelClient, type ModelResponse, type ModelUsage } from './model-client'
 import { budgetCents, listCostCents } from '../../shared/api/pricing'
 import { readSessionHistory } from './session-history'
 import { decideNext, foldInto, newSessionState, type NextStep, type OpenToolUse, type SessionState } from './session-state'
@@ -20,6 +20,7 @@ import { WORKFLOW_TOOLS } from './workflows/tools'
 import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
 import { PlatformTools, type PlatformToolResult, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
 import { SessionLocks, SessionThreads } from './session-threads'
+import { pause } from './pause'
 
 /** A never-stored preview: `event_start` (its `event` names the event's id, type and, for a child thread, `session_thread_id`) or `event_delta`. */
 export type PreviewEvent = { type: 'event_start' | 'event_delta'; [k: string]: unknown }
@@ -552,7 +553,7 @@ export class Harness {
         if (r.state === 'unknown') return { content: UNKNOWN_OUTCOME_TEXT, isError: true }
         if (r.state === 'not_started') break
         if (Date.now() > deadline || signal.aborted) return { content: UNKNOWN_OUTCOME_TEXT, isError: true }
-        await sleep(this.o.recoverPollMs, signal)
+        await pause(this.o.recoverPollMs, signal)
       }
     } else {
       await this.deps.journal.markStarted(c.sessionId, t.id)
@@ -655,7 +656,7 @@ export class Harness {
       await this.appendThread(c, [end, error, this.rescheduledEvent(c)])
       const exp = Math.min(this.o.backoffMaxMs, this.o.backoffBaseMs * 2 ** attempt)
       const delay = Math.max(e.retryAfterMs ?? 0, exp / 2 + (exp / 2) * this.o.random())
-      await sleep(Math.min(delay, this.o.backoffMaxMs), signal)
+      await pause(Math.min(delay, this.o.backoffMaxMs), signal)
       return
     }
     await startSpan()
@@ -836,9 +837,6 @@ function finalMessageOf(events: readonly ViewEvent[], thread: ThreadKey): string
   return texts.join('\n\n').trim()
 }
 
-function zeroUsage(): ModelUsage {
-  return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
-}
 
 function spentCents(usageByModel: Map<string, ModelUsage>): number {
   let total = 0
@@ -902,15 +900,3 @@ function withUsage(agg: EventInput, threads: SessionThreads, budget: () => unkno
   return agg.type === 'session.status_idle' ? [threads.usageEvent(budget()), agg] : [agg]
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve()
-    const t = setTimeout(done, ms)
-    function done() {
-      clearTimeout(t)
-      signal?.removeEventListener('abort', done)
-      resolve()
-    }
-    signal?.addEventListener('abort', done, { once: true })
-  })
-}

@@ -18,6 +18,11 @@ export interface ModelUsage {
   cache_read_input_tokens: number
 }
 
+/** Usage of nothing yet (a sum's start). */
+export function zeroUsage(): ModelUsage {
+  return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+}
+
 export interface ModelResponse {
   blocks: ResponseBlock[]
   stopReason: string | null

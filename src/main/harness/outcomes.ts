@@ -20,6 +20,7 @@ import type { ToolRouter } from '../hands/tool-router'
 import { ModelRequestError, type ModelClient, type ModelRequest, type ModelResponse, type ModelUsage } from './model-client'
 import type { PlatformTool } from './platform-tools'
 import type { ModelToolDefinition } from './tools'
+import { pause } from './pause'
 
 export { evaluationFeedbackText, outcomeBriefText } from './context/outcome'
 
@@ -220,7 +221,7 @@ export async function evaluate(p: EvaluateParams): Promise<EvaluationResult> {
         const exp = Math.min(p.backoffMaxMs ?? 30_000, (p.backoffBaseMs ?? 1000) * 2 ** attempt)
         const delay = Math.max(e.retryAfterMs ?? 0, exp / 2 + (exp / 2) * (p.random ?? Math.random)())
         attempt++
-        await sleep(Math.min(delay, p.backoffMaxMs ?? 30_000), p.signal)
+        await pause(Math.min(delay, p.backoffMaxMs ?? 30_000), p.signal)
       }
     }
   } finally {
@@ -228,18 +229,6 @@ export async function evaluate(p: EvaluateParams): Promise<EvaluationResult> {
   }
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve()
-    const t = setTimeout(done, ms)
-    function done() {
-      clearTimeout(t)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    signal.addEventListener('abort', done, { once: true })
-  })
-}
 
 /**
  * `ant__name_deliverables` as a platform tool: offered on the primary thread while an outcome is

@@ -23,6 +23,8 @@ const PER_PHASE = 500
 const AGENTS = 2 * PER_PHASE
 const CONCURRENT = 64
 const FIRST_TOKEN_MS = 200
+/** The desktop's and `corral serve`'s model client: on a thread of its own (CORRAL_BENCH_MODEL_THREAD=inline: on the event loop). */
+const MODEL_THREAD = process.env.CORRAL_BENCH_MODEL_THREAD === 'inline' ? 'inline' : 'worker'
 
 const DEFINITIONS = {
   wall_ms: 'from the commit of workflow_run.created to the commit of workflow_run.status_ended (the lead\'s own turns excluded)',
@@ -85,7 +87,7 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
     token: 'bench',
     env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' },
     defaultHands: false,
-    harness: { stallTimeoutMs: 30_000, workflows: { maxConcurrentAgents: CONCURRENT } },
+    harness: { stallTimeoutMs: 30_000, modelThread: MODEL_THREAD, workflows: { maxConcurrentAgents: CONCURRENT } },
     log: () => {},
   })
   try {
@@ -168,6 +170,7 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
       agents_measured: modelMs.length,
       concurrent: CONCURRENT,
       first_token_delay_ms: FIRST_TOKEN_MS,
+      model_thread: MODEL_THREAD,
       run_result: evs[0] ? field(evs[0].event, 'result') : null,
       wall_ms: Math.round(wallMs),
       per_agent_model_ms: round(perAgent),

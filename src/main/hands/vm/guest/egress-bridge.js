@@ -7,7 +7,7 @@
  * hands/vm/egress-bridge.ts opens one connection to the session's egress proxy per stream.
  * The host trusts nothing this side sends: it checks every frame.
  *
- *   node egress-bridge.js [--channel <path> | --channel -] [--listen <port>]
+ *   node egress-bridge.js [--channel <path> | --channel - | <path>] [--listen <port>]
  *
  * --channel: the port's device (default: the /dev/vport* whose
  * /sys/class/virtio-ports/<p>/name is `corral.egress`); `-` reads frames on stdin and writes them
@@ -148,6 +148,19 @@ function openChannel(spec) {
   return channel
 }
 
+function bringUpLoopback() {
+  const cp = require('child_process')
+  for (const cmd of [['ip', ['link', 'set', 'lo', 'up']], ['/opt/corral/busybox', ['ifconfig', 'lo', '127.0.0.1', 'up']], ['ifconfig', ['lo', '127.0.0.1', 'up']]]) {
+    try {
+      cp.execFileSync(cmd[0], cmd[1], { stdio: 'ignore' })
+      return
+    } catch (err) {
+      /* the next way */
+    }
+  }
+  log('could not bring up lo')
+}
+
 function log(line) {
   process.stderr.write('corral egress bridge (guest): ' + line + '\n')
 }
@@ -158,6 +171,7 @@ function main(argv) {
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--channel') channelSpec = argv[++i]
     else if (argv[i] === '--listen') port = Number(argv[++i])
+    else if (!channelSpec && argv[i].startsWith('/dev/')) channelSpec = argv[i] // the port's device, as the guest's init passes it
     else {
       log('usage: node egress-bridge.js [--channel <path>|-] [--listen <port>]')
       process.exit(2)
@@ -319,11 +333,19 @@ function main(argv) {
     socket.on('error', () => {})
     waiting.push(w)
   })
+  let loTried = false
   server.on('error', (err) => {
+    // A guest without a NIC boots with lo down, and 127.0.0.1 is not there until lo is up.
+    if (err.code === 'EADDRNOTAVAIL' && !loTried) {
+      loTried = true
+      bringUpLoopback()
+      return server.listen(port, '127.0.0.1')
+    }
     log(err.message)
     process.exit(1)
   })
-  server.listen(port, '127.0.0.1', () => log('listening on 127.0.0.1:' + server.address().port + ', channel ' + channelSpec))
+  server.on('listening', () => log('listening on 127.0.0.1:' + server.address().port + ', channel ' + channelSpec))
+  server.listen(port, '127.0.0.1')
 }
 
 if (require.main === module) main(process.argv.slice(2))

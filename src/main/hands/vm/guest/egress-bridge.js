@@ -148,6 +148,14 @@ function openChannel(spec) {
   return channel
 }
 
+function loopbackUp() {
+  try {
+    return (parseInt(fs.readFileSync('/sys/class/net/lo/flags', 'utf8'), 16) & 1) === 1
+  } catch (err) {
+    return true // no sysfs (a test on a host): nothing to do
+  }
+}
+
 function bringUpLoopback() {
   const cp = require('child_process')
   for (const cmd of [['ip', ['link', 'set', 'lo', 'up']], ['/opt/corral/busybox', ['ifconfig', 'lo', '127.0.0.1', 'up']], ['ifconfig', ['lo', '127.0.0.1', 'up']]]) {
@@ -333,14 +341,9 @@ function main(argv) {
     socket.on('error', () => {})
     waiting.push(w)
   })
-  let loTried = false
+  // A guest without a NIC boots with lo down: 127.0.0.1 can be bound but not reached until lo is up.
+  if (!loopbackUp()) bringUpLoopback()
   server.on('error', (err) => {
-    // A guest without a NIC boots with lo down, and 127.0.0.1 is not there until lo is up.
-    if (err.code === 'EADDRNOTAVAIL' && !loTried) {
-      loTried = true
-      bringUpLoopback()
-      return server.listen(port, '127.0.0.1')
-    }
     log(err.message)
     process.exit(1)
   })

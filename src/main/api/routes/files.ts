@@ -1,14 +1,12 @@
 import type { Context, Hono } from 'hono'
-import busboy from 'busboy'
 import { Readable } from 'node:stream'
-import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import { fileListQuerySchema, fileUploadFieldsSchema } from '../../../shared/api/schemas'
 import { CorralError, invalid } from '../../../shared/errors'
 import type { PendingBlob } from '../../session/blob-store'
 import type { FileStore } from '../../session/file-store'
 import type { ApiServices } from '../services'
 import { validate } from '../validate'
-import { noQuery, query } from './common'
+import { noQuery, query, readMultipart } from './common'
 
 /** Room for the multipart framing and the other fields on top of the file's own bytes. */
 const MULTIPART_OVERHEAD = 64 * 1024
@@ -59,60 +57,44 @@ const READ_JSON_MAX_BYTES = 64 * 1024 * 1024
 
 /** Parses the multipart body as it arrives: the `file` part goes straight to the store's staging. */
 async function upload(c: Context, store: FileStore, cap: number) {
-  const contentType = c.req.header('content-type') ?? ''
-  if (!/^multipart\/form-data\s*;/i.test(contentType)) throw invalid('body: an upload is multipart/form-data with a `file` part')
   const limitName = `the file size limit of ${cap} bytes (settings: max_file_bytes)`
-  const declared = Number(c.req.header('content-length'))
-  if (Number.isFinite(declared) && declared > cap + MULTIPART_OVERHEAD) {
-    throw new CorralError('request_too_large', `request body is ${declared} bytes; a file is at most ${limitName}`)
-  }
-  const body = c.req.raw.body
-  if (!body) throw invalid('body: missing; an upload is multipart/form-data with a `file` part')
-  const source = Readable.fromWeb(body as unknown as WebReadableStream<Uint8Array>)
-  let parser: busboy.Busboy
-  try {
-    parser = busboy({ headers: { 'content-type': contentType }, defParamCharset: 'utf8', limits: { files: 1, fileSize: cap + 1, fields: 16, fieldSize: FIELD_FILE_BYTES, parts: 17 } })
-  } catch (err) {
-    throw invalid(`body: not a multipart/form-data body (${(err as Error).message})`)
-  }
   const fields: Record<string, string> = {}
   let staged: Promise<PendingBlob> | undefined
   let file: { filename: string; mimeType: string } | undefined
   let extraFiles = false
-  const parsed = new Promise<void>((resolve, reject) => {
-    parser.on('file', (name, stream, info) => {
-      if (name !== 'file') {
-        stream.resume()
-        reject(invalid(`body: unknown part ${JSON.stringify(name)}; an upload takes a \`file\` part and \`expires_in_seconds\``))
-        return
-      }
-      file = { filename: info.filename ?? '', mimeType: info.mimeType }
-      staged = store.stage(stream, { limit: cap, limitName })
-      staged.catch((err: unknown) => {
-        stream.resume()
-        reject(err)
-      })
-    })
-    parser.on('field', (name, value, info) => {
-      // A part with an empty filename comes as a field: its value is the file (named `unnamed`).
-      if (name === 'file' && !staged) {
-        if (info.valueTruncated) return reject(invalid(`body.file: a part without a filename is at most ${FIELD_FILE_BYTES} bytes; send a filename`))
-        file = { filename: '', mimeType: info.mimeType }
-        staged = store.stage([Buffer.from(value, 'utf8')], { limit: cap, limitName })
-        staged.catch(reject)
-      } else fields[name] = value
-    })
-    parser.on('filesLimit', () => (extraFiles = true))
-    parser.on('error', (err: Error) => reject(invalid(`body: not a valid multipart/form-data body (${err.message})`)))
-    parser.on('close', () => resolve())
-    source.on('error', reject)
-  })
-  source.pipe(parser)
   try {
-    await parsed
+    await readMultipart(c, {
+      expects: 'an upload is multipart/form-data with a `file` part',
+      maxBytes: cap + MULTIPART_OVERHEAD,
+      tooLarge: (declared) => `request body is ${declared} bytes; a file is at most ${limitName}`,
+      limits: { files: 1, fileSize: cap + 1, fields: 16, fieldSize: FIELD_FILE_BYTES, parts: 17 },
+      onParts: (parser, fail) => {
+        parser.on('file', (name, stream, info) => {
+          if (name !== 'file') {
+            stream.resume()
+            fail(invalid(`body: unknown part ${JSON.stringify(name)}; an upload takes a \`file\` part and \`expires_in_seconds\``))
+            return
+          }
+          file = { filename: info.filename ?? '', mimeType: info.mimeType }
+          staged = store.stage(stream, { limit: cap, limitName })
+          staged.catch((err: unknown) => {
+            stream.resume()
+            fail(err)
+          })
+        })
+        parser.on('field', (name, value, info) => {
+          // A part with an empty filename comes as a field: its value is the file (named `unnamed`).
+          if (name === 'file' && !staged) {
+            if (info.valueTruncated) return fail(invalid(`body.file: a part without a filename is at most ${FIELD_FILE_BYTES} bytes; send a filename`))
+            file = { filename: '', mimeType: info.mimeType }
+            staged = store.stage([Buffer.from(value, 'utf8')], { limit: cap, limitName })
+            staged.catch(fail)
+          } else fields[name] = value
+        })
+        parser.on('filesLimit', () => (extraFiles = true))
+      },
+    })
   } catch (err) {
-    source.unpipe(parser)
-    source.destroy()
     if (staged) await staged.then((p) => store.discardStaged(p)).catch(() => {})
     throw err
   }

@@ -1,14 +1,11 @@
 import type { Context, Hono } from 'hono'
-import busboy from 'busboy'
-import { Readable } from 'node:stream'
-import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import { MAX_SKILL_BYTES, MAX_SKILL_FILES } from '../../../shared/api/skills'
 import { corralSkillUploadSchema, corralSkillVersionUploadSchema, skillListQuerySchema, skillUploadFieldsSchema, skillVersionListQuerySchema } from '../../../shared/api/skill-schemas'
 import { CorralError, invalid } from '../../../shared/errors'
 import type { SkillStore, SkillUploadPart } from '../../session/skill-store'
 import type { ApiServices } from '../services'
 import { validate } from '../validate'
-import { noQuery, query, readJson } from './common'
+import { noQuery, query, readJson, readMultipart } from './common'
 
 /** Room for the multipart framing and the display_name field on top of the files' bytes. */
 const MULTIPART_OVERHEAD = 256 * 1024
@@ -81,64 +78,42 @@ function decodeFiles(files: readonly { path: string; content_base64: string }[])
  * other fields. A part of another name is a 400 naming it.
  */
 async function readSkillUpload(c: Context): Promise<{ parts: SkillUploadPart[]; fields: Record<string, string> }> {
-  const contentType = c.req.header('content-type') ?? ''
-  if (!/^multipart\/form-data\s*;/i.test(contentType)) throw invalid('body: a skill upload is multipart/form-data with one `files[]` part per file')
-  const declared = Number(c.req.header('content-length'))
   const capName = `a skill version is at most ${MAX_SKILL_BYTES} bytes (the sum of its files)`
-  if (Number.isFinite(declared) && declared > MAX_SKILL_BYTES + MULTIPART_OVERHEAD) throw new CorralError('request_too_large', `request body is ${declared} bytes; ${capName}`)
-  const body = c.req.raw.body
-  if (!body) throw invalid('body: missing; a skill upload is multipart/form-data with one `files[]` part per file')
-  const source = Readable.fromWeb(body as unknown as WebReadableStream<Uint8Array>)
-  let parser: busboy.Busboy
-  try {
-    parser = busboy({
-      headers: { 'content-type': contentType },
-      defParamCharset: 'utf8',
-      preservePath: true,
-      limits: { files: MAX_SKILL_FILES + 1, fileSize: MAX_SKILL_BYTES + 1, fields: 8, fieldSize: 64 * 1024, parts: MAX_SKILL_FILES + 9 },
-    })
-  } catch (err) {
-    throw invalid(`body: not a multipart/form-data body (${(err as Error).message})`)
-  }
   const parts: SkillUploadPart[] = []
   const fields: Record<string, string> = {}
   let total = 0
-  const parsed = new Promise<void>((resolve, reject) => {
-    parser.on('file', (name, stream, info) => {
-      if (name !== 'files[]' && name !== 'files') {
-        stream.resume()
-        return reject(invalid(`body: unknown part ${JSON.stringify(name)}; a skill upload takes \`files[]\` parts and \`display_name\``))
-      }
-      const chunks: Buffer[] = []
-      const part: SkillUploadPart = { filename: info.filename ?? '', bytes: Buffer.alloc(0) }
-      parts.push(part)
-      stream.on('data', (chunk: Buffer) => {
-        total += chunk.length
-        if (total > MAX_SKILL_BYTES) {
+  await readMultipart(c, {
+    expects: 'a skill upload is multipart/form-data with one `files[]` part per file',
+    maxBytes: MAX_SKILL_BYTES + MULTIPART_OVERHEAD,
+    tooLarge: (declared) => `request body is ${declared} bytes; ${capName}`,
+    preservePath: true,
+    limits: { files: MAX_SKILL_FILES + 1, fileSize: MAX_SKILL_BYTES + 1, fields: 8, fieldSize: 64 * 1024, parts: MAX_SKILL_FILES + 9 },
+    onParts: (parser, fail) => {
+      parser.on('file', (name, stream, info) => {
+        if (name !== 'files[]' && name !== 'files') {
           stream.resume()
-          return reject(new CorralError('request_too_large', `files: the upload passed ${MAX_SKILL_BYTES} bytes; ${capName}`))
+          return fail(invalid(`body: unknown part ${JSON.stringify(name)}; a skill upload takes \`files[]\` parts and \`display_name\``))
         }
-        chunks.push(chunk)
+        const chunks: Buffer[] = []
+        const part: SkillUploadPart = { filename: info.filename ?? '', bytes: Buffer.alloc(0) }
+        parts.push(part)
+        stream.on('data', (chunk: Buffer) => {
+          total += chunk.length
+          if (total > MAX_SKILL_BYTES) {
+            stream.resume()
+            return fail(new CorralError('request_too_large', `files: the upload passed ${MAX_SKILL_BYTES} bytes; ${capName}`))
+          }
+          chunks.push(chunk)
+        })
+        stream.on('end', () => (part.bytes = Buffer.concat(chunks)))
       })
-      stream.on('end', () => (part.bytes = Buffer.concat(chunks)))
-    })
-    parser.on('field', (name, value) => {
-      if (name === 'files[]' || name === 'files') return reject(invalid(`body.files[${parts.length}]: a part without a filename; each file's filename is its path in the skill (e.g. my-skill/SKILL.md)`))
-      fields[name] = value
-    })
-    parser.on('filesLimit', () => reject(invalid(`files: at most ${MAX_SKILL_FILES} files per skill`)))
-    parser.on('partsLimit', () => reject(invalid(`body: too many parts (at most ${MAX_SKILL_FILES} files and a few fields)`)))
-    parser.on('error', (err: Error) => reject(invalid(`body: not a valid multipart/form-data body (${err.message})`)))
-    parser.on('close', () => resolve())
-    source.on('error', reject)
+      parser.on('field', (name, value) => {
+        if (name === 'files[]' || name === 'files') return fail(invalid(`body.files[${parts.length}]: a part without a filename; each file's filename is its path in the skill (e.g. my-skill/SKILL.md)`))
+        fields[name] = value
+      })
+      parser.on('filesLimit', () => fail(invalid(`files: at most ${MAX_SKILL_FILES} files per skill`)))
+      parser.on('partsLimit', () => fail(invalid(`body: too many parts (at most ${MAX_SKILL_FILES} files and a few fields)`)))
+    },
   })
-  source.pipe(parser)
-  try {
-    await parsed
-  } catch (err) {
-    source.unpipe(parser)
-    source.destroy()
-    throw err
-  }
   return { parts, fields }
 }

@@ -389,7 +389,8 @@ function workflowRunEndedText(e: { workflow_run_id: string; result: { type: stri
   const result = e.result.type === 'error' && e.result.error ? `error (${e.result.error.type}: ${e.result.error.message})` : e.result.type
   const lines = [`<workflow_run id="${e.workflow_run_id}"${name}>`, `The workflow run ended. Result: ${result}.`]
   if (e.output !== undefined) {
-    const json = typeof e.output === 'string' ? e.output : JSON.stringify(e.output)
+    // always JSON: a returned string shows quoted, so "null" and null never read alike
+    const json = JSON.stringify(e.output)
     const cut = json.length > WORKFLOW_OUTPUT_IN_CONTEXT
     lines.push(`Output${cut ? ` (the first ${WORKFLOW_OUTPUT_IN_CONTEXT} of ${json.length} characters; the whole output is in ant__workflow_run_status)` : ''}:`, cut ? json.slice(0, WORKFLOW_OUTPUT_IN_CONTEXT) : json)
   }

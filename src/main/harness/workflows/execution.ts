@@ -68,6 +68,9 @@ export interface WorkflowExecutionParams {
   program?: ProgramLimits
 }
 
+/** The longest output (the return value's JSON text) a run may have: it travels in its `status_ended` event. */
+export const MAX_WORKFLOW_OUTPUT_CHARS = 65_536
+
 /** The arguments hash of a call: what replay compares (never its index). */
 export function callHash(c: ProgramCall): string {
   const what = c.kind === 'agent' ? { kind: c.kind, spec: c.spec, prompt: c.prompt, label: c.label } : c.kind === 'phase_start' ? { kind: c.kind, name: c.name } : { kind: c.kind, start: c.startIndex }
@@ -225,6 +228,8 @@ export class WorkflowExecution {
       const r = this.replay[this.cursor]
       e = { type: 'failed', message: `the program diverged from its journal: it returned, but the journal's call ${r.index} (an agent on thread ${r.threadId}) finished in the recorded run and the program no longer makes it` }
     }
+    const size = e.type === 'returned' ? JSON.stringify(e.output ?? null).length : 0
+    if (size > MAX_WORKFLOW_OUTPUT_CHARS) e = { type: 'failed', message: `the program returned ${size} characters of JSON; a run's output may be at most ${MAX_WORKFLOW_OUTPUT_CHARS} (leave large results in files and return their paths)` }
     this.endedWith = e.type === 'returned' ? { type: 'completed', output: e.output } : { type: 'error', error: { type: this.limitHit ? 'thread_limit_error' : 'program_error', message: e.message } }
     const open = [...this.openPhases].map((i) => this.phases.get(i)!).filter(Boolean)
     this.p.host.ended(this.endedWith, open)

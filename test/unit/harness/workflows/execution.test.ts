@@ -155,6 +155,20 @@ describe('a workflow run\'s execution: journal, replay and limits', () => {
     x.dispose()
   })
 
+  it("ends a run whose return value passes 65,536 characters of JSON with program_error naming the rule, and completes one at the cap", () => {
+    const atCap = new RecordingHost()
+    const x = execution(`return 'x'.repeat(65534)`, atCap)
+    expect(atCap.end?.end).toEqual({ type: 'completed', output: 'x'.repeat(65534) })
+    x.dispose()
+    const over = new RecordingHost()
+    const y = execution(`return { big: 'x'.repeat(70000) }`, over)
+    expect(over.end?.end).toEqual({
+      type: 'error',
+      error: { type: 'program_error', message: "the program returned 70010 characters of JSON; a run's output may be at most 65536 (leave large results in files and return their paths)" },
+    })
+    y.dispose()
+  })
+
   it('names the phases a failing program left open, so their ends are written before the run ends', () => {
     const host = new RecordingHost()
     const x = execution(`await phase('outer', async () => { await agent('w', 'x'); throw new Error('bad result') })`, host)

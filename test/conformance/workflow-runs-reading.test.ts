@@ -16,7 +16,6 @@ const LEAD = 'You are the lead.'
 const REVIEWER = 'You review one file.'
 const CAP = 8192
 const systemOf = (req: RecordedRequest) => req.body.system?.[0]?.text ?? ''
-const textOf = (req: RecordedRequest) => JSON.stringify(req.body.messages)
 const firstUserText = (req: RecordedRequest) => {
   const c = req.body.messages[0]?.content
   return typeof c === 'string' ? c : ((c as { type: string; text?: string }[] | undefined) ?? []).map((b) => b.text ?? '').join('')

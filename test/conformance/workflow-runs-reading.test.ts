@@ -34,6 +34,12 @@ const leadScript: Record<string, (req: RecordedRequest) => ScriptStep> = {
     if (started.length === 1) return toolCall(req, 'ant__workflow_run_start', { name: 'fast one', program: `return await agent('reviewer', 'Review quickly')` })
     return say(readingBlocks(req).length ? `Read ${readingBlocks(req).length}.` : 'Started both.')
   },
+  'a run that ends mid-turn': (req) => {
+    if (req.body.messages.length === 1) return toolCall(req, 'ant__workflow_run_start', { name: 'instant', program: `return 'at once'` })
+    // the run ends while this request is in flight: the step that ends the turn never saw it
+    if (!readingBlocks(req).length) return say('Started.', { delayMs: 800 })
+    return say('Read it.')
+  },
   'a big output': (req) => {
     if (req.body.messages.length === 1) return toolCall(req, 'ant__workflow_run_start', { name: 'big', program: BIG_OUTPUT })
     const [runId] = runIdsStarted(req)
@@ -146,6 +152,25 @@ describe("the primary's reading turn, through the official SDK", () => {
     const leadReadAt = evs.findIndex((e, i) => i > endOf(fast) && e.type === 'span.model_request_start' && !e.session_thread_id)
     expect(leadReadAt).toBeGreaterThan(endOf(fast))
     expect(leadReadAt).toBeLessThan(endOf(slow))
+  }, 30_000)
+
+  it('does not idle the session with end_turn when the run ended during the turn that would have ended it: the lead reads the run first', async () => {
+    const sid = await leadSession('a run that ends mid-turn')
+    const evs = await whenWorkIsDone(sid)
+    const endedAt = evs.findIndex((e) => e.type === 'workflow_run.status_ended')
+    const started = leadRequests('a run that ends mid-turn').find((r) => r.body.messages.length === 3 && !readingBlocks(r).length)!
+    expect(started).toBeDefined()
+    const read = leadRequests('a run that ends mid-turn').find((r) => readingBlocks(r).length > 0)!
+    expect(readingBlocks(read)).toEqual([expect.stringContaining('Output:\n"at once"')])
+    // the run ended while the 'Started.' request was in flight (its answer came after the end)
+    const answers = evs.filter((e) => e.type === 'agent.message' && !e.session_thread_id)
+    expect(evs.indexOf(answers[0])).toBeGreaterThan(endedAt)
+    // one end_turn idle of the session, the last event, after the lead's answer to the reading turn
+    const endTurns = evs.filter((e) => e.type === 'session.status_idle' && (e.stop_reason as { type: string }).type === 'end_turn')
+    expect(endTurns).toHaveLength(1)
+    expect(endTurns[0]).toBe(evs.at(-1))
+    expect(evs.indexOf(answers.at(-1)!)).toBeLessThan(evs.indexOf(endTurns[0]))
+    expect((answers.at(-1)!.content as { text: string }[])[0].text).toBe('Read it.')
   }, 30_000)
 
   it("caps the output in the reading turn at 8,192 characters and says where the rest is; ant__workflow_run_status gives the whole output", async () => {

@@ -149,8 +149,11 @@ export class SessionThreads {
     if (e.type.startsWith('workflow_run.')) {
       const run = typeof e.workflow_run_id === 'string' ? e.workflow_run_id : null
       if (!run) return
-      if (e.type === 'workflow_run.status_ended') this.runs.delete(run)
-      else if (e.type === 'workflow_run.created' || e.type === 'workflow_run.status_running') this.runs.set(run, 'running')
+      if (e.type === 'workflow_run.status_ended') {
+        this.runs.delete(run)
+        // a run's end is the primary's next input (its reading turn): an idle of a step that did not see it is left out
+        this.primary.lastReceivedSeq = seq
+      } else if (e.type === 'workflow_run.created' || e.type === 'workflow_run.status_running') this.runs.set(run, 'running')
       else if (this.runs.has(run)) this.runs.set(run, 'idle')
       return
     }

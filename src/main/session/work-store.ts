@@ -83,6 +83,9 @@ export function encodeWorkSecret(sessionsToken: string, apiBaseUrl?: string): st
   return Buffer.from(JSON.stringify(apiBaseUrl ? { sessions_token: sessionsToken, api_base_url: apiBaseUrl } : { sessions_token: sessionsToken })).toString('base64url')
 }
 
+
+/** A delivered item nobody acked goes back to a poller after this long (the poll's `reclaim_older_than_ms` default); until then the stats count it pending, not in the queue's depth. */
+const DEFAULT_RECLAIM_MS = 5000
 export class WorkStore {
   private readonly clock: () => Date
   private readonly defaultTtl: number
@@ -204,7 +207,7 @@ export class WorkStore {
     return this.db.transaction(() => {
       this.expire()
       const now = this.clock()
-      const reclaim = params.reclaimOlderThanMs ?? 5000
+      const reclaim = params.reclaimOlderThanMs ?? DEFAULT_RECLAIM_MS
       const row = this.db
         .prepare("SELECT * FROM work_items WHERE environment_id = ? AND state = 'queued' AND (delivered_at_ms IS NULL OR delivered_at_ms <= ?) ORDER BY created_at, id LIMIT 1")
         .get(params.environmentId, now.getTime() - reclaim) as WorkRow | undefined
@@ -318,7 +321,7 @@ export class WorkStore {
            MIN(created_at) AS oldest
          FROM work_items WHERE environment_id = ? AND state = 'queued'`,
       )
-      .get(now - 5000, now - 5000, environmentId) as { depth: number | null; pending: number | null; oldest: string | null }
+      .get(now - DEFAULT_RECLAIM_MS, now - DEFAULT_RECLAIM_MS, environmentId) as { depth: number | null; pending: number | null; oldest: string | null }
     const polling = this.db.prepare('SELECT COUNT(*) AS n FROM work_pollers WHERE environment_id = ? AND last_poll_ms > ?').get(environmentId, now - this.pollerWindowMs) as { n: number }
     return { type: 'work_queue_stats', depth: q.depth ?? 0, pending: q.pending ?? 0, oldest_queued_at: q.oldest ?? null, workers_polling: polling.n }
   }

@@ -6,14 +6,14 @@ import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Engine } from '../../../src/main/engine'
-import { BubblewrapSandboxProvider, DockerSandboxProvider, SandboxToolRouter } from '../../../src/main/hands'
+import { BubblewrapSandboxProvider, DockerSandboxProvider, SandboxToolRouter, VmSandboxProvider } from '../../../src/main/hands'
 import type { SandboxProvider } from '../../../src/main/hands/sandbox'
 import type { LoggedEvent } from '../../../src/main/session/event-log'
 import { KeyringKeychain } from '../../../src/main/vault/keyring-keychain'
 import { keychainAccount } from '../../../src/main/vault/keychain'
 import { keychainProbe, requirement } from '../../support/requirements'
 import { callTool, say, ScriptedModelServer, toolResultsOf } from '../../support/model-server'
-import { bwrapReq, dockerReq } from '../hands/support'
+import { bwrapReq, dockerReq, vmReq } from '../hands/support'
 import { echoServer, fakeDialer, fakeResolver, requestPy, upstreamPki } from './egress-helpers'
 
 /*
@@ -100,14 +100,15 @@ interface RedTeamProviderContext {
 }
 
 /**
- * `probeExclude`: directories the file probe skips. bubblewrap binds the host's /usr read-only
- * (nothing a session writes can land there, and grepping it takes most of a minute).
+ * `probeExclude`: directories the file probe skips. bubblewrap binds the host's /usr read-only,
+ * and a VM's /usr is the read-only root disk built before any session (nothing a session writes
+ * can land there, and grepping it takes most of a minute; under TCG far longer).
  * `makeProvider`: the hands' provider the test's own router uses (no egress). Without it, the
  * engine's default hands run the session on `backend`, with the session's egress from the
  * engine's vault.
  * `egress`: the environment allows api.example.test and the sandbox reaches Corral's proxy.
  */
-function describeRedTeam(p: { backend: 'docker' | 'bubblewrap'; ready: boolean; makeProvider?: (c: RedTeamProviderContext) => SandboxProvider; probeExclude?: string[]; egress?: boolean }): void {
+function describeRedTeam(p: { backend: 'docker' | 'bubblewrap' | 'vm'; ready: boolean; makeProvider?: (c: RedTeamProviderContext) => SandboxProvider; probeExclude?: string[]; egress?: boolean }): void {
   const { backend, ready, makeProvider, probeExclude = [], egress = false } = p
   const attacks = egress ? [...ATTACKS, ...EGRESS_ATTACKS] : ATTACKS
   describe.skipIf(!ready || !keychainReq.ok)(`red team on ${backend}${egress ? ' with egress through the proxy' : ''}: nothing secret reaches the sandbox`, () => {
@@ -323,3 +324,8 @@ describeRedTeam({ backend: 'bubblewrap', ready: bwrap.ok, makeProvider: (c) => n
 const hostPython = existsSync('/usr/bin/python3')
 describeRedTeam({ backend: 'docker', ready: docker.ok, egress: true })
 describeRedTeam({ backend: 'bubblewrap', ready: bwrap.ok && hostPython, egress: true, probeExclude: ['usr'] })
+// A VM (QEMU, its own kernel, no network device): the same attempts, restored from the template;
+// with egress, the guest's 127.0.0.1:3128 reaches the proxy over the corral.egress port.
+const vm = vmReq()
+describeRedTeam({ backend: 'vm', ready: vm.ok, makeProvider: (c) => new VmSandboxProvider({ dataDir: join(c.dataDir, 'vm') }), probeExclude: ['usr'] })
+describeRedTeam({ backend: 'vm', ready: vm.ok, egress: true, probeExclude: ['usr'] })

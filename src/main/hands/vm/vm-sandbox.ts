@@ -10,7 +10,11 @@ import { packagePlan } from '../packages/plan'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner/runner-sandbox'
 import type { Sandbox, SandboxProvider, SandboxProvisionParams, SandboxToolCall, ToolOutcome } from '../sandbox'
 import { runnerEnv, type SandboxSettings, sandboxSettings, STATE_MOUNT, WORKSPACE } from '../settings'
-import { findVmImage, type VmImage } from './image'
+import { connectVmEgressBridge, type VmEgressBridge } from './egress-bridge'
+import { acceleratorCacheFile, chooseAccelerator } from './accel'
+import { hardeningArgs, probeQemuSeccomp } from './hardening'
+import { findVmImage, vmCacheDir, type VmImage } from './image'
+import { vmDoctorDetails } from './vm-doctor'
 import { clockLine, folderTag, startLine, type VmAccel, VM_FOLDER_SLOTS, WORKSPACE_TAG } from './qemu-args'
 import { shapeKey, type VmShape, VmTemplates } from './templates'
 import { killRunDirs, launchVm, qemuBinary, type VmProcess } from './vm-process'
@@ -205,6 +209,29 @@ export class VmSandbox extends RunnerSandbox<VmLive> {
   }
 }
 
+/** The accelerator of this host's VMs, probed once per process (and cached per host: accel.ts). */
+function probedAccelerator(log: (m: string) => void): () => Promise<VmAccel> {
+  let pending: Promise<VmAccel> | undefined
+  return () =>
+    (pending ??= (async () => {
+      const found = findVmImage()
+      if ('missing' in found) return 'tcg'
+      const c = await chooseAccelerator({ qemu: qemuBinary(), kernel: found.image.kernel, initrd: found.image.initrd, cacheFile: acceleratorCacheFile(vmCacheDir()) }).catch((err: Error) => ({ accel: 'tcg' as const, reason: `the probe failed: ${err.message}`, cached: false }))
+      log(`vm: accelerator ${c.accel}: ${c.reason}${c.cached ? ' (cached)' : ''}`)
+      return c.accel
+    })())
+}
+
+/** The seccomp filter when this qemu has it, probed once per process. */
+function seccompOnly(log: (m: string) => void): () => Promise<string[]> {
+  let pending: Promise<string[]> | undefined
+  return () =>
+    (pending ??= probeQemuSeccomp(qemuBinary()).then((r) => {
+      if (!r.ok) log(`vm: ${r.reason}`)
+      return hardeningArgs({ seccomp: r.ok })
+    }))
+}
+
 export class VmSandboxProvider implements SandboxProvider {
   readonly backend = 'vm'
   private readonly live = new Set<VmSandbox>()
@@ -214,8 +241,16 @@ export class VmSandboxProvider implements SandboxProvider {
   private readonly log: (m: string) => void
   private disposed = false
 
+  /** The accelerator and qemu's hardening: the options', else the probe (accel.ts) and the seccomp filter (hardening.ts). */
+  private readonly accel: () => Promise<VmAccel>
+  private readonly hardening: () => Promise<string[]>
+
   constructor(private readonly options: VmSandboxProviderOptions) {
     this.log = options.log ?? (() => {})
+    this.accel = options.accel ?? probedAccelerator(this.log)
+    // The seccomp filter always; -runas (hardening.ts's qemuHardening) is not used yet: the
+    // template's save socket and the 9p directories would have to be reachable by its user.
+    this.hardening = options.hardening ?? seccompOnly(this.log)
     this.templates = new VmTemplates({ dir: join(options.dataDir, 'templates'), runRoot: this.runRoot, bootTimeoutMs: options.bootTimeoutMs ?? 180_000, log: this.log })
   }
 
@@ -238,6 +273,12 @@ export class VmSandboxProvider implements SandboxProvider {
     return this.qemuVersion
   }
 
+  /** corral doctor's lines (detectBackends): qemu, the image, the accelerator and why, the speed to expect, seccomp, qemu's user. */
+  async guarantees(): Promise<Record<string, string>> {
+    const found = findVmImage()
+    return vmDoctorDetails({ qemu: qemuBinary(), image: 'missing' in found ? found : found.image, cacheFile: acceleratorCacheFile(vmCacheDir()) })
+  }
+
   async available(): Promise<{ ok: boolean; reason?: string }> {
     if (process.platform !== 'linux' || process.arch !== 'x64') return { ok: false, reason: `the vm backend needs Linux on x86-64 (this is ${process.platform} ${process.arch})` }
     try {
@@ -256,12 +297,12 @@ export class VmSandboxProvider implements SandboxProvider {
     if ('missing' in found) throw new CorralError('sandbox_error', found.missing)
     return {
       image: found.image as VmImage,
-      accel: (await this.options.accel?.()) ?? 'tcg',
+      accel: await this.accel(),
       memoryMb: settings.memoryMb,
       vcpus: Math.max(1, Math.ceil(settings.cpus)),
       runnerEnv: runnerEnv(settings, stateDir),
       qemuVersion: await this.version(),
-      hardening: (await this.options.hardening?.()) ?? [],
+      hardening: await this.hardening(),
     }
   }
 
@@ -274,14 +315,14 @@ export class VmSandboxProvider implements SandboxProvider {
     if (this.disposed) throw new CorralError('sandbox_error', 'the vm backend was shut down')
     const plan = packagePlan(params.config)
     if (plan) throw new CorralError('sandbox_error', `environment ${params.environmentId} lists packages (${plan.summary}), which the vm backend does not install yet: use the docker backend for this environment (config.corral.backend)`)
-    const folders = params.folders ?? []
-    const atWorkspace = folders.some((f) => f.target === WORKSPACE)
+    const sessionFolders = params.folders ?? []
+    const atWorkspace = sessionFolders.some((f) => f.target === WORKSPACE)
     const shape = await this.shape(settings, atWorkspace ? STATE_MOUNT : undefined)
     const egress = await params.egress?.open()
-    if (egress) {
-      // HOOK(vmnet): the egress bridge over the corral.egress port (egress-bridge.ts) plugs in here.
-      throw new CorralError('sandbox_error', `session ${params.sessionId} reaches the network through Corral's egress proxy, which the vm backend cannot bridge yet: use the docker or bubblewrap backend for this environment (config.corral.backend)`)
-    }
+    // The egress directory (CA bundle; its socket means nothing over 9p) is a read-only share at
+    // the same guest path as in Docker, so the proxy variables' paths hold; the traffic itself
+    // goes over the corral.egress port (egress-bridge.ts), bridged once the VM runs.
+    const folders = egress ? [...sessionFolders, { source: egress.dir, target: egress.sandboxDir, readOnly: true }] : sessionFolders
     if (folders.length > VM_FOLDER_SLOTS) throw new CorralError('sandbox_error', `the vm backend mounts at most ${VM_FOLDER_SLOTS} folders (host folders, skills, uploads, memory) per session; this one has ${folders.length}`)
     const workspaceDir = this.workspaceDir(params.sessionId)
     const shares = [{ tag: WORKSPACE_TAG, target: atWorkspace ? STATE_MOUNT : WORKSPACE, readOnly: false }, ...folders.map((f, i) => ({ tag: folderTag(i), target: f.target, readOnly: f.readOnly }))]
@@ -316,7 +357,20 @@ export class VmSandboxProvider implements SandboxProvider {
       }
     }
     pool?.fill()
-    return { connection: vm.connection, fresh: true, vm }
+    if (!egress) return { connection: vm.connection, fresh: true, vm }
+    let bridge: VmEgressBridge
+    try {
+      bridge = await connectVmEgressBridge({ chardevPath: join(vm.runDir, 'egress.sock'), proxySocketPath: egress.socketPath, log: this.log, timeoutMs })
+    } catch (err) {
+      await vm.kill()
+      throw err
+    }
+    void bridge.closed.then((why) => {
+      if (why) this.log(`vm: session ${params.sessionId}'s VM lost its egress: ${why}`)
+    })
+    vm.exited.then(() => bridge.dispose(), () => bridge.dispose())
+    // The runner takes the proxy variables only: the guest's own bridge listens on 127.0.0.1:3128.
+    return { connection: vm.connection, fresh: true, vm, egress: { ...egress, bridge: { socket: '', port: egress.bridge.port } } }
   }
 
   private async restore(shape: VmShape, p: { prefix: string; workspaceDir: string; folderDirs: readonly string[]; startLine?: string }): Promise<VmProcess> {

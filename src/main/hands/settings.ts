@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { corralSandboxSchema } from '../../shared/api/schemas'
 import { CorralError } from '../../shared/errors'
 import { SKILLS_DIR } from '../../shared/api/skills'
+import { MEMORY_DIR } from '../../shared/api/memory-schemas'
 
 /**
  * Corral's optional additions to an environment's `config`, under `config.corral`. They never
@@ -82,8 +83,9 @@ export function runnerEnv(s: SandboxSettings, stateDir?: string): Record<string,
   return {
     CORRAL_WORKSPACE: WORKSPACE,
     ...(stateDir ? { CORRAL_STATE_DIR: stateDir } : {}),
-    // the skills folder is a root of the file tools (read, glob, grep) wherever it is bound
-    CORRAL_ROOTS: [...s.extraRoots, SKILLS_DIR].join(':'),
+    // the skills and memory folders are roots of the file tools (read, write, edit, glob, grep)
+    // wherever they are bound (a read-only bind still refuses writes)
+    CORRAL_ROOTS: [...s.extraRoots, SKILLS_DIR, MEMORY_DIR].join(':'),
     CORRAL_OUTPUT_CAP: String(s.outputCapBytes),
     CORRAL_BASH_TIMEOUT_MS: String(s.bashTimeoutMs),
   }

@@ -142,6 +142,9 @@ export type MemoryListQuery = z.infer<typeof memoryListQuerySchema>
 export type MemoryVersionListQuery = z.infer<typeof memoryVersionListQuerySchema>
 export type MemoryView = z.infer<typeof view>
 
+/** Where a session's memory stores are mounted in its sandbox, one folder per store. */
+export const MEMORY_DIR = '/mnt/memory'
+
 /**
  * The `mount_path` of a store in a session's sandbox (§6.3): the name lowercased, every run of
  * characters other than `[a-z0-9]` made one `-` (trimmed at both ends), under `/mnt/memory/`;
@@ -152,5 +155,5 @@ export function memoryMountPath(name: string, storeId: string): string {
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-+|-+$/g, '')
-  return `/mnt/memory/${slug || storeId}`
+  return `${MEMORY_DIR}/${slug || storeId}`
 }

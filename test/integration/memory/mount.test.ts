@@ -18,12 +18,17 @@ import { waitForIdle } from '../engine/support'
  * history names both sessions, and a read_only mount refuses writes.
  */
 
-/** The scripted model runs the user's latest message as one bash command (built from the offered schema), then ends its turn. */
+/**
+ * The scripted model runs the user's latest message as one bash command (built from the offered
+ * schema), or, for `TOOL <name> <json input>`, calls that tool with that input; then ends its turn.
+ */
 function runsUserCommand(req: RecordedRequest) {
   const last = req.body.messages.at(-1)!
   const blocks = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content
   if (blocks.some((b) => b.type === 'tool_result')) return say('Done.')
   const text = blocks.filter((b) => b.type === 'text').map((b) => String(b.text)).join('')
+  const tool = /^TOOL (\w+) (.*)$/s.exec(text)
+  if (tool) return toolCall(req, tool[1], JSON.parse(tool[2]) as Record<string, unknown>)
   return toolCall(req, 'bash', { command: text })
 }
 
@@ -125,6 +130,30 @@ for (const backend of backends) {
       for (const id of [first, second, reader]) await client.beta.sessions.archive(id)
       await engine.handsSettled()
       expect((await memoriesOf(store.id))[0].content).toBe('buy milk\ncall mom\n')
+    }, 240_000)
+
+    it('lets the file tools reach the mounted stores: read and glob a memory, edit it on a read_write mount (a version by the session), and a read_only mount refuses the edit', async () => {
+      const store = await client.beta.memoryStores.create({ name: 'Team Notes' })
+      await client.beta.memoryStores.memories.create(store.id, { path: '/plan.md', content: 'step one\n' })
+      const writer = await newSession(store.id, 'read_write')
+      const read = await run(writer, `TOOL read ${JSON.stringify({ file_path: '/mnt/memory/team-notes/plan.md' })}`)
+      expect(read).toEqual({ text: expect.stringContaining('step one'), isError: false })
+      const globbed = await run(writer, `TOOL glob ${JSON.stringify({ pattern: '*.md', path: '/mnt/memory/team-notes' })}`)
+      expect(globbed).toEqual({ text: expect.stringContaining('/mnt/memory/team-notes/plan.md'), isError: false })
+      const edited = await run(writer, `TOOL edit ${JSON.stringify({ file_path: '/mnt/memory/team-notes/plan.md', old_string: 'step one', new_string: 'step two' })}`)
+      expect(edited.isError).toBe(false)
+      expect((await memoriesOf(store.id)).map((m) => [m.path, m.content])).toEqual([['/plan.md', 'step two\n']])
+      const versions = []
+      for await (const v of client.beta.memoryStores.memoryVersions.list(store.id, { session_id: writer })) versions.push(v.operation)
+      expect(versions).toEqual(['modified'])
+
+      const reader = await newSession(store.id, 'read_only')
+      const refused = await run(reader, `TOOL edit ${JSON.stringify({ file_path: '/mnt/memory/team-notes/plan.md', old_string: 'step two', new_string: 'step three' })}`)
+      expect(refused.isError).toBe(true)
+      expect(refused.text).toMatch(/read-only/i)
+      expect((await memoriesOf(store.id))[0].content).toBe('step two\n')
+      for (const id of [writer, reader]) await client.beta.sessions.archive(id)
+      await engine.handsSettled()
     }, 240_000)
   })
 }

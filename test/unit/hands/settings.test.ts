@@ -15,7 +15,7 @@ describe('sandboxSettings', () => {
   it('reads Corral\'s additions under config.corral', () => {
     const s = sandboxSettings({ type: 'cloud', corral: { backend: 'docker', runtime: 'runsc', memory_mb: 512, cpus: 0.5, pids: 64, pool_size: 0, extra_roots: ['/tmp'] } })
     expect(s).toMatchObject({ backend: 'docker', runtime: 'runsc', memoryMb: 512, cpus: 0.5, pids: 64, poolSize: 0, extraRoots: ['/mnt/session', '/tmp'] })
-    expect(runnerEnv(s)).toMatchObject({ CORRAL_WORKSPACE: '/workspace', CORRAL_ROOTS: '/mnt/session:/tmp:/mnt/skills' })
+    expect(runnerEnv(s)).toMatchObject({ CORRAL_WORKSPACE: '/workspace', CORRAL_ROOTS: '/mnt/session:/tmp:/mnt/skills:/mnt/memory' })
   })
 
   it('reads what the API schema accepts for config.corral: backend auto and warm_pool', () => {

@@ -24,7 +24,7 @@ afterAll(() => {
 })
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-async function until(what: string, ok: () => boolean, ms = 30_000, state?: () => string): Promise<void> {
+async function until(what: string, ok: () => boolean, ms = 60_000, state?: () => string): Promise<void> {
   const deadline = Date.now() + ms
   while (!ok()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${state ? `:\n${state()}` : ''}`)
@@ -92,16 +92,16 @@ describe('workflow runs under the session lease', () => {
     const parent = Engine.open({ dataDir: paused, token: 'lease-test', env: {}, harness: { enabled: false }, defaultHands: false })
     try {
       const sid = await createRunSession(parent)
-      // a short lease (1 s), so the second engine may take it while the first is stopped
-      const a = await children.start([paused, modelA.url, String(CONCURRENT), '1000'])
+      // a short lease (2 s), so the second engine may take it while the first is stopped (not shorter: under heavy load a renewal can lag a second)
+      const a = await children.start([paused, modelA.url, String(CONCURRENT), '2000'])
       await until('four agents done under the first engine', () => donePrompts(eventsOf(parent, sid)).size >= 4)
-      const b = await children.start([paused, modelB.url, String(CONCURRENT), '1000'])
+      const b = await children.start([paused, modelB.url, String(CONCURRENT), '2000'])
       await sleep(300)
       expect(asksB.size).toBe(0)
       // the first engine stops (SIGSTOP: a laptop asleep, a process swapped out) past its lease
       process.kill(a.pid!, 'SIGSTOP')
       const doneAtStop = donePrompts(eventsOf(parent, sid))
-      await until('the second engine to take the run over', () => asksB.size > 0, 30_000)
+      await until('the second engine to take the run over', () => asksB.size > 0)
       process.kill(a.pid!, 'SIGCONT')
       await until('the run to finish', () => runFinished(eventsOf(parent, sid)), 60_000)
       await sleep(500)

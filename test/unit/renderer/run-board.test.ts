@@ -108,6 +108,16 @@ describe('RunBoard', () => {
     expect(runResultText(failed.result!)).toBe('Error: timeout error — the run passed its 60 s lifetime')
   })
 
+  it('marks a run idle while it is paused (at the budget) and running when it resumes, and ended at its end whatever comes after', () => {
+    const b = board(created(), ev('workflow_run.status_running', { workflow_run_id: RUN }), ev('workflow_run.status_idle', { workflow_run_id: RUN }))
+    expect(b.run(RUN)!.status).toBe('idle')
+    b.apply(ev('workflow_run.status_running', { workflow_run_id: RUN }))
+    expect(b.run(RUN)!.status).toBe('running')
+    b.apply(ev('workflow_run.status_ended', { workflow_run_id: RUN, result: { type: 'stopped' } }))
+    b.apply(ev('workflow_run.status_running', { workflow_run_id: RUN }))
+    expect(b.run(RUN)!.status).toBe('ended')
+  })
+
   it('keeps a refused start (workflow_run.error with a null run id) apart, creating no run', () => {
     const b = board(ev('workflow_run.error', { workflow_run_id: null, error: { type: 'max_workflow_runs_error', message: 'this session has 10 open workflow runs' } }))
     expect(b.runs()).toEqual([])

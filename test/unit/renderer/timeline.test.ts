@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { TimelineBuilder, isAwaitingUser, textOf, withoutRunThreadRows, type TimelineEvent, type ToolItem } from '../../../src/renderer/src/features/thread/timeline'
+import { threadMessageView } from '../../../src/renderer/src/features/thread/thread-cards'
+import { TimelineBuilder, asRunThreadRows, isAwaitingUser, textOf, withoutRunThreadRows, type TimelineEvent, type ToolItem } from '../../../src/renderer/src/features/thread/timeline'
 
 let n = 0
 const ev = (type: string, fields: Record<string, unknown> = {}): TimelineEvent => ({ id: `sevt_${++n}`, type, processed_at: new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString(), ...fields })
@@ -206,8 +207,12 @@ describe('TimelineBuilder: workflow runs on the primary timeline', () => {
   it("keeps a run thread's own events in that thread's own timeline", () => {
     const created = ev('session.thread_created', { session_thread_id: 'sthr_RUN2', agent_name: 'reviewer', workflow_run_id: RUN })
     const msg = ev('agent.message', { session_thread_id: 'sthr_RUN2', content: text('a.ts looks fine') })
-    const b = TimelineBuilder.from([created, msg, ev('session.thread_status_idle', { session_thread_id: 'sthr_RUN2', stop_reason: { type: 'end_turn' } })], 'sthr_RUN2')
-    expect(b.items.map((i) => i.kind)).toEqual(['thread', 'agent', 'turn'])
+    const task = ev('agent.thread_message_received', { session_thread_id: 'sthr_RUN2', from_session_thread_id: 'sthr_PRIMARY', content: text('Review a.ts') })
+    const b = TimelineBuilder.from([created, task, msg, ev('session.thread_status_idle', { session_thread_id: 'sthr_RUN2', stop_reason: { type: 'end_turn' } })], 'sthr_RUN2')
+    expect(b.items.map((i) => i.kind)).toEqual(['thread', 'thread_message', 'agent', 'turn'])
+    // its task came from the run's program (through the primary), and reads so
+    expect(b.items[1]).toMatchObject({ kind: 'thread_message', direction: 'received', fromRun: true, text: 'Review a.ts' })
+    expect(threadMessageView(b.items[1] as Extract<(typeof b.items)[number], { kind: 'thread_message' }>).title).toBe('Task from the workflow run')
   })
 })
 
@@ -223,5 +228,16 @@ describe('withoutRunThreadRows', () => {
     const kept = withoutRunThreadRows(b.items, (tid) => tid === 'sthr_RUNX')
     expect(kept.map((i) => (i.kind === 'thread' ? i.threadId : i.kind))).toEqual(['sthr_SUBX', 'agent'])
     expect(withoutRunThreadRows(b.items, () => false)).toBe(b.items)
+  })
+})
+
+describe('asRunThreadRows', () => {
+  it("reads the messages a run's thread received as the run's task, on a stream that does not carry the thread's creation", () => {
+    const b = TimelineBuilder.from([ev('agent.thread_message_received', { session_thread_id: 'sthr_RUN3', from_session_thread_id: 'sthr_P', content: text('Run the checks') }), ev('agent.message', { session_thread_id: 'sthr_RUN3', content: text('ok') })], 'sthr_RUN3')
+    const rows = asRunThreadRows(b.items)
+    expect(rows[0]).toMatchObject({ kind: 'thread_message', fromRun: true })
+    expect(threadMessageView(rows[0] as Extract<(typeof rows)[number], { kind: 'thread_message' }>).title).toBe('Task from the workflow run')
+    expect(rows[1]).toBe(b.items[1])
+    expect(asRunThreadRows(rows)).toBe(rows)
   })
 })

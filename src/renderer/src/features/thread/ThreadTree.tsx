@@ -1,12 +1,10 @@
 import { useMemo, useState } from 'react'
 import { Icon } from '../../ui/components'
 import { money } from '../../ui/format'
-import { runOpen, runProgressText, type RunAgentStatus, type RunState } from '../workflows/run-board'
+import { RUN_AGENT_WORD, runOpen, runProgressText, type RunState } from '../workflows/run-board'
 import { threadCostText, threadNodeLabel, treeRows, type RunGroupInfo, type ThreadNode } from './thread-tree'
 
 const STATUS_WORD: Record<string, string> = { running: 'running', idle: 'idle', rescheduling: 'rescheduling', terminated: 'terminated' }
-
-const RUN_AGENT_WORD: Record<RunAgentStatus, string> = { starting: 'starting', working: 'working', waiting: 'waiting on you', paused: 'paused', done: 'done', failed: 'failed', stopped: 'stopped' }
 
 const NO_RUNS: ReadonlyMap<string, RunState> = new Map()
 

@@ -7,7 +7,7 @@ import { useQuery } from '../../ui/hooks'
 import { useConfirmations, type PendingItem } from '../confirmations/ConfirmationsProvider'
 import { sessionTitle, useSessions } from '../sessions/SessionsProvider'
 import { Timeline } from './Timeline'
-import { withoutRunThreadRows, type ToolItem } from './timeline'
+import { asRunThreadRows, withoutRunThreadRows, type ToolItem } from './timeline'
 import { useThread } from './useThread'
 import { useThreadTree } from './useThreadTree'
 import { ThreadTree } from './ThreadTree'
@@ -23,6 +23,7 @@ import type { BudgetLimit } from '../budgets/budget'
 import { OutcomeCard } from '../outcomes/OutcomeCard'
 import { WorkflowRunsContext, type WorkflowRunsView } from '../workflows/WorkflowRunCard'
 import { useWorkflowRuns } from '../workflows/useWorkflowRuns'
+import { RUN_AGENT_WORD } from '../workflows/run-board'
 
 const QUEUE_EVENTS = new Set(['agent.tool_use', 'agent.mcp_tool_use', 'agent.custom_tool_use', 'session.status_idle', 'session.thread_status_idle', 'user.tool_confirmation'])
 
@@ -55,7 +56,13 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
   const runRowSeen = useMemo(() => data.items.some((i) => i.kind === 'workflow_run' || (i.kind === 'note' && i.label === 'Workflow run refused')), [data.items])
   const workflows = useWorkflowRuns(sessionId, runRowSeen)
   // A run's threads' rows that a page starting after their creation folded as a subagent's: the run card has them.
-  const items = useMemo(() => withoutRunThreadRows(data.items, (tid) => workflows.board.runOfThread(tid) !== undefined || !!tree.threads.get(tid)?.workflow_run_id), [data.items, workflows, tree.threads])
+  const selectedRunAgent = threadId ? workflows.board.agentOfThread(threadId) : undefined
+  const selectedRunId = threadId ? workflows.board.runOfThread(threadId) : undefined
+  const selectedRun = selectedRunId ? workflows.runs.get(selectedRunId) : undefined
+  const items = useMemo(() => {
+    const rows = withoutRunThreadRows(data.items, (tid) => workflows.board.runOfThread(tid) !== undefined || !!tree.threads.get(tid)?.workflow_run_id)
+    return selectedRunId ? asRunThreadRows(rows) : rows
+  }, [data.items, workflows, tree.threads, selectedRunId])
   const selectedThread = threadId ? tree.threads.get(threadId) : undefined
   const selectedNode = threadId ? tree.nodes.find((n) => n.id === threadId) : undefined
   // The stream's latest status event is fresher than the polled resource.
@@ -173,12 +180,28 @@ export function ThreadView({ sessionId, threadId, onOpenThread }: { sessionId: s
           {threadId && (
             <div className="thread-crumb" aria-label="Selected thread">
               <Icon name={selectedNode?.kind === 'advisor' ? 'brain' : 'branch'} size={13} />
-              <span>
-                {selectedNode?.kind === 'advisor' ? 'Advisor consultation' : 'Thread of'} <strong>{selectedNode?.label ?? 'subagent'}</strong>
-                {selectedNode?.detail ? ` (${selectedNode.detail})` : ''} <span className="mono muted">{shortThreadId(threadId)}</span>
-              </span>
-              {selectedNode && <span className={`thread-node-status status-${selectedNode.archived ? 'archived' : selectedNode.status}`}>{selectedNode.archived ? `archived ${relativeTime(selectedThread?.archived_at)}` : selectedNode.status}</span>}
-              <span className="muted">Messages go to the lead; this thread is read here.</span>
+              {selectedRunAgent && selectedRun ? (
+                <>
+                  <span>
+                    Agent <strong>{selectedRunAgent.label ?? selectedRunAgent.agentName}</strong>
+                    {selectedRunAgent.label ? ` (${selectedRunAgent.agentName})` : ''} of the workflow run <strong>{selectedRun.name}</strong> <span className="mono muted">{shortThreadId(threadId)}</span>
+                  </span>
+                  <span className={`thread-node-status status-run-${selectedRunAgent.status}`}>
+                    <span className="status-dot" aria-hidden="true" />
+                    {RUN_AGENT_WORD[selectedRunAgent.status]}
+                  </span>
+                  <span className="muted">Its answer goes to the run's program; this thread is read here.</span>
+                </>
+              ) : (
+                <>
+                  <span>
+                    {selectedNode?.kind === 'advisor' ? 'Advisor consultation' : 'Thread of'} <strong>{selectedNode?.label ?? 'subagent'}</strong>
+                    {selectedNode?.detail ? ` (${selectedNode.detail})` : ''} <span className="mono muted">{shortThreadId(threadId)}</span>
+                  </span>
+                  {selectedNode && <span className={`thread-node-status status-${selectedNode.archived ? 'archived' : selectedNode.status}`}>{selectedNode.archived ? `archived ${relativeTime(selectedThread?.archived_at)}` : selectedNode.status}</span>}
+                  <span className="muted">Messages go to the lead; this thread is read here.</span>
+                </>
+              )}
               <button type="button" className="link-btn" onClick={() => onOpenThread(null)}>
                 Back to the primary thread
               </button>

@@ -42,6 +42,7 @@ export function threadCardView(item: DelegationItem | ReportItem): ThreadCardVie
  */
 export function threadMessageView(item: Extract<TimelineItem, { kind: 'thread_message' }>): { title: string; linkLabel: string } {
   const other = item.agentName || undefined
+  if (item.fromRun && item.direction === 'received') return { title: 'Task from the workflow run', linkLabel: "Open the lead's thread, where the run's card is" }
   if (item.direction === 'received') return { title: other ? `Message from ${other}` : 'Task from the lead', linkLabel: other ? `Open ${other}'s thread` : 'Open the primary thread' }
   return { title: other ? `Message to ${other}` : 'Report to the lead', linkLabel: other ? `Open ${other}'s thread` : 'Open the primary thread' }
 }

@@ -74,7 +74,7 @@ export type TimelineItem =
       statusCode?: number
     }
   | { kind: 'thread'; id: string; at?: string; threadId: string; agentName: string; state: 'created' | ThreadStatus; stopReason?: string; archived?: boolean }
-  | { kind: 'thread_message'; id: string; at?: string; direction: 'sent' | 'received'; otherThreadId: string; agentName?: string | null; text: string }
+  | { kind: 'thread_message'; id: string; at?: string; direction: 'sent' | 'received'; otherThreadId: string; agentName?: string | null; text: string; fromRun?: boolean }
   | DelegationItem
   | ReportItem
   | { kind: 'note'; id: string; at?: string; label: string; text: string; tone: 'neutral' | 'warn' | 'good' }
@@ -211,6 +211,8 @@ export class TimelineBuilder {
   private readonly agentNames = new Map<string, string>()
   /** Primary view: the threads of workflow runs (their lifecycle is drawn by the run card, not as rows). */
   private readonly runThreads = new Set<string>()
+  /** A child's own view: the workflow run that started this thread (its task is the program's call). */
+  private ownRun: string | undefined
 
   constructor(readonly thread: ThreadFilter = null) {}
 
@@ -257,6 +259,7 @@ export class TimelineBuilder {
     const waitingChanged = this.trackWaiting(e)
     if (HIDDEN.has(e.type) || !this.inThread(e)) return waitingChanged
     if (this.thread === null && this.ofRunThread(e)) return waitingChanged
+    if (e.type === 'session.thread_created' && this.thread !== null && typeof e.workflow_run_id === 'string' && e.workflow_run_id) this.ownRun = e.workflow_run_id
     const at = e.processed_at ?? undefined
     switch (e.type) {
       case 'user.message':
@@ -384,6 +387,8 @@ export class TimelineBuilder {
           otherThreadId: String(sent ? e.to_session_thread_id : e.from_session_thread_id),
           agentName: (sent ? e.to_agent_name : e.from_agent_name) as string | null | undefined,
           text: textOf(e.content),
+          // a run's thread gets its task from the program, through the primary
+          ...(this.ownRun && !sent ? { fromRun: true } : {}),
         })
         return true
       }
@@ -620,4 +625,13 @@ const REQUEST_OF_SOURCE = { toolset: 'agent.tool_use', mcp: 'agent.mcp_tool_use'
  */
 export function withoutRunThreadRows(items: TimelineItem[], ofRun: (threadId: string) => boolean): TimelineItem[] {
   return items.some((i) => i.kind === 'thread' && ofRun(i.threadId)) ? items.filter((i) => i.kind !== 'thread' || !ofRun(i.threadId)) : items
+}
+
+/**
+ * A workflow run's thread's own timeline: the messages it received are the program's calls (its
+ * task), not the lead's words (`fromRun`). Its own stream need not carry its `session.thread_created`,
+ * so the view says so from the run board. The same array when nothing changes.
+ */
+export function asRunThreadRows(items: TimelineItem[]): TimelineItem[] {
+  return items.some((i) => i.kind === 'thread_message' && i.direction === 'received' && !i.fromRun) ? items.map((i) => (i.kind === 'thread_message' && i.direction === 'received' && !i.fromRun ? { ...i, fromRun: true } : i)) : items
 }

@@ -4,7 +4,7 @@ import type { SessionThread } from '../../api/types'
 import { Icon } from '../../ui/components'
 import { clock, duration, money } from '../../ui/format'
 import { threadCost, threadCostText } from '../thread/thread-tree'
-import { agentDurationMs, runCounterParts, runOpen, runResultText, type RunAgent, type RunAgentStatus, type RunPhase, type RunState } from './run-board'
+import { agentDurationMs, RUN_AGENT_WORD, runCounterParts, runOpen, runResultText, type RunAgent, type RunPhase, type RunState } from './run-board'
 import { RunLog } from './RunLog'
 import { useRunDetail } from './useRunDetail'
 import type { WorkflowRunAgentView } from '../../../../shared/api/workflow-runs'
@@ -23,16 +23,6 @@ export const WorkflowRunsContext = createContext<WorkflowRunsView | null>(null)
 const GRID_OVERSCAN = 8
 const GRID_ROW = 30
 const GRID_MAX_HEIGHT = 300
-
-const STATUS_WORD: Record<RunAgentStatus, string> = {
-  starting: 'starting',
-  working: 'working',
-  waiting: 'waiting on you',
-  paused: 'paused at the budget',
-  done: 'done',
-  failed: 'failed',
-  stopped: 'stopped',
-}
 
 /** The card's tone: busy while open, good when completed, warn when stopped, bad on an error. */
 function runTone(run: RunState): 'busy' | 'good' | 'warn' | 'bad' {
@@ -220,7 +210,7 @@ const AgentRow = memo(function AgentRow({ agent, index, top, now, thread, view, 
       </span>
       <span role="cell" className="run-agent-status" title={agent.status === 'failed' && view?.error ? view.error : undefined}>
         <span className="status-dot" aria-hidden="true" />
-        {STATUS_WORD[agent.status]}
+        {RUN_AGENT_WORD[agent.status]}
         {agent.status === 'failed' && agent.stopReason ? ` (${agent.stopReason.replace(/_/g, ' ')})` : ''}
       </span>
       <span role="cell" className="run-agent-duration">

@@ -344,6 +344,9 @@ function str(v: unknown): string | undefined {
   return typeof v === 'string' && v ? v : undefined
 }
 
+/** What the tree and a run thread's header call an agent's status. */
+export const RUN_AGENT_WORD: Record<RunAgentStatus, string> = { starting: 'starting', working: 'working', waiting: 'waiting on you', paused: 'paused at the budget', done: 'done', failed: 'failed', stopped: 'stopped' }
+
 /** The words of a run's result: "Completed", "Stopped", "Error: timeout error — …". */
 export function runResultText(r: RunResult): string {
   if (r.type === 'completed') return 'Completed'

@@ -6,6 +6,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import { startApiServer, type TestApiServer } from '../support/api-server'
 import { ScriptedModelServer, say, toolCall, type RecordedRequest, type ScriptStep } from '../support/model-server'
 import { RecordingToolRouter } from '../support/harness-tool-router'
+import { primaryThreadId } from '../../src/shared/api/ids'
 
 // What an open workflow run blocks (spec multiagent §6.9) and how the session budget pauses and
 // resumes runs (§9), through the official SDK with the scripted model as the lead and as the
@@ -43,7 +44,8 @@ beforeAll(async () => {
     if (system === LEAD) {
       const name = Object.keys(PROGRAMS).find((k) => firstUserText(req).startsWith(k))
       if (!name) throw new Error(`no lead script for ${firstUserText(req)}`)
-      if (req.body.messages.length === 1) return { ...toolCall(req, 'ant__workflow_run_start', { name, phases: [{ name: 'wait' }], program: PROGRAMS[name] }), usage: SMALL } as ScriptStep
+      const lifetime = firstUserText(req).includes('(lifetime)') ? { timeout_seconds: 2 } : {}
+      if (req.body.messages.length === 1) return { ...toolCall(req, 'ant__workflow_run_start', { name, phases: [{ name: 'wait' }], program: PROGRAMS[name], ...lifetime }), usage: SMALL } as ScriptStep
       return { ...say(textOf(req).includes('<workflow_run') ? 'Read the run.' : 'Started.'), usage: SMALL } as ScriptStep
     }
     const task = firstUserText(req)
@@ -268,4 +270,29 @@ describe('the session budget and open workflow runs (spec §9), through the offi
     expect(run.at(-1)).toMatchObject({ result: { type: 'completed' }, output: { first: 'expensive answer', second: 'Review after the budget: ok' } })
     expect(asked()).toBe(1)
   }, 40_000)
+
+  it('lets the lifetime of a run paused at the budget run out: it ends with timeout_error from idle, with no status_running before its end', async () => {
+    const { sid, runId } = await pausedAtBudget('a run at the budget (lifetime)')
+    const asked = () => model.requests.filter((r) => systemOf(r) === REVIEWER && firstUserText(r) === 'Review after the budget').length
+    const askedBefore = asked()
+    const evs = await until('the run to end', async () => {
+      const list = await events(sid)
+      return list.some((e) => e.type === 'workflow_run.status_ended') ? list : undefined
+    })
+    const run = evs.filter((e) => e.workflow_run_id === runId && e.type.startsWith('workflow_run.'))
+    const idleAt = run.findIndex((e) => e.type === 'workflow_run.status_idle')
+    expect(run.slice(idleAt).map((e) => e.type)).toEqual(['workflow_run.status_idle', 'workflow_run.phase_ended', 'workflow_run.error', 'workflow_run.status_ended'])
+    expect(run.at(-1)).toMatchObject({ result: { type: 'error', error: { type: 'timeout_error', message: 'the run reached its lifetime of 2 s' } } })
+    // the paused agent never asked the model; the session stays paused at its budget
+    expect(asked()).toBe(askedBefore)
+    // the lead's reading turn waits at the budget too: the session stays idle at budget_reached
+    await until('the lead to pause', async () => {
+      const list = await events(sid)
+      const endedAt = list.findIndex((x) => x.type === 'workflow_run.status_ended')
+      return list.slice(endedAt).some((e) => e.type === 'session.thread_status_idle' && e.session_thread_id === primaryThreadId(sid) && (e.stop_reason as { type: string }).type === 'budget_reached') ? true : undefined
+    })
+    expect((await client.beta.sessions.retrieve(sid)).status).toBe('idle')
+    const last = (await events(sid)).filter((e) => e.type === 'session.status_idle').at(-1)
+    expect(last).toMatchObject({ stop_reason: { type: 'budget_reached' } })
+  }, 30_000)
 })

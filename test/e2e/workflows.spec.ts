@@ -114,6 +114,8 @@ test.describe.serial('workflows: a lead running a workflow of four agents in two
     // (generous first waits: the lead's turn, the run's start and its agents' first turns on a loaded machine)
     await expect(card).toBeVisible({ timeout: 45_000 })
     await expect(card).toContainText('two reviewers and the checks, then a summary', { timeout: 45_000 })
+    // Styled: the card's rules apply (a rule left open above them in styles.css nested them all away).
+    await expect(card).toHaveCSS('border-left-width', '4px')
     const grid = card.getByRole('table', { name: `Agents of ${RUN_NAME}` })
     // The two reviewers finish; the checker waits on the person; nothing of the summary phase yet.
     const row = (label: string) => grid.locator('.run-agent').filter({ has: page.getByRole('button', { name: label, exact: true }) })

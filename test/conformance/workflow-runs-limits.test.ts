@@ -207,7 +207,7 @@ describe('workflow runs at their limits, through the official SDK', () => {
     for (const c of created) expect(runEvents(evs, c.workflow_run_id as string).at(-1)).toMatchObject({ type: 'workflow_run.status_ended', result: { type: 'completed' } })
   }, 90_000)
 
-  it('ends no run on user.interrupt: the run's thread keeps working, is never interrupted, and the run completes after the interrupt', async () => {
+  it('ends no run on user.interrupt: its thread keeps working, is never interrupted, and the run completes after the interrupt', async () => {
     const { sid } = await leadSession('an interrupt')
     const runId = await until('the run to start', async () => (await events(sid)).find((e) => e.type === 'session.thread_created' && e.workflow_run_id)?.workflow_run_id as string | undefined)
     await until('the lead to idle', async () => ((await events(sid)).some((e) => e.type === 'agent.message' && !e.session_thread_id) ? true : undefined))

@@ -357,6 +357,17 @@ export class VmSandboxProvider implements SandboxProvider {
       }
     }
     pool?.fill()
+    // The runner starts its shell ahead, in the template, before any share is mounted: that
+    // shell's cwd is the /workspace *under* the 9p mount, so a relative path in the first bash
+    // call would land in the guest's RAM, not in the session's workspace (the hostile suite's
+    // symlink case found it). A fresh shell starts in the mounted /workspace.
+    try {
+      const r = await vm.connection.call({ toolUseId: `toolu_corral_vm_shell_${randomBytes(6).toString('hex')}`, name: 'bash', input: { restart: true } })
+      if (r.isError) throw new CorralError('sandbox_error', `the VM's shell could not start in its workspace: ${r.content}`)
+    } catch (err) {
+      await vm.kill()
+      throw err
+    }
     if (!egress) return { connection: vm.connection, fresh: true, vm }
     let bridge: VmEgressBridge
     try {

@@ -1,7 +1,8 @@
 /**
  * The hands: how fast a sandbox is ready and how much a tool call costs.
  *   cold provision → first command (Docker, no pool), warm-pool hit, `bash true` through the
- *   runner vs a `docker exec` on the same container (same run), gVisor, and bubblewrap per call.
+ *   runner vs a `docker exec` on the same container (same run), gVisor, bubblewrap per call, and
+ *   the vm backend (cold boot, snapshot restore → first command, `bash true`, 100 small files).
  * Targets (issue #4): cold p50 ≤ 400 ms, pool hit ≤ 20 ms, runner p50 ≤ 5 ms with ≥ 10× over
  * docker exec, bubblewrap ≤ 20 ms per call. Runs in well under two minutes.
  */
@@ -13,6 +14,7 @@ import { promisify } from 'node:util'
 import Docker from 'dockerode'
 import { BubblewrapSandboxProvider } from '../src/main/hands/bubblewrap/bubblewrap-sandbox'
 import { DockerSandboxProvider } from '../src/main/hands/docker/provider'
+import { VmSandboxProvider } from '../src/main/hands/vm/vm-sandbox'
 import type { Sandbox } from '../src/main/hands/sandbox'
 import { summary } from './stats'
 
@@ -151,8 +153,71 @@ async function bubblewrapBench(log: (m: string) => void): Promise<Record<string,
   }
 }
 
+/**
+ * The vm backend (QEMU; TCG here): the first sandbox of a fresh data directory (the template's
+ * cold boot and save, then its restore), later sandboxes (a restore each, no pool), `bash true`
+ * per call, and 100 small files written by one bash call and by 100 write calls, on the 9p workspace.
+ */
+async function vmBench(log: (m: string) => void): Promise<Record<string, unknown>> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'corral-bench-vm-'))
+  const provider = new VmSandboxProvider({ dataDir })
+  const config = { type: 'cloud', corral: { pool_size: 0, memory_mb: 512, cpus: 1 } }
+  try {
+    const available = await provider.available()
+    if (!available.ok) return { skipped: available.reason }
+    log('vm: cold boot (template boot + save + restore) → first command')
+    let t0 = performance.now()
+    const first = provider.create({ sessionId: sid('v'), environmentId: 'env_bench_vm', config })
+    const r = await first.execute({ toolUseId: 'toolu_first', name: 'bash', input: { command: 'true' } })
+    const cold = ms(t0)
+    if (r.isError) throw new Error(r.content)
+    await first.dispose({ removeWorkspace: true })
+    log('vm: snapshot restore → first command (5 sessions)')
+    const restore: number[] = []
+    for (let i = 0; i < 5; i++) {
+      t0 = performance.now()
+      const s = provider.create({ sessionId: sid('v'), environmentId: 'env_bench_vm', config })
+      const x = await s.execute({ toolUseId: 'toolu_first', name: 'bash', input: { command: 'true' } })
+      restore.push(ms(t0))
+      if (x.isError) throw new Error(x.content)
+      await s.dispose({ removeWorkspace: true })
+    }
+    log('vm: `bash true` (100), 100 files in one bash call (5), 100 write calls (1 × 100)')
+    const s = provider.create({ sessionId: sid('v'), environmentId: 'env_bench_vm', config })
+    await bashTrue(s, 5)
+    const rt = await bashTrue(s, 100)
+    const batch: number[] = []
+    for (let i = 0; i < 5; i++) {
+      t0 = performance.now()
+      const w = await s.execute({ toolUseId: `toolu_w${seq++}`, name: 'bash', input: { command: `mkdir -p b${i} && for n in $(seq 100); do printf '%1024s' x > b${i}/f$n; done` } })
+      batch.push(ms(t0))
+      if (w.isError) throw new Error(w.content)
+    }
+    const writes: number[] = []
+    for (let i = 0; i < 100; i++) {
+      t0 = performance.now()
+      const w = await s.execute({ toolUseId: `toolu_w${seq++}`, name: 'write', input: { file_path: `w/f${i}`, content: 'x'.repeat(1024) } })
+      writes.push(ms(t0))
+      if (w.isError) throw new Error(w.content)
+    }
+    await s.dispose({ removeWorkspace: true })
+    return {
+      accelerator: (await provider.guarantees()).accelerator,
+      cold_boot_to_first_command_ms: Math.round(cold),
+      snapshot_restore_to_first_command: summary(restore),
+      bash_true_roundtrip: summary(rt),
+      hundred_1kib_files_one_bash_call: summary(batch),
+      write_call_1kib: summary(writes),
+    }
+  } finally {
+    await provider.dispose()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
 export async function run(log: (message: string) => void): Promise<Record<string, unknown>> {
   const docker = await dockerBench(log).catch((err: Error) => ({ error: err.message }))
   const bubblewrap = await bubblewrapBench(log).catch((err: Error) => ({ error: err.message }))
-  return { docker, bubblewrap }
+  const vm = await vmBench(log).catch((err: Error) => ({ error: err.message }))
+  return { docker, bubblewrap, vm }
 }

@@ -1,4 +1,5 @@
 import { CorralError } from '../../../shared/errors'
+import { egressPortArgs } from './egress-bridge'
 import type { VmImage } from './image'
 
 /** The accelerator a VM runs on: KVM where a probe boot works (accel.ts), else software emulation. */
@@ -71,8 +72,8 @@ export function qemuArgs(p: QemuArgsParams): string[] {
     '-device', 'virtserialport,bus=vser.0,chardev=runner,name=corral.runner',
     '-chardev', `socket,id=control,fd=${CONTROL_FD}`,
     '-device', 'virtserialport,bus=vser.0,chardev=control,name=corral.control',
-    '-chardev', `socket,id=egress,path=${p.runDir}/egress.sock,server=on,wait=off`,
-    '-device', 'virtserialport,bus=vser.0,chardev=egress,name=corral.egress',
+    // vmnet's egress bridge (egress-bridge.ts): QEMU listens, the host connects after the spawn.
+    ...egressPortArgs(`${p.runDir}/egress.sock`),
     '-object', 'rng-builtin,id=rng0',
     '-device', 'virtio-rng-pci,rng=rng0',
     '-device', 'vmgenid,guid=auto',

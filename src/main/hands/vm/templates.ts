@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto'
 import { createWriteStream, existsSync } from 'node:fs'
-import { chmod, mkdir, rename, rm } from 'node:fs/promises'
+import { chmod, chown, mkdir, mkdtemp, rename, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { CorralError } from '../../../shared/errors'
+import type { QemuUser } from './hardening'
 import type { VmImage } from './image'
 import type { VmAccel } from './qemu-args'
 import { QmpClient } from './qmp'
@@ -50,19 +52,19 @@ export class VmTemplates {
   constructor(private readonly o: VmTemplatesOptions) {}
 
   /** The saved state of `shape`, booting and saving its template first when there is none. */
-  stateFile(shape: VmShape): Promise<string> {
+  stateFile(shape: VmShape, runAs?: QemuUser): Promise<string> {
     const key = shapeKey(shape)
     const file = join(this.o.dir, `${key}.state`)
     if (existsSync(file)) return Promise.resolve(file)
     let flight = this.flights.get(key)
     if (!flight) {
-      flight = this.build(shape, key, file).finally(() => this.flights.delete(key))
+      flight = this.build(shape, key, file, runAs).finally(() => this.flights.delete(key))
       this.flights.set(key, flight)
     }
     return flight
   }
 
-  private async build(shape: VmShape, key: string, file: string): Promise<string> {
+  private async build(shape: VmShape, key: string, file: string, runAs: QemuUser | undefined): Promise<string> {
     await mkdir(this.o.dir, { recursive: true, mode: 0o700 })
     const started = Date.now()
     this.o.log(`vm: booting the template ${key} (${shape.accel}, ${shape.memoryMb} MB, ${shape.vcpus} vCPU)`)
@@ -71,7 +73,11 @@ export class VmTemplates {
     const vm = await launchVm({ ...shape, runRoot: this.o.runRoot, prefix: `template-${key}`, workspaceDir: emptyWs, helloTimeoutMs: this.o.bootTimeoutMs })
     const booted = Date.now()
     const tmp = `${file}.tmp-${process.pid}`
-    const sock = join(vm.runDir, 'migrate.sock')
+    // qemu connects to the migration socket after it dropped to its -runas user, who cannot enter
+    // the 0700 run directory: the socket gets a 0700 directory of that user's own.
+    const sockDir = await mkdtemp(join(tmpdir(), 'corral-vm-migrate-'))
+    if (runAs) await chown(sockDir, runAs.uid, runAs.gid)
+    const sock = join(sockDir, 'migrate.sock')
     let qmp: QmpClient | undefined
     const server = createServer()
     try {
@@ -88,6 +94,7 @@ export class VmTemplates {
         server.once('error', reject)
         server.listen(sock, resolve)
       })
+      if (runAs) await chown(sock, runAs.uid, runAs.gid)
       qmp = await QmpClient.connect(join(vm.runDir, 'qmp.sock'))
       await qmp.execute('migrate', { uri: `unix:${sock}` })
       for (;;) {
@@ -110,6 +117,7 @@ export class VmTemplates {
     } finally {
       qmp?.dispose()
       server.close()
+      await rm(sockDir, { recursive: true, force: true })
       await vm.kill()
       await rm(emptyWs, { recursive: true, force: true })
     }

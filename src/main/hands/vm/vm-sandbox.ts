@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { copyFile, mkdir, rename, rm, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { CorralError } from '../../../shared/errors'
 import { bubblewrapKey } from '../bubblewrap/bubblewrap-sandbox'
@@ -10,9 +10,9 @@ import { packagePlan } from '../packages/plan'
 import { type LiveRunner, type RunnerDeath, RunnerSandbox } from '../runner/runner-sandbox'
 import type { Sandbox, SandboxProvider, SandboxProvisionParams, SandboxToolCall, ToolOutcome } from '../sandbox'
 import { runnerEnv, type SandboxSettings, sandboxSettings, STATE_MOUNT, WORKSPACE } from '../settings'
-import { connectVmEgressBridge, type VmEgressBridge } from './egress-bridge'
 import { acceleratorCacheFile, chooseAccelerator } from './accel'
-import { hardeningArgs, probeQemuSeccomp } from './hardening'
+import { connectVmEgressBridge, type VmEgressBridge } from './egress-bridge'
+import { grantToQemuUser, qemuHardening, qemuUser, type QemuUser } from './hardening'
 import { findVmImage, vmCacheDir, type VmImage } from './image'
 import { vmDoctorDetails } from './vm-doctor'
 import { clockLine, folderTag, startLine, type VmAccel, VM_FOLDER_SLOTS, WORKSPACE_TAG } from './qemu-args'
@@ -31,9 +31,12 @@ export interface VmSandboxProviderOptions {
   /** Where the backend keeps workspaces, template states and VM run directories. */
   dataDir: string
   log?: (message: string) => void
-  /** The accelerator (vmnet's accel.ts probe); default TCG. */
+  /** The accelerator; default: accel.ts's probe (KVM when a probe boot under it works, cached per host), else TCG. */
   accel?: () => Promise<VmAccel>
-  /** qemu's own hardening arguments (vmnet's hardening.ts: -sandbox, -runas); default none. */
+  /**
+   * qemu's own hardening arguments; default hardening.ts's qemuHardening (the seccomp filter when
+   * qemu has it, `-runas nobody` when Corral is root: the VM's shares are then handed to that user).
+   */
   hardening?: () => Promise<string[]>
   /** How long a template's cold boot may take (default 180 s: TCG on a loaded host). */
   bootTimeoutMs?: number
@@ -45,6 +48,8 @@ export interface VmSandboxProviderOptions {
 
 interface VmLive extends LiveRunner {
   vm: VmProcess
+  /** The session's egress over the corral.egress port, when it has one. */
+  bridge?: VmEgressBridge
   /** Set by the watchdog when it killed the VM for not answering. */
   hung?: number
 }
@@ -193,43 +198,23 @@ export class VmSandbox extends RunnerSandbox<VmLive> {
 
   protected async discardRunner(live: VmLive): Promise<void> {
     live.connection.close('discarded')
+    live.bridge?.dispose()
     await live.vm.kill()
   }
 
   protected async stop(live: VmLive | undefined, removeWorkspace: boolean): Promise<void> {
     clearInterval(this.watchdog)
+    live?.bridge?.dispose()
     if (live) await live.vm.kill()
     this.o.provider.forget(this)
     if (removeWorkspace) await rm(this.workspaceDir, { recursive: true, force: true })
+    await rm(this.o.provider.egressDir(this.params.sessionId), { recursive: true, force: true })
   }
 
   /** The run directory of the live VM (for the provider's sweep), if any. */
   get runDir(): string | undefined {
     return this.live?.vm.runDir
   }
-}
-
-/** The accelerator of this host's VMs, probed once per process (and cached per host: accel.ts). */
-function probedAccelerator(log: (m: string) => void): () => Promise<VmAccel> {
-  let pending: Promise<VmAccel> | undefined
-  return () =>
-    (pending ??= (async () => {
-      const found = findVmImage()
-      if ('missing' in found) return 'tcg'
-      const c = await chooseAccelerator({ qemu: qemuBinary(), kernel: found.image.kernel, initrd: found.image.initrd, cacheFile: acceleratorCacheFile(vmCacheDir()) }).catch((err: Error) => ({ accel: 'tcg' as const, reason: `the probe failed: ${err.message}`, cached: false }))
-      log(`vm: accelerator ${c.accel}: ${c.reason}${c.cached ? ' (cached)' : ''}`)
-      return c.accel
-    })())
-}
-
-/** The seccomp filter when this qemu has it, probed once per process. */
-function seccompOnly(log: (m: string) => void): () => Promise<string[]> {
-  let pending: Promise<string[]> | undefined
-  return () =>
-    (pending ??= probeQemuSeccomp(qemuBinary()).then((r) => {
-      if (!r.ok) log(`vm: ${r.reason}`)
-      return hardeningArgs({ seccomp: r.ok })
-    }))
 }
 
 export class VmSandboxProvider implements SandboxProvider {
@@ -240,22 +225,34 @@ export class VmSandboxProvider implements SandboxProvider {
   private qemuVersion: Promise<string> | undefined
   private readonly log: (m: string) => void
   private disposed = false
-
-  /** The accelerator and qemu's hardening: the options', else the probe (accel.ts) and the seccomp filter (hardening.ts). */
+  /** The accelerator and qemu's hardening: the options', else the probe (accel.ts) and qemuHardening (hardening.ts). */
   private readonly accel: () => Promise<VmAccel>
   private readonly hardening: () => Promise<string[]>
 
   constructor(private readonly options: VmSandboxProviderOptions) {
     this.log = options.log ?? (() => {})
-    this.accel = options.accel ?? probedAccelerator(this.log)
-    // The seccomp filter always; -runas (hardening.ts's qemuHardening) is not used yet: the
-    // template's save socket and the 9p directories would have to be reachable by its user.
-    this.hardening = options.hardening ?? seccompOnly(this.log)
+    this.hardening = options.hardening ?? qemuHardening({ qemu: qemuBinary(), log: this.log })
+    let accel: Promise<VmAccel> | undefined
+    this.accel =
+      options.accel ??
+      (() =>
+        (accel ??= (async () => {
+          const found = findVmImage()
+          if ('missing' in found) return 'tcg' as const
+          const choice = await chooseAccelerator({ qemu: qemuBinary(), kernel: found.image.kernel, initrd: found.image.initrd, cacheFile: acceleratorCacheFile(vmCacheDir()) }).catch((err: Error) => ({ accel: 'tcg' as const, reason: `the probe failed: ${err.message}` }))
+          this.log(`vm: ${choice.accel} (${choice.reason})`)
+          return choice.accel
+        })()))
     this.templates = new VmTemplates({ dir: join(options.dataDir, 'templates'), runRoot: this.runRoot, bootTimeoutMs: options.bootTimeoutMs ?? 180_000, log: this.log })
   }
 
   private get runRoot(): string {
     return join(this.options.dataDir, 'run')
+  }
+
+  /** Where a session's copy of its egress CA bundle lives (shared read-only into its VM). */
+  egressDir(sessionId: string): string {
+    return join(this.options.dataDir, 'egress', bubblewrapKey(sessionId))
   }
 
   workspaceDir(sessionId: string): string {
@@ -273,11 +270,6 @@ export class VmSandboxProvider implements SandboxProvider {
     return this.qemuVersion
   }
 
-  /** corral doctor's lines (detectBackends): qemu, the image, the accelerator and why, the speed to expect, seccomp, qemu's user. */
-  async guarantees(): Promise<Record<string, string>> {
-    const found = findVmImage()
-    return vmDoctorDetails({ qemu: qemuBinary(), image: 'missing' in found ? found : found.image, cacheFile: acceleratorCacheFile(vmCacheDir()) })
-  }
 
   async available(): Promise<{ ok: boolean; reason?: string }> {
     if (process.platform !== 'linux' || process.arch !== 'x64') return { ok: false, reason: `the vm backend needs Linux on x86-64 (this is ${process.platform} ${process.arch})` }
@@ -306,6 +298,37 @@ export class VmSandboxProvider implements SandboxProvider {
     }
   }
 
+  /** The user qemu runs as when its hardening says `-runas` (Corral as root), whose the VM's shares must be. */
+  private runAs(shape: VmShape): QemuUser | undefined {
+    const i = shape.hardening.indexOf('-runas')
+    return i >= 0 ? qemuUser({ user: shape.hardening[i + 1] }) : undefined
+  }
+
+  /**
+   * Hands the workspace, and folders that are Corral's own (memory mounts under its data
+   * directory), to qemu's -runas user; a read-write folder of the user's is refused then (qemu as
+   * that user could not write it, and Corral does not change the owner of a user's files).
+   */
+  private grantShares(shape: VmShape, workspaceDir: string | undefined, folders: SandboxProvisionParams['folders']): void {
+    const runAs = this.runAs(shape)
+    if (!runAs) return
+    if (workspaceDir) grantToQemuUser(workspaceDir, runAs)
+    const own = resolve(this.options.dataDir, '..') + '/'
+    for (const f of folders ?? []) {
+      if (f.readOnly || f.index < 0) continue
+      if (!resolve(f.source).startsWith(own)) {
+        throw new CorralError('sandbox_error', `resources[${f.index}]: Corral runs as root, so the vm backend runs qemu as ${runAs.user}, which cannot write the host folder ${f.source}; run Corral as your own user, or mount the folder read_only`)
+      }
+      grantToQemuUser(f.source, runAs)
+    }
+  }
+
+  /** For corral doctor: qemu's version, the image, the accelerator and why, the speed to expect, seccomp and qemu's user. */
+  async guarantees(): Promise<Record<string, string>> {
+    const found = findVmImage()
+    return vmDoctorDetails({ qemu: qemuBinary(), image: 'missing' in found ? found : found.image, cacheFile: acceleratorCacheFile(vmCacheDir()) })
+  }
+
   /**
    * Starts a session's VM: a warm one when the session has no folders, no egress and no
    * workspace yet, else a restore of its shape's template; then its start line (the clock, the
@@ -315,14 +338,19 @@ export class VmSandboxProvider implements SandboxProvider {
     if (this.disposed) throw new CorralError('sandbox_error', 'the vm backend was shut down')
     const plan = packagePlan(params.config)
     if (plan) throw new CorralError('sandbox_error', `environment ${params.environmentId} lists packages (${plan.summary}), which the vm backend does not install yet: use the docker backend for this environment (config.corral.backend)`)
-    const sessionFolders = params.folders ?? []
-    const atWorkspace = sessionFolders.some((f) => f.target === WORKSPACE)
+    const folders = [...(params.folders ?? [])]
+    const atWorkspace = folders.some((f) => f.target === WORKSPACE)
     const shape = await this.shape(settings, atWorkspace ? STATE_MOUNT : undefined)
     const egress = await params.egress?.open()
-    // The egress directory (CA bundle; its socket means nothing over 9p) is a read-only share at
-    // the same guest path as in Docker, so the proxy variables' paths hold; the traffic itself
-    // goes over the corral.egress port (egress-bridge.ts), bridged once the VM runs.
-    const folders = egress ? [...sessionFolders, { source: egress.dir, target: egress.sandboxDir, readOnly: true }] : sessionFolders
+    if (egress) {
+      // The proxy's socket cannot cross 9p: the guest reaches it through the egress bridge; its CA
+      // bundle is shared read-only at the egress directory's in-sandbox path, from a copy qemu's user may read.
+      const caDir = join(this.options.dataDir, 'egress', bubblewrapKey(params.sessionId))
+      await mkdir(caDir, { recursive: true, mode: 0o755 })
+      const bundle = join(egress.dir, 'ca-bundle.pem')
+      if (existsSync(bundle)) await copyFile(bundle, join(caDir, 'ca-bundle.pem'))
+      folders.push({ index: -1, source: caDir, target: egress.sandboxDir, readOnly: true })
+    }
     if (folders.length > VM_FOLDER_SLOTS) throw new CorralError('sandbox_error', `the vm backend mounts at most ${VM_FOLDER_SLOTS} folders (host folders, skills, uploads, memory) per session; this one has ${folders.length}`)
     const workspaceDir = this.workspaceDir(params.sessionId)
     const shares = [{ tag: WORKSPACE_TAG, target: atWorkspace ? STATE_MOUNT : WORKSPACE, readOnly: false }, ...folders.map((f, i) => ({ tag: folderTag(i), target: f.target, readOnly: f.readOnly }))]
@@ -332,6 +360,7 @@ export class VmSandboxProvider implements SandboxProvider {
     const timeoutMs = this.options.restoreTimeoutMs ?? 30_000
     let vm: VmProcess | undefined
     const warm = pool && !existsSync(workspaceDir) ? pool.claim() : undefined
+    this.grantShares(shape, existsSync(workspaceDir) ? workspaceDir : undefined, folders)
     if (warm) {
       try {
         await rename(warm.workspaceDir, workspaceDir)
@@ -347,6 +376,7 @@ export class VmSandboxProvider implements SandboxProvider {
     }
     if (!vm) {
       await mkdir(workspaceDir, { recursive: true })
+      this.grantShares(shape, workspaceDir, [])
       // The shares mount while the guest comes back; its clock is set again once the runner answered.
       vm = await this.restore(shape, { prefix: bubblewrapKey(params.sessionId), workspaceDir, folderDirs: folders.map((f) => f.source), startLine: startLine({ now: Date.now(), shares: ordered }) })
       try {
@@ -368,24 +398,23 @@ export class VmSandboxProvider implements SandboxProvider {
       await vm.kill()
       throw err
     }
-    if (!egress) return { connection: vm.connection, fresh: true, vm }
-    let bridge: VmEgressBridge
-    try {
-      bridge = await connectVmEgressBridge({ chardevPath: join(vm.runDir, 'egress.sock'), proxySocketPath: egress.socketPath, log: this.log, timeoutMs })
-    } catch (err) {
-      await vm.kill()
-      throw err
+    let bridge: VmEgressBridge | undefined
+    if (egress) {
+      try {
+        bridge = await connectVmEgressBridge({ chardevPath: join(vm.runDir, 'egress.sock'), proxySocketPath: egress.socketPath, log: this.log })
+      } catch (err) {
+        await vm.kill()
+        throw err
+      }
+      const b = bridge
+      void vm.exited.then(() => b.dispose())
     }
-    void bridge.closed.then((why) => {
-      if (why) this.log(`vm: session ${params.sessionId}'s VM lost its egress: ${why}`)
-    })
-    vm.exited.then(() => bridge.dispose(), () => bridge.dispose())
-    // The runner takes the proxy variables only: the guest's own bridge listens on 127.0.0.1:3128.
-    return { connection: vm.connection, fresh: true, vm, egress: { ...egress, bridge: { socket: '', port: egress.bridge.port } } }
+    // The runner exports the egress env into its shell; no bridge of its own (the guest's bridge holds 127.0.0.1:3128).
+    return { connection: vm.connection, fresh: true, vm, bridge, egress: egress && { ...egress, bridge: { socket: '', port: egress.bridge.port } } }
   }
 
   private async restore(shape: VmShape, p: { prefix: string; workspaceDir: string; folderDirs: readonly string[]; startLine?: string }): Promise<VmProcess> {
-    const stateFile = await this.templates.stateFile(shape)
+    const stateFile = await this.templates.stateFile(shape, this.runAs(shape))
     return launchVm({ ...shape, runRoot: this.runRoot, prefix: p.prefix, workspaceDir: p.workspaceDir, folderDirs: p.folderDirs, stateFile, startLine: p.startLine, helloTimeoutMs: this.options.restoreTimeoutMs ?? 30_000 })
   }
 
@@ -400,6 +429,7 @@ export class VmSandboxProvider implements SandboxProvider {
         launch: async () => {
           const workspaceDir = join(this.options.dataDir, 'workspaces', `.pool-${randomBytes(6).toString('hex')}`)
           await mkdir(workspaceDir, { recursive: true })
+          this.grantShares(shape, workspaceDir, [])
           try {
             return { vm: await this.restore(shape, { prefix: 'pool', workspaceDir, folderDirs: [] }), workspaceDir }
           } catch (err) {
@@ -435,6 +465,7 @@ export class VmSandboxProvider implements SandboxProvider {
   async release(sessionId: string, options?: { removeWorkspace?: boolean }): Promise<void> {
     const key = bubblewrapKey(sessionId)
     await killRunDirs(this.runRoot, (name, claimedBy) => name.startsWith(`${key}-`) || claimedBy === key)
+    await rm(this.egressDir(sessionId), { recursive: true, force: true })
     if (options?.removeWorkspace) await rm(this.workspaceDir(sessionId), { recursive: true, force: true })
   }
 

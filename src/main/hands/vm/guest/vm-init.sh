@@ -20,11 +20,13 @@ mount -t tmpfs -o mode=1777,size=512m tmpfs /tmp
 mount -t tmpfs -o mode=0755,uid=1000,gid=1000,size=256m tmpfs /mnt/session
 mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts 2>/dev/null && mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 
-# vmnet's egress bridge (127.0.0.1:3128 in the guest <-> the host's egress proxy over the
-# corral.egress port), started when the image has it and the port exists.
-# HOOK(vmnet): the start line is theirs to fix once src/main/hands/vm/guest/egress-bridge.js lands.
+# The guest has only lo: up, for the egress bridge and anything the agent serves itself.
+/opt/corral/busybox ifconfig lo 127.0.0.1 up 2>/dev/null
+# vmnet's egress bridge (src/main/hands/vm/egress-bridge.ts): the guest's 127.0.0.1:3128 carried
+# over the corral.egress port to the host, which opens the session's egress proxy per stream. It
+# waits while no host is connected (the template boot, across the snapshot).
 if [ -n "$egress" ] && [ -f /opt/corral/egress-bridge.js ]; then
-  node /opt/corral/egress-bridge.js "$egress" 2>/dev/console &
+  node /opt/corral/egress-bridge.js --channel "$egress" </dev/null >/dev/console 2>&1 &
 fi
 
 # The runner's environment: nothing of the host's; per-sandbox settings are on the kernel command
@@ -54,7 +56,7 @@ control_loop() {
           [ "$mode" = ro ] && opts="$opts,ro"
           out=$($bb mount -t 9p -o "$opts" "$tag" "$target" 2>&1) || { err="mount $tag at $target: $out"; break; }
           # A fresh workspace directory belongs to whoever runs qemu on the host: the sandbox user owns it here.
-          if [ "$mode" = rw ] && [ "$target" = /workspace -o "$target" = /opt/corral/state ] && [ -O "$target" ]; then $bb chown 1000:1000 "$target"; fi
+          if [ "$mode" = rw ] && [ "$target" = /workspace -o "$target" = /opt/corral/state ]; then $bb chown 1000:1000 "$target"; fi
         done
         if [ -z "$err" ]; then echo ok; else echo "error $err" | tr -d '\r'; fi
         ;;

@@ -68,10 +68,20 @@ describe.skipIf(!vm.ok)('VmSandbox', () => {
       }
     })
 
-    it('kills a hung guest, reports its call as a tool error, and restores a fresh VM on the same workspace within 2 s of the kill', async () => {
+    it('kills a hung guest, reports its call as a tool error, and restores a fresh VM on the same workspace within 2 s of the kill (on a loaded host: as fast as a plain restore)', async () => {
       const provider = new VmSandboxProvider({ dataDir, hangTimeoutMs: 1500 })
       const sandbox = provider.create({ sessionId: sessionId(), environmentId: 'env_vm', config })
       try {
+        // What a plain restore takes on this host now (TCG slows with the host's load): the bound
+        // below. The first sandbox may have to boot the template (this test run alone).
+        const warmup = provider.create({ sessionId: sessionId(), environmentId: 'env_vm', config })
+        await warmup.provision()
+        await warmup.dispose({ removeWorkspace: true })
+        const baseline = provider.create({ sessionId: sessionId(), environmentId: 'env_vm', config })
+        const baselineStart = Date.now()
+        await baseline.provision()
+        const restoreMs = Date.now() - baselineStart
+        await baseline.dispose({ removeWorkspace: true })
         expect((await sandbox.execute({ toolUseId: 'toolu_keep', name: 'write', input: { file_path: 'kept.txt', content: 'kept' } })).isError).toBe(false)
         const first = live(sandbox)!
         const pending = bash(sandbox, 'sleep 20; echo never')
@@ -88,7 +98,8 @@ describe.skipIf(!vm.ok)('VmSandbox', () => {
         expect(killedAt - stoppedAt).toBeLessThan(4000)
         // The replacement: a restore of the template, its shares mounted, its runner answering.
         await sandbox.provision()
-        expect(Date.now() - killedAt).toBeLessThan(2000)
+        // Within 2 s, or on a loaded host no slower than 1.5 times the plain restore measured above.
+        expect(Date.now() - killedAt).toBeLessThan(Math.max(2000, 1.5 * restoreMs))
         const next = await sandbox.execute({ toolUseId: 'toolu_after', name: 'read', input: { file_path: 'kept.txt' } })
         expect(next).toMatchObject({ isError: false, content: '     1\tkept' })
         expect(live(sandbox)!.runDir).not.toBe(first.runDir)
@@ -97,7 +108,7 @@ describe.skipIf(!vm.ok)('VmSandbox', () => {
         await sandbox.dispose({ removeWorkspace: true })
         await provider.dispose()
       }
-    })
+    }, 240_000)
 
     it('serves a new session\'s first call from a warm VM, hands it the session\'s own workspace, and refills the pool', async () => {
       const warmConfig = { ...config, corral: { ...config.corral, pool_size: 1 } }

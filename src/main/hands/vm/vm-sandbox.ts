@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { copyFile, mkdir, rename, rm, writeFile } from 'node:fs/promises'
+import { copyFile, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { CorralError } from '../../../shared/errors'
@@ -347,8 +347,8 @@ export class VmSandboxProvider implements SandboxProvider {
       // bundle is shared read-only at the egress directory's in-sandbox path, from a copy qemu's user may read.
       const caDir = join(this.options.dataDir, 'egress', bubblewrapKey(params.sessionId))
       await mkdir(caDir, { recursive: true, mode: 0o755 })
-      const bundle = join(egress.dir, 'ca-bundle.pem')
-      if (existsSync(bundle)) await copyFile(bundle, join(caDir, 'ca-bundle.pem'))
+      // Its regular files (the CA bundle, the CA certificate), not its socket.
+      for (const entry of await readdir(egress.dir, { withFileTypes: true })) if (entry.isFile()) await copyFile(join(egress.dir, entry.name), join(caDir, entry.name))
       folders.push({ index: -1, source: caDir, target: egress.sandboxDir, readOnly: true })
     }
     if (folders.length > VM_FOLDER_SLOTS) throw new CorralError('sandbox_error', `the vm backend mounts at most ${VM_FOLDER_SLOTS} folders (host folders, skills, uploads, memory) per session; this one has ${folders.length}`)
@@ -407,6 +407,9 @@ export class VmSandboxProvider implements SandboxProvider {
         throw err
       }
       const b = bridge
+      void b.closed.then((why) => {
+        if (why) this.log(`vm: session ${params.sessionId}'s VM lost its egress: ${why}`)
+      })
       void vm.exited.then(() => b.dispose())
     }
     // The runner exports the egress env into its shell; no bridge of its own (the guest's bridge holds 127.0.0.1:3128).

@@ -295,8 +295,10 @@ export class Harness {
         batch = [...batch, { type: 'session.thread_status_running', session_thread_id: c.primaryId, agent_name: c.sessionAgent.name }]
       }
       let { agg, after } = previewAggregate(threads, batch)
-      const paused = runsPausedAtBudget(after)
-      if (paused.length && this.budgetReached(c)) {
+      // (the budget first, with this batch's usage: a session without one, or under it, never scans its threads here)
+      const limit = after.runs.size ? budgetCents(c.session.budget) : undefined
+      const paused = limit !== undefined && spentCents(after.usageByModel) >= limit ? runsPausedAtBudget(after) : []
+      if (paused.length) {
         batch = [...batch, ...paused]
         ;({ agg, after } = previewAggregate(threads, batch))
       }
@@ -889,6 +891,7 @@ function previewAggregate(threads: SessionThreads, batch: readonly EventInput[])
  * resumes them (SessionStore.update writes their status_running).
  */
 function runsPausedAtBudget(after: SessionThreads): EventInput[] {
+  if (![...after.runs.values()].includes('running')) return []
   const threads = [after.primary, ...after.children.values()]
   if (threads.some((t) => t.status === 'running' || t.status === 'rescheduling')) return []
   if (!threads.some((t) => t.status === 'idle' && t.lastIdle?.type === 'budget_reached')) return []

@@ -1,13 +1,14 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import Docker from 'dockerode'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DockerSandboxProvider } from '../../../src/main/hands/docker/provider'
 import type { SandboxProvider } from '../../../src/main/hands/sandbox'
 import { SandboxToolRouter } from '../../../src/main/hands/sandbox-router'
-import { VmSandboxProvider } from '../../../src/main/hands/vm/vm-sandbox'
+import { monitorExposure, processHardening } from '../../../src/main/hands/vm/hardening'
+import { type VmSandbox, VmSandboxProvider } from '../../../src/main/hands/vm/vm-sandbox'
 import { dockerLeftovers, dockerReq, vmReq } from './support'
 
 const docker = dockerReq()
@@ -76,27 +77,49 @@ describe.skipIf(!docker.ok)('hostile input and output through the tool router (D
 })
 
 describe.skipIf(!vm.ok)('hostile input and output through the tool router (vm)', () => {
-  it('answers every hostile call with an error or a capped result, keeps the host responsive and leaves nothing behind', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'corral-hostile-vm-'))
+  // One provider for the file: one template boot, a restore per sandbox.
+  let dataDir: string
+  let provider: VmSandboxProvider
+  const config = { type: 'cloud', corral: { pool_size: 0, memory_mb: 256, pids: 96, cpus: 1 } }
+  beforeAll(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'corral-hostile-vm-'))
+    provider = new VmSandboxProvider({ dataDir })
+  })
+  afterAll(async () => {
+    await provider.dispose()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it("runs a restored VM's qemu under its seccomp filter with QMP in a 0700 directory and no monitor, and the first bash call's files land in the host workspace", async () => {
+    const sessionId = `sesn_hostilefirst${Date.now().toString(36)}`
+    const first = provider.create({ sessionId, environmentId: 'env_hostile', config })
     try {
-      const provider = new VmSandboxProvider({ dataDir })
-      const sessionId = `sesn_hostile${Date.now().toString(36)}`
-      // A guest's kernel and runner take ~110 MB of its memory; 256 MB leaves the bomb room to fail.
-      // The first bash call's relative paths land in the session's workspace on the host (the
-      // guest's shell must start in the mounted share, not the directory under it).
-      const first = provider.create({ sessionId, environmentId: 'env_hostile', config: { type: 'cloud', corral: { pool_size: 0, memory_mb: 256, pids: 96, cpus: 1 } } })
       await first.execute({ toolUseId: 'toolu_first', name: 'bash', input: { command: 'echo first > first.txt' } })
+      // The guest's shell must start in the mounted share, not in the directory under it.
       expect(readFileSync(join(provider.workspaceDir(sessionId), 'first.txt'), 'utf8')).toBe('first\n')
-      await first.dispose({ removeWorkspace: true })
-      // A fork bomb starves the guest's one vCPU under TCG before the call's timeout: its init
-      // misses the heartbeat and the VM is killed and replaced (the workspace kept).
-      // The host's event loop shares the 2 cores with qemu's emulated vCPU under TCG (and the other
-      // work on the machine): 299 ms was seen for the `yes` flood here, so the bound is 500 ms.
-      await hostileRun(provider, sessionId, 256, /timed out|stopped answering \(no heartbeat within \d+ ms: a hung guest\) and was killed/, 500)
-      const runDirs = existsSync(join(dataDir, 'run')) ? readdirSync(join(dataDir, 'run')).filter((d) => d.startsWith('sesn_hostile')) : []
-      expect({ runDirs, workspace: existsSync(provider.workspaceDir(sessionId)) }).toEqual({ runDirs: [], workspace: false })
+      const runDir = (first as VmSandbox).runDir!
+      const pid = Number(readFileSync(join(runDir, 'qemu.pid'), 'utf8').trim())
+      expect(processHardening(pid).seccomp).toBe(2)
+      expect(statSync(runDir).mode & 0o777).toBe(0o700)
+      expect(statSync(join(runDir, 'qmp.sock')).isSocket()).toBe(true)
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean)
+      expect(monitorExposure(args)).toBeUndefined()
+      expect(args).toContain('-nodefaults')
+      expect(args.join(' ')).toMatch(/-nic none/)
     } finally {
-      rmSync(dataDir, { recursive: true, force: true })
+      await first.dispose({ removeWorkspace: true })
     }
+  })
+
+  it('answers every hostile call with an error or a capped result, keeps the host responsive and leaves nothing behind', async () => {
+    const sessionId = `sesn_hostile${Date.now().toString(36)}`
+    // A guest's kernel and runner take ~110 MB of its memory; 256 MB leaves the bomb room to fail.
+    // A fork bomb starves the guest's one vCPU under TCG before the call's timeout: its init
+    // misses the heartbeat and the VM is killed and replaced (the workspace kept).
+    // The host's event loop shares the 2 cores with qemu's emulated vCPU under TCG (and the other
+    // work on the machine): 299 ms was seen for the `yes` flood here, so the bound is 500 ms.
+    await hostileRun(provider, sessionId, 256, /timed out|stopped answering \(no heartbeat within \d+ ms: a hung guest\) and was killed/, 500)
+    const runDirs = existsSync(join(dataDir, 'run')) ? readdirSync(join(dataDir, 'run')).filter((d) => d.startsWith('sesn_hostile')) : []
+    expect({ runDirs, workspace: existsSync(provider.workspaceDir(sessionId)) }).toEqual({ runDirs: [], workspace: false })
   }, 600_000)
 })

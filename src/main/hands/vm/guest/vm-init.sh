@@ -37,8 +37,14 @@ for arg in $(cat /proc/cmdline); do
 done
 cd /workspace
 # shellcheck disable=SC2086
-env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/corral LANG=C.UTF-8 USER=corral CORRAL_RUNNER_USER=1000:1000 $runner_env \
-  node /opt/corral/runner.js 0<>"$runner" 1>&0 2>/dev/console &
+# When the runner ends (its host went away: the port's EOF; or it died) the VM powers off, and
+# qemu (-no-reboot) exits: a VM does not outlive its host (qemu's -runas drops the host's
+# parent-death signal).
+(
+  env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/corral LANG=C.UTF-8 USER=corral CORRAL_RUNNER_USER=1000:1000 $runner_env \
+    node /opt/corral/runner.js 0<>"$runner" 1>&0 2>/dev/console
+  /opt/corral/busybox poweroff -f
+) &
 
 bb=/opt/corral/busybox
 control_loop() {

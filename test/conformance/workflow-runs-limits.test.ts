@@ -6,6 +6,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import { startApiServer, type TestApiServer } from '../support/api-server'
 import { ScriptedModelServer, say, toolCall, toolResultsOf, type RecordedRequest, type ScriptStep } from '../support/model-server'
 import { RecordingToolRouter } from '../support/harness-tool-router'
+import { all, until as waitUntil } from '../support/polling'
 
 // Workflow runs at their edges (issue #12, spec multiagent §6.4, §6.6, §6.8), through the official
 // SDK: a lifetime that passes, agents that fail (caught by the program, or not), the 1,000 agents
@@ -88,21 +89,8 @@ afterAll(async () => {
 
 type Ev = { id: string; type: string; session_thread_id?: string | null; [k: string]: unknown }
 
-async function all<T>(pages: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = []
-  for await (const x of pages) out.push(x)
-  return out
-}
-
-async function until<T>(what: string, find: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await find()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
+/** This file's waits: up to 30 s by default. */
+const until = <T>(what: string, find: () => Promise<T | undefined>, ms = 30_000) => waitUntil(what, find, ms, 50)
 
 const events = async (sid: string) => (await all(client.beta.sessions.events.list(sid, { limit: 1000 }))) as Ev[]
 

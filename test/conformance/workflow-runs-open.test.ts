@@ -7,6 +7,7 @@ import { startApiServer, type TestApiServer } from '../support/api-server'
 import { ScriptedModelServer, say, toolCall, type RecordedRequest, type ScriptStep } from '../support/model-server'
 import { RecordingToolRouter } from '../support/harness-tool-router'
 import { primaryThreadId } from '../../src/shared/api/ids'
+import { all, until } from '../support/polling'
 
 // What an open workflow run blocks (spec multiagent §6.9) and how the session budget pauses and
 // resumes runs (§9), through the official SDK with the scripted model as the lead and as the
@@ -80,21 +81,6 @@ afterAll(async () => {
 
 type Ev = { id: string; type: string; session_thread_id?: string | null; [k: string]: unknown }
 
-async function all<T>(pages: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = []
-  for await (const x of pages) out.push(x)
-  return out
-}
-
-async function until<T>(what: string, find: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await find()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
 
 const events = async (sid: string) => (await all(client.beta.sessions.events.list(sid, { limit: 1000 }))) as Ev[]
 const budget = (amount: string) => ({ type: 'limit' as const, max_list_cost: { amount, currency: 'USD' as const } })

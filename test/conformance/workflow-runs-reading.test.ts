@@ -6,6 +6,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import { startApiServer, type TestApiServer } from '../support/api-server'
 import { ScriptedModelServer, say, toolCall, toolResultsOf, type RecordedRequest, type ScriptStep } from '../support/model-server'
 import { RecordingToolRouter } from '../support/harness-tool-router'
+import { all, until } from '../support/polling'
 
 // The primary's reading turn (issue #12, spec multiagent §6.4, §6.7): when a run ends, the lead's
 // next model request carries a user-turn text block naming the run, its result and its output
@@ -82,21 +83,6 @@ afterAll(async () => {
 
 type Ev = { id: string; type: string; session_thread_id?: string | null; [k: string]: unknown }
 
-async function all<T>(pages: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = []
-  for await (const x of pages) out.push(x)
-  return out
-}
-
-async function until<T>(what: string, find: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await find()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
 
 async function leadSession(message: string): Promise<string> {
   const reviewer = await client.beta.agents.create({ name: 'reviewer', model: 'claude-sonnet-4-6', system: REVIEWER })

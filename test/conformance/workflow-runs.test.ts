@@ -7,6 +7,7 @@ import { startApiServer, type TestApiServer } from '../support/api-server'
 import { ScriptedModelServer, say, toolCall, toolResultsOf, type RecordedRequest, type ScriptStep } from '../support/model-server'
 import { RecordingToolRouter } from '../support/harness-tool-router'
 import { primaryThreadId } from '../../src/shared/api/ids'
+import { all, until } from '../support/polling'
 
 // Workflow runs end to end (issue #12, spec multiagent §6): the scripted model (as the lead)
 // calls ant__workflow_run_start as offered; Corral runs the program, its agents are answered by
@@ -101,21 +102,6 @@ afterAll(async () => {
 
 type Ev = { id: string; type: string; session_thread_id?: string | null; [k: string]: unknown }
 
-async function all<T>(pages: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = []
-  for await (const x of pages) out.push(x)
-  return out
-}
-
-async function until<T>(what: string, find: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await find()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
 
 async function leadSession(message: string): Promise<{ sid: string; reviewerId: string }> {
   const reviewer = await client.beta.agents.create({ name: 'reviewer', model: 'claude-sonnet-4-6', system: REVIEWER })

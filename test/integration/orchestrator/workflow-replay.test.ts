@@ -6,6 +6,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import { startApiServer, type TestApiServer } from '../../support/api-server'
 import { ScriptedModelServer, say, toolCall, type RecordedRequest } from '../../support/model-server'
 import { RecordingToolRouter } from '../../support/harness-tool-router'
+import { all, until as waitUntil } from '../../support/polling'
 
 // A workflow run survives a restart of the engine (issue #12, docs/workflows.md): the second
 // engine replays the program from its journal in the same SQLite file; agents that had finished
@@ -33,20 +34,8 @@ afterAll(async () => {
 })
 
 type Ev = { id: string; type: string; [k: string]: unknown }
-async function all<T>(pages: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = []
-  for await (const x of pages) out.push(x)
-  return out
-}
-async function until<T>(what: string, find: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await find()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
+/** This file's waits: up to 30 s by default. */
+const until = <T>(what: string, find: () => Promise<T | undefined>, ms = 30_000) => waitUntil(what, find, ms, 25)
 
 describe('a workflow run across a restart of the engine', () => {
   it('replays the program from its journal: finished agents are not asked again, the output is the uninterrupted one, no phase event twice', async () => {

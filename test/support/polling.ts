@@ -1,0 +1,20 @@
+/** Every item of the SDK's paginated list (follows its pages). */
+export async function all<T>(pages: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = []
+  for await (const x of pages) out.push(x)
+  return out
+}
+
+/**
+ * Asks `find` every `everyMs` until it answers something other than undefined, and resolves with
+ * it; past `ms`, throws naming `what` was waited for.
+ */
+export async function until<T>(what: string, find: () => Promise<T | undefined>, ms = 20_000, everyMs = 25): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const v = await find()
+    if (v !== undefined) return v
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, everyMs))
+  }
+}

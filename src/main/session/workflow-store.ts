@@ -68,15 +68,17 @@ export class WorkflowStore {
     this.selectLogs = db.prepare('SELECT line, text FROM workflow_logs WHERE run_id = ? AND line > ? ORDER BY line LIMIT ?')
     this.countLogs = db.prepare('SELECT COUNT(*) AS n FROM workflow_logs WHERE run_id = ?')
     this.selectRunOfThread = db.prepare('SELECT run_id, call_index FROM workflow_calls WHERE thread_id = ?')
-    // through the events' type index (status_ended is listed in it: not a dense type)
+    // through the events' type index (status_ended is listed in it: not a dense type). The index
+    // is partial: without `type_mark IS NOT 0` SQLite cannot use it and walked the session's
+    // whole log instead — once per append of a run (its precheck), 0.4 ms a time at 4,000 events
     this.selectEnded = db.prepare(
-      `SELECT 1 FROM events e WHERE e.session_rid = (SELECT rid FROM sessions WHERE id = ?) AND e.type = 'workflow_run.status_ended' AND json_extract(e.data, '$.workflow_run_id') = ? LIMIT 1`,
+      `SELECT 1 FROM events e INDEXED BY events_type_marks WHERE e.session_rid = (SELECT rid FROM sessions WHERE id = ?) AND e.type = 'workflow_run.status_ended' AND e.type_mark IS NOT 0 AND json_extract(e.data, '$.workflow_run_id') = ? LIMIT 1`,
     )
     // per session through the events' type index: more runs created than ended
     this.selectOpenSessions = db.prepare(
       `SELECT s.id FROM sessions s WHERE s.deleting = 0 AND s.archived_at IS NULL
-         AND (SELECT COUNT(*) FROM events e WHERE e.session_rid = s.rid AND e.type = 'workflow_run.created')
-           > (SELECT COUNT(*) FROM events e WHERE e.session_rid = s.rid AND e.type = 'workflow_run.status_ended')`,
+         AND (SELECT COUNT(*) FROM events e INDEXED BY events_type_marks WHERE e.session_rid = s.rid AND e.type = 'workflow_run.created' AND e.type_mark IS NOT 0)
+           > (SELECT COUNT(*) FROM events e INDEXED BY events_type_marks WHERE e.session_rid = s.rid AND e.type = 'workflow_run.status_ended' AND e.type_mark IS NOT 0)`,
     )
   }
 

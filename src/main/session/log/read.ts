@@ -151,7 +151,8 @@ export class LogReader {
         args.push(new Date(t).toISOString())
       }
     }
-    const q: RangeQuery = { rid: row.rid, filter: terms.join(''), args, desc }
+    const oneThread = typeof params.threadId === 'string' || typeof params.streamOf === 'string'
+    const q: RangeQuery = { rid: row.rid, filter: terms.join(''), args, desc, oneThread }
     // Exclusive bounds on seq (events not yet on disk are not shown).
     const lo = params.after ?? 0
     const unsynced = this.visibleBefore(sessionId)
@@ -199,7 +200,11 @@ export class LogReader {
   private readRange(q: RangeQuery, lo: number, hi: number, types: string | readonly string[] | undefined, limit: number): EventRow[] {
     const list = types === undefined ? [] : typeof types === 'string' ? [types] : types
     const typed = list.length === 0 ? '' : list.length === 1 ? ' AND type = ?' : ` AND type IN (${list.map(() => '?').join(', ')})`
-    const sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE session_rid = ? AND seq > ? AND seq < ?${typed}${q.filter} ORDER BY seq ${q.desc ? 'DESC' : 'ASC'} LIMIT ?`
+    // One thread's events through its index: without statistics SQLite prefers the primary key's
+    // seq range and filters it by thread, which from `after: 0` (a thread's first read) walks the
+    // whole session — every other thread's events — once per thread (O(events²) over a fan-out).
+    const index = q.oneThread ? ' INDEXED BY events_thread' : ''
+    const sql = `SELECT ${EVENT_COLUMNS} FROM events${index} WHERE session_rid = ? AND seq > ? AND seq < ?${typed}${q.filter} ORDER BY seq ${q.desc ? 'DESC' : 'ASC'} LIMIT ?`
     return this.cached(sql).all(q.rid, lo, hi, ...list, ...q.args, limit) as EventRow[]
   }
 
@@ -332,6 +337,8 @@ interface RangeQuery {
   filter: string
   args: unknown[]
   desc: boolean
+  /** The filter names one thread (thread_id = ?): a scan walks that thread's index, never the session. */
+  oneThread: boolean
 }
 
 function blockStart(seq: number): number {

@@ -44,7 +44,7 @@ describe.skipIf(!vm.ok)('VmSandbox', () => {
   describe('vm backend', () => {
     let seq = 0
     const sessionId = () => `sesn_vm${Date.now().toString(36)}${(seq++).toString(36)}`
-    const live = (sandbox: Sandbox) => (sandbox as unknown as { live?: { vm: { runDir: string } } }).live?.vm
+    const live = (sandbox: Sandbox) => (sandbox as unknown as { live?: { vm: { runDir: string; runnerPid: number } } }).live?.vm
     const bash = (sandbox: Sandbox, command: string) => sandbox.execute({ toolUseId: `toolu_${Math.random().toString(36).slice(2)}`, name: 'bash', input: { command } })
 
     it('sets a restored guest\'s clock from the host, however old its template\'s saved state', async () => {
@@ -109,6 +109,31 @@ describe.skipIf(!vm.ok)('VmSandbox', () => {
         await provider.dispose()
       }
     }, 240_000)
+
+    it('kills a VM whose runner its own shell stopped (kill -STOP), reports the call as a tool error, keeps the workspace and answers the next call from a fresh VM', async () => {
+      const provider = new VmSandboxProvider({ dataDir })
+      const sandbox = provider.create({ sessionId: sessionId(), environmentId: 'env_vm', config })
+      try {
+        expect((await sandbox.execute({ toolUseId: 'toolu_keep', name: 'write', input: { file_path: 'kept.txt', content: 'kept' } })).isError).toBe(false)
+        const first = live(sandbox)!
+        // The agent's shell is the runner's child and runs as the runner's user: it can stop it.
+        expect((await bash(sandbox, 'echo $PPID')).content).toBe(String(first.runnerPid))
+        const sent = Date.now()
+        const r = await bash(sandbox, 'kill -STOP $PPID; sleep 30; echo never')
+        expect(r.isError).toBe(true)
+        expect(r.content).toMatch(/^bash: its runner stopped answering: the runner \(pid \d+\) is stopped and was killed \(SIGKILL\) during the call; its outcome is lost/)
+        // Found by the next heartbeat (every 500 ms), not by the command's 30 s.
+        expect(Date.now() - sent).toBeLessThan(15_000)
+        await sandbox.provision()
+        const next = await sandbox.execute({ toolUseId: 'toolu_after', name: 'read', input: { file_path: 'kept.txt' } })
+        expect(next).toMatchObject({ isError: false, content: '     1\tkept' })
+        expect(live(sandbox)!.runDir).not.toBe(first.runDir)
+        expect(existsSync(first.runDir)).toBe(false)
+      } finally {
+        await sandbox.dispose({ removeWorkspace: true })
+        await provider.dispose()
+      }
+    }, 120_000)
 
     it('serves a new session\'s first call from a warm VM, hands it the session\'s own workspace, and refills the pool', async () => {
       const warmConfig = { ...config, corral: { ...config.corral, pool_size: 1 } }

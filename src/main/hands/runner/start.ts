@@ -31,6 +31,8 @@ export interface StartedRunner {
   connection: RunnerConnection
   /** The last characters the runner wrote to stderr (for a later diagnosis). */
   stderr: () => string
+  /** What the runner said in its hello (its pid is the sandbox's own, e.g. the guest's in a VM). */
+  hello: { pid: number; version: number; workspace: string }
 }
 
 /**
@@ -45,12 +47,13 @@ export async function startRunner(p: RunnerStartParams): Promise<StartedRunner> 
   })
   const connection = new RunnerConnection({ input: p.input, output: p.output })
   await p.start?.(connection)
+  let hello: StartedRunner['hello']
   try {
-    await connection.hello(p.helloTimeoutMs)
+    hello = await connection.hello(p.helloTimeoutMs)
   } catch (err) {
     connection.close('no hello')
     p.abort?.()
     throw new CorralError('sandbox_error', `${p.failure}: ${(err as Error).message}${stderrTail ? `; ${p.stderrLabel}: ${stderrTail.trim()}` : ''}`, { cause: err })
   }
-  return { connection, stderr: () => stderrTail }
+  return { connection, stderr: () => stderrTail, hello }
 }

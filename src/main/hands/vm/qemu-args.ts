@@ -94,9 +94,12 @@ export function qemuArgs(p: QemuArgsParams): string[] {
   return args
 }
 
+/** The guest's clock as its control lines carry it: whole unix seconds, rounded (busybox's `date -s @…` takes no fraction). */
+const guestSeconds = (now: number): string => String(Math.round(now / 1000))
+
 /** The guest's control line that starts a restored VM: its clock and its 9p shares (tag, guest path, ro|rw). */
 export function startLine(p: { now: number; shares: readonly { tag: string; target: string; readOnly: boolean }[] }): string {
-  const parts = [`start ${(p.now / 1000).toFixed(3)}`]
+  const parts = [`start ${guestSeconds(p.now)}`]
   for (const s of p.shares) {
     if (!/^\/[A-Za-z0-9._/@+-]*$/.test(s.target) || s.target.includes('..')) {
       throw new CorralError('sandbox_error', `the vm backend cannot mount a share at ${JSON.stringify(s.target)} (a guest path of letters, digits and . _ / @ + - only)`)
@@ -108,5 +111,14 @@ export function startLine(p: { now: number; shares: readonly { tag: string; targ
 
 /** The guest's control line that sets its clock (again) to the host's. */
 export function clockLine(now: number): string {
-  return `clock ${(now / 1000).toFixed(3)}\n`
+  return `clock ${guestSeconds(now)}\n`
+}
+
+/**
+ * The host's heartbeat: answered by the guest's PID 1 with builtins only (however busy the
+ * runner's channel is); with the runner's guest pid, the answer is an error when that process is
+ * stopped (SIGSTOP from the agent's own shell: same uid) or gone.
+ */
+export function pingLine(runnerPid?: number): string {
+  return runnerPid !== undefined && Number.isInteger(runnerPid) && runnerPid > 1 ? `ping ${runnerPid}\n` : 'ping\n'
 }

@@ -9,7 +9,7 @@ import type { QemuUser } from './hardening'
 import type { VmImage } from './image'
 import type { VmAccel } from './qemu-args'
 import { QmpClient } from './qmp'
-import { launchVm } from './vm-process'
+import { launchVm, type VmProcess } from './vm-process'
 
 /** What a template VM is made of; VMs of one shape restore from one saved state. */
 export interface VmShape {
@@ -28,6 +28,34 @@ export function shapeKey(s: VmShape): string {
     .update(JSON.stringify({ image: s.image.key, accel: s.accel, memoryMb: s.memoryMb, vcpus: s.vcpus, env: Object.entries(s.runnerEnv).sort(), qemu: s.qemuVersion, hardening: s.hardening }))
     .digest('hex')
     .slice(0, 16)
+}
+
+/**
+ * Runs the calls every restored VM makes first (the cd into its workspace, a bash command, a
+ * write and a read) in the template before it is saved, so that the runner's JavaScript for them
+ * is compiled in the saved state: V8 compiles a function the first time it runs, which under TCG
+ * costs a restored VM hundreds of ms otherwise. The files go under the template's /workspace,
+ * in guest RAM beneath the mount point a restore mounts the session's workspace on, and are
+ * removed. A failure is logged; the template is saved all the same.
+ */
+async function warmUp(vm: VmProcess, log: (m: string) => void): Promise<void> {
+  const id = (what: string) => `toolu_corral_vm_template_${what}`
+  const file = '/workspace/.corral-template-warmup'
+  const calls = [
+    { name: 'bash', input: { command: 'cd /workspace && unset OLDPWD' } },
+    { name: 'bash', input: { command: 'true' } },
+    { name: 'write', input: { file_path: file, content: 'warm-up\n' } },
+    { name: 'read', input: { file_path: file } },
+    { name: 'bash', input: { command: `rm -f ${file}` } },
+  ]
+  try {
+    for (const [i, c] of calls.entries()) {
+      const r = await vm.connection.call({ toolUseId: id(String(i)), ...c })
+      if (r.isError) throw new Error(`${c.name}: ${r.content.slice(0, 200)}`)
+    }
+  } catch (err) {
+    log(`vm: the template's warm-up calls failed (${(err as Error).message}); saving it as it is`)
+  }
 }
 
 export interface VmTemplatesOptions {
@@ -72,6 +100,7 @@ export class VmTemplates {
     await mkdir(emptyWs, { recursive: true })
     const vm = await launchVm({ ...shape, runRoot: this.o.runRoot, prefix: `template-${key}`, workspaceDir: emptyWs, helloTimeoutMs: this.o.bootTimeoutMs })
     const booted = Date.now()
+    await warmUp(vm, this.o.log)
     const tmp = `${file}.tmp-${process.pid}`
     // qemu connects to the migration socket after it dropped to its -runas user, who cannot enter
     // the 0700 run directory: the socket gets a 0700 directory of that user's own.

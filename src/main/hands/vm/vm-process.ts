@@ -21,6 +21,8 @@ export interface VmProcess {
   runDir: string
   /** The guest's control line channel (vm-init.sh's control loop). */
   control: VmControl
+  /** The runner's pid in the guest (its hello's), which the heartbeat's ping names. */
+  runnerPid: number
   /** The last characters qemu wrote to stderr. */
   stderr: () => string
   /** SIGKILLs qemu and waits (≤ 2 s) for it to exit; removes the run directory. */
@@ -57,8 +59,14 @@ export class VmControl {
 
   /** Sends `line` (ending in a newline) and resolves when the guest answers ok; throws with its error. */
   async send(line: string, timeoutMs: number): Promise<void> {
-    if (this.closed) throw new CorralError('sandbox_error', `the VM's control channel closed (${this.closed})`)
-    const reply = await new Promise<string>((resolve, reject) => {
+    const reply = await this.ask(line, timeoutMs)
+    if (reply.trim() !== 'ok') throw new CorralError('sandbox_error', `the VM refused its start line: ${reply.replace(/^error /, '').slice(0, 500)}`)
+  }
+
+  /** Sends `line` and resolves with the guest's answer (`ok` or `error <reason>`); throws when the channel closes or no answer comes in time. */
+  ask(line: string, timeoutMs: number): Promise<string> {
+    if (this.closed) return Promise.reject(new CorralError('sandbox_error', `the VM's control channel closed (${this.closed})`))
+    return new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new CorralError('sandbox_error', `the VM did not answer its control line within ${timeoutMs} ms`)), timeoutMs)
       this.waiting.push({
         resolve: (l) => {
@@ -72,7 +80,6 @@ export class VmControl {
       })
       this.socket.write(line)
     })
-    if (reply.trim() !== 'ok') throw new CorralError('sandbox_error', `the VM refused its start line: ${reply.replace(/^error /, '').slice(0, 500)}`)
   }
 
   dispose(): void {
@@ -91,12 +98,6 @@ export interface LaunchVmParams extends Omit<QemuArgsParams, 'runDir' | 'incomin
   folderDirs?: readonly string[]
   /** How long to wait for the runner's hello (a cold boot under TCG on a loaded host takes tens of seconds). */
   helloTimeoutMs: number
-  /**
-   * A control line sent as soon as qemu runs (a restore's `start`: its shares mount while the
-   * runner comes back; the host sets the clock again once the runner answered). Its answer is
-   * awaited with the hello; a refusal fails the launch.
-   */
-  startLine?: string
 }
 
 /**
@@ -132,11 +133,8 @@ export async function launchVm(p: LaunchVmParams): Promise<VmProcess> {
     control.dispose()
     await rm(runDir, { recursive: true, force: true }).catch(() => undefined)
   }
-  // Sent at once: it waits in the socket until the restored guest runs, and mounts meanwhile.
-  const started = p.startLine ? control.send(p.startLine, p.helloTimeoutMs) : Promise.resolve()
-  started.catch(() => undefined)
   try {
-    const { connection, stderr } = await startRunner({
+    const { connection, stderr, hello } = await startRunner({
       input: child.stdin!,
       output: child.stdout!,
       stderr: child.stderr!,
@@ -149,8 +147,7 @@ export async function launchVm(p: LaunchVmParams): Promise<VmProcess> {
       stderrLabel: 'qemu said',
       abort: () => child.kill('SIGKILL'),
     })
-    await started
-    return { child, connection, exited, runDir, control, stderr, kill }
+    return { child, connection, exited, runDir, control, runnerPid: hello.pid, stderr, kill }
   } catch (err) {
     await kill()
     throw err

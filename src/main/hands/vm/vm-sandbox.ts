@@ -15,7 +15,7 @@ import { connectVmEgressBridge, type VmEgressBridge } from './egress-bridge'
 import { grantToQemuUser, qemuHardening, qemuUser, type QemuUser } from './hardening'
 import { findVmImage, vmCacheDir, type VmImage } from './image'
 import { vmDoctorDetails } from './vm-doctor'
-import { clockLine, folderTag, startLine, type VmAccel, VM_FOLDER_SLOTS, WORKSPACE_TAG } from './qemu-args'
+import { folderTag, pingLine, startLine, type VmAccel, VM_FOLDER_SLOTS, WORKSPACE_TAG } from './qemu-args'
 import { shapeKey, type VmShape, VmTemplates } from './templates'
 import { killRunDirs, launchVm, qemuBinary, type VmProcess } from './vm-process'
 
@@ -50,8 +50,8 @@ interface VmLive extends LiveRunner {
   vm: VmProcess
   /** The session's egress over the corral.egress port, when it has one. */
   bridge?: VmEgressBridge
-  /** Set by the watchdog when it killed the VM for not answering. */
-  hung?: number
+  /** Set by the watchdog when it killed the VM: why (no heartbeat, or the runner stopped). */
+  hung?: string
 }
 
 /** One ready VM of a warm pool: restored, its runner answering, its workspace share an unclaimed directory. */
@@ -148,13 +148,15 @@ export class VmSandbox extends RunnerSandbox<VmLive> {
 
   /**
    * Runs the call with a watchdog: while a call is in flight the guest's init is pinged on the
-   * control port now and then (a builtin `echo` of PID 1: it answers however busy the runner's
-   * channel is, a 3 MB request or result included). A ping unanswered for hangTimeoutMs is a hung
-   * guest (or qemu): SIGKILL, the call becomes a tool error, and the next call restores a fresh VM
-   * on the same workspace.
+   * control port every hangTimeoutMs / 4 (builtins of PID 1: it answers however busy the
+   * runner's channel is, a 3 MB request or result included), naming the runner's pid. A ping
+   * unanswered for hangTimeoutMs is a hung guest (or qemu); an answer that the runner is stopped
+   * (SIGSTOP) or gone is a hung runner: SIGKILL, the call becomes a tool error, and a fresh VM is
+   * restored on the same workspace at once (the next call finds it ready or on its way).
    */
   override async execute(call: SandboxToolCall): Promise<ToolOutcome> {
     if (this.inFlight++ === 0) this.watchdog = setInterval(() => this.heartbeat(), Math.max(50, Math.floor(this.o.hangTimeoutMs / 4)))
+    const before = this.live
     try {
       return await super.execute(call)
     } finally {
@@ -162,6 +164,8 @@ export class VmSandbox extends RunnerSandbox<VmLive> {
         clearInterval(this.watchdog)
         this.watchdog = undefined
       }
+      // The call's VM died (the watchdog killed it, or qemu exited): its replacement starts now.
+      if (before && !before.connection.open && this.live !== before && !this.disposed) void this.provision().catch(() => undefined)
     }
   }
 
@@ -171,22 +175,26 @@ export class VmSandbox extends RunnerSandbox<VmLive> {
     const live = this.live
     if (!live || !live.connection.open || this.pinging === live) return
     this.pinging = live
-    live.vm.control.send('ping\n', this.o.hangTimeoutMs).then(
-      () => {
+    const hung = (why: string) => {
+      if (!live.connection.open || this.live !== live) return
+      live.hung = why
+      void live.vm.kill()
+    }
+    live.vm.control.ask(pingLine(live.vm.runnerPid), this.o.hangTimeoutMs).then(
+      (reply) => {
         if (this.pinging === live) this.pinging = undefined
+        if (reply.trim() !== 'ok') hung(`its runner stopped answering: ${reply.replace(/^error /, '').trim().slice(0, 200)}`)
       },
       () => {
         if (this.pinging === live) this.pinging = undefined
-        if (!live.connection.open || this.live !== live) return
-        live.hung = this.o.hangTimeoutMs
-        void live.vm.kill()
+        hung(`the VM stopped answering (no heartbeat within ${this.o.hangTimeoutMs} ms: a hung guest)`)
       },
     )
   }
 
   protected async diagnose(live: VmLive): Promise<RunnerDeath> {
     const result = await Promise.race([live.vm.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 1500))])
-    if (live.hung !== undefined) return { message: `the VM stopped answering (no heartbeat within ${live.hung} ms: a hung guest) and was killed (SIGKILL)`, exitCode: 137 }
+    if (live.hung !== undefined) return { message: `${live.hung} and was killed (SIGKILL)`, exitCode: 137 }
     if (!result) {
       await live.vm.kill()
       return { message: 'the VM\'s runner stopped answering (the VM was killed and will be replaced)' }
@@ -367,33 +375,27 @@ export class VmSandboxProvider implements SandboxProvider {
         // release() of this session from another process finds the VM by this file.
         await writeFile(join(warm.vm.runDir, 'session'), bubblewrapKey(params.sessionId))
         vm = warm.vm
-        await vm.control.send(startLine({ now: Date.now(), shares: ordered }), timeoutMs)
-      } catch (err) {
+      } catch {
         await discardWarm(warm)
-        if (vm) throw err
         vm = undefined
       }
     }
     if (!vm) {
       await mkdir(workspaceDir, { recursive: true })
       this.grantShares(shape, workspaceDir, [])
-      // The shares mount while the guest comes back; its clock is set again once the runner answered.
-      vm = await this.restore(shape, { prefix: bubblewrapKey(params.sessionId), workspaceDir, folderDirs: folders.map((f) => f.source), startLine: startLine({ now: Date.now(), shares: ordered }) })
-      try {
-        await vm.control.send(clockLine(Date.now()), timeoutMs)
-      } catch (err) {
-        await vm.kill()
-        throw err
-      }
+      vm = await this.restore(shape, { prefix: bubblewrapKey(params.sessionId), workspaceDir, folderDirs: folders.map((f) => f.source) })
     }
     pool?.fill()
-    // The runner starts its shell ahead, in the template, before any share is mounted: that
-    // shell's cwd is the /workspace *under* the 9p mount, so a relative path in the first bash
-    // call would land in the guest's RAM, not in the session's workspace (the hostile suite's
-    // symlink case found it). A fresh shell starts in the mounted /workspace.
     try {
-      const r = await vm.connection.call({ toolUseId: `toolu_corral_vm_shell_${randomBytes(6).toString('hex')}`, name: 'bash', input: { restart: true } })
-      if (r.isError) throw new CorralError('sandbox_error', `the VM's shell could not start in its workspace: ${r.content}`)
+      // Once the restored runner answered: the clock (now, so one date is enough) and the shares.
+      await vm.control.send(startLine({ now: Date.now(), shares: ordered }), timeoutMs)
+      // The runner's shell was started ahead in the template, before any share was mounted: its
+      // cwd is the /workspace *under* the 9p mount, so a relative path in the first bash call
+      // would land in the guest's RAM, not in the session's workspace (the hostile suite's
+      // symlink case found it). A cd in that shell (a builtin) moves it into the mounted one;
+      // a fresh shell would cost a bash start (~0.3 s under TCG right after a restore).
+      const r = await vm.connection.call({ toolUseId: `toolu_corral_vm_cwd_${randomBytes(6).toString('hex')}`, name: 'bash', input: { command: `cd ${WORKSPACE} && unset OLDPWD` } })
+      if (r.isError) throw new CorralError('sandbox_error', `the VM's shell could not enter its workspace: ${r.content}`)
     } catch (err) {
       await vm.kill()
       throw err
@@ -416,9 +418,9 @@ export class VmSandboxProvider implements SandboxProvider {
     return { connection: vm.connection, fresh: true, vm, bridge, egress: egress && { ...egress, bridge: { socket: '', port: egress.bridge.port } } }
   }
 
-  private async restore(shape: VmShape, p: { prefix: string; workspaceDir: string; folderDirs: readonly string[]; startLine?: string }): Promise<VmProcess> {
+  private async restore(shape: VmShape, p: { prefix: string; workspaceDir: string; folderDirs: readonly string[] }): Promise<VmProcess> {
     const stateFile = await this.templates.stateFile(shape, this.runAs(shape))
-    return launchVm({ ...shape, runRoot: this.runRoot, prefix: p.prefix, workspaceDir: p.workspaceDir, folderDirs: p.folderDirs, stateFile, startLine: p.startLine, helloTimeoutMs: this.options.restoreTimeoutMs ?? 30_000 })
+    return launchVm({ ...shape, runRoot: this.runRoot, prefix: p.prefix, workspaceDir: p.workspaceDir, folderDirs: p.folderDirs, stateFile, helloTimeoutMs: this.options.restoreTimeoutMs ?? 30_000 })
   }
 
   private poolFor(shape: VmShape, settings: SandboxSettings): VmWarmPool | undefined {

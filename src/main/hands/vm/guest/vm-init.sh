@@ -6,12 +6,19 @@
 # port, opened once read-write (a virtio port allows one open), and answers the host's control
 # lines on the control port. The host snapshots the VM once the runner said hello; every sandbox
 # is a restore of that snapshot, after which the host sends one control line:
-#   start <unix seconds[.fraction]> [<9p tag>,<guest path>,<ro|rw>]...
-# which sets the clock (the restored guest's clock is the snapshot's) and mounts the session's 9p
-# shares (a mounted share blocks migration, so nothing is mounted before the snapshot), then
-#   clock <unix seconds[.fraction]>   sets the clock again (once the runner answered)
-#   ping                              the host's heartbeat during a call (a builtin: no process)
+#   start <unix seconds> [<9p tag>,<guest path>,<ro|rw>]...
+# which sets the clock (the restored guest's clock is the snapshot's; the host sends it once the
+# restored runner answered, rounded to the second: busybox's date takes whole seconds) and mounts
+# the session's 9p shares (a mounted share blocks migration, so nothing is mounted before the
+# snapshot), then
+#   clock <unix seconds>              sets the clock again
+#   ping [<runner pid>]               the host's heartbeat during a call: builtins only (no
+#                                     process), and with a pid, whether the runner is stopped
+#                                     (SIGSTOP: state T or t in /proc/<pid>/stat) or gone
 # Each line is answered, in order, with: ok | error <reason>
+# Every process costs tens to hundreds of ms right after a restore under TCG (none of its code is
+# translated yet; a dynamically linked one runs ld.so in emulation too), so the loop uses builtins
+# and the static busybox only.
 # Then this shell only reaps orphans (it is PID 1).
 runner=$1 control=$2 egress=$3
 export PATH=/usr/local/bin:/usr/bin:/bin
@@ -52,7 +59,7 @@ control_loop() {
     case "$cmd" in
       start)
         err=
-        date -s "@$at" >/dev/null 2>&1 || err="date -s @$at failed"
+        $bb date -s "@$at" >/dev/null 2>&1 || err="date -s @$at failed"
         for share in $shares; do
           [ -n "$err" ] && break
           tag=${share%%,*}; rest=${share#*,}; target=${rest%,*}; mode=${rest##*,}
@@ -66,9 +73,20 @@ control_loop() {
         done
         if [ -z "$err" ]; then echo ok; else echo "error $err" | tr -d '\r'; fi
         ;;
-      ping) echo ok ;;
+      ping)
+        # $at is the runner's pid here, when the host knows it.
+        if [ -z "$at" ]; then echo ok
+        elif ! read -r stat 2>/dev/null <"/proc/$at/stat"; then echo "error the runner (pid $at) is gone"
+        else
+          stat=${stat##*) }
+          case "${stat%% *}" in
+            T | t) echo "error the runner (pid $at) is stopped" ;;
+            *) echo ok ;;
+          esac
+        fi
+        ;;
       clock)
-        date -s "@$at" >/dev/null 2>&1 && echo ok || echo "error date -s @$at failed"
+        $bb date -s "@$at" >/dev/null 2>&1 && echo ok || echo "error date -s @$at failed"
         ;;
       *) echo "error unknown control line" ;;
     esac

@@ -2,18 +2,20 @@
  * The hands: how fast a sandbox is ready and how much a tool call costs.
  *   cold provision → first command (Docker, no pool), warm-pool hit, `bash true` through the
  *   runner vs a `docker exec` on the same container (same run), gVisor, bubblewrap per call, and
- *   the vm backend (cold boot, snapshot restore → first command, `bash true`, 100 small files).
+ *   the vm backend (cold boot, snapshot restore → first command, a hung guest and a stopped runner
+ *   detected and replaced, `bash true`, 100 small files). CORRAL_BENCH_HANDS=vm: only those rows.
  * Targets (issue #4): cold p50 ≤ 400 ms, pool hit ≤ 20 ms, runner p50 ≤ 5 ms with ≥ 10× over
  * docker exec, bubblewrap ≤ 20 ms per call. Runs in well under two minutes.
  */
 import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import Docker from 'dockerode'
 import { BubblewrapSandboxProvider } from '../src/main/hands/bubblewrap/bubblewrap-sandbox'
 import { DockerSandboxProvider } from '../src/main/hands/docker/provider'
+import { QmpClient } from '../src/main/hands/vm/qmp'
 import { VmSandboxProvider } from '../src/main/hands/vm/vm-sandbox'
 import type { Sandbox } from '../src/main/hands/sandbox'
 import { summary } from './stats'
@@ -165,6 +167,7 @@ async function vmBench(log: (m: string) => void): Promise<Record<string, unknown
   try {
     const available = await provider.available()
     if (!available.ok) return { skipped: available.reason }
+    const loadStart = Math.round(loadavg()[0]! * 100) / 100
     log('vm: cold boot (template boot + save + restore) → first command')
     let t0 = performance.now()
     const first = provider.create({ sessionId: sid('v'), environmentId: 'env_bench_vm', config })
@@ -181,6 +184,40 @@ async function vmBench(log: (m: string) => void): Promise<Record<string, unknown
       restore.push(ms(t0))
       if (x.isError) throw new Error(x.content)
       await s.dispose({ removeWorkspace: true })
+    }
+    log('vm: a hung guest (QMP stop during a call) and a stopped runner (kill -STOP from its shell), 3 each: detection, replacement')
+    const hung = { detected: [] as number[], replaced: [] as number[], total: [] as number[] }
+    const stopped = { detected: [] as number[], replaced: [] as number[], total: [] as number[] }
+    for (const [kind, into] of [['guest', hung], ['runner', stopped]] as const) {
+      for (let i = 0; i < 3; i++) {
+        const h = provider.create({ sessionId: sid('v'), environmentId: 'env_bench_vm', config })
+        const w = await h.execute({ toolUseId: `toolu_w${seq++}`, name: 'write', input: { file_path: 'kept.txt', content: 'kept' } })
+        if (w.isError) throw new Error(w.content)
+        let hungAt: number
+        let pending: Promise<{ isError: boolean; content: string }>
+        if (kind === 'guest') {
+          const runDir = (h as unknown as { live: { vm: { runDir: string } } }).live.vm.runDir
+          pending = h.execute({ toolUseId: `toolu_h${seq++}`, name: 'bash', input: { command: 'sleep 60' } })
+          await new Promise((r) => setTimeout(r, 300))
+          const qmp = await QmpClient.connect(join(runDir, 'qmp.sock'))
+          hungAt = performance.now()
+          await qmp.execute('stop')
+          qmp.dispose()
+        } else {
+          // The stop is the command's first act: the hang starts about when the call was sent.
+          hungAt = performance.now()
+          pending = h.execute({ toolUseId: `toolu_h${seq++}`, name: 'bash', input: { command: 'kill -STOP $PPID; sleep 60' } })
+        }
+        const r = await pending
+        const errorAt = performance.now()
+        if (!r.isError) throw new Error(`the hung call was not a tool error: ${r.content}`)
+        const next = await h.execute({ toolUseId: `toolu_n${seq++}`, name: 'read', input: { file_path: 'kept.txt' } })
+        if (next.isError || !next.content.includes('kept')) throw new Error(`the replacement did not answer with the workspace: ${next.content}`)
+        into.detected.push(errorAt - hungAt)
+        into.replaced.push(ms(errorAt))
+        into.total.push(ms(hungAt))
+        await h.dispose({ removeWorkspace: true })
+      }
     }
     log('vm: `bash true` (100), 100 files in one bash call (5), 100 write calls (1 × 100)')
     const s = provider.create({ sessionId: sid('v'), environmentId: 'env_bench_vm', config })
@@ -203,8 +240,22 @@ async function vmBench(log: (m: string) => void): Promise<Record<string, unknown
     await s.dispose({ removeWorkspace: true })
     return {
       accelerator: (await provider.guarantees()).accelerator,
+      load_average_1m: { start: loadStart, end: Math.round(loadavg()[0]! * 100) / 100 },
       cold_boot_to_first_command_ms: Math.round(cold),
       snapshot_restore_to_first_command: summary(restore),
+      hung_guest_detected: summary(hung.detected),
+      hung_guest_replaced: summary(hung.replaced),
+      hung_guest_total: summary(hung.total),
+      stopped_runner_detected: summary(stopped.detected),
+      stopped_runner_replaced: summary(stopped.replaced),
+      definitions: {
+        snapshot_restore_to_first_command: 'a new session (no pool) → provider.create + its first `bash true` answered: qemu -incoming on the template state, the runner\'s hello, the start line (clock + 9p mounts), the shell\'s cd into the workspace, the call',
+        hung_guest_detected: 'QMP stop of the guest during a `sleep 60` call (nothing in it answers any more) → the call\'s tool error: the heartbeat (a ping every hangTimeoutMs / 4 = 500 ms, hung when unanswered for hangTimeoutMs = 2000 ms) and the SIGKILL',
+        hung_guest_replaced: 'the hung call\'s tool error → the replacement VM\'s first reply (a read of a file written before the hang): the replacement restore starts at the kill',
+        hung_guest_total: 'QMP stop → the replacement\'s first reply (detected + replaced)',
+        stopped_runner_detected: 'a `kill -STOP $PPID; sleep 60` call sent (the agent\'s shell stops the runner) → its tool error: the next ping reports the runner stopped (state T in /proc)',
+        stopped_runner_replaced: 'that tool error → the replacement VM\'s first reply (a read of the file written before)',
+      },
       bash_true_roundtrip: summary(rt),
       hundred_1kib_files_one_bash_call: summary(batch),
       write_call_1kib: summary(writes),
@@ -215,9 +266,13 @@ async function vmBench(log: (m: string) => void): Promise<Record<string, unknown
   }
 }
 
+/** CORRAL_BENCH_HANDS=vm (or docker,bubblewrap,…) runs only those backends' rows; default all. */
 export async function run(log: (message: string) => void): Promise<Record<string, unknown>> {
-  const docker = await dockerBench(log).catch((err: Error) => ({ error: err.message }))
-  const bubblewrap = await bubblewrapBench(log).catch((err: Error) => ({ error: err.message }))
-  const vm = await vmBench(log).catch((err: Error) => ({ error: err.message }))
-  return { docker, bubblewrap, vm }
+  const only = process.env.CORRAL_BENCH_HANDS?.split(',').map((s) => s.trim())
+  const want = (name: string) => !only || only.includes(name)
+  const out: Record<string, unknown> = {}
+  if (want('docker')) out.docker = await dockerBench(log).catch((err: Error) => ({ error: err.message }))
+  if (want('bubblewrap')) out.bubblewrap = await bubblewrapBench(log).catch((err: Error) => ({ error: err.message }))
+  if (want('vm')) out.vm = await vmBench(log).catch((err: Error) => ({ error: err.message }))
+  return out
 }

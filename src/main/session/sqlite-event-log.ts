@@ -3,6 +3,7 @@ import type { Disposer, RawEventInput as EventInput, EventListener, EventLog, St
 import { LogAppender, type AppendOptions, type EventBatchProjector, type EventProjector, type LogAppenderOptions } from './log/append'
 import { LogReader, MAX_READ_LIMIT, type AnswerQuery, type ScannedEvent, type SqliteEventReadParams } from './log/read'
 import { LogTail } from './log/tail'
+import { RecentEvents } from './log/recent'
 
 export type { AppendOptions, EventBatchProjector, EventProjector } from './log/append'
 export { DENSE_EVENT_TYPES, type AnswerQuery, type ScannedEvent, type SqliteEventReadParams } from './log/read'
@@ -22,9 +23,11 @@ export class SqliteEventLog implements EventLog {
   private readonly live: LogTail
 
   constructor(db: Db, options: Pick<LogAppenderOptions, 'clock' | 'syncOffThread' | 'fsync'> = {}) {
-    this.reader = new LogReader(db, { visibleBefore: (sessionId) => this.appender.visibleBefore(sessionId) })
+    // the newest rows committed on this connection answer the reads of working sessions (log/recent.ts)
+    const recent = RecentEvents.of(db)
+    this.reader = new LogReader(db, { visibleBefore: (sessionId) => this.appender.visibleBefore(sessionId), recent })
     this.live = new LogTail((sessionId, after, limit) => this.reader.read(sessionId, { after, limit }), MAX_READ_LIMIT)
-    this.appender = new LogAppender(db, { ...options, onCommit: (stored) => this.live.notify(stored) })
+    this.appender = new LogAppender(db, { ...options, recent, onCommit: (stored) => this.live.notify(stored) })
   }
 
   /** Closes the log's handle on the WAL file (the database itself is the caller's). */

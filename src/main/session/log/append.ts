@@ -6,6 +6,7 @@ import type { Db } from '../database'
 import type { RawEventInput as EventInput, LoggedEvent, StoredEvent } from '../event-log'
 import { DENSE_EVENT_TYPES, FOLLOWED, LISTED, TYPE_BLOCK, UNLISTED } from './read'
 import { WalSync, type FsyncFn } from './wal-sync'
+import type { RecentEvents, RecentRow } from './recent'
 
 /**
  * Runs inside the append transaction for every event, so a projection (session status,
@@ -91,6 +92,8 @@ export interface LogAppenderOptions {
   syncOffThread?: boolean
   /** For tests: how the WAL is fsynced (default node's fs.fsync, on libuv's thread pool). */
   fsync?: FsyncFn
+  /** Told of each append's rows right after their commit (before the fsync: reads bound them by visibleBefore). */
+  recent?: RecentEvents
 }
 
 /**
@@ -127,6 +130,9 @@ export class LogAppender {
   /** Per session: the first seq not yet on disk (reads stop before it). */
   private unsyncedFrom = new Map<string, number>()
   private drainWaiters: (() => void)[] = []
+  private readonly recent: RecentEvents | undefined
+  /** Per append's stored events (insertAll's result): its session's row id and rows as inserted, for `recent`. */
+  private readonly rowsOf = new WeakMap<StoredEvent[], { rid: number; rows: RecentRow[] }>()
 
   constructor(
     private readonly db: Db,
@@ -134,6 +140,7 @@ export class LogAppender {
   ) {
     this.clock = options.clock ?? (() => new Date())
     this.onCommit = options.onCommit ?? (() => {})
+    this.recent = options.recent
     // OR FAIL, not the default ABORT: a multi-row statement that may abort makes SQLite keep a
     // statement journal (every page the statement touches copied to a temp file first), which was
     // a third of a bulk append's CPU. Nothing is lost: a failed append rolls back its whole
@@ -220,6 +227,7 @@ export class LogAppender {
       throw asCorralError(err)
     }
     this.committed(pending)
+    this.remember(out)
     // a FULL commit fsynced the WAL: every group committed before it is on disk too, and is told first
     if (this.unsynced.length > 0) {
       const done = this.unsynced.splice(0)
@@ -265,6 +273,7 @@ export class LogAppender {
       return
     }
     this.committed(pending)
+    for (const o of outcomes) if (o.ok) this.remember(o.stored)
     const group: UnsyncedGroup = { n: ++this.groupCount, batch, outcomes, firsts: new Map(), failuresRejected: !onDisk }
     if (onDisk) return this.settle(group)
     // an append that failed wrote nothing: it need not wait for the disk
@@ -382,6 +391,7 @@ export class LogAppender {
     const bound = { rid, at: processedAt }
     const out: StoredEvent[] = []
     const rows: unknown[] = []
+    const recentRows: RecentRow[] | undefined = this.recent ? [] : undefined
     let lastId: string | undefined
     for (const input of events) {
       const type = input.type
@@ -416,7 +426,10 @@ export class LogAppender {
       }
       const named = input.session_thread_id
       const threadId = typeof named === 'string' && named !== '' && named !== primaryId ? named : null
-      rows.push(seq, id, threadId, type, JSON.stringify(own), mark, threadId !== null && isPrimaryVisible(input) ? 1 : 0)
+      const data = JSON.stringify(own)
+      const primaryVisible = threadId !== null && isPrimaryVisible(input)
+      rows.push(seq, id, threadId, type, data, mark, primaryVisible ? 1 : 0)
+      recentRows?.push({ seq, id, type, processed_at: processedAt, data, threadId, primaryVisible })
       if (rows.length === INSERT_ROWS * ROW_PARAMS) {
         this.insertMany.run(rows, bound)
         rows.length = 0
@@ -431,7 +444,14 @@ export class LogAppender {
     for (const project of this.batchProjectors) project(rid, out)
     // Only now: if anything above threw, the savepoint rolls back and the seqs stay free.
     pending.set(sessionId, { rid, seq: seq - 1, marked })
+    if (recentRows) this.rowsOf.set(out, { rid, rows: recentRows })
     return out
+  }
+
+  /** After a commit: an append's rows join the recent window of its session. */
+  private remember(stored: StoredEvent[]): void {
+    const r = stored.length > 0 ? this.rowsOf.get(stored) : undefined
+    if (r) this.recent?.committed(stored[0].sessionId, r.rid, r.rows)
   }
 
   /** After a commit: the marks it wrote become what later appends of this log build on. */

@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3'
 import { notFound, invalid } from '../../../shared/errors'
 import type { Db } from '../database'
 import type { EventReadParams, LoggedEvent, StoredEvent } from '../event-log'
+import type { RecentEvents, RecentQuery } from './recent'
 
 /**
  * A raw event row, as `scan` visits it. `data` is the JSON text of the event's own fields: without
@@ -94,6 +95,8 @@ export interface LogReaderOptions {
    * everything committed is on disk.
    */
   visibleBefore?: (sessionId: string) => number | undefined
+  /** The newest rows this connection committed: reads they answer whole skip SQLite (./recent.ts). */
+  recent?: RecentEvents
 }
 
 /**
@@ -108,12 +111,14 @@ export class LogReader {
   private readonly sessionByPublicId: Statement
   private readonly byId: Statement
   private readonly visibleBefore: (sessionId: string) => number | undefined
+  private readonly recent: RecentEvents | undefined
 
   constructor(
     private readonly db: Db,
     options: LogReaderOptions = {},
   ) {
     this.visibleBefore = options.visibleBefore ?? (() => undefined)
+    this.recent = options.recent
     this.maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) AS s FROM events WHERE session_rid = ?').pluck()
     this.sessionByPublicId = db.prepare('SELECT rid, deleting FROM sessions WHERE id = ?')
     this.byId = db.prepare(
@@ -140,6 +145,7 @@ export class LogReader {
       args.push(params.streamOf)
     }
     const at = params.processedAt
+    const compared: RecentQuery['processedAt'][number][] = []
     if (at) {
       // processed_at is stored as a UTC ISO string (same length), so text order is time order.
       for (const [k, op] of [['gt', '>'], ['gte', '>='], ['lt', '<'], ['lte', '<=']] as const) {
@@ -149,6 +155,7 @@ export class LogReader {
         if (Number.isNaN(t)) throw invalid(`created_at[${k}]: not an RFC 3339 date-time`)
         terms.push(` AND processed_at ${op} ?`)
         args.push(new Date(t).toISOString())
+        compared.push([op, new Date(t).toISOString()])
       }
     }
     const oneThread = typeof params.threadId === 'string' || typeof params.streamOf === 'string'
@@ -159,6 +166,17 @@ export class LogReader {
     const hi = Math.min(params.before ?? Number.MAX_SAFE_INTEGER, unsynced ?? Number.MAX_SAFE_INTEGER)
     let rows: EventRow[]
     const types = params.types && params.types.length > 0 ? [...new Set(params.types)] : undefined
+    const recent = this.recent?.read(sessionId, row.rid, {
+      lo,
+      hi,
+      desc,
+      limit,
+      threadId: params.threadId,
+      streamOf: params.streamOf,
+      types: types && new Set(types),
+      processedAt: compared,
+    })
+    if (recent) return recent.map((r) => ({ seq: r.seq, sessionId, event: toEvent(r) }))
     if (!types) rows = this.readRange(q, lo, hi, undefined, limit)
     else if (types.length === 1) rows = this.readType(q, lo, hi, types[0], limit)
     else if (!types.some((type) => DENSE_EVENT_TYPES.has(type))) rows = this.readTypes(q, lo, hi, types, limit)

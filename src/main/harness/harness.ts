@@ -868,17 +868,7 @@ function threadOf(e: EventInput, primaryId: string): string {
 
 /** The session status event the threads' statuses call for once `batch` is appended (the fold itself is not changed). */
 function previewAggregate(threads: SessionThreads, batch: readonly EventInput[]): { agg: EventInput | undefined; after: SessionThreads } {
-  const copy = new SessionThreads(threads.sessionId, threads.primaryId)
-  Object.assign(copy.primary, threads.primary)
-  Object.assign(copy.session, threads.session)
-  for (const [id, ch] of threads.children) copy.children.set(id, { ...ch })
-  for (const [m, u] of threads.usageByModel) copy.usageByModel.set(m, { ...u })
-  for (const k of threads.runningNow) copy.runningNow.add(k)
-  for (const [r, s] of threads.runs) copy.runs.set(r, s)
-  copy.unionMs = threads.unionMs
-  copy.unionSince = threads.unionSince
-  copy.threadStatuses = threads.threadStatuses
-  copy.lastSeq = threads.lastSeq
+  const copy = threads.fork()
   let seq = threads.lastSeq
   for (const e of batch) copy.apply(++seq, e as unknown as Record<string, unknown> & { type: string })
   return { agg: copy.aggregateEvent(), after: copy }

@@ -84,6 +84,14 @@ export class SessionThreads {
   threadStatuses = false
   /** Open workflow runs and whether each is running or paused (idle): a running run keeps the session running (spec §6.7). */
   readonly runs = new Map<string, 'running' | 'idle'>()
+  /**
+   * How many threads (the primary and every child) are running, rescheduling, idle waiting on
+   * the client, idle at the budget: the aggregate reads these instead of walking every thread
+   * (a workflow run's session has up to a thousand children, and a status batch asks twice).
+   */
+  private readonly tally = { running: 0, rescheduling: 0, requiresAction: 0, budgetReached: 0 }
+  /** In a fork (preview): the children it has copied from the fold it came from (a change copies one first). */
+  private owned: Set<string> | undefined
 
   constructor(
     readonly sessionId: string,
@@ -115,6 +123,53 @@ export class SessionThreads {
     return countChildSlots(
       [...this.children.values()].map((c) => ({ parentThreadId: c.parentId ?? this.primaryId, status: c.status, agentType: c.agent?.type, workflowRunId: c.workflowRunId })),
     )
+  }
+
+  /**
+   * A copy to fold events into without changing this one (the harness previews what a batch it is
+   * about to append does to the aggregate). Children are copied only when the fork changes them.
+   */
+  fork(): SessionThreads {
+    const copy = new SessionThreads(this.sessionId, this.primaryId)
+    Object.assign(copy.primary, this.primary)
+    Object.assign(copy.session, this.session)
+    for (const [id, ch] of this.children) copy.children.set(id, ch)
+    copy.owned = new Set()
+    for (const [m, u] of this.usageByModel) copy.usageByModel.set(m, { ...u })
+    for (const k of this.runningNow) copy.runningNow.add(k)
+    for (const [r, st] of this.runs) copy.runs.set(r, st)
+    Object.assign(copy.tally, this.tally)
+    copy.unionMs = this.unionMs
+    copy.unionSince = this.unionSince
+    copy.threadStatuses = this.threadStatuses
+    copy.lastSeq = this.lastSeq
+    return copy
+  }
+
+  /** The facts of a thread to change (in a fork, the child copied first). */
+  private mutableFacts(threadId: string | null): ThreadFacts | undefined {
+    if (threadId === null || threadId === this.primaryId) return this.primary
+    const ch = this.children.get(threadId)
+    if (!ch || !this.owned || this.owned.has(threadId)) return ch
+    this.owned.add(threadId)
+    const own = { ...ch }
+    this.children.set(threadId, own)
+    return own
+  }
+
+  /** Sets a thread's status (and its last idle), keeping the tally. */
+  private setStatus(f: ThreadFacts, status: SessionStatus, lastIdle: StopReason | undefined): void {
+    this.count(f, -1)
+    f.status = status
+    if (lastIdle) f.lastIdle = lastIdle
+    this.count(f, 1)
+  }
+
+  private count(f: ThreadFacts, by: 1 | -1): void {
+    if (f.status === 'running') this.tally.running += by
+    else if (f.status === 'rescheduling') this.tally.rescheduling += by
+    else if (f.status === 'idle' && f.lastIdle?.type === 'requires_action') this.tally.requiresAction += by
+    else if (f.status === 'idle' && f.lastIdle?.type === 'budget_reached') this.tally.budgetReached += by
   }
 
   apply(seq: number, e: Record<string, unknown> & { type: string; session_thread_id?: string | null }): void {
@@ -158,7 +213,7 @@ export class SessionThreads {
       return
     }
     if (e.type === 'agent.thread_message_received') {
-      const f = this.facts(tid)
+      const f = this.mutableFacts(tid)
       if (f) f.lastReceivedSeq = seq
       return
     }
@@ -171,14 +226,13 @@ export class SessionThreads {
       if (c.status === 'idle') this.session.lastIdle = (e.stop_reason as StopReason | undefined) ?? { type: 'end_turn' }
       return
     }
-    const f = this.facts(c.thread)
+    const f = this.mutableFacts(c.thread)
     if (!f) return
     // from now on the threads time the activity (the primary's own status shares the session's key '')
     this.threadStatuses = true
     // active time is time running: a thread waiting to retry its model request (rescheduling) is not (as the thread store counts it)
     this.track(c.thread === null || c.thread === this.primaryId ? '' : c.thread, c.status === 'running', e.processed_at)
-    f.status = c.status
-    if (c.status === 'idle') f.lastIdle = (e.stop_reason as StopReason | undefined) ?? { type: 'end_turn' }
+    this.setStatus(f, c.status, c.status === 'idle' ? ((e.stop_reason as StopReason | undefined) ?? { type: 'end_turn' }) : undefined)
   }
 
   /** A thread starts or stops running at the event's time (an event not logged yet: now); the union counts overlap once. */
@@ -224,15 +278,17 @@ export class SessionThreads {
    * decision on the spec's open point); else idle with requires_action > budget_reached > the primary's reason.
    */
   aggregate(): AggregateStatus {
-    const all: ThreadFacts[] = [this.primary, ...this.children.values()]
-    if (all.some((t) => t.status === 'running')) return { status: 'running' }
-    if (all.some((t) => t.status === 'rescheduling')) return { status: 'rescheduling' }
-    const pending: string[] = []
-    for (const t of all) if (t.status === 'idle' && t.lastIdle?.type === 'requires_action') pending.push(...(t.lastIdle.event_ids ?? []))
-    if (pending.length) return { status: 'idle', stop_reason: { type: 'requires_action', event_ids: pending } }
+    if (this.tally.running > 0) return { status: 'running' }
+    if (this.tally.rescheduling > 0) return { status: 'rescheduling' }
+    if (this.tally.requiresAction > 0) {
+      // the event ids in thread order (the primary first), as every thread says them
+      const pending: string[] = []
+      for (const t of [this.primary, ...this.children.values()]) if (t.status === 'idle' && t.lastIdle?.type === 'requires_action') pending.push(...(t.lastIdle.event_ids ?? []))
+      if (pending.length) return { status: 'idle', stop_reason: { type: 'requires_action', event_ids: pending } }
+    }
     // a running workflow run keeps the session running though no thread works (spec §6.7); a paused one does not
     for (const r of this.runs.values()) if (r === 'running') return { status: 'running' }
-    if (all.some((t) => t.status === 'idle' && t.lastIdle?.type === 'budget_reached')) return { status: 'idle', stop_reason: { type: 'budget_reached' } }
+    if (this.tally.budgetReached > 0) return { status: 'idle', stop_reason: { type: 'budget_reached' } }
     const own = this.primary.lastIdle?.type
     return { status: 'idle', stop_reason: { type: own === 'retries_exhausted' || own === 'refusal' ? own : 'end_turn' } }
   }

@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest'
+import { SessionThreads, type AggregateStatus, type ThreadFacts } from '../../../src/main/harness/session-threads'
+
+const SID = 'sesn_01FORK'
+const PRIMARY = 'sthr_01FORK'
+type Ev = Record<string, unknown> & { type: string }
+
+const created = (id: string): Ev => ({ type: 'session.thread_created', session_thread_id: id, agent_name: 'w', agent: { name: 'w', model: 'm' } })
+const status = (id: string, s: 'running' | 'idle' | 'rescheduled' | 'terminated', stop_reason?: Record<string, unknown>): Ev => ({
+  type: `session.thread_status_${s}`,
+  session_thread_id: id,
+  agent_name: 'w',
+  ...(stop_reason ? { stop_reason, stop_details: null } : {}),
+})
+
+/** The aggregate as spec §4.4 words it, by walking every thread (what the tally stands in for). */
+function walked(t: SessionThreads): AggregateStatus {
+  const all: ThreadFacts[] = [t.primary, ...t.children.values()]
+  if (all.some((f) => f.status === 'running')) return { status: 'running' }
+  if (all.some((f) => f.status === 'rescheduling')) return { status: 'rescheduling' }
+  const pending = all.flatMap((f) => (f.status === 'idle' && f.lastIdle?.type === 'requires_action' ? (f.lastIdle.event_ids ?? []) : []))
+  if (pending.length) return { status: 'idle', stop_reason: { type: 'requires_action', event_ids: pending } }
+  if ([...t.runs.values()].includes('running')) return { status: 'running' }
+  if (all.some((f) => f.status === 'idle' && f.lastIdle?.type === 'budget_reached')) return { status: 'idle', stop_reason: { type: 'budget_reached' } }
+  const own = t.primary.lastIdle?.type
+  return { status: 'idle', stop_reason: { type: own === 'retries_exhausted' || own === 'refusal' ? own : 'end_turn' } }
+}
+
+function mulberry32(seed: number): () => number {
+  return () => {
+    seed |= 0
+    seed = (seed + 0x6d2b79f5) | 0
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+describe('the threads fold: its aggregate and its previews', () => {
+  it('says the aggregate a walk over every thread would say, through thousands of random status changes', () => {
+    const rand = mulberry32(20261201)
+    const t = new SessionThreads(SID, PRIMARY)
+    const ids = Array.from({ length: 40 }, (_, i) => `sthr_c${i}`)
+    let seq = 0
+    for (const id of ids) t.apply(++seq, created(id))
+    t.apply(++seq, { type: 'workflow_run.created', workflow_run_id: 'wrun_1' })
+    const reasons = [{ type: 'end_turn' }, { type: 'requires_action', event_ids: ['sevt_x'] }, { type: 'budget_reached' }, { type: 'retries_exhausted' }]
+    for (let i = 0; i < 4000; i++) {
+      const id = rand() < 0.1 ? PRIMARY : ids[Math.floor(rand() * ids.length)]
+      const r = rand()
+      if (r < 0.4) t.apply(++seq, status(id, 'running'))
+      else if (r < 0.85) t.apply(++seq, status(id, 'idle', { ...reasons[Math.floor(rand() * reasons.length)], ...(rand() < 0.5 ? { event_ids: [`sevt_${i}`] } : {}) }))
+      else if (r < 0.95) t.apply(++seq, status(id, 'rescheduled'))
+      else if (r < 0.97) t.apply(++seq, { type: rand() < 0.5 ? 'workflow_run.status_idle' : 'workflow_run.status_running', workflow_run_id: 'wrun_1' })
+      else t.apply(++seq, status(id, 'terminated'))
+      expect(t.aggregate()).toEqual(walked(t))
+    }
+  })
+
+  it('previews a batch in a fork without changing the fold it came from', () => {
+    const t = new SessionThreads(SID, PRIMARY)
+    let seq = 0
+    for (const id of ['sthr_a', 'sthr_b']) t.apply(++seq, created(id))
+    t.apply(++seq, status('sthr_a', 'running'))
+    t.apply(++seq, { type: 'session.status_running' })
+    const before = { a: { ...t.children.get('sthr_a')! }, b: { ...t.children.get('sthr_b')! }, primary: { ...t.primary }, lastSeq: t.lastSeq }
+    const fork = t.fork()
+    let s = t.lastSeq
+    for (const e of [status('sthr_a', 'idle', { type: 'end_turn' }), { type: 'agent.thread_message_received', from_session_thread_id: 'sthr_a' }, created('sthr_c'), status('sthr_b', 'running')]) fork.apply(++s, e)
+    // the fork says what the batch does
+    expect(fork.children.get('sthr_a')?.status).toBe('idle')
+    expect(fork.children.get('sthr_b')?.status).toBe('running')
+    expect(fork.children.has('sthr_c')).toBe(true)
+    expect(fork.aggregate()).toEqual({ status: 'running' })
+    fork.apply(++s, status('sthr_b', 'idle', { type: 'end_turn' }))
+    expect(fork.aggregateEvent()).toEqual({ type: 'session.status_idle', stop_reason: { type: 'end_turn' }, stop_details: null })
+    // the fold it came from is as it was
+    expect(t.children.get('sthr_a')).toEqual(before.a)
+    expect(t.children.get('sthr_b')).toEqual(before.b)
+    expect(t.children.has('sthr_c')).toBe(false)
+    expect(t.primary).toEqual(before.primary)
+    expect(t.lastSeq).toBe(before.lastSeq)
+    expect(t.aggregate()).toEqual({ status: 'running' })
+    expect(t.aggregateEvent()).toBeUndefined()
+  })
+})

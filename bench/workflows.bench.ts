@@ -11,7 +11,7 @@
  */
 import { fork } from 'node:child_process'
 import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
+import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Engine } from '../src/main/engine'
 import { profileWindow } from './profile'
@@ -37,6 +37,8 @@ const DEFINITIONS = {
   engine_busy_ms_per_agent: "the engine process's event-loop busy time over the run (performance.eventLoopUtilization) / 1000: its CPU work per agent, waits excluded",
   log_bytes_per_agent: "growth of the SQLite file (corral.db after a TRUNCATE checkpoint, so the WAL is in it) over the run / 1000: every event, journal row and index of the run's threads",
   sql_statements_per_agent: 'CORRAL_BENCH_SQL=1: SQLite statements the engine ran over the run (reads, writes, BEGIN/COMMIT; the session\'s set-up and the lead\'s turns included) / 1000',
+  model_cpu_ms_per_agent: "the scripted model's process's CPU time (user + system) over the run / 1000: not the engine's, but it shares the machine's cores",
+  cpu_share_of_machine: "(engine CPU + model CPU) over the run / (cores × the run's time): near 1, the machine's cores are the bottleneck, not the scheduler",
   rss_peak_mb: "the engine process's peak resident set over the run (sampled every 50 ms and process.resourceUsage().maxRSS, the larger)",
 }
 
@@ -45,13 +47,15 @@ interface ModelStats {
   lead: number
 }
 
-async function modelProcess(): Promise<{ url: string; stats: () => Promise<ModelStats>; close: () => Promise<void> }> {
+async function modelProcess(): Promise<{ url: string; stats: () => Promise<ModelStats>; cpuMs: () => Promise<number>; close: () => Promise<void> }> {
   const child = fork(join(__dirname, '../test/support/workflow-model-process.ts'), [JSON.stringify({ n: PER_PHASE, delayMs: FIRST_TOKEN_MS })], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   let onStats: ((s: ModelStats) => void) | undefined
+  let onCpu: ((ms: number) => void) | undefined
   const url = await new Promise<string>((resolve, reject) => {
-    child.on('message', (m: { url?: string; stats?: ModelStats }) => {
+    child.on('message', (m: { url?: string; stats?: ModelStats; cpuMs?: number }) => {
       if (m.url) resolve(m.url)
       if (m.stats) onStats?.(m.stats)
+      if (m.cpuMs !== undefined) onCpu?.(m.cpuMs)
     })
     child.once('exit', (code) => reject(new Error(`model server process exited with ${code}`)))
   })
@@ -61,6 +65,11 @@ async function modelProcess(): Promise<{ url: string; stats: () => Promise<Model
       new Promise<ModelStats>((resolve) => {
         onStats = resolve
         child.send({ stats: true })
+      }),
+    cpuMs: () =>
+      new Promise<number>((resolve) => {
+        onCpu = resolve
+        child.send({ cpu: true })
       }),
     close: () =>
       new Promise<void>((r) => {
@@ -130,13 +139,17 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50)
     log(`one run of ${AGENTS} agents, ${CONCURRENT} at a time, ${FIRST_TOKEN_MS} ms first-token delay`)
     const statements = process.env.CORRAL_BENCH_SQL ? countStatements(engine) : undefined
+    const modelCpu0 = await model.cpuMs()
     const stopProfile = await profileWindow()
     const elu0 = performance.eventLoopUtilization()
     const cpu0 = process.cpuUsage()
+    const t0 = now()
     const sid = await createRunSession(engine)
     await finished
     const elu = performance.eventLoopUtilization(elu0)
     const cpu = process.cpuUsage(cpu0)
+    const t1 = now()
+    const modelCpuMs = (await model.cpuMs()) - modelCpu0
     await stopProfile()
     const sqlStatements = statements?.stop()
     if (process.env.CORRAL_BENCH_SQL === 'top') for (const t of statements!.top(25)) log(`${(t.n / AGENTS).toFixed(2)} per agent: ${t.sql}`)
@@ -181,7 +194,9 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
       agent_call_overhead_share: { p50: round(percentile(shares, 50), 3), mean: round(shares.reduce((a, b) => a + b, 0) / Math.max(1, shares.length), 3) },
       engine_busy_ms_per_agent: round(elu.active / AGENTS),
       engine_cpu_ms_per_agent: round((cpu.user + cpu.system) / 1000 / AGENTS),
+      model_cpu_ms_per_agent: round(modelCpuMs / AGENTS),
       event_loop_utilization: round(elu.utilization),
+      cpu_share_of_machine: round(((cpu.user + cpu.system) / 1000 + modelCpuMs) / (cpus().length * (t1 - t0)), 2),
       ...(sqlStatements !== undefined ? { sql_statements_per_agent: round(sqlStatements / AGENTS, 1) } : {}),
       log_bytes_per_agent: Math.round((bytesAfter - bytesBefore) / AGENTS),
       rss_peak_mb: round(rssPeak / 2 ** 20, 1),

@@ -882,7 +882,7 @@ function previewAggregate(threads: SessionThreads, batch: readonly EventInput[])
  */
 function runsPausedAtBudget(after: SessionThreads): EventInput[] {
   if (![...after.runs.values()].includes('running')) return []
-  const threads = [after.primary, ...after.children.values()]
+  const threads = [after.primary, ...after.allChildren()]
   if (threads.some((t) => t.status === 'running' || t.status === 'rescheduling')) return []
   if (!threads.some((t) => t.status === 'idle' && t.lastIdle?.type === 'budget_reached')) return []
   return [...after.runs].filter(([, state]) => state === 'running').map(([id]) => ({ type: 'workflow_run.status_idle', workflow_run_id: id }))

@@ -71,6 +71,7 @@ const TYPES = [
 
 export class SessionThreads {
   lastSeq = 0
+  /** The children by id (in a fork: only those the fork created or changed; read a fork through child() and allChildren()). */
   readonly children = new Map<string, ChildThread>()
   readonly primary: ThreadFacts = { status: 'idle', lastReceivedSeq: 0 }
   /** The session's own (aggregate) status as its `session.status_*` events set it. */
@@ -90,8 +91,8 @@ export class SessionThreads {
    * (a workflow run's session has up to a thousand children, and a status batch asks twice).
    */
   private readonly tally = { running: 0, rescheduling: 0, requiresAction: 0, budgetReached: 0 }
-  /** In a fork (preview): the children it has copied from the fold it came from (a change copies one first). */
-  private owned: Set<string> | undefined
+  /** In a fork (preview): the fold it came from, whose children it reads until it changes one (then it holds a copy). */
+  private base: SessionThreads | undefined
 
   constructor(
     readonly sessionId: string,
@@ -110,18 +111,31 @@ export class SessionThreads {
   /** The facts of a thread by its log key (null / the primary's id: the primary). */
   facts(threadId: string | null): ThreadFacts | undefined {
     if (threadId === null || threadId === this.primaryId) return this.primary
-    return this.children.get(threadId)
+    return this.child(threadId)
+  }
+
+  /** A child thread by id (a fork's own copy, else its origin's). */
+  child(threadId: string): ChildThread | undefined {
+    return this.children.get(threadId) ?? this.base?.child(threadId)
+  }
+
+  /** Every child, in creation order (a fork: its origin's, with its own changes, then its own new ones). */
+  allChildren(): ChildThread[] {
+    if (!this.base) return [...this.children.values()]
+    const out = this.base.allChildren().map((ch) => this.children.get(ch.id) ?? ch)
+    for (const ch of this.children.values()) if (!this.base.child(ch.id)) out.push(ch)
+    return out
   }
 
   /** Children that may need a brain: not terminated, not an advisor consultation (it runs inside the primary's call). */
   liveChildren(): ChildThread[] {
-    return [...this.children.values()].filter((c) => c.status !== 'terminated' && !c.advisor)
+    return this.allChildren().filter((c) => c.status !== 'terminated' && !c.advisor)
   }
 
   /** How many children hold a slot under the limit (the thread store's rule: shared/api/thread-slots.ts). */
   liveChildCount(): number {
     return countChildSlots(
-      [...this.children.values()].map((c) => ({ parentThreadId: c.parentId ?? this.primaryId, status: c.status, agentType: c.agent?.type, workflowRunId: c.workflowRunId })),
+      this.allChildren().map((c) => ({ parentThreadId: c.parentId ?? this.primaryId, status: c.status, agentType: c.agent?.type, workflowRunId: c.workflowRunId })),
     )
   }
 
@@ -133,8 +147,7 @@ export class SessionThreads {
     const copy = new SessionThreads(this.sessionId, this.primaryId)
     Object.assign(copy.primary, this.primary)
     Object.assign(copy.session, this.session)
-    for (const [id, ch] of this.children) copy.children.set(id, ch)
-    copy.owned = new Set()
+    copy.base = this
     for (const [m, u] of this.usageByModel) copy.usageByModel.set(m, { ...u })
     for (const k of this.runningNow) copy.runningNow.add(k)
     for (const [r, st] of this.runs) copy.runs.set(r, st)
@@ -149,9 +162,10 @@ export class SessionThreads {
   /** The facts of a thread to change (in a fork, the child copied first). */
   private mutableFacts(threadId: string | null): ThreadFacts | undefined {
     if (threadId === null || threadId === this.primaryId) return this.primary
-    const ch = this.children.get(threadId)
-    if (!ch || !this.owned || this.owned.has(threadId)) return ch
-    this.owned.add(threadId)
+    const mine = this.children.get(threadId)
+    if (mine || !this.base) return mine
+    const ch = this.base.child(threadId)
+    if (!ch) return undefined
     const own = { ...ch }
     this.children.set(threadId, own)
     return own
@@ -177,7 +191,7 @@ export class SessionThreads {
     this.lastSeq = seq
     const tid = typeof e.session_thread_id === 'string' && e.session_thread_id !== this.primaryId ? e.session_thread_id : null
     if (e.type === 'session.thread_created') {
-      if (!tid || this.children.has(tid)) return
+      if (!tid || this.child(tid)) return
       this.children.set(tid, {
         id: tid,
         agentName: typeof e.agent_name === 'string' ? e.agent_name : 'agent',
@@ -283,7 +297,7 @@ export class SessionThreads {
     if (this.tally.requiresAction > 0) {
       // the event ids in thread order (the primary first), as every thread says them
       const pending: string[] = []
-      for (const t of [this.primary, ...this.children.values()]) if (t.status === 'idle' && t.lastIdle?.type === 'requires_action') pending.push(...(t.lastIdle.event_ids ?? []))
+      for (const t of [this.primary, ...this.allChildren()]) if (t.status === 'idle' && t.lastIdle?.type === 'requires_action') pending.push(...(t.lastIdle.event_ids ?? []))
       if (pending.length) return { status: 'idle', stop_reason: { type: 'requires_action', event_ids: pending } }
     }
     // a running workflow run keeps the session running though no thread works (spec §6.7); a paused one does not

@@ -68,9 +68,10 @@ describe('the threads fold: its aggregate and its previews', () => {
     let s = t.lastSeq
     for (const e of [status('sthr_a', 'idle', { type: 'end_turn' }), { type: 'agent.thread_message_received', from_session_thread_id: 'sthr_a' }, created('sthr_c'), status('sthr_b', 'running')]) fork.apply(++s, e)
     // the fork says what the batch does
-    expect(fork.children.get('sthr_a')?.status).toBe('idle')
-    expect(fork.children.get('sthr_b')?.status).toBe('running')
-    expect(fork.children.has('sthr_c')).toBe(true)
+    expect(fork.child('sthr_a')?.status).toBe('idle')
+    expect(fork.child('sthr_b')?.status).toBe('running')
+    expect(fork.child('sthr_c')).toBeDefined()
+    expect(fork.allChildren().map((c) => c.id)).toEqual(['sthr_a', 'sthr_b', 'sthr_c'])
     expect(fork.aggregate()).toEqual({ status: 'running' })
     fork.apply(++s, status('sthr_b', 'idle', { type: 'end_turn' }))
     expect(fork.aggregateEvent()).toEqual({ type: 'session.status_idle', stop_reason: { type: 'end_turn' }, stop_details: null })

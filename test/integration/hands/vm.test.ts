@@ -44,7 +44,7 @@ describe.skipIf(!vm.ok)('VmSandbox', () => {
   describe('vm backend', () => {
     let seq = 0
     const sessionId = () => `sesn_vm${Date.now().toString(36)}${(seq++).toString(36)}`
-    const live = (sandbox: Sandbox) => (sandbox as unknown as { live?: { vm: { runDir: string; runnerPid: number } } }).live?.vm
+    const live = (sandbox: Sandbox) => (sandbox as unknown as { live?: { vm: { runDir: string } } }).live?.vm
     const bash = (sandbox: Sandbox, command: string) => sandbox.execute({ toolUseId: `toolu_${Math.random().toString(36).slice(2)}`, name: 'bash', input: { command } })
 
     it('sets a restored guest\'s clock from the host, however old its template\'s saved state', async () => {
@@ -68,20 +68,10 @@ describe.skipIf(!vm.ok)('VmSandbox', () => {
       }
     })
 
-    it('kills a hung guest, reports its call as a tool error, and restores a fresh VM on the same workspace within 2 s of the kill (on a loaded host: as fast as a plain restore)', async () => {
+    it('kills a hung guest, reports its call as a tool error, and restores a fresh VM on the same workspace', async () => {
       const provider = new VmSandboxProvider({ dataDir, hangTimeoutMs: 1500 })
       const sandbox = provider.create({ sessionId: sessionId(), environmentId: 'env_vm', config })
       try {
-        // What a plain restore takes on this host now (TCG slows with the host's load): the bound
-        // below. The first sandbox may have to boot the template (this test run alone).
-        const warmup = provider.create({ sessionId: sessionId(), environmentId: 'env_vm', config })
-        await warmup.provision()
-        await warmup.dispose({ removeWorkspace: true })
-        const baseline = provider.create({ sessionId: sessionId(), environmentId: 'env_vm', config })
-        const baselineStart = Date.now()
-        await baseline.provision()
-        const restoreMs = Date.now() - baselineStart
-        await baseline.dispose({ removeWorkspace: true })
         expect((await sandbox.execute({ toolUseId: 'toolu_keep', name: 'write', input: { file_path: 'kept.txt', content: 'kept' } })).isError).toBe(false)
         const first = live(sandbox)!
         const pending = bash(sandbox, 'sleep 20; echo never')
@@ -96,10 +86,10 @@ describe.skipIf(!vm.ok)('VmSandbox', () => {
         expect(r.isError).toBe(true)
         expect(r.content).toMatch(/^bash: the VM stopped answering \(no heartbeat within 1500 ms: a hung guest\) and was killed \(SIGKILL\) during the call; its outcome is lost/)
         expect(killedAt - stoppedAt).toBeLessThan(4000)
-        // The replacement: a restore of the template, its shares mounted, its runner answering.
+        // The replacement (started at the kill): a restore of the template, its shares mounted, its
+        // runner answering. A generous bound: its speed is the bench's (vm.hung_guest_replaced).
         await sandbox.provision()
-        // Within 2 s, or on a loaded host no slower than 1.5 times the plain restore measured above.
-        expect(Date.now() - killedAt).toBeLessThan(Math.max(2000, 1.5 * restoreMs))
+        expect(Date.now() - killedAt).toBeLessThan(15_000)
         const next = await sandbox.execute({ toolUseId: 'toolu_after', name: 'read', input: { file_path: 'kept.txt' } })
         expect(next).toMatchObject({ isError: false, content: '     1\tkept' })
         expect(live(sandbox)!.runDir).not.toBe(first.runDir)
@@ -117,7 +107,6 @@ describe.skipIf(!vm.ok)('VmSandbox', () => {
         expect((await sandbox.execute({ toolUseId: 'toolu_keep', name: 'write', input: { file_path: 'kept.txt', content: 'kept' } })).isError).toBe(false)
         const first = live(sandbox)!
         // The agent's shell is the runner's child and runs as the runner's user: it can stop it.
-        expect((await bash(sandbox, 'echo $PPID')).content).toBe(String(first.runnerPid))
         const sent = Date.now()
         const r = await bash(sandbox, 'kill -STOP $PPID; sleep 30; echo never')
         expect(r.isError).toBe(true)

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -123,6 +123,22 @@ describe.skipIf(!vm.ok)('VmSandbox', () => {
         await provider.dispose()
       }
     }, 120_000)
+
+    it('mounts a host folder at a guest path with a space and a comma in it', async () => {
+      const folder = mkdtempSync(join(tmpdir(), 'corral-vm-folder-'))
+      chmodSync(folder, 0o755)
+      writeFileSync(join(folder, 'f.txt'), 'from the host\n', { mode: 0o644 })
+      const provider = new VmSandboxProvider({ dataDir })
+      const sandbox = provider.create({ sessionId: sessionId(), environmentId: 'env_vm', config, folders: [{ index: 0, source: folder, target: '/workspace/my dir,2', readOnly: true }] })
+      try {
+        const r = await bash(sandbox, 'cat "/workspace/my dir,2/f.txt"; ls /workspace')
+        expect(r).toMatchObject({ isError: false, content: 'from the host\nmy dir,2' })
+      } finally {
+        await sandbox.dispose({ removeWorkspace: true })
+        await provider.dispose()
+        rmSync(folder, { recursive: true, force: true })
+      }
+    })
 
     it('serves a new session\'s first call from a warm VM, hands it the session\'s own workspace, and refills the pool', async () => {
       const warmConfig = { ...config, corral: { ...config.corral, pool_size: 1 } }

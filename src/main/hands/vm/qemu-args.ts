@@ -101,12 +101,26 @@ const guestSeconds = (now: number): string => String(Math.round(now / 1000))
 export function startLine(p: { now: number; shares: readonly { tag: string; target: string; readOnly: boolean }[] }): string {
   const parts = [`start ${guestSeconds(p.now)}`]
   for (const s of p.shares) {
-    if (!/^\/[A-Za-z0-9._/@+-]*$/.test(s.target) || s.target.includes('..')) {
-      throw new CorralError('sandbox_error', `the vm backend cannot mount a share at ${JSON.stringify(s.target)} (a guest path of letters, digits and . _ / @ + - only)`)
+    if (!s.target.startsWith('/') || s.target.split('/').includes('..') || /[\u0000-\u001f\u007f]/.test(s.target)) {
+      throw new CorralError('sandbox_error', `the vm backend cannot mount a share at ${JSON.stringify(s.target)} (an absolute guest path without .. segments or control characters)`)
     }
-    parts.push(`${s.tag},${s.target},${s.readOnly ? 'ro' : 'rw'}`)
+    parts.push(`${s.tag},${guestPathWord(s.target)},${s.readOnly ? 'ro' : 'rw'}`)
   }
   return parts.join(' ') + '\n'
+}
+
+/**
+ * A guest path as one word of a control line: letters, digits and `. _ / @ + -` as they are, every
+ * other byte of its UTF-8 (a space, a comma, a quote, a non-ASCII letter) as `\0ooo`, which the
+ * guest's `printf %b` turns back into the byte.
+ */
+export function guestPathWord(path: string): string {
+  let out = ''
+  for (const byte of Buffer.from(path, 'utf8')) {
+    const c = String.fromCharCode(byte)
+    out += /[A-Za-z0-9._/@+-]/.test(c) ? c : `\\0${byte.toString(8).padStart(3, '0')}`
+  }
+  return out
 }
 
 /** The guest's control line that sets its clock (again) to the host's. */

@@ -60,9 +60,14 @@ describe('the guest\'s start line', () => {
     expect(startLine({ now: 1_700_000_000_123, shares: [{ tag: 'ws', target: '/workspace', readOnly: false }, { tag: 'f1', target: '/mnt/skills', readOnly: true }] })).toBe('start 1700000000 ws,/workspace,rw f1,/mnt/skills,ro\n')
   })
 
-  it('refuses a guest path the control line cannot carry', () => {
-    expect(() => startLine({ now: 0, shares: [{ tag: 'f1', target: '/workspace/my dir', readOnly: false }] })).toThrow(/cannot mount a share at "\/workspace\/my dir"/)
-    expect(() => startLine({ now: 0, shares: [{ tag: 'f1', target: '/workspace/../etc', readOnly: false }] })).toThrow(/cannot mount a share/)
+  it('carries a guest path with spaces, commas or other letters as one word, each such byte as \\0ooo', () => {
+    expect(startLine({ now: 0, shares: [{ tag: 'f1', target: '/workspace/my dir,é', readOnly: false }] })).toBe('start 0 f1,/workspace/my\\0040dir\\0054\\0303\\0251,rw\n')
+  })
+
+  it('refuses a guest path with .. segments, control characters or no leading slash', () => {
+    expect(() => startLine({ now: 0, shares: [{ tag: 'f1', target: '/workspace/../etc', readOnly: false }] })).toThrow(/cannot mount a share at "\/workspace\/..\/etc" \(an absolute guest path without .. segments or control characters\)/)
+    expect(() => startLine({ now: 0, shares: [{ tag: 'f1', target: '/workspace/a\nb', readOnly: false }] })).toThrow(/cannot mount a share/)
+    expect(() => startLine({ now: 0, shares: [{ tag: 'f1', target: 'workspace/x', readOnly: false }] })).toThrow(/cannot mount a share/)
   })
 })
 

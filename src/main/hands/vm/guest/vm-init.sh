@@ -6,7 +6,7 @@
 # port, opened once read-write (a virtio port allows one open), and answers the host's control
 # lines on the control port. The host snapshots the VM once the runner said hello; every sandbox
 # is a restore of that snapshot, after which the host sends one control line:
-#   start <unix seconds> [<9p tag>,<guest path>,<ro|rw>]...
+#   start <unix seconds> [<9p tag>,<guest path>,<ro|rw>]...   (path bytes outside [A-Za-z0-9._/@+-] as \0ooo)
 # which sets the clock (the restored guest's clock is the snapshot's; the host sends it once the
 # restored runner answered, rounded to the second: busybox's date takes whole seconds) and mounts
 # the session's 9p shares (a mounted share blocks migration, so nothing is mounted before the
@@ -63,6 +63,8 @@ control_loop() {
         for share in $shares; do
           [ -n "$err" ] && break
           tag=${share%%,*}; rest=${share#*,}; target=${rest%,*}; mode=${rest##*,}
+          # A byte other than letters, digits and . _ / @ + - comes as \0ooo (a space, a comma, ...).
+          case "$target" in *\\*) target=$(printf '%b' "$target") ;; esac
           # Builtins where they do: every fork and exec costs tens of ms under TCG.
           [ -d "$target" ] || $bb mkdir -p "$target" 2>/dev/null
           opts=trans=virtio,version=9p2000.L,msize=524288,cache=none,access=client

@@ -198,9 +198,12 @@ export class Harness {
       cached = { events: [], state: newSessionState(threadKey, { ...(multi ? { statusScope: 'thread', primaryId } : {}), workerTools }) }
     }
     const { events, state } = cached
+    // nothing of a child's thread lies before its session.thread_created: its first read starts
+    // there (the log's window of recent rows answers it) instead of at the session's first event
+    const threadFrom = threadKey === null ? 0 : Math.max(0, (threads.children.get(threadKey)?.createdSeq ?? 1) - 1)
     const catchUp = () => {
       for (;;) {
-        const page = this.deps.log.read(sessionId, { after: state.lastSeq, limit: 1000, threadId: threadKey })
+        const page = this.deps.log.read(sessionId, { after: Math.max(state.lastSeq, threadFrom), limit: 1000, threadId: threadKey })
         let merged = page
         if (threadKey !== null) {
           // an interrupt without a thread stops every thread, a budget change resumes every thread: the children fold them too

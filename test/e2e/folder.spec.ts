@@ -85,6 +85,26 @@ test.describe.serial('a session on a folder of this machine', () => {
     await shot(page, '30-folder-refused')
   })
 
+  test('a dialog opened before the agents and environments arrive still starts with the first of each', async ({ page }) => {
+    // a slow first load (a busy machine): the session list's agents and environments answer only
+    // after the dialog is open (the sign-in probe, agents?limit=1, is not held)
+    let release: () => void = () => {}
+    const held = new Promise<void>((r) => (release = r))
+    await page.route(/\/v1\/(agents|environments)\?(.*&)?limit=200/, async (route) => {
+      await held
+      await route.continue()
+    })
+    await page.goto(`${serve.url}/?token=${TOKEN}#/sessions`)
+    await page.getByRole('button', { name: 'New session', exact: true }).click()
+    const dialog = page.getByRole('dialog', { name: 'New session' })
+    await expect(dialog).toBeVisible()
+    release()
+    await expect(dialog.getByRole('combobox', { name: 'Agent' })).toContainText('Editor')
+    await expect(dialog.getByRole('combobox', { name: 'Environment' })).toContainText('Project sandbox')
+    await expect(dialog.getByRole('button', { name: 'Start session' })).toBeEnabled()
+    await dialog.getByRole('button', { name: 'Cancel' }).click()
+  })
+
   test('the agent edits two files of the folder and the person reverts one from the Changes view', async ({ page }) => {
     await page.goto(`${serve.url}/?token=${TOKEN}#/sessions`)
     await page.getByRole('button', { name: 'New session', exact: true }).click()

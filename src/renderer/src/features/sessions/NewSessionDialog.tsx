@@ -41,6 +41,16 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
   const liveEnvs = environments.filter((e) => !e.archived_at)
   const [agentId, setAgentId] = useState(liveAgents[0]?.id ?? '')
   const [envId, setEnvId] = useState(liveEnvs[0]?.id ?? '')
+  // lists that arrive after the dialog opened (a slow first load) still choose the first agent and
+  // environment: the selects show them, and Start must not stay disabled behind an empty choice
+  const firstAgent = liveAgents[0]?.id
+  const firstEnv = liveEnvs[0]?.id
+  useEffect(() => {
+    if (!agentId && firstAgent) setAgentId(firstAgent)
+  }, [agentId, firstAgent])
+  useEffect(() => {
+    if (!envId && firstEnv) setEnvId(firstEnv)
+  }, [envId, firstEnv])
   const [title, setTitle] = useState('')
   const [message, setMessage] = useState('')
   const [resources, setResources] = useState<ResourceRow[]>([])

@@ -153,9 +153,10 @@ export class LogReader {
         if (v === undefined) continue
         const t = Date.parse(v)
         if (Number.isNaN(t)) throw invalid(`created_at[${k}]: not an RFC 3339 date-time`)
+        const iso = new Date(t).toISOString()
         terms.push(` AND processed_at ${op} ?`)
-        args.push(new Date(t).toISOString())
-        compared.push([op, new Date(t).toISOString()])
+        args.push(iso)
+        compared.push([op, iso])
       }
     }
     const oneThread = typeof params.threadId === 'string' || typeof params.streamOf === 'string'

@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk'
 import type { MessageCreateParamsBase, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages/messages'
+import { nodeFetch } from './model-transport'
 
 /** A Messages API request as the context view builds it (without `stream`). */
 export type ModelRequest = Omit<MessageCreateParamsBase, 'stream'> & { context_management?: unknown }
@@ -86,7 +87,7 @@ export interface AnthropicModelClientParams {
   stallTimeoutMs?: number
   /** Upper bound for a whole request (default 10 min). */
   requestTimeoutMs?: number
-  /** The fetch the SDK uses (tests inject one to see where a request goes without a network). */
+  /** The fetch the SDK uses (tests inject one to see where a request goes without a network); default: `nodeFetch` (model-transport.ts). */
   fetch?: typeof fetch
 }
 
@@ -130,7 +131,7 @@ export class AnthropicModelClient implements ModelClient {
       baseURL: params.baseURL || ANTHROPIC_API_URL,
       maxRetries: 0,
       timeout: params.requestTimeoutMs ?? 600_000,
-      ...(params.fetch ? { fetch: params.fetch } : {}),
+      fetch: params.fetch ?? (nodeFetch as typeof fetch),
     })
   }
 

@@ -1,0 +1,121 @@
+import http from 'node:http'
+import https from 'node:https'
+import type { IncomingMessage } from 'node:http'
+
+/**
+ * The model client's HTTP transport: the `fetch` the official SDK is given, over Node's own
+ * http/https with keep-alive agents, instead of the global fetch (undici's WHATWG fetch).
+ *
+ * Why (issue #11 and #12's benches): every model request of every thread goes through here, and
+ * the global fetch's Request/Response/web-stream machinery cost the model thread 1.1 ms of CPU
+ * per streamed request when warm and 4 ms over a process's first hundred requests, against 0.65
+ * and 1.4 ms here (the same SDK, the same SSE bytes; the response body is the socket's Node
+ * stream, which the SDK's SSE reader iterates directly). The SDK still builds every request,
+ * parses every event and classifies every error: only the bytes' way changes.
+ *
+ * What it answers is the part of a fetch `Response` the SDK reads (status, ok, headers, url, body,
+ * text(), json()). A request it does not know how to send (a streamed or form body, a scheme other
+ * than http/https, a `Request` object) goes to the global fetch unchanged. Errors are Node's own:
+ * a refused connection keeps its `code` (ECONNREFUSED…) for the error classification, an abort
+ * is an `AbortError` as the SDK expects.
+ */
+
+const agents = {
+  'http:': new http.Agent({ keepAlive: true }),
+  'https:': new https.Agent({ keepAlive: true }),
+} as const
+
+/** A body this transport sends as it is: a string or bytes, or none. */
+function simpleBody(body: unknown): string | Uint8Array | undefined | false {
+  if (body === undefined || body === null) return undefined
+  if (typeof body === 'string' || body instanceof Uint8Array) return body
+  if (body instanceof ArrayBuffer) return new Uint8Array(body)
+  return false
+}
+
+function headerRecord(h: RequestInit['headers']): Record<string, string> {
+  const out: Record<string, string> = {}
+  if (!h) return out
+  if (h instanceof Headers) h.forEach((v, k) => (out[k] = v))
+  else if (Array.isArray(h)) for (const [k, v] of h) out[k.toLowerCase()] = v
+  else for (const [k, v] of Object.entries(h)) if (v !== undefined && v !== null) out[k.toLowerCase()] = String(v)
+  return out
+}
+
+/** The fetch-shaped answer the SDK reads: the body is the response's Node stream (async-iterable). */
+class NodeResponse {
+  readonly ok: boolean
+  readonly status: number
+  readonly statusText: string
+  readonly headers: Headers
+  readonly redirected = false
+  readonly type = 'basic'
+  private used = false
+
+  constructor(
+    readonly url: string,
+    private readonly res: IncomingMessage,
+  ) {
+    this.status = res.statusCode ?? 0
+    this.ok = this.status >= 200 && this.status < 300
+    this.statusText = res.statusMessage ?? ''
+    const headers = new Headers()
+    const raw = res.rawHeaders
+    for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i], raw[i + 1])
+    this.headers = headers
+  }
+
+  get body(): IncomingMessage {
+    return this.res
+  }
+
+  get bodyUsed(): boolean {
+    return this.used
+  }
+
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    const bytes = await this.bytes()
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer
+  }
+
+  async text(): Promise<string> {
+    return (await this.bytes()).toString('utf8')
+  }
+
+  async json(): Promise<unknown> {
+    return JSON.parse(await this.text())
+  }
+
+  private async bytes(): Promise<Buffer> {
+    if (this.used) throw new TypeError('Body is unusable: Body has already been read')
+    this.used = true
+    const chunks: Buffer[] = []
+    for await (const c of this.res) chunks.push(c as Buffer)
+    return Buffer.concat(chunks)
+  }
+}
+
+/** `fetch(url, init)` for the SDK over node:http/https (see the module's comment). */
+export function nodeFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+  const body = simpleBody(init.body)
+  const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : undefined
+  const agent = url ? agents[url.protocol as keyof typeof agents] : undefined
+  if (!url || !agent || body === false) return globalThis.fetch(input, init)
+  const signal = init.signal ?? undefined
+  if (signal?.aborted) return Promise.reject(abortError(signal))
+  const headers = headerRecord(init.headers)
+  if (body !== undefined) headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)
+  return new Promise<Response>((resolve, reject) => {
+    const request = (url.protocol === 'https:' ? https : http).request(url, { method: init.method ?? 'GET', headers, agent, ...(signal ? { signal } : {}) }, (res) =>
+      resolve(new NodeResponse(url.href, res) as unknown as Response),
+    )
+    request.on('error', reject)
+    request.end(body)
+  })
+}
+
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason
+  if (reason instanceof Error && reason.name === 'AbortError') return reason
+  return Object.assign(new Error('This operation was aborted', { cause: reason }), { name: 'AbortError', code: 'ABORT_ERR' })
+}

@@ -140,6 +140,8 @@ export class Harness {
   private readonly cache = new Map<string, { events: ViewEvent[]; state: SessionState }>()
   /** Per session: its threads as the log says (shared by the brains of its threads). */
   private readonly threadsBySession = new Map<string, SessionThreads>()
+  /** Calls this process journaled as started together with their response and has not run yet (firstHandsCall). */
+  private readonly journaledNow = new Set<string>()
   private readonly locks = new SessionLocks()
   /** The platform tools (delegation, the advisor): register more before the brains start. */
   readonly platform: PlatformTools
@@ -545,7 +547,10 @@ export class Harness {
     if (route.kind === 'history') return readSessionHistory(this.deps.log, c.sessionId, t.input)
     if (route.kind === 'unknown' || route.kind === 'custom') return { content: `Unknown tool ${JSON.stringify(t.name)}: this agent has no such tool.`, isError: true }
     const call = { sessionId: c.sessionId, toolUseId: t.id, name: t.name, input: t.input, route: route.kind }
-    if (this.deps.journal.wasStarted(t.id)) {
+    // journaled by this process with its response (callModel) and not handed to the hands since
+    if (this.journaledNow.delete(t.id)) {
+      // (nothing to record: the journal's row is on disk)
+    } else if (this.deps.journal.wasStarted(t.id)) {
       const deadline = Date.now() + this.o.recoverTimeoutMs
       for (;;) {
         let r: Awaited<ReturnType<ToolRouter['recover']>>
@@ -694,7 +699,16 @@ export class Harness {
     const evaluating = final && c.threadKey === null && c.state.outcome?.phase === 'working' && response.stopReason !== 'refusal'
     const idle: EventInput[] = final && !evaluating ? [this.idleEvent(c, { type: response.stopReason === 'refusal' ? 'refusal' : 'end_turn' }, contextSeq)] : []
     if (final && c.threadKey !== null && c.workflowRunId === null && response.stopReason !== 'refusal' && !cutShort) out = this.report(out, c)
-    await this.appendThread(c, [...out, ...(await this.unrunnableAsks(out, c)), end, ...idle])
+    const batch = [...out, ...(await this.unrunnableAsks(out, c)), end, ...idle]
+    // The first call the hands will run now is journaled as started in the same commit as the
+    // response (one fsync before it runs instead of two); the others as today, one by one.
+    const first = cutShort ? undefined : this.firstHandsCall(out, c)
+    if (!first) await this.appendThread(c, batch)
+    else {
+      await Promise.all([this.deps.journal.markStarted(c.sessionId, first), this.appendThread(c, batch)])
+      this.journaledNow.add(first)
+      if (this.journaledNow.size > 4096) this.journaledNow.delete(this.journaledNow.values().next().value as string)
+    }
   }
 
   /**
@@ -756,6 +770,22 @@ export class Harness {
     } finally {
       signal.removeEventListener('abort', onAbort)
     }
+  }
+
+  /**
+   * The id of the first call of a response that runTools will hand to the hands at once: an
+   * allowed toolset call (no confirmation to wait for, not a platform tool, not a self-hosted
+   * worker's), which is the first of the turn's calls to run. Undefined when there is none.
+   */
+  private firstHandsCall(out: readonly EventInput[], c: RunContext): string | undefined {
+    for (const e of out) {
+      if (e.type === 'agent.custom_tool_use' || e.type === 'agent.mcp_tool_use') return undefined
+      if (e.type !== 'agent.tool_use') continue
+      if (e.evaluated_permission !== 'allow' || c.state.workerTools?.has(e.name)) return undefined
+      if (this.platform.find(e.name, this.offerContext(c))) return undefined
+      return routeTool(c.agent.tools ?? [], e.name).kind === 'toolset' && e.id ? e.id : undefined
+    }
+    return undefined
   }
 
   /** The events a finished response becomes, in order; previews' pre-assigned ids are kept. */

@@ -1,7 +1,7 @@
 import { type EventInputOf, type EventOf, type ThreadKey } from '../../shared/api/events'
 import { newId, primaryThreadId } from '../../shared/api/ids'
 import { WORKER_TOOLSET } from '../../shared/api/worker-toolset'
-import type { EventInput, EventLog } from '../session/event-log'
+import type { EventAppendOptions, EventInput, EventLog } from '../session/event-log'
 import type { ToolJournal } from '../session/tool-journal'
 import { filesSystemContext } from './context/files'
 import { memorySystemContext } from './context/memory'
@@ -137,7 +137,7 @@ const UNKNOWN_OUTCOME_TEXT =
  */
 export class Harness {
   private readonly o: Required<Omit<HarnessOptions, 'context'>> & { context: ContextViewOptions }
-  private readonly cache = new Map<string, { events: ViewEvent[]; state: SessionState }>()
+  private readonly cache = new Map<string, { events: ViewEvent[]; state: SessionState; readTo: number }>()
   /** Per session: its threads as the log says (shared by the brains of its threads). */
   private readonly threadsBySession = new Map<string, SessionThreads>()
   /** Calls this process journaled as started together with their response and has not run yet (firstHandsCall). */
@@ -197,27 +197,41 @@ export class Harness {
     if (cached) this.cache.delete(key) // re-inserted below: most recently used last
     else {
       const workerTools = this.deps.sessions.answeredByWorker?.(sessionId) ? WORKER_TOOLSET : undefined
-      cached = { events: [], state: newSessionState(threadKey, { ...(multi ? { statusScope: 'thread', primaryId } : {}), workerTools }) }
+      cached = { events: [], state: newSessionState(threadKey, { ...(multi ? { statusScope: 'thread', primaryId } : {}), workerTools }), readTo: 0 }
     }
-    const { events, state } = cached
+    const entry = cached
+    const { events, state } = entry
     // nothing of a child's thread lies before its session.thread_created: its first read starts
     // there (the log's window of recent rows answers it) instead of at the session's first event
     const threadFrom = threadKey === null ? 0 : Math.max(0, (threads.children.get(threadKey)?.createdSeq ?? 1) - 1)
     const catchUp = () => {
       for (;;) {
-        const page = this.deps.log.read(sessionId, { after: Math.max(state.lastSeq, threadFrom), limit: 1000, threadId: threadKey })
+        // A read starts where the last one ended, not at this thread's last event: a thread whose
+        // events are sparse among its session's (the primary during a workflow run of a thousand
+        // agents) would otherwise read from further back each time, below the log's window of
+        // recent rows, and SQLite would walk every other thread's rows since. `end`: the log's
+        // last committed seq, taken with the read (both synchronous: nothing commits between).
+        const from = Math.max(state.lastSeq, threadFrom, entry.readTo)
+        const end = this.deps.log.lastSeq(sessionId, { includeUnsynced: true })
+        // what this thread's own appends committed is read before its fsync returns (a tool's
+        // result resolves at its commit: runTools), so the next model request does not wait for the disk
+        const page = this.deps.log.read(sessionId, { after: from, limit: 1000, threadId: threadKey, includeUnsynced: true })
         let merged = page
         if (threadKey !== null) {
           // an interrupt without a thread stops every thread, a budget change resumes every thread: the children fold them too
+          // (those after the child's session.thread_created: one before it was never the child's)
           const before = page.length === 1000 ? page[page.length - 1].seq + 1 : undefined
-          const all = this.deps.log.read(sessionId, { after: state.lastSeq, before, limit: 1000, threadId: null, types: ['user.interrupt', 'session.updated'] })
+          const all = this.deps.log.read(sessionId, { after: from, before, limit: 1000, threadId: null, types: ['user.interrupt', 'session.updated'], includeUnsynced: true })
           if (all.length) merged = [...page, ...all].sort((a, b) => a.seq - b.seq)
         }
         // a workflow run's thread is stopped by its run, never by an interrupt (spec §3.5, §6.8)
         if (workflowRunId !== null) merged = merged.filter((r) => r.event.type !== 'user.interrupt')
         for (const r of merged) events.push({ seq: r.seq, event: r.event })
         foldInto(state, merged)
-        if (page.length < 1000) return
+        if (page.length < 1000) {
+          entry.readTo = Math.max(entry.readTo, end)
+          return
+        }
       }
     }
     const c: RunContext = { sessionId, thread, threadKey, workflowRunId, primaryId, multi, session, sessionAgent, agent: agent as RunContext['agent'], agentName, roster, threads, events, state, control }
@@ -273,13 +287,13 @@ export class Harness {
    * threads ending at once cannot both miss it; an idle of this thread is left out when a message
    * reached the thread after what its step saw (the thread goes on instead of flapping idle).
    */
-  private async appendThread(c: RunContext, given: EventInput[]): Promise<void> {
+  private async appendThread(c: RunContext, given: EventInput[], options?: EventAppendOptions): Promise<void> {
     // a child's events are logged on its thread; one it addresses to the primary says null
     const evs = c.threadKey === null ? given : given.map((e) => onThread(e, c.thread.threadId))
     if (!c.multi) {
       // a single-threaded session's idle goes with its session.usage too (spec §4.4, §9: before every session idle)
       const idleAt = evs.findIndex((e) => e.type === 'session.status_idle')
-      if (idleAt < 0) await this.deps.log.append(c.sessionId, evs)
+      if (idleAt < 0) await this.deps.log.append(c.sessionId, evs, options)
       else {
         const { after } = previewAggregate(c.threads.catchUp(this.deps.log), evs)
         await this.deps.log.append(c.sessionId, [...evs.slice(0, idleAt), after.usageEvent(this.deps.sessions.retrieve(c.sessionId).budget), ...evs.slice(idleAt)])
@@ -287,7 +301,7 @@ export class Harness {
       return
     }
     if (!evs.some(isStatusEvent)) {
-      await this.deps.log.append(c.sessionId, evs)
+      await this.deps.log.append(c.sessionId, evs, options)
       return
     }
     await this.locks.with(c.sessionId, async () => {
@@ -477,7 +491,9 @@ export class Harness {
         await this.appendThread(c, [toolResult(t, { ...outcome, content: `Corral shut down while this call was running, and cancelled it. Output so far: ${outcome.content}`, isError: true }, false, resultId)])
         return
       }
-      await this.appendThread(c, [toolResult(t, outcome, signal.aborted, resultId)])
+      // resolves at its commit: the loop's next model request is built from it while its fsync
+      // runs (nothing the request does outlives the process; the next call's journal record waits for the disk)
+      await this.appendThread(c, [toolResult(t, outcome, signal.aborted, resultId)], { committed: true })
     }
   }
 

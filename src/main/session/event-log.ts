@@ -45,6 +45,19 @@ export interface EventReadParams {
    * id, that child's events but the `session.thread_created` naming it. Undefined: no such filter.
    */
   streamOf?: string | null
+  /**
+   * Also the events committed on this connection whose fsync is still running (by default a read
+   * stops before a session's first event not yet on disk). For a brain catching up on its own
+   * thread only: what it may do with such an event is build a model request, which leaves nothing
+   * behind that outlives the process; a tool call still reaches the hands only once its journal
+   * record is on disk, and the WAL is synced in order, so everything read before it is too.
+   */
+  includeUnsynced?: boolean
+}
+
+/** How an append resolves: `committed`, as soon as its transaction committed (before the WAL's fsync returns; see EventReadParams.includeUnsynced); by default once it is on disk. */
+export interface EventAppendOptions {
+  committed?: boolean
 }
 
 export type EventListener = (stored: StoredEvent) => void
@@ -57,16 +70,17 @@ export type Disposer = () => void
 export interface EventLog {
   /**
    * Appends events to one session atomically (all or none) and resolves with them stored,
-   * once they are durable. Subscribers are told only after that.
+   * once they are durable (with `committed`: once committed, see EventAppendOptions).
+   * Subscribers are told only once they are durable.
    * Throws CorralError not_found_error for an unknown session.
    */
-  append(sessionId: string, events: readonly EventInput[]): Promise<StoredEvent[]>
+  append(sessionId: string, events: readonly EventInput[], options?: EventAppendOptions): Promise<StoredEvent[]>
   /** Reads events by position; see EventReadParams. */
   read(sessionId: string, params?: EventReadParams): StoredEvent[]
   /** One event by its `sevt_` id, or undefined. */
   get(eventId: string): StoredEvent | undefined
-  /** The seq of the last event of a session (0 when it has none). */
-  lastSeq(sessionId: string): number
+  /** The seq of the last event of a session (0 when it has none); with `includeUnsynced`, of the last one committed (see EventReadParams). */
+  lastSeq(sessionId: string, options?: { includeUnsynced?: boolean }): number
   /**
    * Live subscription: delivers every event with seq > fromSeq, history first then live,
    * each exactly once and in order. Returns a disposer.

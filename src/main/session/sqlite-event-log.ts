@@ -88,8 +88,8 @@ export class SqliteEventLog implements EventLog {
     return this.reader.get(eventId)
   }
 
-  lastSeq(sessionId: string): number {
-    return this.reader.lastSeq(sessionId)
+  lastSeq(sessionId: string, options?: { includeUnsynced?: boolean }): number {
+    return this.reader.lastSeq(sessionId, options)
   }
 
   /** Whether an answer (type, field = id) to a request follows it in the session; see LogReader.hasAnswer. */

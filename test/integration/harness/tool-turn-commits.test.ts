@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { WalSync } from '../../../src/main/session/log/wal-sync'
 import type { ModelClient } from '../../../src/main/harness/model-client'
 import { openHarnessFixture, type HarnessFixture } from '../../support/harness-fixture'
-import { say, toolCall, type RecordedRequest } from '../../support/model-server'
+import { say, toolCall, type RecordedRequest, type ScriptStep } from '../../support/model-server'
 
 // What a tool turn waits for on the disk: the response's events and the journal record of its
 // first call share one commit and one fsync, and only then do the hands get the call.
@@ -21,7 +21,8 @@ describe('a tool turn', () => {
     const atExecute: { syncs: number; journaled: boolean; toolUseLogged: boolean }[] = []
     let calls = 0
     f = await openHarnessFixture({
-      script: (req: RecordedRequest) => (++calls <= 2 ? toolCall(req, 'bash', { command: `echo ${calls}` }) : say('done')),
+      // (a response comes 40 ms after its request: the appends before it are on disk by then)
+      script: (req: RecordedRequest) => ({ ...(++calls <= 2 ? toolCall(req, 'bash', { command: `echo ${calls}` }) : say('done')), delayMs: 40 }) as ScriptStep,
       wrapModel: (inner): ModelClient => ({
         stream: async (request, handlers) => {
           const r = await inner.stream(request, handlers)

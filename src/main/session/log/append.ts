@@ -29,12 +29,20 @@ export interface AppendOptions {
    * the same group are unaffected.
    */
   precheck?: () => void
+  /**
+   * Resolve once the group committed, without waiting for the WAL's fsync (EventAppendOptions):
+   * the events are in the database (a killed process keeps them), readable with
+   * `includeUnsynced`; subscribers still hear of them only once they are on disk, and a failed
+   * fsync can no longer reject this append (the log commits with FULL from then on).
+   */
+  committed?: boolean
 }
 
 interface PendingAppend {
   sessionId: string
   events: readonly EventInput[]
   precheck?: () => void
+  committed?: boolean
   resolve: (stored: StoredEvent[]) => void
   reject: (err: unknown) => void
 }
@@ -189,7 +197,7 @@ export class LogAppender {
       return Promise.reject(err)
     }
     return new Promise((resolve, reject) => {
-      this.queue.push({ sessionId, events, precheck: options.precheck, resolve, reject })
+      this.queue.push({ sessionId, events, precheck: options.precheck, committed: options.committed, resolve, reject })
       if (!this.flushScheduled) {
         this.flushScheduled = true
         setImmediate(() => this.flush())
@@ -280,7 +288,11 @@ export class LogAppender {
     for (let i = 0; i < batch.length; i++) {
       const o = outcomes[i]
       if (!o.ok) batch[i].reject(asCorralError(o.err))
-      else if (o.stored.length > 0 && !group.firsts.has(o.stored[0].sessionId)) group.firsts.set(o.stored[0].sessionId, o.stored[0].seq)
+      else {
+        if (o.stored.length > 0 && !group.firsts.has(o.stored[0].sessionId)) group.firsts.set(o.stored[0].sessionId, o.stored[0].seq)
+        // (settle resolves it again once on disk: a no-op; onCommit waits for the disk as ever)
+        if (batch[i].committed) batch[i].resolve(o.stored)
+      }
     }
     if (!outcomes.some((o) => o.ok)) return
     this.unsynced.push(group)

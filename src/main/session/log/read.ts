@@ -163,7 +163,7 @@ export class LogReader {
     const q: RangeQuery = { rid: row.rid, filter: terms.join(''), args, desc, oneThread }
     // Exclusive bounds on seq (events not yet on disk are not shown).
     const lo = params.after ?? 0
-    const unsynced = this.visibleBefore(sessionId)
+    const unsynced = params.includeUnsynced ? undefined : this.visibleBefore(sessionId)
     const hi = Math.min(params.before ?? Number.MAX_SAFE_INTEGER, unsynced ?? Number.MAX_SAFE_INTEGER)
     let rows: EventRow[]
     const types = params.types && params.types.length > 0 ? [...new Set(params.types)] : undefined
@@ -329,10 +329,10 @@ export class LogReader {
     return { seq: row.seq, sessionId: row.sessionId, event: toEvent(row) }
   }
 
-  lastSeq(sessionId: string): number {
+  lastSeq(sessionId: string, options: { includeUnsynced?: boolean } = {}): number {
     const row = this.sessionByPublicId.get(sessionId) as SessionRow | undefined
     if (!row) throw notFound('session', sessionId)
-    const unsynced = this.visibleBefore(sessionId)
+    const unsynced = options.includeUnsynced ? undefined : this.visibleBefore(sessionId)
     return unsynced !== undefined ? unsynced - 1 : (this.maxSeq.get(row.rid) as number)
   }
 

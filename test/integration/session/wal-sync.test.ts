@@ -85,6 +85,32 @@ describe('the log commit with its fsync off the event loop', () => {
     expect(log.lastSeq(sid)).toBe(stored.seq)
   })
 
+  it("resolves a `committed` append at its commit: a brain's includeUnsynced read and lastSeq show it, other reads and subscribers only once the fsync returned", async () => {
+    const held = heldFsync()
+    const { log, sid } = await setup(held.fn)
+    const told: StoredEvent[] = []
+    log.subscribeAll((s) => told.push(s))
+    const durable = log.append(sid, [{ type: 'agent.message', content: [{ type: 'text', text: 'durable' }] }])
+    const [committed] = await log.append(sid, [{ type: 'agent.message', content: [{ type: 'text', text: 'committed' }] }], { committed: true })
+    // both in one group, its fsync held: the committed append resolved, the other did not
+    expect(held.calls).toHaveLength(1)
+    expect(committed.seq).toBe(2)
+    expect(log.read(sid, { includeUnsynced: true }).map((r) => r.seq)).toEqual([1, 2])
+    expect(log.read(sid, { includeUnsynced: true, threadId: null, types: ['agent.message'], after: 1 }).map((r) => r.event.id)).toEqual([committed.event.id])
+    expect(log.lastSeq(sid, { includeUnsynced: true })).toBe(2)
+    expect(log.read(sid)).toEqual([])
+    expect(log.lastSeq(sid)).toBe(0)
+    expect(told).toEqual([])
+    let durableDone = false
+    void durable.then(() => (durableDone = true))
+    await tick()
+    expect(durableDone).toBe(false)
+    held.release()
+    await durable
+    expect(told.map((t) => t.seq)).toEqual([1, 2])
+    expect(log.read(sid).map((r) => r.seq)).toEqual([1, 2])
+  })
+
   it('runs one fsync at a time: appends committed while one runs share the next, and all resolve in order', async () => {
     const held = heldFsync()
     const { log, sid } = await setup(held.fn)

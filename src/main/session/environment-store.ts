@@ -3,6 +3,7 @@ import type { Environment } from '../../shared/api/types'
 import type { environmentCreateSchema, environmentUpdateSchema } from '../../shared/api/schemas'
 import { newId } from '../../shared/api/ids'
 import { conflict, notFound } from '../../shared/errors'
+import type { Statement } from 'better-sqlite3'
 import type { Db } from './database'
 import { mergeMetadata, type ListQuery } from './agent-store'
 import { createdAtFilters, keysetList, type Page } from './pagination'
@@ -30,6 +31,8 @@ function normalizeConfig(config: EnvironmentCreateInput['config']): Environment[
 }
 
 export class EnvironmentStore {
+  /** Prepared once: every brain that starts asks its session's environment (answeredByWorker). */
+  private byId?: Statement
   /** Notified after every committed update, archive or delete (running sessions' egress follows it). */
   readonly changes = new StoreChanges()
 
@@ -59,7 +62,8 @@ export class EnvironmentStore {
   }
 
   retrieve(id: string): Environment {
-    const row = this.db.prepare('SELECT data FROM environments WHERE id = ?').get(id) as { data: string } | undefined
+    this.byId ??= this.db.prepare('SELECT data FROM environments WHERE id = ?')
+    const row = this.byId.get(id) as { data: string } | undefined
     if (!row) throw notFound('environment', id)
     return JSON.parse(row.data) as Environment
   }

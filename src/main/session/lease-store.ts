@@ -1,5 +1,6 @@
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
+import type { Statement } from 'better-sqlite3'
 import type { Db } from './database'
 
 export interface LeaseStoreParams {
@@ -21,6 +22,7 @@ export function newLeaseOwner(): string {
  * brain restarted after kill -9 does not wait for the dead one's lease to expire).
  */
 export class SqliteLeaseStore {
+  private ownerOf?: Statement
   readonly owner: string
   readonly ttlMs: number
   private readonly clock: () => number
@@ -95,7 +97,9 @@ export class SqliteLeaseStore {
    * another process writes nothing more.
    */
   owns(sessionId: string): boolean {
-    const row = this.db.prepare('SELECT owner FROM session_leases WHERE session_id = ?').get(sessionId) as { owner: string } | undefined
+    // prepared once: a workflow run's every write is fenced by it (about two per agent)
+    this.ownerOf ??= this.db.prepare('SELECT owner FROM session_leases WHERE session_id = ?')
+    const row = this.ownerOf.get(sessionId) as { owner: string } | undefined
     return row?.owner === this.owner
   }
 

@@ -141,6 +141,7 @@ export class SessionStore {
   readonly changes = new StoreChanges()
   /** Prepared once: a send retrieves its session twice (before and inside the append). */
   private byId?: Statement
+  private environmentOf?: Statement
   private readonly log: SqliteEventLog
   private readonly agents: AgentStore
   private readonly environments: EnvironmentStore
@@ -547,7 +548,9 @@ export class SessionStore {
 
   /** Whether a worker of the session's self_hosted environment runs its toolset calls (its environment is self_hosted). */
   answeredByWorker(id: string): boolean {
-    const row = this.db.prepare('SELECT environment_id FROM sessions WHERE id = ?').get(id) as { environment_id: string } | undefined
+    // prepared once: asked by every brain that starts (a workflow run starts a thousand)
+    this.environmentOf ??= this.db.prepare('SELECT environment_id FROM sessions WHERE id = ?')
+    const row = this.environmentOf.get(id) as { environment_id: string } | undefined
     return !!row && this.environments.retrieve(row.environment_id).config.type === 'self_hosted'
   }
 

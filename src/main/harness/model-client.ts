@@ -175,22 +175,32 @@ export class AnthropicModelClient implements ModelClient {
     const headers: Record<string, string> = {}
     if (!this.params.compatibilityMode && this.params.betas?.length) headers['anthropic-beta'] = this.params.betas.join(',')
     const acc = new ResponseAccumulator(handlers)
-    try {
-      const stream = await this.send(body as MessageCreateParamsBase, { signal: controller.signal, headers })
-      for await (const event of stream) {
-        lastEventAt = performance.now()
-        acc.apply(event)
+    // The response is whole at its message_stop event: it is answered then, and the rest of the
+    // body (the end of the chunked encoding) is read on behind it, so the connection goes back to
+    // the pool without the turn waiting for it. A failure after message_stop changes nothing.
+    let answer: ((r: ModelResponse) => void) | undefined
+    const stopped = new Promise<ModelResponse>((resolve) => (answer = resolve))
+    const consume = async (): Promise<ModelResponse> => {
+      try {
+        const stream = await this.send(body as MessageCreateParamsBase, { signal: controller.signal, headers })
+        for await (const event of stream) {
+          lastEventAt = performance.now()
+          acc.apply(event)
+          if (event.type === 'message_stop') answer?.(acc.finish())
+        }
+        return acc.finish()
+      } catch (err) {
+        if (acc.complete) return acc.finish()
+        if (handlers.signal.aborted) throw new ModelRequestError('aborted', 'the model request was interrupted', { cause: err })
+        if (stalled) throw new ModelRequestError('stalled', `the model endpoint sent nothing for ${this.stallTimeoutMs} ms`, { cause: err })
+        if (err instanceof ModelRequestError) throw err
+        throw classifyError(err, this.params.baseURL || ANTHROPIC_API_URL)
+      } finally {
+        if (timer) clearTimeout(timer)
+        handlers.signal.removeEventListener('abort', onAbort)
       }
-      return acc.finish()
-    } catch (err) {
-      if (handlers.signal.aborted) throw new ModelRequestError('aborted', 'the model request was interrupted', { cause: err })
-      if (stalled) throw new ModelRequestError('stalled', `the model endpoint sent nothing for ${this.stallTimeoutMs} ms`, { cause: err })
-      if (err instanceof ModelRequestError) throw err
-      throw classifyError(err, this.params.baseURL || ANTHROPIC_API_URL)
-    } finally {
-      if (timer) clearTimeout(timer)
-      handlers.signal.removeEventListener('abort', onAbort)
     }
+    return Promise.race([stopped, consume()])
   }
 }
 
@@ -315,6 +325,11 @@ class ResponseAccumulator {
       if (typeof v === 'number') this.usage[k] = v
     }
     this.handlers.onUsage?.({ ...this.usage })
+  }
+
+  /** Whether message_stop arrived (the response is whole). */
+  get complete(): boolean {
+    return this.stopped
   }
 
   finish(): ModelResponse {

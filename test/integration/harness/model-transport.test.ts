@@ -43,12 +43,28 @@ function streamText(res: import('node:http').ServerResponse, text: string): void
 }
 
 describe('the model transport (node:http under the SDK)', () => {
+  it('answers a response at its message_stop, without waiting for the end of the body', async () => {
+    let finish!: () => void
+    const s = await serve((_body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      for (const e of sseEvents({ kind: 'message', blocks: [{ type: 'text', text: 'whole' }] }, 'claude-sonnet-5-5')) res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`)
+      finish = () => res.end()
+    })
+    const r = await new AnthropicModelClient({ baseURL: s.url, apiKey: 'k' }).stream(request, { signal: new AbortController().signal })
+    expect(r).toMatchObject({ blocks: [{ type: 'text', text: 'whole' }], stopReason: 'end_turn' })
+    finish()
+  })
+
+
   it('streams responses over one kept-alive connection, request after request', async () => {
     const s = await serve((_body, res) => streamText(res, 'hello there'))
     const client = new AnthropicModelClient({ baseURL: s.url, apiKey: 'k' })
     for (let i = 0; i < 5; i++) {
       const r = await client.stream({ ...request, messages: [{ role: 'user', content: [{ type: 'text', text: `turn ${i}` }] }] }, { signal: new AbortController().signal })
       expect(r.blocks).toEqual([{ type: 'text', text: 'hello there' }])
+      // (the response is answered at message_stop and the end of its body read behind it: a turn
+      // does its appends before its next request, by then the connection is back in the pool)
+      await new Promise((resolve) => setTimeout(resolve, 2))
     }
     expect(s.connections()).toBe(1)
     // the body went out whole, as JSON with stream: true

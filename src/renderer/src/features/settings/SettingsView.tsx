@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react'
+import { useEffect, useRef, useState } from 'react'
 import { useClient } from '../../api/context'
 import { ApiError } from '../../api'
 import { signOut } from '../../api/auth'
@@ -365,7 +365,12 @@ function DefaultBudgetSection({ saved, disabled, onSaved }: { saved: BudgetLimit
   const [text, setText] = useState('')
   const [err, setErr] = useState<unknown>()
   const [done, setDone] = useState(false)
-  useEffect(() => setText(saved ? usdText(saved.max_list_cost.amount) : ''), [saved])
+  // the saved value fills the field when the settings arrive (or are read again after a save),
+  // unless the person typed in it since: a first read that lands after their typing kept wiping it
+  const typed = useRef(false)
+  useEffect(() => {
+    if (!typed.current) setText(saved ? usdText(saved.max_list_cost.amount) : '')
+  }, [saved])
   const parsed = text.trim() ? parseUsd(text) : undefined
   const save = async () => {
     setErr(undefined)
@@ -373,6 +378,7 @@ function DefaultBudgetSection({ saved, disabled, onSaved }: { saved: BudgetLimit
     if (parsed && 'error' in parsed) return
     try {
       await client.request('settings.update', {}, { default_budget: parsed ? budgetOfCents(parsed.cents) : null })
+      typed.current = false
       setDone(true)
       onSaved()
     } catch (e) {
@@ -395,7 +401,16 @@ function DefaultBudgetSection({ saved, disabled, onSaved }: { saved: BudgetLimit
       >
         <fieldset disabled={disabled}>
           <Field id="st-default-budget" label="Budget for new sessions, in USD" hint={parsed && 'error' in parsed ? <span className="key-problem">{parsed.error}</span> : 'Empty: new sessions have no budget.'}>
-            <input id="st-default-budget" inputMode="decimal" value={text} placeholder="no limit" onChange={(e) => setText(e.target.value)} />
+            <input
+              id="st-default-budget"
+              inputMode="decimal"
+              value={text}
+              placeholder="no limit"
+              onChange={(e) => {
+                typed.current = true
+                setText(e.target.value)
+              }}
+            />
           </Field>
           <div className="form-actions">
             <Button type="submit" variant="primary" disabled={!!parsed && 'error' in parsed}>

@@ -111,27 +111,42 @@ describe('the log commit with its fsync off the event loop', () => {
     expect(log.read(sid).map((r) => r.seq)).toEqual([1, 2])
   })
 
-  it('runs one fsync at a time: appends committed while one runs share the next, and all resolve in order', async () => {
+  it('runs at most two fsyncs at once: a group committed while one runs starts the second, later ones share the next, and whichever returns first settles what it covers, in order', async () => {
     const held = heldFsync()
     const { log, sid } = await setup(held.fn)
     const order: number[] = []
-    const first = log.append(sid, [{ type: 'agent.message', content: [] }]).then((r) => (order.push(r[0].seq), r))
+    const append = () => log.append(sid, [{ type: 'agent.message', content: [] }]).then((r) => (order.push(r[0].seq), r))
+    const first = append()
     await tick()
     await tick()
-    const second = log.append(sid, [{ type: 'agent.message', content: [] }]).then((r) => (order.push(r[0].seq), r))
-    const third = log.append(sid, [{ type: 'agent.message', content: [] }]).then((r) => (order.push(r[0].seq), r))
-    await tick()
-    await tick()
-    // the second group committed, but waits for the fsync that starts once the first returns
     expect(held.calls).toHaveLength(1)
-    held.release(0)
-    await first
+    // committed while the first runs: its own fsync starts at once (it does not wait for the first)
+    const second = append()
+    await tick()
     await tick()
     expect(held.calls).toHaveLength(2)
+    // two running: these two groups wait, and share the next one
+    const third = append()
+    await tick()
+    const fourth = append()
+    await tick()
+    await tick()
+    expect(held.calls).toHaveLength(2)
+    // the second returns first: it covers the first group too, both resolve, in order
     held.release(1)
-    await Promise.all([second, third])
-    expect(order).toEqual([1, 2, 3])
-    expect(log.read(sid).map((r) => r.seq)).toEqual([1, 2, 3])
+    await Promise.all([first, second])
+    expect(order).toEqual([1, 2])
+    await tick()
+    expect(held.calls).toHaveLength(3)
+    // the first returning now settles nothing more; the third covers groups 3 and 4
+    held.release(0)
+    await tick()
+    expect(order).toEqual([1, 2])
+    held.release(2)
+    await Promise.all([third, fourth])
+    expect(order).toEqual([1, 2, 3, 4])
+    expect(held.calls).toHaveLength(3)
+    expect(log.read(sid).map((r) => r.seq)).toEqual([1, 2, 3, 4])
   })
 
   it('tells a subscriber of an event it can read back from the log at once', async () => {

@@ -135,6 +135,8 @@ export class LogAppender {
   /** Groups committed, waiting for the WAL's fsync, oldest first. */
   private readonly unsynced: UnsyncedGroup[] = []
   private groupCount = 0
+  /** The last group an fsync already started covers (syncNext starts one only for groups after it). */
+  private syncStartedUpTo = 0
   /** Per session: the first seq not yet on disk (reads stop before it). */
   private unsyncedFrom = new Map<string, number>()
   private drainWaiters: (() => void)[] = []
@@ -198,11 +200,14 @@ export class LogAppender {
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ sessionId, events, precheck: options.precheck, committed: options.committed, resolve, reject })
-      if (!this.flushScheduled) {
-        this.flushScheduled = true
-        setImmediate(() => this.flush())
-      }
+      this.scheduleFlush()
     })
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return
+    this.flushScheduled = true
+    setImmediate(() => this.flush())
   }
 
   /**
@@ -213,10 +218,7 @@ export class LogAppender {
   commitWith(write: () => void): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ sessionId: '', events: [], precheck: write, resolve: () => resolve(), reject })
-      if (!this.flushScheduled) {
-        this.flushScheduled = true
-        setImmediate(() => this.flush())
-      }
+      this.scheduleFlush()
     })
   }
 
@@ -300,11 +302,17 @@ export class LogAppender {
     this.syncNext()
   }
 
-  /** Starts the WAL's fsync for every group committed so far, unless one is running (it starts the next when it returns). */
+  /**
+   * Starts the WAL's fsync for every group committed so far and not covered by one already
+   * running, unless WalSync.MAX_IN_FLIGHT run (one returning starts the next). An fsync that
+   * returns settles every group it covers, whichever returns first.
+   */
   private syncNext(): void {
     const wal = this.wal
     if (!wal || wal.busy || this.unsynced.length === 0) return
     const upTo = this.unsynced[this.unsynced.length - 1].n
+    if (upTo <= this.syncStartedUpTo) return
+    this.syncStartedUpTo = upTo
     wal.sync((err) => {
       const done: UnsyncedGroup[] = []
       while (this.unsynced.length > 0 && this.unsynced[0].n <= upTo) done.push(this.unsynced.shift()!)

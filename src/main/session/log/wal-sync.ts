@@ -6,8 +6,8 @@ import type { Db } from '../database'
  * The log's commit without an fsync on the event loop. A group transaction is committed with
  * `synchronous=NORMAL` (its WAL frames reach the OS, which a killed process does not lose), then
  * the WAL file is fsynced on libuv's thread pool; only when that fsync returns is the group
- * durable against an OS crash, as `synchronous=FULL` would have made it inside the commit. What
- * was committed while an fsync ran shares the next one. Every other write on the connection
+ * durable against an OS crash, as `synchronous=FULL` would have made it inside the commit. Up to
+ * MAX_IN_FLIGHT fsyncs run at once; what was committed while they ran shares the next one. Every other write on the connection
  * stays `synchronous=FULL` (the pragma is switched around the log's group transaction only).
  *
  * Available only for a file database in WAL mode (`open` returns undefined otherwise, and the
@@ -24,7 +24,8 @@ export class WalSync {
   private fd: number | undefined
   private readonly normal: Statement
   private readonly full: Statement
-  private inFlight = false
+  /** fsyncs running now (at most MAX_IN_FLIGHT). */
+  private inFlight = 0
   private disposed = false
 
   private constructor(
@@ -63,22 +64,30 @@ export class WalSync {
     }
   }
 
-  /** Whether an fsync is running now (a new one is started when it returns). */
+  /**
+   * How many fsyncs may run at once. Two: a group committed while one runs starts its own at once
+   * instead of waiting for the event loop to hear that the first returned (under load that wait
+   * was longer than the fsync); an fsync covers everything committed before it began, so either
+   * returning first settles what it covers.
+   */
+  static readonly MAX_IN_FLIGHT = 2
+
+  /** Whether no further fsync may start now (one is started when one returns). */
   get busy(): boolean {
-    return this.inFlight
+    return this.inFlight >= WalSync.MAX_IN_FLIGHT
   }
 
   /**
    * fsyncs the WAL off the event loop; `done` is called once with null when everything committed
-   * before this call is on disk, or with the error. One at a time (check `busy`).
+   * before this call is on disk, or with the error. At most MAX_IN_FLIGHT at once (check `busy`).
    */
   sync(done: (err: Error | null) => void): void {
     const fd = this.fd
     if (fd === undefined || this.disposed) return done(new Error('the WAL file is not open'))
-    this.inFlight = true
+    this.inFlight++
     this.fsync(fd, (err) => {
-      this.inFlight = false
-      if (this.disposed) this.closeFd()
+      this.inFlight--
+      if (this.disposed && this.inFlight === 0) this.closeFd()
       done(err)
     })
   }
@@ -86,7 +95,7 @@ export class WalSync {
   /** Closes the WAL's descriptor (after the fsync in flight, if any). Idempotent. */
   dispose(): void {
     this.disposed = true
-    if (!this.inFlight) this.closeFd()
+    if (this.inFlight === 0) this.closeFd()
   }
 
   private closeFd(): void {

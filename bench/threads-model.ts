@@ -11,7 +11,7 @@
  * byte was handed to the socket.
  * Usage: fork with argv [JSON.stringify({ children, calls, firstTokenMs, lead, worker })].
  */
-import { ScriptedModelServer, say, type RecordedRequest, type ScriptStep } from '../test/support/model-server'
+import { ScriptedModelServer, say, userTexts, type RecordedRequest, type ScriptStep } from '../test/support/model-server'
 
 export interface ThreadsModelOptions {
   children: number
@@ -32,9 +32,6 @@ export interface ThreadsModelRequest {
 const opts = JSON.parse(process.argv[2] ?? '{}') as ThreadsModelOptions
 /** performance.now() + offset = process.hrtime in ms. */
 const offset = Number(process.hrtime.bigint()) / 1e6 - performance.now()
-
-const userTexts = (req: RecordedRequest) =>
-  req.body.messages.flatMap((m) => (m.role === 'user' && typeof m.content !== 'string' ? m.content.flatMap((b) => (b.type === 'text' ? [String(b.text)] : [])) : []))
 
 function lastToolResultId(req: RecordedRequest): string | undefined {
   for (let m = req.body.messages.length - 1; m >= 0; m--) {

@@ -126,5 +126,29 @@ export async function openHarnessFixture(p: HarnessFixtureParams = {}): Promise<
   }
 }
 
+/** The system prompt of `team`'s lead. */
+export const LEAD = 'You are the lead.'
+
+export interface Team {
+  lead: string
+  agents: Record<string, string>
+}
+
+/** A lead agent (system LEAD) whose roster lists agents with these names (each with its own system prompt, `You are the <name>.`). */
+export function team(f: HarnessFixture, names: string[], subagents: Record<string, unknown> = {}, agentExtra: Record<string, unknown> = {}): Team {
+  const agents: Record<string, string> = {}
+  for (const name of names) {
+    agents[name] = f.engine.services.agents.create({ name, model: 'claude-sonnet-5-5', system: `You are the ${name}.`, tools: [{ type: 'agent_toolset_20260401' }], ...agentExtra } as never).id
+  }
+  const lead = f.engine.services.agents.create({
+    name: 'lead',
+    model: 'claude-sonnet-5-5',
+    system: LEAD,
+    tools: [{ type: 'agent_toolset_20260401' }],
+    multiagent: { type: 'multiagent_20261001', subagents: { type: 'enabled', predefined_agents: Object.values(agents), ...subagents } },
+  } as never).id
+  return { lead, agents }
+}
+
 /** Event types in order, for compact assertions. */
 export const typesOf = (events: readonly LoggedEvent[]): string[] => events.map((e) => e.type)

@@ -337,6 +337,16 @@ export const callToolOffSchema = (name: string, input: Record<string, unknown>, 
   blocks: [{ type: 'tool_use', name, input, offSchema: reason }],
 })
 
+/** The text of a request's first system block ('' without one): which agent a request is for. */
+export function systemOf(req: RecordedRequest): string {
+  return req.body.system?.[0]?.text ?? ''
+}
+
+/** Every text block of the request's user turns, in order. */
+export function userTexts(req: RecordedRequest): string[] {
+  return req.body.messages.flatMap((m) => (m.role === 'user' && typeof m.content !== 'string' ? m.content.flatMap((b) => (b.type === 'text' ? [String(b.text)] : [])) : []))
+}
+
 /** Text of every tool_result block in a request, in order. */
 export function toolResultsOf(req: RecordedRequest): { tool_use_id: string; text: string; is_error: boolean }[] {
   const out: { tool_use_id: string; text: string; is_error: boolean }[] = []

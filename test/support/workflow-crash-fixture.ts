@@ -7,7 +7,7 @@
  */
 import type { Engine } from '../../src/main/engine'
 import type { LoggedEvent } from '../../src/main/session/event-log'
-import { say, toolCall, type RecordedRequest, type ScriptStep } from './model-server'
+import { say, systemOf, toolCall, type RecordedRequest, type ScriptStep } from './model-server'
 
 export const LEAD = 'You are the lead.'
 export const WORKER = 'You are a worker.'
@@ -21,7 +21,6 @@ export const PROGRAM = `
   return await phase('reduce', async () => ({ count: combined.length, sum: combined.reduce((s, x) => s + Number(x), 0), combined }))
 `
 
-export const systemOf = (req: RecordedRequest): string => req.body.system?.[0]?.text ?? ''
 /** A run thread's task: the text of its first user turn. */
 export const promptOf = (req: RecordedRequest): string => {
   const c = req.body.messages[0]?.content

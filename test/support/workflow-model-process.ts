@@ -6,8 +6,8 @@
  * (times in ms since the epoch, as performance.timeOrigin + performance.now() in this process).
  * Usage: fork with argv [JSON.stringify({ n, delayMs })] (n agents per phase; delayMs before each response's first byte).
  */
-import { ScriptedModelServer } from './model-server'
-import { LEAD, promptOf, runResponder, systemOf } from './workflow-crash-fixture'
+import { ScriptedModelServer, systemOf } from './model-server'
+import { LEAD, promptOf, runResponder } from './workflow-crash-fixture'
 
 const opts = JSON.parse(process.argv[2] ?? '{}') as { n?: number; delayMs?: number }
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { openHarnessFixture, type HarnessFixture } from '../../support/harness-fixture'
-import { say, toolCall, type RecordedRequest, type ScriptStep } from '../../support/model-server'
+import { LEAD, openHarnessFixture, team, type HarnessFixture } from '../../support/harness-fixture'
+import { say, systemOf, toolCall, userTexts, type ScriptStep } from '../../support/model-server'
 import type { EventReadParams } from '../../../src/main/session/event-log'
 
 // A brain's catch-up reads the log from where its previous read of the thread ended, not from
@@ -15,10 +15,6 @@ afterEach(async () => {
   fx = undefined
 })
 
-const LEAD = 'You are the lead.'
-const systemOf = (req: RecordedRequest) => req.body.system?.[0]?.text ?? ''
-const userTexts = (req: RecordedRequest) =>
-  req.body.messages.flatMap((m) => (m.role === 'user' && typeof m.content !== 'string' ? m.content.flatMap((b) => (b.type === 'text' ? [String(b.text)] : [])) : []))
 
 describe("a brain's catch-up", () => {
   it("starts each read of the primary's thread where its previous read ended, while children fill the log in between", async () => {
@@ -39,14 +35,7 @@ describe("a brain's catch-up", () => {
       },
     })
     const f = fx
-    const worker = f.engine.services.agents.create({ name: 'worker', model: 'claude-sonnet-5-5', system: 'You are a worker.', tools: [{ type: 'agent_toolset_20260401' }] } as never)
-    const lead = f.engine.services.agents.create({
-      name: 'lead',
-      model: 'claude-sonnet-5-5',
-      system: LEAD,
-      tools: [{ type: 'agent_toolset_20260401' }],
-      multiagent: { type: 'multiagent_20261001', subagents: { type: 'enabled', predefined_agents: [worker.id] } },
-    } as never)
+    const { lead } = team(f, ['worker'])
     const log = f.engine.services.log
     // the primary's catch-up reads (a page of its thread), and the log's end (on disk) at each
     const reads: { after: number; end: number }[] = []
@@ -55,7 +44,7 @@ describe("a brain's catch-up", () => {
       if (params?.threadId === null && params.limit === 1000 && !params.types) reads.push({ after: params.after ?? 0, end: log.lastSeq(sessionId) })
       return read(sessionId, params)
     })
-    const s = await f.engine.services.sessions.create({ agent: lead.id, environment_id: f.environmentId, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as never)
+    const s = await f.engine.services.sessions.create({ agent: lead, environment_id: f.environmentId, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as never)
     const evs = await f.waitFor(s.id, (e) => e.some((x) => x.type === 'agent.message' && (x as unknown as { content: { text: string }[] }).content[0].text === 'all in'), 20_000)
     expect(f.router.calls).toHaveLength(13)
     expect(reads.length).toBeGreaterThan(3)

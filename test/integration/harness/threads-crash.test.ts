@@ -6,7 +6,7 @@ import { Engine } from '../../../src/main/engine'
 import type { LoggedEvent } from '../../../src/main/session/event-log'
 import { primaryThreadId } from '../../../src/shared/api/ids'
 import { CrashChildren } from '../../support/crash-children'
-import { ScriptedModelServer, say, type RecordedRequest, type ScriptStep } from '../../support/model-server'
+import { ScriptedModelServer, say, userTexts, type RecordedRequest, type ScriptStep } from '../../support/model-server'
 
 const WORKERS = 3
 const STEPS = 40
@@ -22,8 +22,6 @@ afterAll(() => {
   else rmSync(dir, { recursive: true, force: true })
 })
 
-const userTexts = (req: RecordedRequest) =>
-  req.body.messages.flatMap((m) => (m.role === 'user' && typeof m.content !== 'string' ? m.content.flatMap((b) => (b.type === 'text' ? [String(b.text)] : [])) : []))
 const resultsSinceText = (req: RecordedRequest) => {
   let results = 0
   for (let i = req.body.messages.length - 1; i >= 0; i--) {

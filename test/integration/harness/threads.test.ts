@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { openHarnessFixture, typesOf, type HarnessFixture } from '../../support/harness-fixture'
-import { say, toolCall, toolResultsOf, type RecordedRequest, type ScriptStep } from '../../support/model-server'
+import { LEAD, openHarnessFixture, team, typesOf, type HarnessFixture } from '../../support/harness-fixture'
+import { say, systemOf, toolCall, toolResultsOf, userTexts, type RecordedRequest, type ScriptStep } from '../../support/model-server'
 import type { LoggedEvent } from '../../../src/main/session/event-log'
 
 let fx: HarnessFixture | undefined
@@ -9,11 +9,6 @@ afterEach(async () => {
   fx = undefined
 })
 
-const LEAD = 'You are the lead.'
-const systemOf = (req: RecordedRequest) => req.body.system?.[0]?.text ?? ''
-/** Every text block of the request's user turns, in order. */
-const userTexts = (req: RecordedRequest) =>
-  req.body.messages.flatMap((m) => (m.role === 'user' && typeof m.content !== 'string' ? m.content.flatMap((b) => (b.type === 'text' ? [String(b.text)] : [])) : []))
 const reportsSeen = (req: RecordedRequest) => userTexts(req).filter((t) => t.startsWith('<message from=')).length
 /** A response calling several tools at once, each checked against what the request offers. */
 const calls = (req: RecordedRequest, list: [string, Record<string, unknown>][]): ScriptStep => ({
@@ -22,27 +17,6 @@ const calls = (req: RecordedRequest, list: [string, Record<string, unknown>][]):
 })
 const ofThread = (evs: LoggedEvent[], tid: string | null) => evs.filter((e) => (e.session_thread_id ?? null) === tid)
 const field = <T>(e: LoggedEvent, k: string) => (e as unknown as Record<string, T>)[k]
-
-interface Team {
-  lead: string
-  agents: Record<string, string>
-}
-
-/** A lead agent whose roster lists agents with these names (each with its own system prompt). */
-function team(f: HarnessFixture, names: string[], subagents: Record<string, unknown> = {}, agentExtra: Record<string, unknown> = {}): Team {
-  const agents: Record<string, string> = {}
-  for (const name of names) {
-    agents[name] = f.engine.services.agents.create({ name, model: 'claude-sonnet-5-5', system: `You are the ${name}.`, tools: [{ type: 'agent_toolset_20260401' }], ...agentExtra } as never).id
-  }
-  const lead = f.engine.services.agents.create({
-    name: 'lead',
-    model: 'claude-sonnet-5-5',
-    system: LEAD,
-    tools: [{ type: 'agent_toolset_20260401' }],
-    multiagent: { type: 'multiagent_20261001', subagents: { type: 'enabled', predefined_agents: Object.values(agents), ...subagents } },
-  } as never).id
-  return { lead, agents }
-}
 
 const lastSessionIdle = (evs: LoggedEvent[]) => evs.filter((e) => e.type === 'session.status_idle').at(-1)
 

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import Anthropic from '@anthropic-ai/sdk'
 import { startApiServer, type TestApiServer } from '../../support/api-server'
-import { ScriptedModelServer, say, toolCall, type RecordedRequest } from '../../support/model-server'
+import { ScriptedModelServer, say, systemOf, toolCall, type RecordedRequest } from '../../support/model-server'
 import { RecordingToolRouter } from '../../support/harness-tool-router'
 import { all, until as waitUntil } from '../../support/polling'
 
@@ -20,7 +20,6 @@ const PROGRAM = `
   const total = await phase('sum', async () => squares.map(Number).reduce((a, b) => a + b, 0))
   return { squares, total }
 `
-const systemOf = (req: RecordedRequest) => req.body.system?.[0]?.text ?? ''
 const firstUserText = (req: RecordedRequest) => {
   const c = req.body.messages[0]?.content
   return typeof c === 'string' ? c : ((c as { text?: string }[] | undefined) ?? []).map((b) => b.text ?? '').join('')

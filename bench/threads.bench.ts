@@ -208,7 +208,6 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const children = evs.filter((e) => e.type === 'session.thread_created').length
       const modelRequests = Math.max(1, requests.filter((r) => r.role !== 'other').length)
       return {
-        session: sess.id,
         events: evs,
         children,
         figures: {

@@ -209,10 +209,8 @@ export class Harness {
         // A read starts where the last one ended, not at this thread's last event: a thread whose
         // events are sparse among its session's (the primary during a workflow run of a thousand
         // agents) would otherwise read from further back each time, below the log's window of
-        // recent rows, and SQLite would walk every other thread's rows since. `end`: the log's
-        // last committed seq, taken with the read (both synchronous: nothing commits between).
+        // recent rows, and SQLite would walk every other thread's rows since.
         const from = Math.max(state.lastSeq, threadFrom, entry.readTo)
-        const end = this.deps.log.lastSeq(sessionId, { includeUnsynced: true })
         // what this thread's own appends committed is read before its fsync returns (a tool's
         // result resolves at its commit: runTools), so the next model request does not wait for the disk
         const page = this.deps.log.read(sessionId, { after: from, limit: 1000, threadId: threadKey, includeUnsynced: true })
@@ -229,7 +227,10 @@ export class Harness {
         for (const r of merged) events.push({ seq: r.seq, event: r.event })
         foldInto(state, merged)
         if (page.length < 1000) {
-          entry.readTo = Math.max(entry.readTo, end)
+          // read up to the log's last committed seq (taken after the read, both synchronous:
+          // nothing commits between); a single-threaded session's thread has every event, so
+          // its own last one is already there
+          if (multi) entry.readTo = Math.max(entry.readTo, this.deps.log.lastSeq(sessionId, { includeUnsynced: true }))
           return
         }
       }

@@ -102,7 +102,6 @@ export function nodeFetch(input: string | URL | Request, init: RequestInit = {})
   const agent = url ? agents[url.protocol as keyof typeof agents] : undefined
   if (!url || !agent || body === false) return globalThis.fetch(input, init)
   const signal = init.signal ?? undefined
-  if (signal?.aborted) return Promise.reject(abortError(signal))
   const headers = headerRecord(init.headers)
   if (body !== undefined) headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)
   return new Promise<Response>((resolve, reject) => {
@@ -112,10 +111,4 @@ export function nodeFetch(input: string | URL | Request, init: RequestInit = {})
     request.on('error', reject)
     request.end(body)
   })
-}
-
-function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason
-  if (reason instanceof Error && reason.name === 'AbortError') return reason
-  return Object.assign(new Error('This operation was aborted', { cause: reason }), { name: 'AbortError', code: 'ABORT_ERR' })
 }

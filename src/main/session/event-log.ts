@@ -80,7 +80,7 @@ export interface EventLog {
   /** One event by its `sevt_` id, or undefined. */
   get(eventId: string): StoredEvent | undefined
   /** The seq of the last event of a session (0 when it has none); with `includeUnsynced`, of the last one committed (see EventReadParams). */
-  lastSeq(sessionId: string, options?: { includeUnsynced?: boolean }): number
+  lastSeq(sessionId: string, options?: Pick<EventReadParams, 'includeUnsynced'>): number
   /**
    * Live subscription: delivers every event with seq > fromSeq, history first then live,
    * each exactly once and in order. Returns a disposer.

@@ -1,5 +1,5 @@
 import type { Db } from './database'
-import type { Disposer, RawEventInput as EventInput, EventListener, EventLog, StoredEvent } from './event-log'
+import type { Disposer, RawEventInput as EventInput, EventListener, EventLog, EventReadParams, StoredEvent } from './event-log'
 import { LogAppender, type AppendOptions, type EventBatchProjector, type EventProjector, type LogAppenderOptions } from './log/append'
 import { LogReader, MAX_READ_LIMIT, type AnswerQuery, type ScannedEvent, type SqliteEventReadParams } from './log/read'
 import { LogTail } from './log/tail'
@@ -88,7 +88,7 @@ export class SqliteEventLog implements EventLog {
     return this.reader.get(eventId)
   }
 
-  lastSeq(sessionId: string, options?: { includeUnsynced?: boolean }): number {
+  lastSeq(sessionId: string, options?: Pick<EventReadParams, 'includeUnsynced'>): number {
     return this.reader.lastSeq(sessionId, options)
   }
 

@@ -329,7 +329,7 @@ export class LogReader {
     return { seq: row.seq, sessionId: row.sessionId, event: toEvent(row) }
   }
 
-  lastSeq(sessionId: string, options: { includeUnsynced?: boolean } = {}): number {
+  lastSeq(sessionId: string, options: Pick<EventReadParams, 'includeUnsynced'> = {}): number {
     const row = this.sessionByPublicId.get(sessionId) as SessionRow | undefined
     if (!row) throw notFound('session', sessionId)
     const unsynced = options.includeUnsynced ? undefined : this.visibleBefore(sessionId)

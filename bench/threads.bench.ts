@@ -19,7 +19,8 @@
  * against the medians of the others (warm), as a desktop runs after its first minutes.
  * The scripted model runs in a process of its own (bench/threads-model.ts), as a real model is
  * never in the engine's process; the two share the machine's cores. CORRAL_BENCH_PROFILE=<file> writes a CPU profile of the
- * last fan-out (bench/profile.ts); CORRAL_BENCH_SQL=1 counts the SQLite statements it runs.
+ * last fan-out (bench/profile.ts); CORRAL_BENCH_SQL=1 counts the SQLite statements it runs (=top also lists the most run ones);
+ * CORRAL_BENCH_CHILDREN=n fans out to n children instead of 25 (1 measures an uncontended turn).
  */
 import { fork } from 'node:child_process'
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
@@ -67,7 +68,7 @@ class TimedToolRouter implements ToolRouter {
   }
 }
 
-const CHILDREN = 25
+const CHILDREN = Math.max(1, Number(process.env.CORRAL_BENCH_CHILDREN ?? 25))
 /** Fan-outs run one after another on one engine (CORRAL_BENCH_FANOUTS, default 5): the first is cold, the others warm. */
 const FANOUTS = Math.max(1, Number(process.env.CORRAL_BENCH_FANOUTS ?? 5))
 const CALLS = 3
@@ -180,7 +181,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const cpu = process.cpuUsage(cpu0)
       await stopProfile()
       const sqlStatements = statements?.stop()
-      if (process.env.CORRAL_BENCH_SQL === 'top') for (const { sql, n } of statements!.top(15)) log(`${n}\t${sql.replace(/\s+/g, ' ').slice(0, 160)}`)
+      if (process.env.CORRAL_BENCH_SQL === 'top' && statements) for (const { sql, n } of statements.top(25)) log(`${n}\t${sql.replace(/\s+/g, ' ').slice(0, 160)}`)
       gc()
       const rssAfter = process.memoryUsage()
       // overhead per thread turn (TURN_OVERHEAD_DEFINITION), of this fan-out's requests only

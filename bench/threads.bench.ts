@@ -181,7 +181,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const cpu = process.cpuUsage(cpu0)
       await stopProfile()
       const sqlStatements = statements?.stop()
-      if (process.env.CORRAL_BENCH_SQL === 'top' && statements) for (const { sql, n } of statements.top(25)) log(`${n}\t${sql.replace(/\s+/g, ' ').slice(0, 160)}`)
+      if (process.env.CORRAL_BENCH_SQL === 'top' && statements) for (const { sql, n, ms } of statements.top(25)) log(`${n}\t${ms.toFixed(1)} ms\t${sql}`)
       gc()
       const rssAfter = process.memoryUsage()
       // overhead per thread turn (TURN_OVERHEAD_DEFINITION), of this fan-out's requests only

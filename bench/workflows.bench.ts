@@ -33,6 +33,8 @@ const DEFINITIONS = {
   run_overhead_share: '(wall_ms − ideal_ms) / wall_ms: the share of the run\'s wall time that is not the model\'s latency on the critical path (target ≤ 0.05)',
   agent_call_overhead_ms:
     "per agent call, the engine's time around its model request: from the commit of its session.thread_created (the journaled call) to its request arriving at the model, plus from its response's last byte to the commit of its archive with its result (the journal row's result): scheduler wake, context, request, stream parsing, the thread's events, the driver's result and archive",
+  slot_refill_ms: 'the critical path\'s overhead: the k-th agent request to arrive at the model (k > 64) against the (k − 64)-th response to end, whose slot it took (at the phase boundary it also waits for the phase\'s last agent)',
+  agent_call_overhead_parts_p50_ms: 'agent_call_overhead_ms\'s two parts, p50 of each: `start` from session.thread_created to the request arriving, `end` from the response\'s last byte to the archive',
   agent_call_overhead_share: 'per agent call, agent_call_overhead_ms / (agent_call_overhead_ms + its model time); p50 and mean over the 1,000 (target ≤ 0.05)',
   engine_busy_ms_per_agent: "the engine process's event-loop busy time over the run (performance.eventLoopUtilization) / 1000: its CPU work per agent, waits excluded",
   log_bytes_per_agent: "growth of the SQLite file (corral.db after a TRUNCATE checkpoint, so the WAL is in it) over the run / 1000: every event, journal row and index of the run's threads",
@@ -152,7 +154,7 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
     const modelCpuMs = (await model.cpuMs()) - modelCpu0
     await stopProfile()
     const sqlStatements = statements?.stop()
-    if (process.env.CORRAL_BENCH_SQL === 'top') for (const t of statements!.top(25)) log(`${(t.n / AGENTS).toFixed(2)} per agent: ${t.sql}`)
+    if (process.env.CORRAL_BENCH_SQL === 'top') for (const t of statements!.top(25)) log(`${(t.n / AGENTS).toFixed(2)} per agent, ${(t.ms / AGENTS).toFixed(3)} ms per agent: ${t.sql}`)
     clearInterval(sampler)
     stopWatch()
     rssPeak = Math.max(rssPeak, process.memoryUsage().rss, process.resourceUsage().maxRSS * 1024)
@@ -164,6 +166,8 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
     const modelMs: number[] = []
     const overheadMs: number[] = []
     const shares: number[] = []
+    const startMs: number[] = []
+    const endMs: number[] = []
     for (const [tid, created] of threadCreatedAt) {
       const req = reqOf.get(promptOfThread.get(tid) ?? '')
       const archived = archivedAt.get(tid)
@@ -171,9 +175,15 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
       const m = req.endedAbs - req.arrivedAbs
       const o = Math.max(0, req.arrivedAbs - created) + Math.max(0, archived - req.endedAbs)
       modelMs.push(m)
+      startMs.push(Math.max(0, req.arrivedAbs - created))
+      endMs.push(Math.max(0, archived - req.endedAbs))
       overheadMs.push(o)
       shares.push(o / (o + m))
     }
+    // the i-th response to end frees the slot the (CONCURRENT + i)-th request fills (phase boundaries aside)
+    const ends = stats.workers.map((w) => w.endedAbs).filter((t): t is number => t !== null).sort((a, b) => a - b)
+    const arrivals = stats.workers.map((w) => w.arrivedAbs).filter((t): t is number => t !== null).sort((a, b) => a - b)
+    const refillMs = arrivals.slice(CONCURRENT).map((a, i) => a - ends[i])
     const wallMs = endedAt - createdAt
     const perAgent = percentile(modelMs, 50)
     const idealMs = Math.ceil(AGENTS / CONCURRENT) * perAgent
@@ -191,6 +201,8 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
       wall_over_ideal: round(wallMs / idealMs, 3),
       run_overhead_share: round((wallMs - idealMs) / wallMs, 3),
       agent_call_overhead_ms: summary(overheadMs),
+      slot_refill_ms: summary(refillMs),
+      agent_call_overhead_parts_p50_ms: { start: round(percentile(startMs, 50), 3), end: round(percentile(endMs, 50), 3) },
       agent_call_overhead_share: { p50: round(percentile(shares, 50), 3), mean: round(shares.reduce((a, b) => a + b, 0) / Math.max(1, shares.length), 3) },
       engine_busy_ms_per_agent: round(elu.active / AGENTS),
       engine_cpu_ms_per_agent: round((cpu.user + cpu.system) / 1000 / AGENTS),

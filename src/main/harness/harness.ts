@@ -305,6 +305,10 @@ export class Harness {
       await this.deps.log.append(c.sessionId, evs, options)
       return
     }
+    // The lock keeps the aggregate's read-compute-append whole against the session's other
+    // threads; it is held until the commit only (the next holder's fold reads what is
+    // committed), and the disk is waited for outside it: threads ending together share fsyncs
+    // instead of taking turns at one each.
     await this.locks.with(c.sessionId, async () => {
       const threads = c.threads.catchUp(this.deps.log)
       const own = threads.facts(c.threadKey)
@@ -322,8 +326,9 @@ export class Harness {
         batch = [...batch, ...paused]
         ;({ agg, after } = previewAggregate(threads, batch))
       }
-      await this.deps.log.append(c.sessionId, agg ? [...batch, ...withUsage(agg, after, () => this.deps.sessions.retrieve(c.sessionId).budget)] : batch)
+      await this.deps.log.append(c.sessionId, agg ? [...batch, ...withUsage(agg, after, () => this.deps.sessions.retrieve(c.sessionId).budget)] : batch, { committed: true })
     })
+    if (!options?.committed) await this.deps.log.whenSynced()
   }
 
   /** After a run, in a multi-agent session: the session's status is what its threads say (repairs a gap left by an older process). */
@@ -331,8 +336,9 @@ export class Harness {
     await this.locks.with(c.sessionId, async () => {
       const threads = c.threads.catchUp(this.deps.log)
       const agg = threads.aggregateEvent()
-      if (agg) await this.deps.log.append(c.sessionId, withUsage(agg, threads, () => this.deps.sessions.retrieve(c.sessionId).budget))
+      if (agg) await this.deps.log.append(c.sessionId, withUsage(agg, threads, () => this.deps.sessions.retrieve(c.sessionId).budget), { committed: true })
     })
+    await this.deps.log.whenSynced()
   }
 
   private runningEvent(c: RunContext): EventInput {

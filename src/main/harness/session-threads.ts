@@ -102,7 +102,8 @@ export class SessionThreads {
   /** Reads what the log appended since the last call. */
   catchUp(log: Pick<EventLog, 'read'>): this {
     for (;;) {
-      const page = log.read(this.sessionId, { after: this.lastSeq, types: TYPES, limit: 1000 })
+      // what is committed, on disk or not: a brain woken at a commit (orchestrator/scheduler.ts) finds its thread here
+      const page = log.read(this.sessionId, { after: this.lastSeq, types: TYPES, limit: 1000, includeUnsynced: true })
       for (const r of page) this.apply(r.seq, r.event as unknown as Record<string, unknown> & { type: string })
       if (page.length < 1000) return this
     }

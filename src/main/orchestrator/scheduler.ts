@@ -147,9 +147,15 @@ export class Scheduler {
     return () => this.leaseListeners.delete(listener)
   }
 
-  /** Subscribes to the log and wakes every session that needs a brain. Returns the ids woken. */
+  /**
+   * Subscribes to the log and wakes every session that needs a brain. Returns the ids woken.
+   * A brain wakes at the commit of the event that gives it work, not once it is on disk: what it
+   * does first is read its thread (reads that include what is unsynced) and ask the model, which
+   * leaves nothing outside the process; a tool call of its still waits for the disk
+   * (EventLog.subscribeCommitted).
+   */
   start(): string[] {
-    this.unsubscribe = this.p.log.subscribeAll((s) => this.onEvent(s))
+    this.unsubscribe = this.p.log.subscribeCommitted((s) => this.onEvent(s))
     const ids = this.sessionsNeedingBrains()
     for (const id of ids) this.wakeSession(id)
     return ids

@@ -19,7 +19,7 @@ import { MAX_WORKFLOW_TIMEOUT_SECONDS } from '../harness/workflows/tools'
 
 /** The log as the runs need it: appends whose journal write commits in the same transaction. */
 export type WorkflowLog = EventLog & {
-  append(sessionId: string, events: readonly EventInput[], options?: { precheck?: () => void }): Promise<StoredEvent[]>
+  append(sessionId: string, events: readonly EventInput[], options?: { precheck?: () => void; committed?: boolean }): Promise<StoredEvent[]>
   commitWith(write: () => void): Promise<void>
 }
 
@@ -110,7 +110,9 @@ export class WorkflowRuns {
   async start(): Promise<void> {
     this.module = await quickJS()
     if (this.stopped) return
-    this.unsubscribe = this.p.log.subscribeAll((s) => this.onEvent(s))
+    // a run's driver hears of its threads at their commits (before the fsync): what it does then
+    // is write to the log and start threads, nothing a client or the hands see
+    this.unsubscribe = this.p.log.subscribeCommitted((s) => this.onEvent(s))
     this.leaseOff = this.p.brains.onLease((sessionId, held) => {
       if (!held) this.leaseLost(sessionId)
       else if (this.waiting.has(sessionId)) queueMicrotask(() => this.resumeSession(sessionId))
@@ -156,7 +158,7 @@ export class WorkflowRuns {
   private resumeSession(sessionId: string): void {
     if (this.stopped || !this.module) return
     try {
-      const events = this.p.log.read(sessionId, { types: ['workflow_run.created', 'workflow_run.status_ended'], limit: 1000, threadId: null })
+      const events = this.p.log.read(sessionId, { types: ['workflow_run.created', 'workflow_run.status_ended'], limit: 1000, threadId: null, includeUnsynced: true })
       const ended = new Set(events.filter((s) => s.event.type === 'workflow_run.status_ended').map((s) => (s.event as { workflow_run_id: string }).workflow_run_id))
       const open = events.filter((s) => s.event.type === 'workflow_run.created' && !ended.has(s.event.workflow_run_id) && !this.active.has(s.event.workflow_run_id))
       if (open.length === 0) {
@@ -268,7 +270,7 @@ export class WorkflowRuns {
       return
     }
     // what the log already says of the run: its phases, whether it started
-    const seen = this.p.log.read(sessionId, { types: RUN_EVENT_TYPES, after: created.seq - 1, limit: 1000, threadId: null }).filter((s) => (s.event as { workflow_run_id?: string }).workflow_run_id === runId)
+    const seen = this.p.log.read(sessionId, { types: RUN_EVENT_TYPES, after: created.seq - 1, limit: 1000, threadId: null, includeUnsynced: true }).filter((s) => (s.event as { workflow_run_id?: string }).workflow_run_id === runId)
     for (const s of seen) {
       if (s.event.type === 'workflow_run.phase_started') {
         r.phaseStarts.set(s.event.workflow_run_phase_id, s.event.id)
@@ -319,9 +321,15 @@ export class WorkflowRuns {
     if (this.p.store.runEnded(r.sessionId, r.runId)) throw new CorralError('invalid_request_error', `workflow run ${r.runId} has ended`)
   }
 
+  /**
+   * Appends the run's events (and its journal write, in the same transaction). Resolves at the
+   * commit, before the fsync: what the driver does next (the program goes on, more threads) is
+   * written to the log after it, and the WAL is synced in order.
+   */
   private appendRun(r: ActiveRun, events: EventInput[], journal?: () => void): Promise<StoredEvent[] | undefined> {
     return this.p.log
       .append(r.sessionId, events, {
+        committed: true,
         precheck: () => {
           this.fence(r.sessionId)
           this.assertOpen(r)
@@ -418,7 +426,7 @@ export class WorkflowRuns {
 
   /** A re-attached thread's state in the log: done or failed already, or still working. */
   private checkThread(r: ActiveRun, tid: string): void {
-    const [last] = this.p.log.read(r.sessionId, { threadId: tid, types: ['session.thread_status_idle', 'session.thread_status_terminated'], order: 'desc', limit: 1 })
+    const [last] = this.p.log.read(r.sessionId, { threadId: tid, types: ['session.thread_status_idle', 'session.thread_status_terminated'], order: 'desc', limit: 1, includeUnsynced: true })
     if (last) this.threadChanged(r, tid, last)
   }
 
@@ -458,7 +466,7 @@ export class WorkflowRuns {
     const texts: string[] = []
     let after = 0
     for (;;) {
-      const page = this.p.log.read(r.sessionId, { threadId: tid, types: ['agent.message'], after, limit: 1000 })
+      const page = this.p.log.read(r.sessionId, { threadId: tid, types: ['agent.message'], after, limit: 1000, includeUnsynced: true })
       for (const s of page) {
         after = s.seq
         for (const b of (s.event as { content?: { type: string; text?: string }[] }).content ?? []) if (b.type === 'text' && b.text) texts.push(b.text)

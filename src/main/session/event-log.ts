@@ -86,8 +86,22 @@ export interface EventLog {
    * each exactly once and in order. Returns a disposer.
    */
   tail(sessionId: string, fromSeq: number, listener: EventListener): Disposer
-  /** Every event appended to any session from now on. Returns a disposer. */
+  /** Every event appended to any session from now on, once it is durable. Returns a disposer. */
   subscribeAll(listener: EventListener): Disposer
+  /**
+   * Every event appended to any session from now on, as soon as its append committed: before it
+   * is durable (an OS crash may yet lose it, with everything committed after it; a killed process
+   * does not), in commit order. For what stays inside the process and the log — waking a brain,
+   * a workflow run's driver — whose reads then include what is unsynced (EventReadParams); never
+   * for what a client or the hands see, which wait for `subscribeAll`. Returns a disposer.
+   */
+  subscribeCommitted(listener: EventListener): Disposer
+  /**
+   * Resolves once everything committed so far is durable; rejects as a durable append would when
+   * it could not be made so. After an append with `committed`: its events are durable once this
+   * resolves (a writer holds a lock until the commit only, and waits for the disk outside it).
+   */
+  whenSynced(): Promise<void>
 }
 
 /** Convenience: append one event and return it (an EventInput through EventLog, anything through the storage). */

@@ -541,6 +541,7 @@ export class SessionStore {
       this.db.prepare('DELETE FROM sessions WHERE rid = ?').run(rid)
       this.work?.stopSession(id)
     })()
+    this.log.forgetSession(id)
     if (cur.resources.length) this.hooks.resourceSecrets?.delete(id, cur.resources.map((r) => (r as { id: string }).id))
     this.hooks.onRemoved?.(id, 'deleted')
     return { id, type: 'session_deleted' }

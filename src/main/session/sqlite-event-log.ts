@@ -21,13 +21,19 @@ export class SqliteEventLog implements EventLog {
   private readonly reader: LogReader
   private readonly appender: LogAppender
   private readonly live: LogTail
+  private readonly recent: RecentEvents
 
   constructor(db: Db, options: Pick<LogAppenderOptions, 'clock' | 'syncOffThread' | 'fsync'> = {}) {
     // the newest rows committed on this connection answer the reads of working sessions (log/recent.ts)
-    const recent = RecentEvents.of(db)
+    const recent = (this.recent = RecentEvents.of(db))
     this.reader = new LogReader(db, { visibleBefore: (sessionId) => this.appender.visibleBefore(sessionId), recent })
     this.live = new LogTail((sessionId, after, limit) => this.reader.read(sessionId, { after, limit }), MAX_READ_LIMIT)
-    this.appender = new LogAppender(db, { ...options, recent, onCommit: (stored) => this.live.notify(stored) })
+    this.appender = new LogAppender(db, { ...options, recent, onCommit: (stored) => this.live.notify(stored), onCommitted: (stored) => this.live.notifyCommitted(stored) })
+  }
+
+  /** After a session's rows were deleted: what the log remembers of it (recent rows, row id) goes too. */
+  forgetSession(sessionId: string): void {
+    this.recent.forget(sessionId)
   }
 
   /** Closes the log's handle on the WAL file (the database itself is the caller's). */
@@ -108,6 +114,15 @@ export class SqliteEventLog implements EventLog {
 
   subscribeAll(listener: EventListener): Disposer {
     return this.live.subscribeAll(listener)
+  }
+
+  subscribeCommitted(listener: EventListener): Disposer {
+    return this.live.subscribeCommitted(listener)
+  }
+
+  /** Resolves once everything committed so far is on disk; see EventLog.whenSynced. */
+  whenSynced(): Promise<void> {
+    return this.appender.whenSynced()
   }
 
   /** Waits until every append queued so far has committed (or failed). */

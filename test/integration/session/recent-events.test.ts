@@ -115,6 +115,7 @@ describe('the log window of recent rows', () => {
     const b = fileStores(dir)
     const [theirs] = await b.log.append(id, [{ type: 'user.message', content: [{ type: 'text', text: 'from the other process' }] }] as never)
     expect(theirs.seq).toBe(tip + 1)
+    expect(a.log.lastSeq(id)).toBe(tip + 1)
     const seen = a.log.read(id, { after: tip - 3 })
     expect(seen.map((e) => e.seq)).toEqual([tip - 2, tip - 1, tip, tip + 1])
     expect(seen.at(-1)?.event.id).toBe(theirs.event.id)
@@ -124,6 +125,12 @@ describe('the log window of recent rows', () => {
     expect(mine.seq).toBe(tip + 2)
     expect(a.log.read(id, { after: tip }).map((e) => e.event.id)).toEqual([theirs.event.id, mine.event.id])
     expect(a.log.read(id, { after: tip })).toEqual(new LogReader(a.db).read(id, { after: tip }))
+    expect(a.log.lastSeq(id)).toBe(tip + 2)
+    // the other process deletes the session: this one no longer finds it (its row id is forgotten too)
+    b.sessions.delete(id)
+    await Promise.resolve()
+    expect(() => a.log.read(id, { after: 0 })).toThrow(/not found|No session/i)
+    expect(() => a.log.lastSeq(id)).toThrow(/not found|No session/i)
   })
 
   it('forgets nothing a deleted session leaves: its reads are not_found, a new session starts its own window', async () => {

@@ -94,6 +94,12 @@ export interface LogAppenderOptions {
   /** Told of each append's events once they have committed and are on disk (in append order), e.g. to notify tails. */
   onCommit?: (stored: StoredEvent[]) => void
   /**
+   * Told of each append's events as soon as their transaction committed (in append order), before
+   * the WAL's fsync returns: for reactions that stay inside the process and the log (waking a
+   * brain, a workflow run's driver), never for what a client or the hands see.
+   */
+  onCommitted?: (stored: StoredEvent[]) => void
+  /**
    * false: every group transaction commits with synchronous=FULL, its fsync on the event loop
    * (as before the WAL's fsync moved off it). Default true for a file database in WAL mode.
    */
@@ -128,6 +134,7 @@ export class LogAppender {
   /** Stamps each append's processed_at (replaceable: tests set a fixed time). */
   clock: () => Date
   private readonly onCommit: (stored: StoredEvent[]) => void
+  private readonly onCommitted: (stored: StoredEvent[]) => void
   private readonly groupTx: Transaction<(batch: readonly PendingAppend[], isolate: boolean, pending: Map<string, Tip>) => Outcome[]>
   private readonly savepointTx: (p: PendingAppend, pending: Map<string, Tip>) => StoredEvent[]
   /** Commits without an fsync on the event loop (undefined: synchronous=FULL commits). */
@@ -140,6 +147,8 @@ export class LogAppender {
   /** Per session: the first seq not yet on disk (reads stop before it). */
   private unsyncedFrom = new Map<string, number>()
   private drainWaiters: (() => void)[] = []
+  /** whenSynced()'s waits: each for the groups up to its `n`. */
+  private syncWaiters: { n: number; resolve: () => void; reject: (err: unknown) => void }[] = []
   private readonly recent: RecentEvents | undefined
   /** Per append's stored events (insertAll's result): its session's row id and rows as inserted, for `recent`. */
   private readonly rowsOf = new WeakMap<StoredEvent[], { rid: number; rows: RecentRow[] }>()
@@ -150,6 +159,7 @@ export class LogAppender {
   ) {
     this.clock = options.clock ?? (() => new Date())
     this.onCommit = options.onCommit ?? (() => {})
+    this.onCommitted = options.onCommitted ?? (() => {})
     this.recent = options.recent
     // OR FAIL, not the default ABORT: a multi-row statement that may abort makes SQLite keep a
     // statement journal (every page the statement touches copied to a temp file first), which was
@@ -243,8 +253,10 @@ export class LogAppender {
       const done = this.unsynced.splice(0)
       this.recomputeVisible()
       for (const g of done) this.settle(g)
+      this.releaseSyncWaiters(this.groupCount)
       this.wakeDrain()
     }
+    this.onCommitted(out)
     this.onCommit(out)
     return out
   }
@@ -285,7 +297,10 @@ export class LogAppender {
     this.committed(pending)
     for (const o of outcomes) if (o.ok) this.remember(o.stored)
     const group: UnsyncedGroup = { n: ++this.groupCount, batch, outcomes, firsts: new Map(), failuresRejected: !onDisk }
-    if (onDisk) return this.settle(group)
+    if (onDisk) {
+      this.tellCommitted(outcomes)
+      return this.settle(group)
+    }
     // an append that failed wrote nothing: it need not wait for the disk
     for (let i = 0; i < batch.length; i++) {
       const o = outcomes[i]
@@ -300,6 +315,12 @@ export class LogAppender {
     this.unsynced.push(group)
     for (const [sessionId, seq] of group.firsts) if (!this.unsyncedFrom.has(sessionId)) this.unsyncedFrom.set(sessionId, seq)
     this.syncNext()
+    // last: a listener may read (reads stop before the group unless they include what is unsynced) and append (the next group)
+    this.tellCommitted(outcomes)
+  }
+
+  private tellCommitted(outcomes: readonly Outcome[]): void {
+    for (const o of outcomes) if (o.ok && o.stored.length > 0) this.onCommitted(o.stored)
   }
 
   /**
@@ -324,7 +345,11 @@ export class LogAppender {
         this.wal = undefined
         const failure = new CorralError('api_error', `the session log could not be flushed to disk (fsync of the WAL: ${err.message}); these events were committed but may not survive an OS crash`, { cause: err })
         for (const g of done) this.settle(g, failure)
-      } else for (const g of done) this.settle(g)
+        this.releaseSyncWaiters(upTo, failure)
+      } else {
+        for (const g of done) this.settle(g)
+        this.releaseSyncWaiters(upTo)
+      }
       this.wakeDrain()
       this.syncNext()
     })
@@ -350,6 +375,28 @@ export class LogAppender {
     const from = new Map<string, number>()
     for (const g of this.unsynced) for (const [sessionId, seq] of g.firsts) if (!from.has(sessionId)) from.set(sessionId, seq)
     this.unsyncedFrom = from
+  }
+
+  /**
+   * Resolves once everything committed so far is on disk (at once when it is); rejects, as a
+   * durable append would have, when that fsync failed. For a writer that appended with
+   * `committed` to hold a lock only until the commit, and then waits for the disk outside it.
+   */
+  whenSynced(): Promise<void> {
+    const last = this.unsynced[this.unsynced.length - 1]
+    if (!last) return Promise.resolve()
+    return new Promise((resolve, reject) => this.syncWaiters.push({ n: last.n, resolve, reject }))
+  }
+
+  private releaseSyncWaiters(upTo: number, failure?: CorralError): void {
+    if (this.syncWaiters.length === 0) return
+    const keep: typeof this.syncWaiters = []
+    for (const w of this.syncWaiters) {
+      if (w.n > upTo) keep.push(w)
+      else if (failure) w.reject(failure)
+      else w.resolve()
+    }
+    this.syncWaiters = keep
   }
 
   /** Resolves drain()'s waits once no group waits for the disk. */

@@ -126,9 +126,18 @@ export class LogReader {
     )
   }
 
-  read(sessionId: string, params: SqliteEventReadParams = {}): StoredEvent[] {
+  /** The session's row id (from the window's memory when it knows it); not_found_error for an unknown session. */
+  private ridOf(sessionId: string): number {
+    const known = this.recent?.ridOf(sessionId)
+    if (known !== undefined) return known
     const row = this.sessionByPublicId.get(sessionId) as SessionRow | undefined
     if (!row) throw notFound('session', sessionId)
+    this.recent?.knowRid(sessionId, row.rid, this.db.inTransaction)
+    return row.rid
+  }
+
+  read(sessionId: string, params: SqliteEventReadParams = {}): StoredEvent[] {
+    const row = { rid: this.ridOf(sessionId) }
     const limit = Math.min(Math.max(params.limit ?? 100, 1), MAX_READ_LIMIT)
     const desc = params.order === 'desc'
     const terms: string[] = []
@@ -310,8 +319,7 @@ export class LogReader {
    * where `read`'s pages would parse and merge far more than needed.
    */
   scan(sessionId: string, params: { after?: number; types?: readonly string[] }, visit: (row: ScannedEvent) => void): void {
-    const row = this.sessionByPublicId.get(sessionId) as SessionRow | undefined
-    if (!row) throw notFound('session', sessionId)
+    const row = { rid: this.ridOf(sessionId) }
     const types = params.types ?? []
     const sql = `SELECT seq, thread_id AS threadId, type, processed_at AS processedAt, data FROM events WHERE session_rid = ? AND seq > ?${
       types.length ? ` AND type IN (${types.map(() => '?').join(',')})` : ''
@@ -330,10 +338,10 @@ export class LogReader {
   }
 
   lastSeq(sessionId: string, options: Pick<EventReadParams, 'includeUnsynced'> = {}): number {
-    const row = this.sessionByPublicId.get(sessionId) as SessionRow | undefined
-    if (!row) throw notFound('session', sessionId)
+    const rid = this.ridOf(sessionId)
     const unsynced = options.includeUnsynced ? undefined : this.visibleBefore(sessionId)
-    return unsynced !== undefined ? unsynced - 1 : (this.maxSeq.get(row.rid) as number)
+    if (unsynced !== undefined) return unsynced - 1
+    return this.recent?.lastSeq(sessionId, rid) ?? (this.maxSeq.get(rid) as number)
   }
 
   /**

@@ -50,6 +50,12 @@ export interface RecentEventsOptions {
  * empties every window), and it is filled only after a commit, with the rows exactly as inserted,
  * so a read answered here is row for row what the SQL read returns (tested against it). Rows are
  * JSON text, parsed per read like a row from disk: callers never share objects.
+ *
+ * It also knows each working session's row id (an id's row id never changes while the row lives)
+ * and where its log ends, under the same trust. `data_version` is asked once per synchronous run
+ * of the event loop (the first read of a task asks, the reads after it until the next microtask
+ * checkpoint rely on that answer): a read answers as of that first look, as a read through SQLite
+ * a moment earlier would have. A commit of this connection always asks afresh.
  */
 export class RecentEvents {
   /**
@@ -63,8 +69,15 @@ export class RecentEvents {
   }
 
   private readonly windows = new Map<string, Window>()
+  /** Row ids of sessions read or committed here (a window holds its own). */
+  private readonly rids = new Map<string, number>()
   private readonly version: Statement
   private seen: unknown
+  /** data_version was asked in this synchronous run (reset at the next microtask checkpoint). */
+  private looked = false
+  private readonly endOfRun = () => {
+    this.looked = false
+  }
   private bytes = 0
   private readonly perSession: number
   private readonly maxBytes: number
@@ -79,7 +92,7 @@ export class RecentEvents {
   /** After this connection committed `rows` (seq order, contiguous) for the session: they join its window. */
   committed(sessionId: string, rid: number, rows: readonly RecentRow[]): void {
     if (rows.length === 0) return
-    this.validate()
+    this.validate(true)
     let w = this.windows.get(sessionId)
     const first = rows[0].seq
     if (w && (w.rid !== rid || (w.rows.length ? w.rows[w.rows.length - 1].seq : w.base) !== first - 1)) {
@@ -113,8 +126,36 @@ export class RecentEvents {
 
   /** Forgets a session (its log was deleted). */
   forget(sessionId: string): void {
+    this.rids.delete(sessionId)
     const w = this.windows.get(sessionId)
     if (w) this.drop(sessionId, w)
+  }
+
+  /** The session's row id as known here, or undefined (ask SQLite, then `knowRid`). */
+  ridOf(sessionId: string): number | undefined {
+    if (!this.validate()) return undefined
+    return this.windows.get(sessionId)?.rid ?? this.rids.get(sessionId)
+  }
+
+  /**
+   * Remembers a session's row id read from SQLite. Only outside a transaction: a row read inside
+   * one may yet be rolled back (and its row id reused by another session).
+   */
+  knowRid(sessionId: string, rid: number, inTransaction: boolean): void {
+    if (inTransaction) return
+    if (this.rids.size >= MAX_RIDS) this.rids.clear()
+    this.rids.set(sessionId, rid)
+  }
+
+  /**
+   * The session's last seq when its window holds the end of its log (what MAX(seq) would say), or
+   * undefined. A window always ends at the session's last commit on this connection, and no other
+   * connection committed since it was filled.
+   */
+  lastSeq(sessionId: string, rid: number): number | undefined {
+    const w = this.windows.get(sessionId)
+    if (!w || w.rid !== rid || !this.validate()) return undefined
+    return w.rows.length ? w.rows[w.rows.length - 1].seq : w.base
   }
 
   /**
@@ -144,12 +185,21 @@ export class RecentEvents {
     return out.length < q.limit && q.lo < w.base ? undefined : out
   }
 
-  /** False (and every window emptied) when another connection committed since the last look. */
-  private validate(): boolean {
+  /**
+   * False (and every window and row id forgotten) when another connection committed since the
+   * last look; true without asking when this synchronous run already looked (unless `fresh`).
+   */
+  private validate(fresh = false): boolean {
+    if (this.looked && !fresh) return true
+    if (!this.looked) {
+      this.looked = true
+      queueMicrotask(this.endOfRun)
+    }
     const v = this.version.get()
     if (v === this.seen) return true
     this.seen = v
     this.windows.clear()
+    this.rids.clear()
     this.bytes = 0
     return false
   }
@@ -161,6 +211,8 @@ export class RecentEvents {
 }
 
 const byConnection = new WeakMap<Db, RecentEvents>()
+/** Row ids remembered outside windows; past this the memory starts over. */
+const MAX_RIDS = 8192
 
 /** The index of the first row with seq > seq (rows in seq order). */
 function firstAbove(rows: readonly RecentRow[], seq: number): number {

@@ -11,6 +11,7 @@ export type ReadPage = (sessionId: string, after: number, limit: number) => Stor
 export class LogTail {
   private readonly sessionListeners = new Map<string, Set<EventListener>>()
   private readonly allListeners = new Set<EventListener>()
+  private readonly committedListeners = new Set<EventListener>()
 
   constructor(
     private readonly readPage: ReadPage,
@@ -28,6 +29,13 @@ export class LogTail {
       for (const l of listeners) safeCall(l, s)
       for (const l of all) safeCall(l, s)
     }
+  }
+
+  /** Delivers one append's events to the subscribers of commits, as soon as they committed (see subscribeCommitted). */
+  notifyCommitted(stored: StoredEvent[]): void {
+    if (stored.length === 0 || this.committedListeners.size === 0) return
+    const all = [...this.committedListeners]
+    for (const s of stored) for (const l of all) safeCall(l, s)
   }
 
   tail(sessionId: string, fromSeq: number, listener: EventListener): Disposer {
@@ -66,6 +74,11 @@ export class LogTail {
   subscribeAll(listener: EventListener): Disposer {
     this.allListeners.add(listener)
     return () => this.allListeners.delete(listener)
+  }
+
+  subscribeCommitted(listener: EventListener): Disposer {
+    this.committedListeners.add(listener)
+    return () => this.committedListeners.delete(listener)
   }
 }
 

@@ -202,4 +202,57 @@ describe('the log commit with its fsync off the event loop', () => {
     await d
     expect(acked).toBe(true)
   })
+
+  it('tells subscribeCommitted of an append at its commit, in commit order, before the fsync returns (subscribeAll only after)', async () => {
+    const held = heldFsync()
+    const { log, sid } = await setup(held.fn)
+    const atCommit: { seq: number; readable: number[] }[] = []
+    const onDisk: number[] = []
+    // what a listener at the commit reads: the event, with includeUnsynced only
+    log.subscribeCommitted((s) => atCommit.push({ seq: s.seq, readable: log.read(sid, { includeUnsynced: true }).map((r) => r.seq).concat(log.read(sid).map((r) => -r.seq)) }))
+    log.subscribeAll((s) => onDisk.push(s.seq))
+    const first = log.append(sid, [{ type: 'agent.message', content: [] }, { type: 'agent.message', content: [] }])
+    await tick()
+    expect(held.calls).toHaveLength(1)
+    expect(atCommit).toEqual([
+      { seq: 1, readable: [1, 2] },
+      { seq: 2, readable: [1, 2] },
+    ])
+    expect(onDisk).toEqual([])
+    // a listener that throws takes nothing down
+    log.subscribeCommitted(() => {
+      throw new Error('a listener bug')
+    })
+    const second = log.append(sid, [{ type: 'agent.message', content: [] }])
+    await tick()
+    expect(atCommit.map((c) => c.seq)).toEqual([1, 2, 3])
+    held.release(0)
+    held.release(1)
+    await Promise.all([first, second])
+    expect(onDisk).toEqual([1, 2, 3])
+  })
+
+  it('whenSynced() resolves once everything committed before it is on disk, and rejects as a durable append would when its fsync failed', async () => {
+    const held = heldFsync()
+    const { log, sid } = await setup(held.fn)
+    // nothing waits for the disk: at once
+    await log.whenSynced()
+    await log.append(sid, [{ type: 'agent.message', content: [] }], { committed: true })
+    let synced = false
+    const w = log.whenSynced().then(() => (synced = true))
+    // a group committed after the call is not waited for
+    await log.append(sid, [{ type: 'agent.message', content: [] }], { committed: true })
+    expect(held.calls).toHaveLength(2)
+    await tick()
+    expect(synced).toBe(false)
+    held.release(0)
+    await w
+    expect(synced).toBe(true)
+    let late = false
+    const w2 = log.whenSynced().then(() => (late = true))
+    await tick()
+    expect(late).toBe(false)
+    held.fail(1, Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }))
+    await expect(w2).rejects.toThrow(/could not be flushed to disk.*EIO/)
+  })
 })

@@ -47,14 +47,14 @@ export function expectedOutput(n: number): { count: number; sum: number; combine
  * request offers it (field names from its `tools`), then answers 'done' (its reading turn
  * included); a worker answers its prompt after `delayMs(prompt)`.
  */
-export function runResponder(params: { n: number; delayMs: (prompt: string) => number; onWorker?: (prompt: string) => void }): (req: RecordedRequest) => ScriptStep {
+export function runResponder(params: { n: number; delayMs: (prompt: string) => number; onWorker?: (prompt: string, req: RecordedRequest) => void }): (req: RecordedRequest) => ScriptStep {
   return (req) => {
     if (systemOf(req) === LEAD) {
       if (req.body.messages.length === 1) return toolCall(req, 'ant__workflow_run_start', { name: 'map-combine', phases: [{ name: 'map' }, { name: 'combine' }, { name: 'reduce' }], args: { n: params.n }, program: PROGRAM })
       return say(JSON.stringify(req.body.messages).includes('<workflow_run') ? 'Read the result.' : 'Started.')
     }
     const prompt = promptOf(req)
-    params.onWorker?.(prompt)
+    params.onWorker?.(prompt, req)
     return say(workerAnswer(prompt), { delayMs: params.delayMs(prompt) })
   }
 }

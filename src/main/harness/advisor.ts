@@ -307,8 +307,9 @@ export async function consult(p: ConsultParams): Promise<ConsultResult> {
       } catch (err) {
         const e = err instanceof ModelRequestError ? err : new ModelRequestError('connection', (err as Error).message, { cause: err })
         if (e.kind === 'aborted' || abort.signal.aborted) {
-          // which interrupt it was, from the log (not from which signal fired first)
-          const named = p.log.read(p.sessionId, { after: first.seq, types: ['user.interrupt'], limit: 1000 }).map((x) => x.event.session_thread_id || null)
+          // which interrupt it was, from the log (not from which signal fired first); the brain
+          // hears of an interrupt at its commit, before it is on disk
+          const named = p.log.read(p.sessionId, { after: first.seq, types: ['user.interrupt'], limit: 1000, includeUnsynced: true }).map((x) => x.event.session_thread_id || null)
           const end = [...errors, ...consultationEndEvents({ ...ids, spanId, usage, interrupted: true, stopReason: 'end_turn' })]
           if (named.includes(threadId)) return fail({ kind: 'interrupted', scope: 'consultation' }, end)
           // an interrupt of the whole turn stops it: the notice is recorded, not answered

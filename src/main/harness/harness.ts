@@ -634,7 +634,9 @@ export class Harness {
     const contextSeq = c.state.lastSeq
     const prefix = this.runningPrefix(c)
     let started: Promise<unknown> | undefined
-    const startSpan = () => (started ??= this.appendThread(c, [...prefix, { id: startId, type: 'span.model_request_start' }]))
+    // (resolved at its commit: what follows it — the response's events — is appended after it and
+    // waits for the disk itself, and the WAL is synced in order)
+    const startSpan = () => (started ??= this.appendThread(c, [...prefix, { id: startId, type: 'span.model_request_start' }], { committed: true }))
     setImmediate(startSpan)
     const previews = this.responsePreviews(c)
     const previewIds = new Map<number, string>()

@@ -33,8 +33,8 @@ export interface PreviewSink {
 /** The session fields the harness reads: its pinned agent snapshot and budget, and the roster it pinned at create. */
 export interface SessionSource {
   retrieve(id: string): { id: string; agent: unknown; budget?: unknown }
-  /** What the session may delegate to (null: a single-threaded session). Absent: no session delegates. */
-  rosterOf?(id: string): DelegationRoster | null
+  /** What the session may delegate to (null: a single-threaded session); `session`: as just retrieved (not read again). Absent: no session delegates. */
+  rosterOf?(id: string, session?: { agent: unknown }): DelegationRoster | null
   /** Whether a worker of the session's self_hosted environment runs its toolset calls (spec resources.md §5). Absent: never. */
   answeredByWorker?(id: string): boolean
   /** The skills placed in the session's sandbox (pinned at creation), announced to each thread whose agent lists them. */
@@ -176,7 +176,7 @@ export class Harness {
     const threadKey: ThreadKey = thread.threadId === primaryId ? null : thread.threadId
     const session = this.deps.sessions.retrieve(sessionId)
     const sessionAgent = session.agent as ThreadAgent
-    const roster = this.deps.sessions.rosterOf?.(sessionId) ?? null
+    const roster = this.deps.sessions.rosterOf?.(sessionId, session) ?? null
     const threads = this.threadsOf(sessionId).catchUp(this.deps.log)
     const multi = roster !== null || threads.children.size > 0
     let agent: ThreadAgent

@@ -396,9 +396,10 @@ export class SessionStore {
   /**
    * The agents a session's brains may start, as pinned at the session's creation (full
    * definitions; see SessionRoster), or null for a single-threaded session. Throws not_found_error.
+   * `session`: the session as the caller just retrieved it (a brain's start reads it once).
    */
-  rosterOf(sessionId: string): SessionRoster | null {
-    return sessionRoster(this.retrieve(sessionId).agent.multiagent)
+  rosterOf(sessionId: string, session: { agent: unknown } = this.retrieve(sessionId)): SessionRoster | null {
+    return sessionRoster((session.agent as Session['agent']).multiagent)
   }
 
   retrieve(id: string): Session {

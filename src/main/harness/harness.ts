@@ -36,7 +36,7 @@ export interface SessionSource {
   /** What the session may delegate to (null: a single-threaded session); `session`: as just retrieved (not read again). Absent: no session delegates. */
   rosterOf?(id: string, session?: { agent: unknown }): DelegationRoster | null
   /** Whether a worker of the session's self_hosted environment runs its toolset calls (spec resources.md §5). Absent: never. */
-  answeredByWorker?(id: string): boolean
+  answeredByWorker?(id: string, session?: { environment_id?: string }): boolean
   /** The skills placed in the session's sandbox (pinned at creation), announced to each thread whose agent lists them. */
   skillsOf?(id: string): readonly PlacedSkill[]
 }
@@ -196,7 +196,7 @@ export class Harness {
     let cached = this.cache.get(key)
     if (cached) this.cache.delete(key) // re-inserted below: most recently used last
     else {
-      const workerTools = this.deps.sessions.answeredByWorker?.(sessionId) ? WORKER_TOOLSET : undefined
+      const workerTools = this.deps.sessions.answeredByWorker?.(sessionId, session as { environment_id?: string }) ? WORKER_TOOLSET : undefined
       cached = { events: [], state: newSessionState(threadKey, { ...(multi ? { statusScope: 'thread', primaryId } : {}), workerTools }), readTo: 0 }
     }
     const entry = cached

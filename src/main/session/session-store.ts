@@ -549,11 +549,15 @@ export class SessionStore {
   }
 
   /** Whether a worker of the session's self_hosted environment runs its toolset calls (its environment is self_hosted). */
-  answeredByWorker(id: string): boolean {
-    // prepared once: asked by every brain that starts (a workflow run starts a thousand)
-    this.environmentOf ??= this.db.prepare('SELECT environment_id FROM sessions WHERE id = ?')
-    const row = this.environmentOf.get(id) as { environment_id: string } | undefined
-    return !!row && this.environments.retrieve(row.environment_id).config.type === 'self_hosted'
+  answeredByWorker(id: string, session?: { environment_id?: string }): boolean {
+    // (`session`: as the caller just retrieved it; else its environment's id is read, prepared
+    // once: asked by every brain that starts, and a workflow run starts a thousand)
+    let environmentId = session?.environment_id
+    if (environmentId === undefined) {
+      this.environmentOf ??= this.db.prepare('SELECT environment_id FROM sessions WHERE id = ?')
+      environmentId = (this.environmentOf.get(id) as { environment_id: string } | undefined)?.environment_id
+    }
+    return environmentId !== undefined && this.environments.retrieve(environmentId).config.type === 'self_hosted'
   }
 
   /** Whether a session with this id exists (archived ones included). */

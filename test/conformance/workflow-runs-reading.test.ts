@@ -36,8 +36,9 @@ const leadScript: Record<string, (req: RecordedRequest) => ScriptStep> = {
     return say(readingBlocks(req).length ? `Read ${readingBlocks(req).length}.` : 'Started both.')
   },
   'a run that ends mid-turn': (req) => {
-    if (req.body.messages.length === 1) return toolCall(req, 'ant__workflow_run_start', { name: 'instant', program: `return 'at once'` })
-    // the run ends while this request is in flight: the step that ends the turn never saw it
+    // the run's one agent answers 300 ms after its start, the lead's next request takes 800 ms:
+    // the run ends while that request is in flight (its step, which ends the turn, never saw it)
+    if (req.body.messages.length === 1) return toolCall(req, 'ant__workflow_run_start', { name: 'in a moment', program: `return await agent('reviewer', 'Review in a moment')` })
     if (!readingBlocks(req).length) return say('Started.', { delayMs: 800 })
     return say('Read it.')
   },
@@ -64,6 +65,7 @@ beforeAll(async () => {
       return leadScript[name](req)
     }
     if (system === REVIEWER && firstUserText(req) === 'Review slowly') return say('slow answer', { delayMs: 2000 })
+    if (system === REVIEWER && firstUserText(req) === 'Review in a moment') return say('at once', { delayMs: 300 })
     if (system === REVIEWER) return say('fast answer')
     throw new Error(`unexpected request: ${system}`)
   })

@@ -341,7 +341,9 @@ export class LogReader {
     const rid = this.ridOf(sessionId)
     const unsynced = options.includeUnsynced ? undefined : this.visibleBefore(sessionId)
     if (unsynced !== undefined) return unsynced - 1
-    return this.recent?.lastSeq(sessionId, rid) ?? (this.maxSeq.get(rid) as number)
+    // (inside a transaction, SQLite also sees what it wrote and the window does not hold yet)
+    const known = this.db.inTransaction ? undefined : this.recent?.lastSeq(sessionId, rid)
+    return known ?? (this.maxSeq.get(rid) as number)
   }
 
   /**

@@ -8,6 +8,22 @@ import { say, systemOf, toolCall, type RecordedRequest, type ScriptStep } from '
 // first call share one commit and one fsync, and only then do the hands get the call. And what
 // threads ending together wait for: the session's lock until each commit, not each fsync.
 
+/** From `hold()` on, every WAL fsync waits until `open()` (then the real one runs); before it, fsyncs run as ever. */
+function fsyncGate() {
+  const sync = WalSync.prototype.sync
+  let gate: Promise<void> | undefined
+  let release: (() => void) | undefined
+  vi.spyOn(WalSync.prototype, 'sync').mockImplementation(function (this: WalSync, done) {
+    if (!gate) return sync.call(this, done)
+    void gate.then(() => sync.call(this, done))
+  })
+  return {
+    hold: () => void (gate ??= new Promise<void>((r) => (release = r))),
+    held: () => gate !== undefined,
+    open: () => release?.(),
+  }
+}
+
 let f: HarnessFixture | undefined
 afterEach(async () => {
   vi.restoreAllMocks()
@@ -74,13 +90,7 @@ describe('a tool turn', () => {
   })
 
   it("lets threads that end together commit their final batches one after another while the first one's fsync is still out (the session lock waits for a commit, not for the disk)", async () => {
-    const sync = WalSync.prototype.sync
-    let gate: Promise<void> | undefined
-    let open!: () => void
-    vi.spyOn(WalSync.prototype, 'sync').mockImplementation(function (this: WalSync, done) {
-      if (!gate) return sync.call(this, done)
-      void gate.then(() => sync.call(this, done))
-    })
+    const fsyncs = fsyncGate()
     let arrived = 0
     let bothArrived!: () => void
     const both = new Promise<void>((r) => (bothArrived = r))
@@ -94,7 +104,7 @@ describe('a tool turn', () => {
         }
         // both children answer at once, and from then on every fsync is held
         if (++arrived === 2) {
-          gate = new Promise<void>((r) => (open = r))
+          fsyncs.hold()
           bothArrived()
         }
         await both
@@ -109,23 +119,17 @@ describe('a tool turn', () => {
     const childIdles = (includeUnsynced: boolean) => log.read(sid, { types: ['session.thread_status_idle'], limit: 100, includeUnsynced }).filter((s) => s.event.session_thread_id && s.event.session_thread_id !== primaryId)
     const until = Date.now() + 5000
     while (childIdles(true).length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 5))
-    if (childIdles(true).length < 2) open() // (the fixture's close would wait for the held fsyncs)
+    if (childIdles(true).length < 2) fsyncs.open() // (the fixture's close would wait for the held fsyncs)
     // both children's final batches are committed, and none of it is on disk yet
     expect(childIdles(true)).toHaveLength(2)
     expect(childIdles(false)).toHaveLength(0)
-    open()
+    fsyncs.open()
     const evs = await fixture.waitFor(sid, (e) => e.at(-1)?.type === 'session.status_idle' && e.filter((x) => x.type === 'agent.thread_message_received' && !x.session_thread_id).length === 2)
     expect(evs.filter((e) => e.type === 'session.thread_status_idle' && e.session_thread_id && e.session_thread_id !== primaryId)).toHaveLength(2)
   })
 
   it("runs a workflow's agents one after another while every fsync is held: its driver, its program and the brains they wake go on at each commit", async () => {
-    const sync = WalSync.prototype.sync
-    let gate: Promise<void> | undefined
-    let open!: () => void
-    vi.spyOn(WalSync.prototype, 'sync').mockImplementation(function (this: WalSync, done) {
-      if (!gate) return sync.call(this, done)
-      void gate.then(() => sync.call(this, done))
-    })
+    const fsyncs = fsyncGate()
     const WORKER = 'You answer.'
     const PROGRAM = `const a = await agent('worker', 'one'); const b = await agent('worker', 'two after ' + a); return { a, b }`
     f = await openHarnessFixture({
@@ -136,7 +140,7 @@ describe('a tool turn', () => {
         }
         const prompt = JSON.stringify(req.body.messages[0].content)
         // from the first agent's request on, nothing more reaches the disk until the test says so
-        if (prompt.includes('one')) gate ??= new Promise<void>((r) => (open = r))
+        if (prompt.includes('one')) fsyncs.hold()
         return say(prompt.includes('two') ? 'second' : 'first')
       },
     })
@@ -155,14 +159,14 @@ describe('a tool turn', () => {
       while (workerPrompts().length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 5))
       // the second agent was asked, with the first one's answer, though nothing since the first
       // agent's request is on disk: the run's events are committed only
-      expect(gate).toBeDefined()
+      expect(fsyncs.held()).toBe(true)
       expect(workerPrompts()).toEqual([expect.stringContaining('one'), expect.stringContaining('two after first')])
       expect(fixture.events(sid).some((e) => e.type === 'workflow_run.status_ended')).toBe(false)
-      open()
+      fsyncs.open()
       const evs = await fixture.waitFor(sid, (e) => e.some((x) => x.type === 'workflow_run.status_ended') && e.at(-1)?.type === 'session.status_idle')
       expect(evs.find((e) => e.type === 'workflow_run.status_ended')).toMatchObject({ result: { type: 'completed' }, output: { a: 'first', b: 'second' } })
     } finally {
-      open?.()
+      fsyncs.open()
     }
   })
 })

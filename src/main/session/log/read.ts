@@ -137,7 +137,7 @@ export class LogReader {
   }
 
   read(sessionId: string, params: SqliteEventReadParams = {}): StoredEvent[] {
-    const row = { rid: this.ridOf(sessionId) }
+    const rid = this.ridOf(sessionId)
     const limit = Math.min(Math.max(params.limit ?? 100, 1), MAX_READ_LIMIT)
     const desc = params.order === 'desc'
     const terms: string[] = []
@@ -169,14 +169,14 @@ export class LogReader {
       }
     }
     const oneThread = typeof params.threadId === 'string' || typeof params.streamOf === 'string'
-    const q: RangeQuery = { rid: row.rid, filter: terms.join(''), args, desc, oneThread }
+    const q: RangeQuery = { rid, filter: terms.join(''), args, desc, oneThread }
     // Exclusive bounds on seq (events not yet on disk are not shown).
     const lo = params.after ?? 0
     const unsynced = params.includeUnsynced ? undefined : this.visibleBefore(sessionId)
     const hi = Math.min(params.before ?? Number.MAX_SAFE_INTEGER, unsynced ?? Number.MAX_SAFE_INTEGER)
     let rows: EventRow[]
     const types = params.types && params.types.length > 0 ? [...new Set(params.types)] : undefined
-    const recent = this.recent?.read(sessionId, row.rid, {
+    const recent = this.recent?.read(sessionId, rid, {
       lo,
       hi,
       desc,
@@ -195,13 +195,13 @@ export class LogReader {
       // UNION_SCAN_ROWS rows per row wanted for all of them at once, then (if the page is not
       // full) read on beyond that window type by type.
       const window = limit * UNION_SCAN_ROWS
-      const top = desc && params.before === undefined && unsynced === undefined ? (this.maxSeq.get(row.rid) as number) + 1 : hi
+      const top = desc && params.before === undefined && unsynced === undefined ? (this.maxSeq.get(rid) as number) + 1 : hi
       const a = desc ? Math.max(lo, top - window - 1) : lo
       const b = desc ? hi : Math.min(hi, lo + window + 1)
       rows = this.readRange(q, a, b, types, limit)
       // Ascending, the window usually reaches past the session's last event: then there is
       // nothing beyond it to read type by type (one MAX(seq) lookup instead of a query per type).
-      if (rows.length < limit && (desc ? a > lo : b < hi && b <= (this.maxSeq.get(row.rid) as number))) {
+      if (rows.length < limit && (desc ? a > lo : b < hi && b <= (this.maxSeq.get(rid) as number))) {
         rows = rows.concat(desc ? this.readTypes(q, lo, a + 1, types, limit - rows.length) : this.readTypes(q, b - 1, hi, types, limit - rows.length))
       }
     }
@@ -319,13 +319,13 @@ export class LogReader {
    * where `read`'s pages would parse and merge far more than needed.
    */
   scan(sessionId: string, params: { after?: number; types?: readonly string[] }, visit: (row: ScannedEvent) => void): void {
-    const row = { rid: this.ridOf(sessionId) }
+    const rid = this.ridOf(sessionId)
     const types = params.types ?? []
     const sql = `SELECT seq, thread_id AS threadId, type, processed_at AS processedAt, data FROM events WHERE session_rid = ? AND seq > ?${
       types.length ? ` AND type IN (${types.map(() => '?').join(',')})` : ''
     } ORDER BY seq`
     const before = this.visibleBefore(sessionId) ?? Number.MAX_SAFE_INTEGER
-    for (const r of this.cached(sql).iterate(row.rid, params.after ?? 0, ...types)) {
+    for (const r of this.cached(sql).iterate(rid, params.after ?? 0, ...types)) {
       if ((r as ScannedEvent).seq >= before) break
       visit(r as ScannedEvent)
     }

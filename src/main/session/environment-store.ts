@@ -31,8 +31,9 @@ function normalizeConfig(config: EnvironmentCreateInput['config']): Environment[
 }
 
 export class EnvironmentStore {
-  /** Prepared once: every brain that starts asks its session's environment (answeredByWorker). */
   private byId?: Statement
+  /** Prepared once: every brain that starts asks its session's environment's type (answeredByWorker). */
+  private typeById?: Statement
   /** Notified after every committed update, archive or delete (running sessions' egress follows it). */
   readonly changes = new StoreChanges()
 
@@ -59,6 +60,17 @@ export class EnvironmentStore {
       .prepare('INSERT INTO environments (id, name, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, NULL, ?)')
       .run(env.id, env.name, now, now, JSON.stringify(env))
     return env
+  }
+
+  /**
+   * The environment's `config.type` ('cloud' or 'self_hosted') without parsing the rest of it:
+   * every brain that starts asks (answeredByWorker), and a workflow run starts a thousand.
+   */
+  configType(id: string): string {
+    this.typeById ??= this.db.prepare("SELECT json_extract(data, '$.config.type') AS type FROM environments WHERE id = ?")
+    const row = this.typeById.get(id) as { type: string | null } | undefined
+    if (!row) throw notFound('environment', id)
+    return row.type ?? ''
   }
 
   retrieve(id: string): Environment {

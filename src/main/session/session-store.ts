@@ -557,7 +557,7 @@ export class SessionStore {
       this.environmentOf ??= this.db.prepare('SELECT environment_id FROM sessions WHERE id = ?')
       environmentId = (this.environmentOf.get(id) as { environment_id: string } | undefined)?.environment_id
     }
-    return environmentId !== undefined && this.environments.retrieve(environmentId).config.type === 'self_hosted'
+    return environmentId !== undefined && this.environments.configType(environmentId) === 'self_hosted'
   }
 
   /** Whether a session with this id exists (archived ones included). */

@@ -19,6 +19,14 @@ export function touchToolSet<V>(sets: Map<number, V>, id: number, value: V): voi
   if (sets.size > TOOL_SETS) sets.delete(sets.keys().next().value as number)
 }
 
+/**
+ * What the worker posts: one message, or (`batch`) every message one turn of its event loop
+ * produced, in order. A cross-thread message wakes the engine's thread each time (on a VM that
+ * wake costs tens of microseconds of CPU on each side), and a response that arrives in one chunk
+ * (block starts, text, usage, done) is one wake instead of five.
+ */
+export type FromModelThreadPost = FromModelThread | { type: 'batch'; messages: FromModelThread[] }
+
 export type FromModelThread =
   | { type: 'ready' }
   | { id: number; type: 'block_start'; index: number; block: ResponseBlock['type'] }

@@ -17,7 +17,7 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { ModelRequestError, type ModelClient, type ModelRequest, type ModelResponse, type ModelStreamHandlers } from './model-client'
-import { touchToolSet, type FromModelThread, type ModelThreadParams, type ToModelThread } from './model-thread-protocol'
+import { touchToolSet, type FromModelThread, type FromModelThreadPost, type ModelThreadParams, type ToModelThread } from './model-thread-protocol'
 
 interface Pending {
   handlers: ModelStreamHandlers
@@ -26,7 +26,7 @@ interface Pending {
 }
 
 /** Starts harness/model-worker: the bundle's model-worker.js beside this file, else the TypeScript source through tsx. */
-function startWorker(): Worker {
+export function startModelWorker(): Worker {
   const here = typeof __dirname === 'string' ? __dirname : process.cwd()
   const built = join(here, 'model-worker.js')
   if (typeof __filename === 'string' && __filename.endsWith('.js') && existsSync(built)) return new Worker(built)
@@ -51,7 +51,7 @@ export class ModelThread {
   private nextToolSet = 1
   private workerToolSets = new Map<number, true>()
 
-  constructor(private readonly start: () => Worker = startWorker) {}
+  constructor(private readonly start: () => Worker = startModelWorker) {}
 
   /** Requests in flight (for tests and diagnostics). */
   get inFlight(): number {
@@ -61,7 +61,10 @@ export class ModelThread {
   private ensureWorker(): Worker {
     if (this.worker) return this.worker
     const worker = this.start()
-    worker.on('message', (m: FromModelThread) => this.onMessage(m))
+    worker.on('message', (m: FromModelThreadPost) => {
+      if (m.type !== 'batch') return this.onMessage(m)
+      for (const one of m.messages) this.onMessage(one)
+    })
     const fail = (why: string) => {
       if (this.worker !== worker) return
       this.worker = undefined

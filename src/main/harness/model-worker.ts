@@ -9,11 +9,13 @@
  * Messages out: `{ type: 'ready' }` once, then per request `{ id, type: 'block_start', index,
  * block }`, `{ id, type: 'text', index, text }` (deltas of one block coalesced until the next
  * macrotask), `{ id, type: 'usage', usage }`, and last `{ id, type: 'done', response }` or
- * `{ id, type: 'error', error: { kind, message, status?, retryAfterMs? } }`.
+ * `{ id, type: 'error', error: { kind, message, status?, retryAfterMs? } }`. What one turn of this
+ * thread's event loop produced, for every request, goes out as one post (`{ type: 'batch',
+ * messages }` when more than one): each post wakes the engine's thread.
  */
 import { parentPort } from 'node:worker_threads'
 import { AnthropicModelClient, ModelRequestError, type ModelRequest } from './model-client'
-import { touchToolSet, type FromModelThread, type ModelThreadParams, type ToModelThread } from './model-thread-protocol'
+import { touchToolSet, type FromModelThread, type FromModelThreadPost, type ModelThreadParams, type ToModelThread } from './model-thread-protocol'
 
 const port = parentPort
 if (!port) throw new Error('harness/model-worker.ts runs as a worker thread (harness/model-thread.ts starts it)')
@@ -33,41 +35,42 @@ function clientFor(params: ModelThreadParams): AnthropicModelClient {
   return client
 }
 
-const send = (m: FromModelThread) => port.postMessage(m)
+/** Messages of this turn of the event loop, posted together at its end (flush). */
+let outbox: FromModelThread[] = []
+let flushScheduled = false
+function flush(): void {
+  flushScheduled = false
+  const messages = outbox
+  outbox = []
+  if (messages.length === 1) port!.postMessage(messages[0] satisfies FromModelThreadPost)
+  else if (messages.length > 1) port!.postMessage({ type: 'batch', messages } satisfies FromModelThreadPost)
+}
+function send(m: FromModelThread): void {
+  outbox.push(m)
+  if (!flushScheduled) {
+    flushScheduled = true
+    setImmediate(flush)
+  }
+}
+/** A text delta joins the previous one of the same block when nothing came between them. */
+function sendText(id: number, index: number, text: string): void {
+  const last = outbox[outbox.length - 1]
+  if (last && last.type === 'text' && last.id === id && last.index === index) last.text += text
+  else send({ id, type: 'text', index, text })
+}
 
 async function stream(id: number, params: ModelThreadParams, request: ModelRequest): Promise<void> {
   const controller = new AbortController()
   inFlight.set(id, controller)
-  // text deltas of a block go out together once per macrotask: one message per SSE chunk read,
-  // not one per delta
-  let pending: { index: number; text: string } | undefined
-  let flushScheduled = false
-  const flush = () => {
-    flushScheduled = false
-    if (pending) send({ id, type: 'text', index: pending.index, text: pending.text })
-    pending = undefined
-  }
   try {
     const response = await clientFor(params).stream(request, {
       signal: controller.signal,
-      onBlockStart: (index, block) => {
-        flush()
-        send({ id, type: 'block_start', index, block })
-      },
-      onTextDelta: (index, text) => {
-        if (pending && pending.index !== index) flush()
-        pending = pending ? { index, text: pending.text + text } : { index, text }
-        if (!flushScheduled) {
-          flushScheduled = true
-          setImmediate(flush)
-        }
-      },
+      onBlockStart: (index, block) => send({ id, type: 'block_start', index, block }),
+      onTextDelta: (index, text) => sendText(id, index, text),
       onUsage: (usage) => send({ id, type: 'usage', usage }),
     })
-    flush()
     send({ id, type: 'done', response })
   } catch (err) {
-    flush()
     const e = err instanceof ModelRequestError ? err : new ModelRequestError('connection', (err as Error)?.message ?? String(err))
     send({ id, type: 'error', error: { kind: e.kind, message: e.message, status: e.status, retryAfterMs: e.retryAfterMs } })
   } finally {
@@ -91,4 +94,4 @@ port.on('message', (m: ToModelThread) => {
   }
   else if (m.type === 'abort') inFlight.get(m.id)?.abort()
 })
-send({ type: 'ready' })
+port.postMessage({ type: 'ready' } satisfies FromModelThreadPost)

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { AnthropicModelClient, ModelRequestError, type AnthropicModelClientParams, type ModelClient, type ModelRequest } from '../../../src/main/harness/model-client'
-import { ModelThread, ThreadedModelClient } from '../../../src/main/harness/model-thread'
+import { ModelThread, ThreadedModelClient, startModelWorker } from '../../../src/main/harness/model-thread'
 import { ScriptedModelServer, say } from '../../support/model-server'
 
 let server: ScriptedModelServer | undefined
@@ -135,6 +135,38 @@ describe('the model thread', () => {
     const order = [0, 0, 1, ...sets.map((_, i) => i), 0, 69, 3]
     for (const i of order) await client.stream({ ...request, tools: sets[i] }, { signal })
     expect(server.requests.map((r) => r.body.tools?.map((t) => t.name))).toEqual(order.map((i) => [`tool_${i}`]))
+  })
+
+  it("posts what one turn of its event loop heard as one message: a response that arrives in one piece wakes the engine's thread once", async () => {
+    // the scripted server writes a whole response at once (one chunk): block starts, text, usage, done
+    server = await ScriptedModelServer.start(() => ({ kind: 'message', blocks: [{ type: 'text', text: 'one two three four' }, { type: 'tool_use', name: 'bash', input: { command: 'ls' } }] }))
+    const posts: { type: string; messages?: { type: string }[] }[] = []
+    const own = new ModelThread(() => {
+      const w = startModelWorker()
+      w.on('message', (m: { type: string }) => void (m.type !== 'ready' && posts.push(m)))
+      return w
+    })
+    const client = new ThreadedModelClient({ baseURL: server.url, apiKey: 'k' }, own)
+    const heard: string[] = []
+    const handlers = {
+      signal: new AbortController().signal,
+      onBlockStart: (i: number, type: string) => heard.push(`start ${i} ${type}`),
+      onTextDelta: (i: number, text: string) => heard.push(`text ${i} ${text}`),
+      onUsage: () => heard.push('usage'),
+    }
+    const r = await client.stream(request, handlers)
+    expect(r.blocks.map((b) => b.type)).toEqual(['text', 'tool_use'])
+    // every preview still heard, in order, the text of a block in one piece
+    expect(heard).toEqual(['usage', 'start 0 text', 'text 0 one two three four', 'start 1 tool_use', 'usage'])
+    expect(posts).toHaveLength(1)
+    expect(posts[0].type).toBe('batch')
+    expect(posts[0].messages?.map((m) => m.type)).toEqual(['usage', 'block_start', 'text', 'block_start', 'usage', 'done'])
+    // two requests whose responses the worker reads in the same turn share one post
+    posts.length = 0
+    await Promise.all([client.stream(request, { signal: handlers.signal }), client.stream(request, { signal: handlers.signal })])
+    expect(posts.flatMap((p) => (p.type === 'batch' ? p.messages! : [p])).filter((m) => m.type === 'done')).toHaveLength(2)
+    expect(posts.length).toBeLessThanOrEqual(2)
+    await own.dispose()
   })
 
   it('fails the requests in flight as retryable connection errors when its worker dies, and serves the next request on a new one', async () => {

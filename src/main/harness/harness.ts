@@ -92,6 +92,8 @@ export interface HarnessDeps {
  */
 export class TurnControl {
   private current = new AbortController()
+  /** current.signal, read once (AbortController's getter checks its receiver on every read, and a turn reads it often) */
+  private currentSignal = this.current.signal
   private isStopped = false
   private reason: 'shutdown' | 'lease_lost' = 'shutdown'
 
@@ -104,14 +106,17 @@ export class TurnControl {
   }
   /** The signal of the step in progress: aborted by `interrupt()` and `stop()`. */
   get signal(): AbortSignal {
-    return this.current.signal
+    return this.currentSignal
   }
   /**
    * Called by the loop right after it read the log: an interrupt the log already shows is
    * handled from the log, so the signal starts fresh; one that arrives later aborts it.
    */
   rearm(): void {
-    if (!this.isStopped && this.current.signal.aborted) this.current = new AbortController()
+    if (!this.isStopped && this.currentSignal.aborted) {
+      this.current = new AbortController()
+      this.currentSignal = this.current.signal
+    }
   }
   interrupt(): void {
     this.current.abort()

@@ -11,7 +11,8 @@
  * macrotask), `{ id, type: 'usage', usage }`, and last `{ id, type: 'done', response }` or
  * `{ id, type: 'error', error: { kind, message, status?, retryAfterMs? } }`. What one turn of this
  * thread's event loop produced, for every request, goes out as one post (`{ type: 'batch',
- * messages }` when more than one): each post wakes the engine's thread.
+ * messages }` when more than one): each post wakes the engine's thread. A request's `done` or
+ * `error` is posted at once, with whatever waited before it.
  */
 import { parentPort } from 'node:worker_threads'
 import { AnthropicModelClient, ModelRequestError, type ModelRequest } from './model-client'
@@ -38,18 +39,25 @@ function clientFor(params: ModelThreadParams): AnthropicModelClient {
 /** Messages of this turn of the event loop, posted together at its end (flush). */
 let outbox: FromModelThread[] = []
 let flushScheduled = false
-function flush(): void {
+const scheduledFlush = () => {
   flushScheduled = false
+  flush()
+}
+function flush(): void {
   const messages = outbox
+  if (messages.length === 0) return
   outbox = []
   if (messages.length === 1) port!.postMessage(messages[0] satisfies FromModelThreadPost)
   else if (messages.length > 1) port!.postMessage({ type: 'batch', messages } satisfies FromModelThreadPost)
 }
 function send(m: FromModelThread): void {
   outbox.push(m)
+  // a finished request goes out at once (with what came before it): the engine's thread starts on
+  // it while this one reads the next response, instead of after every response of this turn
+  if (m.type === 'done' || m.type === 'error') return flush()
   if (!flushScheduled) {
     flushScheduled = true
-    setImmediate(flush)
+    setImmediate(scheduledFlush)
   }
 }
 /** A text delta joins the previous one of the same block when nothing came between them. */

@@ -146,7 +146,6 @@ export class LogAppender {
   private syncStartedUpTo = 0
   /** Per session: the first seq not yet on disk (reads stop before it). */
   private unsyncedFrom = new Map<string, number>()
-  private drainWaiters: (() => void)[] = []
   /** whenSynced()'s waits: each for the groups up to its `n`. */
   private syncWaiters: { n: number; resolve: () => void; reject: (err: unknown) => void }[] = []
   private readonly recent: RecentEvents | undefined
@@ -254,7 +253,6 @@ export class LogAppender {
       this.recomputeVisible()
       for (const g of done) this.settle(g)
       this.releaseSyncWaiters(this.groupCount)
-      this.wakeDrain()
     }
     this.onCommitted(out)
     this.onCommit(out)
@@ -350,7 +348,6 @@ export class LogAppender {
         for (const g of done) this.settle(g)
         this.releaseSyncWaiters(upTo)
       }
-      this.wakeDrain()
       this.syncNext()
     })
   }
@@ -397,14 +394,6 @@ export class LogAppender {
       else w.resolve()
     }
     this.syncWaiters = keep
-  }
-
-  /** Resolves drain()'s waits once no group waits for the disk. */
-  private wakeDrain(): void {
-    if (this.unsynced.length > 0) return
-    const waiters = this.drainWaiters
-    this.drainWaiters = []
-    for (const w of waiters) w()
   }
 
   private runGroup(batch: readonly PendingAppend[], isolate: boolean, pending: Map<string, Tip>): Outcome[] {
@@ -534,7 +523,8 @@ export class LogAppender {
   async drain(): Promise<void> {
     for (;;) {
       if (this.queue.length > 0 || this.flushScheduled) await new Promise((r) => setImmediate(r))
-      else if (this.unsynced.length > 0) await new Promise<void>((r) => this.drainWaiters.push(r))
+      // (an fsync that failed rejected its appends already: draining only waits for it to return)
+      else if (this.unsynced.length > 0) await this.whenSynced().catch(() => {})
       else return
     }
   }

@@ -39,16 +39,13 @@ function clientFor(params: ModelThreadParams): AnthropicModelClient {
 /** Messages of this turn of the event loop, posted together at its end (flush). */
 let outbox: FromModelThread[] = []
 let flushScheduled = false
-const scheduledFlush = () => {
-  flushScheduled = false
-  flush()
-}
 function flush(): void {
+  flushScheduled = false
   const messages = outbox
   if (messages.length === 0) return
   outbox = []
   if (messages.length === 1) port!.postMessage(messages[0] satisfies FromModelThreadPost)
-  else if (messages.length > 1) port!.postMessage({ type: 'batch', messages } satisfies FromModelThreadPost)
+  else port!.postMessage({ type: 'batch', messages } satisfies FromModelThreadPost)
 }
 function send(m: FromModelThread): void {
   outbox.push(m)
@@ -57,7 +54,7 @@ function send(m: FromModelThread): void {
   if (m.type === 'done' || m.type === 'error') return flush()
   if (!flushScheduled) {
     flushScheduled = true
-    setImmediate(scheduledFlush)
+    setImmediate(flush)
   }
 }
 /** A text delta joins the previous one of the same block when nothing came between them. */

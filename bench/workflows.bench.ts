@@ -253,18 +253,18 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
   for (let i = 0; i < k; i++) runs.push(await once(log))
   if (k === 1) return { definitions: DEFINITIONS, ...runs[0] }
   const warm = runs.slice(1)
-  const median = (key: string) => percentile(warm.map((r) => r[key] as number), 50)
+  const median = (pick: (r: Record<string, unknown>) => number) => percentile(warm.map(pick), 50)
   const keys = ['wall_ms', 'per_agent_model_ms', 'ideal_ms', 'wall_over_ideal', 'run_overhead_share', 'engine_busy_ms_per_agent', 'engine_cpu_ms_per_agent', 'model_cpu_ms_per_agent', 'log_bytes_per_agent', 'rss_peak_mb']
   return {
     definitions: {
       ...DEFINITIONS,
       runs: `the run was done ${k} times in this process, each with a fresh engine: \`cold\` is the first (nothing compiled by the JIT yet); the top-level figures are the medians of the other ${k - 1} (warm)`,
     },
-    ...Object.fromEntries(keys.map((key) => [key, median(key)])),
-    slot_refill_p50_ms: percentile(warm.map((r) => (r.slot_refill_ms as { p50_ms: number }).p50_ms), 50),
+    ...Object.fromEntries(keys.map((key) => [key, median((r) => r[key] as number)])),
+    slot_refill_p50_ms: median((r) => (r.slot_refill_ms as { p50_ms: number }).p50_ms),
     agent_call_overhead_share: {
-      p50: percentile(warm.map((r) => (r.agent_call_overhead_share as { p50: number }).p50), 50),
-      mean: percentile(warm.map((r) => (r.agent_call_overhead_share as { mean: number }).mean), 50),
+      p50: median((r) => (r.agent_call_overhead_share as { p50: number }).p50),
+      mean: median((r) => (r.agent_call_overhead_share as { mean: number }).mean),
     },
     targets: { run_overhead_share: 0.05, agent_call_overhead_share: 0.05 },
     cold: runs[0],

@@ -1,7 +1,7 @@
 import { type EventInputOf, type EventOf, type ThreadKey } from '../../shared/api/events'
 import { newId, primaryThreadId } from '../../shared/api/ids'
 import { WORKER_TOOLSET } from '../../shared/api/worker-toolset'
-import type { EventAppendOptions, EventInput, EventLog } from '../session/event-log'
+import type { EventAppendOptions, EventInput, EventLog, StoredEvent } from '../session/event-log'
 import type { ToolJournal } from '../session/tool-journal'
 import { filesSystemContext } from './context/files'
 import { memorySystemContext } from './context/memory'
@@ -19,7 +19,7 @@ import { deliverablesTool, evaluate, graderRequest, readDeliverables } from './o
 import { WORKFLOW_TOOLS } from './workflows/tools'
 import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
 import { PlatformTools, type PlatformToolResult, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
-import { SessionLocks, SessionThreads } from './session-threads'
+import { SessionThreads } from './session-threads'
 import { pause } from './pause'
 
 /** A never-stored preview: `event_start` (its `event` names the event's id, type and, for a child thread, `session_thread_id`) or `event_delta`. */
@@ -147,7 +147,6 @@ export class Harness {
   private readonly threadsBySession = new Map<string, SessionThreads>()
   /** Calls this process journaled as started together with their response and has not run yet (firstHandsCall). */
   private readonly journaledNow = new Set<string>()
-  private readonly locks = new SessionLocks()
   /** The platform tools (delegation, the advisor): register more before the brains start. */
   readonly platform: PlatformTools
 
@@ -289,9 +288,11 @@ export class Harness {
 
   /**
    * Appends what a thread did. In a multi-agent session a batch that changes a thread's status
-   * also carries the session's aggregate status event, written under the session's lock so two
-   * threads ending at once cannot both miss it; an idle of this thread is left out when a message
-   * reached the thread after what its step saw (the thread goes on instead of flapping idle).
+   * also carries the session's aggregate status event, computed inside the append's transaction
+   * from the log as it stands there (EventsAtCommit), so two threads ending at once cannot both
+   * miss it, and threads ending together share one commit instead of taking turns behind a lock
+   * held across commits; an idle of this thread is left out when a message reached the thread
+   * after what its step saw (the thread goes on instead of flapping idle).
    */
   private async appendThread(c: RunContext, given: EventInput[], options?: EventAppendOptions): Promise<void> {
     // a child's events are logged on its thread; one it addresses to the primary says null
@@ -310,12 +311,8 @@ export class Harness {
       await this.deps.log.append(c.sessionId, evs, options)
       return
     }
-    // The lock keeps the aggregate's read-compute-append whole against the session's other
-    // threads; it is held until the commit only (the next holder's fold reads what is
-    // committed), and the disk is waited for outside it: threads ending together share fsyncs
-    // instead of taking turns at one each.
-    await this.locks.with(c.sessionId, async () => {
-      const threads = c.threads.catchUp(this.deps.log)
+    const atCommit = ({ earlier }: { earlier: readonly StoredEvent[] }): EventInput[] => {
+      const threads = threadsAtCommit(c.threads, this.deps.log, earlier)
       const own = threads.facts(c.threadKey)
       let batch = evs
       if (own && own.lastReceivedSeq > c.state.lastSeq) batch = batch.filter((e) => !(e.type === 'session.thread_status_idle' && threadOf(e, c.primaryId) === c.thread.threadId))
@@ -331,18 +328,24 @@ export class Harness {
         batch = [...batch, ...paused]
         ;({ agg, after } = previewAggregate(threads, batch))
       }
-      await this.deps.log.append(c.sessionId, agg ? [...batch, ...withUsage(agg, after, () => this.deps.sessions.retrieve(c.sessionId).budget)] : batch, { committed: true })
-    })
+      return agg ? [...batch, ...withUsage(agg, after, () => this.deps.sessions.retrieve(c.sessionId).budget)] : batch
+    }
+    // committed: the disk is waited for after the commit, so threads ending together share fsyncs
+    await this.deps.log.append(c.sessionId, atCommit, { committed: true })
     if (!options?.committed) await this.deps.log.whenSynced()
   }
 
   /** After a run, in a multi-agent session: the session's status is what its threads say (repairs a gap left by an older process). */
   private async settleAggregate(c: RunContext): Promise<void> {
-    await this.locks.with(c.sessionId, async () => {
-      const threads = c.threads.catchUp(this.deps.log)
-      const agg = threads.aggregateEvent()
-      if (agg) await this.deps.log.append(c.sessionId, withUsage(agg, threads, () => this.deps.sessions.retrieve(c.sessionId).budget), { committed: true })
-    })
+    await this.deps.log.append(
+      c.sessionId,
+      ({ earlier }) => {
+        const threads = threadsAtCommit(c.threads, this.deps.log, earlier)
+        const agg = threads.aggregateEvent()
+        return agg ? withUsage(agg, threads, () => this.deps.sessions.retrieve(c.sessionId).budget) : []
+      },
+      { committed: true },
+    )
     await this.deps.log.whenSynced()
   }
 
@@ -927,6 +930,19 @@ function isStatusEvent(e: EventInput): boolean {
 /** The thread a status event names (the primary's id for one without). */
 function threadOf(e: EventInput, primaryId: string): string {
   return typeof e.session_thread_id === 'string' ? e.session_thread_id : primaryId
+}
+
+/**
+ * The session's threads as an append's transaction has the log (EventsAtCommit): the fold caught
+ * up on what is committed, and, when the transaction already wrote events of the session, a copy
+ * with those folded in (the fold itself only ever holds committed events).
+ */
+function threadsAtCommit(threads: SessionThreads, log: Pick<EventLog, 'read'>, earlier: readonly StoredEvent[]): SessionThreads {
+  threads.catchUp(log, earlier[0]?.seq)
+  if (earlier.length === 0) return threads
+  const copy = threads.fork()
+  for (const s of earlier) copy.apply(s.seq, s.event as unknown as Record<string, unknown> & { type: string })
+  return copy
 }
 
 /** The session status event the threads' statuses call for once `batch` is appended (the fold itself is not changed). */

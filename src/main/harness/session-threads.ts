@@ -99,11 +99,14 @@ export class SessionThreads {
     readonly primaryId: string,
   ) {}
 
-  /** Reads what the log appended since the last call. */
-  catchUp(log: Pick<EventLog, 'read'>): this {
+  /**
+   * Reads what the log appended since the last call (with `before`: only events before that seq,
+   * e.g. the first one an uncommitted transaction wrote, which this fold must never hold).
+   */
+  catchUp(log: Pick<EventLog, 'read'>, before?: number): this {
     for (;;) {
       // what is committed, on disk or not: a brain woken at a commit (orchestrator/scheduler.ts) finds its thread here
-      const page = log.read(this.sessionId, { after: this.lastSeq, types: TYPES, limit: 1000, includeUnsynced: true })
+      const page = log.read(this.sessionId, { after: this.lastSeq, ...(before !== undefined ? { before } : {}), types: TYPES, limit: 1000, includeUnsynced: true })
       for (const r of page) this.apply(r.seq, r.event as unknown as Record<string, unknown> & { type: string })
       if (page.length < 1000) return this
     }
@@ -322,27 +325,4 @@ export class SessionThreads {
 
 function sameSet(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x) => b.includes(x))
-}
-
-/**
- * A per-session mutex: the runtime's status-changing appends of one session run one at a time,
- * so two threads ending at once cannot both miss writing the session's idle.
- */
-export class SessionLocks {
-  private readonly tails = new Map<string, Promise<unknown>>()
-
-  async with<T>(sessionId: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.tails.get(sessionId) ?? Promise.resolve()
-    const run = prev.then(fn, fn)
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    )
-    this.tails.set(sessionId, tail)
-    try {
-      return await run
-    } finally {
-      if (this.tails.get(sessionId) === tail) this.tails.delete(sessionId)
-    }
-  }
 }

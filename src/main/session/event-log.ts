@@ -60,6 +60,19 @@ export interface EventAppendOptions {
   committed?: boolean
 }
 
+/**
+ * An append's events computed inside its transaction instead of before it: for a writer whose
+ * events depend on the session's log as it stands at the commit (a status aggregate over every
+ * thread), so concurrent writers share one group commit instead of taking turns behind a lock
+ * held across commits. `earlier`: the session's events appended earlier in the same transaction
+ * (seq order; empty when none), which the log's reads do not show yet: what is before the first
+ * of them is committed and readable as ever (read with `before` set to its seq). Runs
+ * synchronously, and may run twice (a group redone with each append in a savepoint after one of
+ * them failed): it must change nothing outside itself but what the log's committed events say.
+ * Throwing rejects this append only.
+ */
+export type EventsAtCommit = (group: { earlier: readonly StoredEvent[] }) => readonly EventInput[]
+
 export type EventListener = (stored: StoredEvent) => void
 export type Disposer = () => void
 
@@ -72,9 +85,10 @@ export interface EventLog {
    * Appends events to one session atomically (all or none) and resolves with them stored,
    * once they are durable (with `committed`: once committed, see EventAppendOptions).
    * Subscribers are told only once they are durable.
-   * Throws CorralError not_found_error for an unknown session.
+   * Throws CorralError not_found_error for an unknown session. `events` may be computed inside
+   * the append's transaction (EventsAtCommit).
    */
-  append(sessionId: string, events: readonly EventInput[], options?: EventAppendOptions): Promise<StoredEvent[]>
+  append(sessionId: string, events: readonly EventInput[] | EventsAtCommit, options?: EventAppendOptions): Promise<StoredEvent[]>
   /** Reads events by position; see EventReadParams. */
   read(sessionId: string, params?: EventReadParams): StoredEvent[]
   /** One event by its `sevt_` id, or undefined. */

@@ -1,6 +1,6 @@
 import type { Db } from './database'
 import type { Disposer, RawEventInput as EventInput, EventListener, EventLog, EventReadParams, StoredEvent } from './event-log'
-import { LogAppender, type AppendOptions, type EventBatchProjector, type EventProjector, type LogAppenderOptions } from './log/append'
+import { LogAppender, type AppendOptions, type RawEventsAtCommit, type EventBatchProjector, type EventProjector, type LogAppenderOptions } from './log/append'
 import { LogReader, MAX_READ_LIMIT, type AnswerQuery, type ScannedEvent, type SqliteEventReadParams } from './log/read'
 import { LogTail } from './log/tail'
 import { RecentEvents } from './log/recent'
@@ -60,7 +60,7 @@ export class SqliteEventLog implements EventLog {
     this.appender.addBatchProjector(projector)
   }
 
-  append(sessionId: string, events: readonly EventInput[], options: AppendOptions = {}): Promise<StoredEvent[]> {
+  append(sessionId: string, events: readonly EventInput[] | RawEventsAtCommit, options: AppendOptions = {}): Promise<StoredEvent[]> {
     return this.appender.append(sessionId, events, options)
   }
 

@@ -6,7 +6,8 @@ import { say, systemOf, toolCall, type RecordedRequest, type ScriptStep } from '
 
 // What a tool turn waits for on the disk: the response's events and the journal record of its
 // first call share one commit and one fsync, and only then do the hands get the call. And what
-// threads ending together wait for: the session's lock until each commit, not each fsync.
+// threads ending together wait for: nothing of each other's (each computes the session's status
+// inside its own commit), and never an fsync.
 
 /** From `hold()` on, every WAL fsync waits until `open()` (then the real one runs); before it, fsyncs run as ever. */
 function fsyncGate() {
@@ -89,7 +90,7 @@ describe('a tool turn', () => {
     expect(db.prepare('SELECT 1 FROM harness_tool_calls WHERE tool_use_id = ?').get(secondId)).toBeDefined()
   })
 
-  it("lets threads that end together commit their final batches one after another while the first one's fsync is still out (the session lock waits for a commit, not for the disk)", async () => {
+  it("lets threads that end together commit their final batches while the first one's fsync is still out (each computes the session's status inside its commit, waiting for no disk)", async () => {
     const fsyncs = fsyncGate()
     let arrived = 0
     let bothArrived!: () => void

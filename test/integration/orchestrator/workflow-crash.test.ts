@@ -95,7 +95,7 @@ describe('a workflow run of 200 agents across kill -9 of its engine', () => {
           const deadline = Date.now() + 20_000
           while (lastSeq() === before && Date.now() < deadline) await sleep(5)
           // then within its next events (counting events, not time, spreads the kills over the whole run)
-          const target = lastSeq() + 1 + Math.floor(rand() * 70)
+          const target = lastSeq() + 1 + Math.floor(rand() * 20)
           const until = Date.now() + 200 + rand() * 1500
           while (lastSeq() < target && Date.now() < until) await sleep(2)
         }

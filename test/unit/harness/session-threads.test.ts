@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { SessionLocks, SessionThreads } from '../../../src/main/harness/session-threads'
+import { SessionThreads } from '../../../src/main/harness/session-threads'
 
 const SID = 'sesn_01TEST'
 const PRIMARY = 'sthr_01TEST'
@@ -91,26 +91,5 @@ describe('a session\'s threads and their aggregate status', () => {
     expect(t.liveChildCount()).toBe(2)
     t.apply(6, { type: 'session.thread_status_terminated', session_thread_id: 'sthr_b', agent_name: 'worker', archived: true })
     expect(t.liveChildCount()).toBe(1)
-  })
-
-  it('runs one session\'s locked sections one at a time, in order, even when one fails', async () => {
-    const locks = new SessionLocks()
-    const order: string[] = []
-    let release!: () => void
-    const gate = new Promise<void>((r) => (release = r))
-    const a = locks.with(SID, async () => {
-      order.push('a start')
-      await gate
-      order.push('a end')
-      throw new Error('a failed')
-    })
-    const b = locks.with(SID, async () => {
-      order.push('b')
-      return 'b done'
-    })
-    release()
-    await expect(a).rejects.toThrow('a failed')
-    await expect(b).resolves.toBe('b done')
-    expect(order).toEqual(['a start', 'a end', 'b'])
   })
 })

@@ -76,6 +76,48 @@ describe('SqliteEventLog sequence', () => {
     expect(t.log.read(sid).map((s) => s.seq)).toEqual([1, 2])
   })
 
+  it('computes an append\'s events inside its transaction, given what the same group wrote of the session before it', async () => {
+    const sid = await t.newSession()
+    const other = await t.newSession()
+    await t.log.append(sid, [message('committed')])
+    const seen: { earlier: string[]; readable: number[] }[] = []
+    // each computed append counts the messages the log holds for it: the committed ones it can
+    // read (before the group's first event of the session) and the group's earlier ones it is given
+    const counting = () =>
+      t.log.append(sid, ({ earlier }) => {
+        const readable = t.log.read(sid, { before: earlier[0]?.seq, includeUnsynced: true }).map((s) => s.seq)
+        seen.push({ earlier: earlier.map((s) => (s.event as unknown as { content: { text: string }[] }).content[0].text), readable })
+        return [message(`count ${readable.length + earlier.length}`)]
+      })
+    const [a, , b, c] = await Promise.all([counting(), t.log.append(other, [message('elsewhere')]), t.log.append(sid, [message('plain')]), counting()])
+    expect(a.map((s) => s.seq)).toEqual([2])
+    expect(b.map((s) => s.seq)).toEqual([3])
+    expect(c.map((s) => s.seq)).toEqual([4])
+    expect(seen).toEqual([
+      { earlier: [], readable: [1] },
+      { earlier: ['count 1', 'plain'], readable: [1] },
+    ])
+    expect(t.log.read(sid).map((s) => (s.event as unknown as { content: { text: string }[] }).content[0].text)).toEqual(['committed', 'count 1', 'plain', 'count 3'])
+  })
+
+  it('rejects only a computed append that throws or computes an event without a type, and appends nothing when it computes none', async () => {
+    const sid = await t.newSession()
+    const ok1 = t.log.append(sid, [message('one')])
+    const throws = t.log.append(sid, () => {
+      throw new Error('cannot compute')
+    })
+    const typeless = t.log.append(sid, () => [message('x'), { type: '' }])
+    const none = t.log.append(sid, () => [])
+    const ok2 = t.log.append(sid, ({ earlier }) => [message(`after ${earlier.length}`)])
+    await expect(throws).rejects.toThrow(/cannot compute/)
+    await expect(typeless).rejects.toThrow(/events\[1\]\.type/)
+    await expect(none).resolves.toEqual([])
+    expect((await ok1)[0].seq).toBe(1)
+    // the group was redone append by append: the failed ones wrote nothing the last one was given
+    expect((await ok2).map((s) => [s.seq, (s.event as unknown as { content: { text: string }[] }).content[0].text])).toEqual([[2, 'after 1']])
+    await expect(t.log.append('sesn_nope', () => [message('x')])).rejects.toMatchObject({ code: 'not_found_error' })
+  })
+
   it('rejects a whole append when one of its events has a duplicate pre-assigned id, appending none of it', async () => {
     const sid = await t.newSession()
     const first = await emitEvent(t.log, sid, { ...message('first'), id: 'sevt_FIXED0000000000000000001' })

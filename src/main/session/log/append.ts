@@ -38,9 +38,13 @@ export interface AppendOptions {
   committed?: boolean
 }
 
+/** EventsAtCommit (../event-log) over the storage's raw events. */
+export type RawEventsAtCommit = (group: { earlier: readonly StoredEvent[] }) => readonly EventInput[]
+
 interface PendingAppend {
   sessionId: string
-  events: readonly EventInput[]
+  /** The events, or how to compute them inside the transaction. */
+  events: readonly EventInput[] | RawEventsAtCommit
   precheck?: () => void
   committed?: boolean
   resolve: (stored: StoredEvent[]) => void
@@ -52,6 +56,8 @@ interface Tip {
   seq: number
   /** How many events of each dense type the session's current block has, as far as this log knows. */
   marked: MarkedBlock | undefined
+  /** The session's events appended earlier in this group transaction (what a RawEventsAtCommit is given). */
+  inGroup?: readonly StoredEvent[]
 }
 
 /**
@@ -200,12 +206,14 @@ export class LogAppender {
     this.batchProjectors.push(projector)
   }
 
-  append(sessionId: string, events: readonly EventInput[], options: AppendOptions = {}): Promise<StoredEvent[]> {
-    if (events.length === 0) return Promise.resolve([])
-    try {
-      checkTypes(events)
-    } catch (err) {
-      return Promise.reject(err)
+  append(sessionId: string, events: readonly EventInput[] | RawEventsAtCommit, options: AppendOptions = {}): Promise<StoredEvent[]> {
+    if (typeof events !== 'function') {
+      if (events.length === 0) return Promise.resolve([])
+      try {
+        checkTypes(events)
+      } catch (err) {
+        return Promise.reject(err)
+      }
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ sessionId, events, precheck: options.precheck, committed: options.committed, resolve, reject })
@@ -416,9 +424,19 @@ export class LogAppender {
     // The precheck runs first: it may even create the session row (SessionStore.create appends
     // a new session's initial events in the transaction that inserts it).
     p.precheck?.()
-    if (p.events.length === 0) return [] // a commitWith write: no events
     // Within one group transaction an earlier append's tip is known; otherwise read it.
-    return this.insertAll(p.sessionId, pending.get(p.sessionId) ?? this.tipOf(p.sessionId), p.events, pending)
+    const known = pending.get(p.sessionId)
+    let events = p.events
+    if (typeof events === 'function') {
+      // computed here, from the log as this transaction has it (the session checked first, as for any append)
+      const tip = known ?? this.tipOf(p.sessionId)
+      events = events({ earlier: tip.inGroup ?? [] })
+      checkTypes(events)
+      if (events.length === 0) return []
+      return this.insertAll(p.sessionId, tip, events, pending)
+    }
+    if (events.length === 0) return [] // a commitWith write: no events
+    return this.insertAll(p.sessionId, known ?? this.tipOf(p.sessionId), events, pending)
   }
 
   /**
@@ -499,7 +517,7 @@ export class LogAppender {
     for (let i = 0; i < rows.length; i += ROW_PARAMS) this.insert.run(rows.slice(i, i + ROW_PARAMS), bound)
     for (const project of this.batchProjectors) project(rid, out)
     // Only now: if anything above threw, the savepoint rolls back and the seqs stay free.
-    pending.set(sessionId, { rid, seq: seq - 1, marked })
+    pending.set(sessionId, { rid, seq: seq - 1, marked, inGroup: from.inGroup ? from.inGroup.concat(out) : out })
     if (recentRows) this.rowsOf.set(out, { rid, rows: recentRows })
     return out
   }

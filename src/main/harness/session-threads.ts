@@ -77,8 +77,13 @@ export class SessionThreads {
   /** The session's own (aggregate) status as its `session.status_*` events set it. */
   readonly session: { status: SessionStatus; lastIdle?: StopReason } = { status: 'idle' }
   readonly usageByModel = new Map<string, ModelUsage>()
-  /** Threads running now (log key; '' the primary), and the wall time with at least one running: done (ms), and since when. */
-  readonly runningNow = new Set<string>()
+  /**
+   * Threads running now (log key; '' the primary), and the wall time with at least one running:
+   * done (ms), and since when. A fork shares its origin's set until it changes it (a status batch
+   * of a workflow run's session previews against dozens of running threads).
+   */
+  private runningNow = new Set<string>()
+  private ownRunning = true
   unionMs = 0
   unionSince = 0
   /** A thread wrote a status of its own (a multi-agent session): the session's status_* no longer time the activity. */
@@ -153,7 +158,8 @@ export class SessionThreads {
     Object.assign(copy.session, this.session)
     copy.base = this
     for (const [m, u] of this.usageByModel) copy.usageByModel.set(m, { ...u })
-    for (const k of this.runningNow) copy.runningNow.add(k)
+    copy.runningNow = this.runningNow
+    copy.ownRunning = false
     for (const [r, st] of this.runs) copy.runs.set(r, st)
     Object.assign(copy.tally, this.tally)
     copy.unionMs = this.unionMs
@@ -255,8 +261,13 @@ export class SessionThreads {
 
   /** A thread starts or stops running at the event's time (an event not logged yet: now); the union counts overlap once. */
   private track(key: string, running: boolean, at: unknown): void {
+    if (running === this.runningNow.has(key)) return
     const t = typeof at === 'string' ? Date.parse(at) : Date.now()
     const was = this.runningNow.size > 0
+    if (!this.ownRunning) {
+      this.runningNow = new Set(this.runningNow)
+      this.ownRunning = true
+    }
     if (running) this.runningNow.add(key)
     else this.runningNow.delete(key)
     if (!was && this.runningNow.size > 0) this.unionSince = t

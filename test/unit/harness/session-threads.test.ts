@@ -92,4 +92,19 @@ describe('a session\'s threads and their aggregate status', () => {
     t.apply(6, { type: 'session.thread_status_terminated', session_thread_id: 'sthr_b', agent_name: 'worker', archived: true })
     expect(t.liveChildCount()).toBe(1)
   })
+
+  it('keeps a fork\'s running threads and active time apart from its origin\'s, either way', () => {
+    const at = (e: Record<string, unknown>, iso: string) => ({ ...e, processed_at: iso })
+    const active = (t: SessionThreads) => (t.usageEvent(null) as unknown as { usage: { active_seconds: number } }).usage.active_seconds
+    const origin = fold([at(running(PRIMARY), '2026-01-01T00:00:00.000Z'), created('sthr_a'), at(running('sthr_a'), '2026-01-01T00:00:01.000Z'), at(idle(PRIMARY), '2026-01-01T00:00:02.000Z')])
+    const fork = origin.fork()
+    // the fork stops the last running thread: its active time ends there; the origin's goes on
+    fork.apply(5, at(idle('sthr_a'), '2026-01-01T00:00:10.000Z'))
+    expect(active(fork)).toBe(10)
+    expect(active(origin)).toBeGreaterThan(10)
+    // the origin stops it later: its own time, and the fork's stays what it was
+    origin.apply(5, at(idle('sthr_a'), '2026-01-01T00:00:20.000Z'))
+    expect(active(origin)).toBe(20)
+    expect(active(fork)).toBe(10)
+  })
 })

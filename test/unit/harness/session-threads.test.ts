@@ -94,7 +94,7 @@ describe('a session\'s threads and their aggregate status', () => {
   })
 
   it('keeps a fork\'s running threads and active time apart from its origin\'s, either way', () => {
-    const at = (e: Record<string, unknown>, iso: string) => ({ ...e, processed_at: iso })
+    const at = (e: Record<string, unknown> & { type: string }, iso: string) => ({ ...e, processed_at: iso })
     const active = (t: SessionThreads) => (t.usageEvent(null) as unknown as { usage: { active_seconds: number } }).usage.active_seconds
     const origin = fold([at(running(PRIMARY), '2026-01-01T00:00:00.000Z'), created('sthr_a'), at(running('sthr_a'), '2026-01-01T00:00:01.000Z'), at(idle(PRIMARY), '2026-01-01T00:00:02.000Z')])
     const fork = origin.fork()

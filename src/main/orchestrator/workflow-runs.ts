@@ -456,6 +456,8 @@ export class WorkflowRuns {
             () => [],
             (err: unknown) => this.writeFailed(r, err),
           )
+    // the slot is free from this commit on: a waiting call's thread is created in it too
+    r.execution?.release(t.index)
     void done.then((ok) => {
       if (ok) r.execution?.complete(t.index, outcome)
     })

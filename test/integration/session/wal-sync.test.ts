@@ -232,6 +232,26 @@ describe('the log commit with its fsync off the event loop', () => {
     expect(onDisk).toEqual([1, 2, 3])
   })
 
+  it("commits what a commit's listener appends in answer right behind it, in the same turn of the event loop, up to a bound", async () => {
+    const { log, sid } = await setup()
+    const order: string[] = []
+    let chained = 0
+    // each commit of a 'chain' message makes its listener append the next: a reaction to a commit (a run's driver starting its next thread)
+    log.subscribeCommitted((s) => {
+      const text = (s.event as { content?: { text?: string }[] }).content?.[0]?.text
+      order.push(`commit ${text}`)
+      if (text === 'first') setImmediate(() => order.push('next turn'))
+      if (text?.startsWith('chain') && chained < 10) void log.append(sid, [{ type: 'agent.message', content: [{ type: 'text', text: `chain ${++chained}` }] }], { committed: true })
+    })
+    await log.append(sid, [{ type: 'agent.message', content: [{ type: 'text', text: 'first' }] }, { type: 'agent.message', content: [{ type: 'text', text: 'chain 0' }] }], { committed: true })
+    for (let i = 0; i < 6; i++) await tick()
+    // the first group and three answers to it commit before the next turn; the rest, one group per turn after it
+    expect(order.slice(0, 7)).toEqual(['commit first', 'commit chain 0', 'commit chain 1', 'commit chain 2', 'commit chain 3', 'next turn', 'commit chain 4'])
+    expect(order).toContain('commit chain 10')
+    await log.whenSynced()
+    expect(log.read(sid, { types: ['agent.message'], limit: 100 }).map((r) => (r.event as { content: { text: string }[] }).content[0].text)).toEqual(['first', ...Array.from({ length: 11 }, (_, i) => `chain ${i}`)])
+  })
+
   it('whenSynced() resolves once everything committed before it is on disk, and rejects as a durable append would when its fsync failed', async () => {
     const held = heldFsync()
     const { log, sid } = await setup(held.fn)

@@ -136,6 +136,19 @@ export class WorkflowExecution {
     }
   }
 
+  /**
+   * An agent call's thread has stopped working (its result is being recorded): its working slot
+   * goes to the next waiting call now, so that call's thread is started in the same commit as the
+   * finished one's result instead of one commit later. `complete` still gives the program the
+   * result. Ignored for a call not open or whose slot is free already.
+   */
+  release(index: number): void {
+    if (this.endedWith || !this.open.get(index)) return
+    this.open.set(index, false)
+    this.slots--
+    this.startQueued()
+  }
+
   /** An agent call's thread is done (live): its result or why it failed. Ignored for a call not open. */
   complete(index: number, outcome: CallOutcome): void {
     if (this.endedWith || !this.open.has(index)) return

@@ -92,6 +92,8 @@ interface SessionRow {
 const INSERT_ROWS = 32
 /** Parameters per row of the INSERTs (the session and processed_at are bound once per statement). */
 const ROW_PARAMS = 7
+/** Group transactions one flush may commit back to back (the first and those its listeners' appends make). */
+const CHAINED_GROUPS = 4
 /** Sessions whose current block's marks are remembered; past this the memory starts over (more marks, never fewer). */
 const MAX_MARKED_SESSIONS = 4096
 
@@ -119,7 +121,8 @@ export interface LogAppenderOptions {
 /**
  * The append side of the SQLite event log. Appends are group-committed: every append queued
  * during one turn of the event loop goes into one transaction, so concurrent writers share one
- * fsync. On a file database in WAL mode that fsync runs off the event loop (wal-sync.ts): the
+ * fsync; what that commit's `onCommitted` listeners append in answer commits right behind it, in
+ * the same turn (up to CHAINED_GROUPS groups). On a file database in WAL mode that fsync runs off the event loop (wal-sync.ts): the
  * group commits with synchronous=NORMAL and its appends wait for the WAL's fsync on libuv's thread
  * pool, which every group committed meanwhile shares. A promise resolves only once its events are
  * on disk, `onCommit` hears of them only then, and this log's reads (`visibleBefore`) stop before
@@ -267,8 +270,24 @@ export class LogAppender {
     return out
   }
 
+  /**
+   * Commits what is queued; then, up to CHAINED_GROUPS times, what the commit's listeners queued
+   * in answer (a workflow run's driver recording a result and starting the next thread, a brain
+   * woken by a message): reactions to a commit commit right behind it, in this turn of the event
+   * loop, instead of one turn later behind whatever I/O arrived meanwhile.
+   */
   private flush(): void {
-    this.flushScheduled = false
+    // appends made meanwhile are flushed by the loop below, not by another immediate
+    this.flushScheduled = true
+    try {
+      for (let i = 0; i < CHAINED_GROUPS && this.queue.length > 0; i++) this.flushGroup()
+    } finally {
+      this.flushScheduled = false
+      if (this.queue.length > 0) this.scheduleFlush()
+    }
+  }
+
+  private flushGroup(): void {
     const batch = this.queue
     this.queue = []
     if (batch.length === 0) return

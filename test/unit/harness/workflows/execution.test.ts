@@ -86,6 +86,26 @@ describe('a workflow run\'s execution: journal, replay and limits', () => {
     x.dispose()
   })
 
+  it("gives a finished call's slot to the next waiting call at release, before its result reaches the program, and only once", () => {
+    const host = new RecordingHost()
+    const x = execution(FAN_OUT, host, { maxConcurrent: 2, args: { items: [1, 2, 3, 4] } })
+    expect(host.started.map((c) => c.index)).toEqual([1, 2])
+    // the orchestrator releases at the commit that records the result: the next thread starts in it
+    x.release(1)
+    expect(host.started.map((c) => c.index)).toEqual([1, 2, 3])
+    expect(x.working).toBe(2)
+    x.release(1)
+    host.finish(x, 1, 'r1')
+    // neither a second release nor the completion frees the slot again
+    expect(host.started.map((c) => c.index)).toEqual([1, 2, 3])
+    expect(x.working).toBe(2)
+    for (const i of [2, 3, 4]) host.finish(x, i, `r${i}`)
+    expect(host.started.map((c) => c.prompt)).toEqual(['do 1', 'do 2', 'do 3', 'do 4', 'x', 'y'])
+    host.finish(x, 6, 'x first')
+    expect(host.end?.end).toEqual({ type: 'completed', output: { answers: ['r1', 'r2', 'r3', 'r4'], first: 'x first' } })
+    x.dispose()
+  })
+
   it('replays a crashed run from its journal: finished calls resolve in their recorded order, unfinished ones re-attach, no phase is written again', () => {
     const host = new RecordingHost()
     const x = execution(FAN_OUT, host, { args: { items: [1, 2, 3] } })

@@ -31,8 +31,10 @@ export type StopReason = { type: string; event_ids?: string[] }
 export interface ThreadFacts {
   status: SessionStatus
   lastIdle?: StopReason
-  /** seq of the last `agent.thread_message_received` on the thread (0: none). */
+  /** seq of the last `agent.thread_message_received` on the thread (0: none); for the primary, also of a run's `workflow_run.status_ended` (its reading turn's input). */
   lastReceivedSeq: number
+  /** seq of the thread's last idle (undefined: none yet). */
+  idleSeq?: number
 }
 
 export interface ChildThread extends ThreadFacts {
@@ -90,6 +92,8 @@ export class SessionThreads {
   threadStatuses = false
   /** Open workflow runs and whether each is running or paused (idle): a running run keeps the session running (spec §6.7). */
   readonly runs = new Map<string, 'running' | 'idle'>()
+  /** seq of the last `workflow_run.status_ended` (0: none): the primary reads it in a turn of its own. */
+  runEndSeq = 0
   /**
    * How many threads (the primary and every child) are running, rescheduling, idle waiting on
    * the client, idle at the budget: the aggregate reads these instead of walking every thread
@@ -161,6 +165,7 @@ export class SessionThreads {
     copy.runningNow = this.runningNow
     copy.ownRunning = false
     for (const [r, st] of this.runs) copy.runs.set(r, st)
+    copy.runEndSeq = this.runEndSeq
     Object.assign(copy.tally, this.tally)
     copy.unionMs = this.unionMs
     copy.unionSince = this.unionSince
@@ -182,10 +187,13 @@ export class SessionThreads {
   }
 
   /** Sets a thread's status (and its last idle), keeping the tally. */
-  private setStatus(f: ThreadFacts, status: SessionStatus, lastIdle: StopReason | undefined): void {
+  private setStatus(f: ThreadFacts, status: SessionStatus, lastIdle: StopReason | undefined, seq: number): void {
     this.count(f, -1)
     f.status = status
-    if (lastIdle) f.lastIdle = lastIdle
+    if (lastIdle) {
+      f.lastIdle = lastIdle
+      f.idleSeq = seq
+    }
     this.count(f, 1)
   }
 
@@ -232,8 +240,11 @@ export class SessionThreads {
         this.runs.delete(run)
         // a run's end is the primary's next input (its reading turn): an idle of a step that did not see it is left out
         this.primary.lastReceivedSeq = seq
+        this.runEndSeq = seq
       } else if (e.type === 'workflow_run.created' || e.type === 'workflow_run.status_running') this.runs.set(run, 'running')
-      else if (this.runs.has(run)) this.runs.set(run, 'idle')
+      else if (e.type === 'workflow_run.status_idle' && this.runs.has(run)) this.runs.set(run, 'idle')
+      // (a phase's start or end, an error: the run's status is unchanged; the events a status
+      // append's transaction wrote before it reach the fold unfiltered, these among them)
       return
     }
     if (e.type === 'agent.thread_message_received') {
@@ -256,7 +267,7 @@ export class SessionThreads {
     this.threadStatuses = true
     // active time is time running: a thread waiting to retry its model request (rescheduling) is not (as the thread store counts it)
     this.track(c.thread === null || c.thread === this.primaryId ? '' : c.thread, c.status === 'running', e.processed_at)
-    this.setStatus(f, c.status, c.status === 'idle' ? ((e.stop_reason as StopReason | undefined) ?? { type: 'end_turn' }) : undefined)
+    this.setStatus(f, c.status, c.status === 'idle' ? ((e.stop_reason as StopReason | undefined) ?? { type: 'end_turn' }) : undefined, seq)
   }
 
   /** A thread starts or stops running at the event's time (an event not logged yet: now); the union counts overlap once. */
@@ -317,6 +328,9 @@ export class SessionThreads {
     }
     // a running workflow run keeps the session running though no thread works (spec §6.7); a paused one does not
     for (const r of this.runs.values()) if (r === 'running') return { status: 'running' }
+    // so does a run's end the idle primary has not read yet: its reading turn is the session's work
+    // (its brain is woken by the end; the session idles after that turn, not before it)
+    if (this.primary.status === 'idle' && this.primary.lastIdle?.type !== 'budget_reached' && this.runEndSeq > (this.primary.idleSeq ?? 0)) return { status: 'running' }
     if (this.tally.budgetReached > 0) return { status: 'idle', stop_reason: { type: 'budget_reached' } }
     const own = this.primary.lastIdle?.type
     return { status: 'idle', stop_reason: { type: own === 'retries_exhausted' || own === 'refusal' ? own : 'end_turn' } }

@@ -23,6 +23,28 @@ describe('a session\'s threads and their aggregate status', () => {
     expect(t.aggregateEvent()).toEqual({ type: 'session.status_idle', stop_reason: { type: 'end_turn' }, stop_details: null })
   })
 
+  it("keeps the session running while a workflow run is open, through its phases' starts and ends, until the run pauses or ends", () => {
+    const run = (type: string, extra: Record<string, unknown> = {}) => ({ type, workflow_run_id: 'wrun_a', ...extra })
+    const t = fold([running(PRIMARY), { type: 'session.status_running' }, run('workflow_run.created'), run('workflow_run.status_running'), run('workflow_run.phase_started', { workflow_run_phase_id: 'wrph_a' }), idle(PRIMARY)])
+    expect(t.aggregate()).toEqual({ status: 'running' })
+    // a status append's transaction folds what it wrote before unfiltered: a phase's end and an error change nothing
+    t.apply(7, run('workflow_run.phase_ended', { workflow_run_phase_id: 'wrph_a', phase_started_id: 'sevt_a' }))
+    t.apply(8, run('workflow_run.error', { error: { type: 'program_error', message: 'x' } }))
+    expect(t.aggregate()).toEqual({ status: 'running' })
+    expect(t.aggregateEvent()).toBeUndefined()
+    t.apply(9, run('workflow_run.status_idle'))
+    expect(t.aggregateEvent()).toEqual({ type: 'session.status_idle', stop_reason: { type: 'end_turn' }, stop_details: null })
+    t.apply(10, run('workflow_run.status_running'))
+    expect(t.aggregate()).toEqual({ status: 'running' })
+    // the run's end is the idle primary's input: the session runs on until the primary's reading turn ends
+    t.apply(11, run('workflow_run.status_ended', { result: { type: 'completed' } }))
+    expect(t.aggregate()).toEqual({ status: 'running' })
+    expect(t.aggregateEvent()).toBeUndefined()
+    t.apply(12, running(PRIMARY))
+    t.apply(13, idle(PRIMARY))
+    expect(t.aggregateEvent()).toEqual({ type: 'session.status_idle', stop_reason: { type: 'end_turn' }, stop_details: null })
+  })
+
   it('is rescheduling while a thread waits to retry its model request and none runs, and running again once any thread runs', () => {
     const rescheduled = (id: string) => ({ type: 'session.thread_status_rescheduled', session_thread_id: id, agent_name: 'x' })
     const t = fold([running(PRIMARY), { type: 'session.status_running' }, created('sthr_a'), running('sthr_a'), idle(PRIMARY), rescheduled('sthr_a')])

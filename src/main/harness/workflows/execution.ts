@@ -152,12 +152,8 @@ export class WorkflowExecution {
   /** An agent call's thread is done (live): its result or why it failed. Ignored for a call not open. */
   complete(index: number, outcome: CallOutcome): void {
     if (this.endedWith || !this.open.has(index)) return
-    const slot = this.open.get(index)
+    this.release(index)
     this.open.delete(index)
-    if (slot) {
-      this.slots--
-      this.startQueued()
-    }
     this.program.settle(index, outcome)
   }
 

@@ -122,9 +122,9 @@ export interface LogAppenderOptions {
  * The append side of the SQLite event log. Appends are group-committed: every append queued
  * during one turn of the event loop goes into one transaction, so concurrent writers share one
  * fsync; what that commit's `onCommitted` listeners append in answer commits right behind it, in
- * the same turn (up to CHAINED_GROUPS groups). On a file database in WAL mode that fsync runs off the event loop (wal-sync.ts): the
- * group commits with synchronous=NORMAL and its appends wait for the WAL's fsync on libuv's thread
- * pool, which every group committed meanwhile shares. A promise resolves only once its events are
+ * the same turn (up to CHAINED_GROUPS groups). On a file database in WAL mode that fsync runs off
+ * the event loop (wal-sync.ts): the group commits with synchronous=NORMAL and its appends wait
+ * for the WAL's fsync on libuv's thread pool, which every group committed meanwhile shares. A promise resolves only once its events are
  * on disk, `onCommit` hears of them only then, and this log's reads (`visibleBefore`) stop before
  * a session's events until then, so nothing is acknowledged or shown that an OS crash could lose.
  * Projectors run inside the transaction. Writes the type marks that reads rely on (see
@@ -287,10 +287,10 @@ export class LogAppender {
     }
   }
 
+  /** One group transaction of everything queued (flush calls it only with a queue that is not empty). */
   private flushGroup(): void {
     const batch = this.queue
     this.queue = []
-    if (batch.length === 0) return
 
     // One transaction (one fsync) for the whole group. Fast path: no savepoints. If any append
     // fails (unknown session, failed precheck, constraint), the group is rolled back and redone

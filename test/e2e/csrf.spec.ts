@@ -107,7 +107,7 @@ test.describe.serial('CSRF from another loopback origin', () => {
     await api('POST', '/v1/corral/settings', { model: { base_url: null } })
 
     await page.getByRole('link', { name: 'Agents' }).click()
-    await page.getByRole('button', { name: 'New' }).click()
+    await page.getByRole('button', { name: 'New', exact: true }).click()
     await page.getByLabel('Name').fill('from the renderer')
     await page.getByLabel('Model').fill('claude-sonnet-4-5')
     await page.getByRole('button', { name: 'Create agent' }).click()

@@ -127,7 +127,7 @@ test.describe.serial('desktop renderer against corral serve', () => {
   test('creates an agent, starts a session and watches the reply stream in', async ({ page }, info) => {
     await page.goto(`${serve.url}/?token=${TOKEN}`)
     await page.getByRole('link', { name: 'Agents' }).click()
-    await page.getByRole('button', { name: 'New' }).click()
+    await page.getByRole('button', { name: 'New', exact: true }).click()
     await page.getByLabel('Name').fill('Helper')
     await page.getByLabel('Model').fill('claude-sonnet-4-5')
     await page.getByLabel('System prompt').fill('You help with small tasks.')

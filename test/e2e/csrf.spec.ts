@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startServe, type ServeProcess } from './support/serve'
+import { openSection } from './support/navigate'
 
 /**
  * Red-team issue #15, finding 1, in a real Chromium: the browser is signed in to `corral serve`,
@@ -106,7 +107,7 @@ test.describe.serial('CSRF from another loopback origin', () => {
     expect((await api('GET', '/v1/corral/settings')).model.base_url).toBe(endpoint)
     await api('POST', '/v1/corral/settings', { model: { base_url: null } })
 
-    await page.getByRole('link', { name: 'Agents' }).click()
+    await openSection(page, 'Agents')
     await page.getByRole('button', { name: 'New', exact: true }).click()
     await page.getByLabel('Name').fill('from the renderer')
     await page.getByLabel('Model').fill('claude-sonnet-4-5')

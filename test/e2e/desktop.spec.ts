@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { ScriptedModelServer, type RecordedRequest, type ScriptStep } from '../support/model-server'
 import { startServe, type ServeProcess } from './support/serve'
 import { shot } from './support/screenshots'
+import { openSection } from './support/navigate'
 
 /**
  * The whole loop a person goes through, in Chromium against the real `corral serve` and the
@@ -126,7 +127,7 @@ test.describe.serial('desktop renderer against corral serve', () => {
 
   test('creates an agent, starts a session and watches the reply stream in', async ({ page }, info) => {
     await page.goto(`${serve.url}/?token=${TOKEN}`)
-    await page.getByRole('link', { name: 'Agents' }).click()
+    await openSection(page, 'Agents')
     await page.getByRole('button', { name: 'New', exact: true }).click()
     await page.getByLabel('Name').fill('Helper')
     await page.getByLabel('Model').fill('claude-sonnet-4-5')
@@ -137,7 +138,7 @@ test.describe.serial('desktop renderer against corral serve', () => {
     await expect(page.getByRole('button', { name: /^v1/ })).toBeVisible()
     await shot(page, info, '01-agent-editor')
 
-    await page.getByRole('link', { name: 'Sessions' }).click()
+    await openSection(page, 'Sessions')
     await page.keyboard.press('n')
     const dialog = page.getByRole('dialog', { name: 'New session' })
     await expect(dialog).toBeVisible()
@@ -239,14 +240,14 @@ test.describe.serial('desktop renderer against corral serve', () => {
       ['Environments', 'Local sandbox'],
       ['Settings', 'Settings'],
     ] as const) {
-      await page.getByRole('link', { name }).click()
+      await openSection(page, name)
       if (name === 'Agents') await page.getByRole('button', { name: /Helper/ }).click()
       if (name === 'Environments') await page.getByRole('button', { name: /Local sandbox/ }).click()
       await expect(page.getByRole('heading', { name: heading }).first()).toBeVisible()
       await expectNoSeriousA11yViolations(page, name)
       await shot(page, info, `09-${name.toLowerCase()}`)
     }
-    await page.getByRole('link', { name: 'Sessions' }).click()
+    await openSection(page, 'Sessions')
     await page.keyboard.press('n')
     const dialog = page.getByRole('dialog', { name: 'New session' })
     await expect(dialog).toBeVisible()

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startServe, type ServeProcess } from './support/serve'
 import { shot } from './support/screenshots'
+import { openSection } from './support/navigate'
 
 /**
  * The Schedules page against `corral serve`: a deployment whose hourly runs passed while Corral was
@@ -42,7 +43,7 @@ test.describe.serial('schedules page', () => {
   test('shows the one run caught up after Corral was closed, marked as missed, with its session', async ({ page }, info) => {
     await expect.poll(async () => (await api('GET', `/v1/deployment_runs?deployment_id=${seeded}`)).data.length).toBe(1)
     await page.goto(`${serve.url}/?token=${TOKEN}#/schedules`)
-    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Schedules' }).click()
+    await openSection(page, 'Schedules')
     await page.getByRole('button', { name: /Hourly digest/ }).click()
     await expect(page.getByRole('heading', { name: 'Hourly digest' })).toBeVisible()
     const runs = page.getByRole('region', { name: 'Runs' })

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startServe, type ServeProcess } from './support/serve'
 import { shot } from './support/screenshots'
+import { openSection } from './support/navigate'
 
 /**
  * The Skills page and the agent editor's skill picker against `corral serve`: a folder with a
@@ -43,7 +44,7 @@ test.describe.serial('skills page', () => {
 
   test('a folder without a SKILL.md shows the API’s 400 message and adds nothing', async ({ page }, info) => {
     await page.goto(`${serve.url}/?token=${TOKEN}#/sessions`)
-    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Skills' }).click()
+    await openSection(page, 'Skills')
     await page.getByRole('complementary', { name: 'Skills' }).getByRole('button', { name: 'Upload' }).click()
     await expect(page.getByRole('heading', { name: 'Upload a skill' })).toBeVisible()
     await page.getByLabel('Skill folder').setInputFiles(join(folders, 'no-manifest'))

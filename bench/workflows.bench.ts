@@ -46,6 +46,7 @@ const DEFINITIONS = {
   sql_statements_per_agent: 'CORRAL_BENCH_SQL=1: SQLite statements the engine ran over the run (reads, writes, BEGIN/COMMIT; the session\'s set-up and the lead\'s turns included) / 1000',
   model_cpu_ms_per_agent: "the scripted model's process's CPU time (user + system) over the run / 1000: not the engine's, but it shares the machine's cores",
   cpu_share_of_machine: "(engine CPU + model CPU) over the run / (cores × the run's time): near 1, the machine's cores are the bottleneck, not the scheduler",
+  overhead_parts_ms: "where `wall_ms − ideal_ms` goes, from the model's request arrivals and response ends: `to_first_request` (workflow_run.created to the map phase's first request), per phase `spread` (its first request to its 64th: the slots start that far apart and every later round keeps it), `phase_boundary` (the map phase's last response end to the combine phase's first request: the program's reduce and 500 calls, their commit, the brains' first requests), `to_end` (the last response end to workflow_run.status_ended); `in_rounds` is the rest (slot refills and the phases' uneven last rounds)",
   rss_peak_mb: "the engine process's peak resident set over the run (sampled every 50 ms with process.memoryUsage.rss(), which does not walk the heap as memoryUsage() does, and process.resourceUsage().maxRSS: the larger)",
 }
 
@@ -204,6 +205,11 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
     const arrivals = stats.workers.map((w) => w.arrivedAbs).filter((t): t is number => t !== null).sort((a, b) => a - b)
     const refillMs = arrivals.slice(CONCURRENT).map((a, i) => a - ends[i])
     const wallMs = endedAt - createdAt
+    const phaseOf = (prefix: string) => stats.workers.filter((w) => w.prompt.startsWith(prefix) && w.arrivedAbs !== null && w.endedAbs !== null) as { arrivedAbs: number; endedAbs: number }[]
+    const parts = (ws: { arrivedAbs: number; endedAbs: number }[]) => {
+      const a = ws.map((w) => w.arrivedAbs).sort((x, y) => x - y)
+      return { first: a[0], spread: a[Math.min(CONCURRENT, a.length) - 1] - a[0], lastEnd: Math.max(...ws.map((w) => w.endedAbs)) }
+    }
     const perAgent = percentile(modelMs, 50)
     const idealMs = Math.ceil(AGENTS / CONCURRENT) * perAgent
     const evs = s.log.read(sid, { types: ['workflow_run.status_ended'], limit: 10, threadId: null })
@@ -221,6 +227,13 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
       run_overhead_share: round((wallMs - idealMs) / wallMs, 3),
       agent_call_overhead_ms: summary(overheadMs),
       slot_refill_ms: summary(refillMs),
+      overhead_parts_ms: (() => {
+        const map = parts(phaseOf('map ')), combine = parts(phaseOf('combine '))
+        if (!Number.isFinite(map.first) || !Number.isFinite(combine.first)) return null
+        const known = { to_first_request: map.first - createdAt, map_spread: map.spread, phase_boundary: combine.first - map.lastEnd, combine_spread: combine.spread, to_end: endedAt - combine.lastEnd }
+        const inRounds = wallMs - idealMs - Object.values(known).reduce((x, y) => x + y, 0)
+        return Object.fromEntries(Object.entries({ ...known, in_rounds: inRounds }).map(([k, v]) => [k, round(v, 1)]))
+      })(),
       agent_call_overhead_parts_p50_ms: { start: round(percentile(startMs, 50), 3), end: round(percentile(endMs, 50), 3) },
       agent_call_overhead_share: { p50: round(percentile(shares, 50), 3), mean: round(shares.reduce((a, b) => a + b, 0) / Math.max(1, shares.length), 3) },
       engine_busy_ms_per_agent: round(elu.active / AGENTS),

@@ -13,7 +13,7 @@
  * call index (the order of invocation, agent and phase calls alike), synchronously, and an
  * `agent()` call waits until its owner `settle`s it. Dispose with `dispose()`.
  */
-import { getQuickJS, type QuickJSContext, type QuickJSDeferredPromise, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten'
+import { getQuickJS, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten'
 
 /** Who an `agent()` call asks: a name (a predefined agent, or "self") or an inline definition. */
 export type AgentSpec = string | { name: string; system: string; description: string | null }
@@ -83,14 +83,31 @@ const PRELUDE = `(function (host) {
   delete globalThis.Date;
   Object.defineProperty(Math, 'random', { value: function random() { throw new Error('Math.random is not available in a workflow program: it must be deterministic'); } });
   const show = (v) => { if (typeof v === 'string') return v; try { const s = JSON.stringify(v); return s === undefined ? String(v) : s } catch (e) { return String(v) } };
-  const agent = (spec, prompt, options) => host.agent(spec, prompt, options === undefined ? null : options);
+  // An agent call crosses to the host once, its arguments as one JSON text; the promise it returns
+  // lives here and is settled by the host through settle (a promise made by the host per call, and
+  // each argument read separately, cost most of a call's time: 500 calls at every phase's start).
+  const waiting = new Map();
+  const agent = (spec, prompt, options) => {
+    let json;
+    try { json = JSON.stringify([spec === undefined ? null : spec, prompt === undefined ? null : prompt, options === undefined ? null : options]); }
+    catch (e) { throw new TypeError('agent(spec, prompt, options): the arguments must be JSON values (' + e.message + ')'); }
+    const index = host.agent(json);
+    return new Promise((resolve, reject) => { waiting.set(index, [resolve, reject]); });
+  };
+  const settle = (index, ok, value) => {
+    const w = waiting.get(index);
+    if (!w) return;
+    waiting.delete(index);
+    if (ok) w[0](value);
+    else { const e = new Error(value); e.name = 'AgentError'; w[1](e); }
+  };
   const phase = async (name, fn) => {
     if (typeof fn !== 'function') throw new TypeError('phase(name, fn): fn must be a function');
     const i = host.phaseStart(String(name));
     try { return await fn(); } finally { host.phaseEnd(i); }
   };
   const log = (...values) => { host.log(values.map(show).join(' ')); };
-  return { agent, phase, log };
+  return { agent, phase, log, settle };
 })`
 
 let modulePromise: Promise<QuickJSWASMModule> | undefined
@@ -140,7 +157,10 @@ function positionOf(e: { stack?: string; lineNumber?: number }): { line: number;
 export class WorkflowProgram {
   private readonly rt: QuickJSRuntime
   private readonly ctx: QuickJSContext
-  private readonly pending = new Map<number, QuickJSDeferredPromise>()
+  /** Agent calls not answered yet (their promises live in the VM). */
+  private readonly pending = new Set<number>()
+  /** The prelude's `settle(index, ok, value)`: answers an agent call's promise in the VM. */
+  private settleFn: QuickJSHandle | undefined
   private nextIndex = 0
   private ticks = 0
   private readonly maxTicks: number
@@ -186,7 +206,7 @@ export class WorkflowProgram {
     const ctx = this.ctx
     const host = ctx.newObject()
     const fns: [string, QuickJSHandle][] = [
-      ['agent', ctx.newFunction('agent', (spec, prompt, options) => this.agentCall(spec, prompt, options))],
+      ['agent', ctx.newFunction('agent', (json) => this.agentCall(json))],
       ['phaseStart', ctx.newFunction('phaseStart', (name) => ctx.newNumber(this.call({ kind: 'phase_start', index: this.nextIndex, name: ctx.getString(name) })))],
       [
         'phaseEnd',
@@ -214,6 +234,7 @@ export class WorkflowProgram {
     const prelude = this.evaluate(PRELUDE, 'prelude.js')
     const main = prelude && this.evaluate(PREFIX + this.p.source + SUFFIX, FILE)
     const globals = main && this.callHandle(prelude!, [host])
+    if (globals) this.settleFn = ctx.getProp(globals, 'settle')
     const begin = globals && this.evaluate(START, 'start.js')
     const argsJson = ctx.newString(JSON.stringify(this.p.args ?? null) ?? 'null')
     // the function's settlement reaches the host through host.done / host.fail (a `then` in the VM)
@@ -224,19 +245,15 @@ export class WorkflowProgram {
 
   /** Answers an agent call (its index from `onCall`): resolves with the agent's text or rejects with an Error naming why. */
   settle(index: number, outcome: CallOutcome): void {
-    const d = this.pending.get(index)
-    if (!d || this.endedWith || this.disposed) return
+    if (!this.pending.has(index) || !this.settleFn || this.endedWith || this.disposed) return
     this.pending.delete(index)
-    if (outcome.ok) {
-      const v = this.ctx.newString(outcome.value)
-      d.resolve(v)
-      v.dispose()
-    } else {
-      const e = this.ctx.newError({ name: 'AgentError', message: outcome.message })
-      d.reject(e)
-      e.dispose()
-    }
-    d.dispose()
+    const ctx = this.ctx
+    const i = ctx.newNumber(index)
+    const v = ctx.newString(outcome.ok ? outcome.value : outcome.message)
+    const r = this.callHandle(this.settleFn, [i, outcome.ok ? ctx.true : ctx.false, v])
+    r?.dispose()
+    i.dispose()
+    v.dispose()
     this.runJobs()
   }
 
@@ -248,8 +265,8 @@ export class WorkflowProgram {
   dispose(): void {
     if (this.disposed) return
     this.disposed = true
-    for (const d of this.pending.values()) d.dispose()
     this.pending.clear()
+    this.settleFn?.dispose()
     this.ctx.dispose()
     this.rt.dispose()
   }
@@ -261,14 +278,13 @@ export class WorkflowProgram {
     return c.index
   }
 
-  private agentCall(specH: QuickJSHandle, promptH: QuickJSHandle, optionsH: QuickJSHandle): QuickJSHandle {
+  /** `json`: the call's `[spec, prompt, options]` (undefined as null). Returns the call's index; the VM keeps its promise. */
+  private agentCall(jsonH: QuickJSHandle): QuickJSHandle {
     const ctx = this.ctx
     const bad = (message: string) => {
       throw ctx.newError({ name: 'TypeError', message: `agent(spec, prompt, options): ${message}` })
     }
-    const spec = specH === undefined ? undefined : ctx.dump(specH)
-    const prompt = promptH === undefined ? undefined : ctx.dump(promptH)
-    const options = optionsH === undefined ? null : ctx.dump(optionsH)
+    const [spec, prompt, options] = JSON.parse(ctx.getString(jsonH)) as [any, unknown, any]
     let agentSpec: AgentSpec
     if (typeof spec === 'string' && spec.length > 0) agentSpec = spec
     else if (spec && typeof spec === 'object' && typeof spec.name === 'string' && spec.name && typeof spec.system === 'string' && spec.system) {
@@ -279,11 +295,10 @@ export class WorkflowProgram {
     if (options !== null && (typeof options !== 'object' || Array.isArray(options))) bad('options must be an object { label? }')
     const label = options?.label ?? null
     if (label !== null && typeof label !== 'string') bad('options.label must be a string')
-    const deferred = ctx.newPromise()
     const index = this.nextIndex
-    this.pending.set(index, deferred)
+    this.pending.add(index)
     this.call({ kind: 'agent', index, spec: agentSpec, prompt: prompt as string, label })
-    return deferred.handle.dup()
+    return ctx.newNumber(index)
   }
 
   private finish(end: ProgramEnd): void {

@@ -149,6 +149,9 @@ describe('the workflow program runner (QuickJS in WebAssembly)', () => {
       for (const [s, p, o] of [[42, 'x'], ['a', ''], [{ name: 'n' }, 'x'], ['a', 'x', { label: 3 }]]) {
         try { agent(s, p, o) } catch (e) { out.push(e.name + ': ' + e.message) }
       }
+      const loop = { name: 'n', system: 's' }
+      loop.self = loop
+      try { agent(loop, 'x') } catch (e) { out.push(e.name + ': ' + e.message.split(' (')[0]) }
       return out
     `)
     expect(t.calls).toEqual([])
@@ -159,6 +162,7 @@ describe('the workflow program runner (QuickJS in WebAssembly)', () => {
         'TypeError: agent(spec, prompt, options): prompt must be a non-empty string',
         'TypeError: agent(spec, prompt, options): spec must be an agent name (a predefined agent or "self") or { name, system, description? }',
         'TypeError: agent(spec, prompt, options): options.label must be a string',
+        'TypeError: agent(spec, prompt, options): the arguments must be JSON values',
       ],
     })
     t.program.dispose()

@@ -157,9 +157,7 @@ function positionOf(e: { stack?: string; lineNumber?: number }): { line: number;
 export class WorkflowProgram {
   private readonly rt: QuickJSRuntime
   private readonly ctx: QuickJSContext
-  /** Agent calls not answered yet (their promises live in the VM). */
-  private readonly pending = new Set<number>()
-  /** The prelude's `settle(index, ok, value)`: answers an agent call's promise in the VM. */
+  /** The prelude's `settle(index, ok, value)`: answers an agent call's promise, which lives in the VM (an index not waiting there is ignored). */
   private settleFn: QuickJSHandle | undefined
   private nextIndex = 0
   private ticks = 0
@@ -245,8 +243,7 @@ export class WorkflowProgram {
 
   /** Answers an agent call (its index from `onCall`): resolves with the agent's text or rejects with an Error naming why. */
   settle(index: number, outcome: CallOutcome): void {
-    if (!this.pending.has(index) || !this.settleFn || this.endedWith || this.disposed) return
-    this.pending.delete(index)
+    if (!this.settleFn || this.endedWith || this.disposed) return
     const ctx = this.ctx
     const i = ctx.newNumber(index)
     const v = ctx.newString(outcome.ok ? outcome.value : outcome.message)
@@ -265,7 +262,6 @@ export class WorkflowProgram {
   dispose(): void {
     if (this.disposed) return
     this.disposed = true
-    this.pending.clear()
     this.settleFn?.dispose()
     this.ctx.dispose()
     this.rt.dispose()
@@ -296,7 +292,6 @@ export class WorkflowProgram {
     const label = options?.label ?? null
     if (label !== null && typeof label !== 'string') bad('options.label must be a string')
     const index = this.nextIndex
-    this.pending.add(index)
     this.call({ kind: 'agent', index, spec: agentSpec, prompt: prompt as string, label })
     return ctx.newNumber(index)
   }

@@ -315,7 +315,8 @@ export class Harness {
       const threads = threadsAtCommit(c.threads, this.deps.log, earlier)
       const own = threads.facts(c.threadKey)
       let batch = evs
-      if (own && own.lastReceivedSeq > c.state.lastSeq) batch = batch.filter((e) => !(e.type === 'session.thread_status_idle' && threadOf(e, c.primaryId) === c.thread.threadId))
+      // (a run's thread archived with its idle keeps going too: its archive goes with the idle)
+      if (own && own.lastReceivedSeq > c.state.lastSeq) batch = batch.filter((e) => !((e.type === 'session.thread_status_idle' || isRunThreadArchive(e, c)) && threadOf(e, c.primaryId) === c.thread.threadId))
       // a message delivered to the idle primary marks it running in the same batch
       if (threads.primary.status !== 'running' && batch.some((e) => e.type === 'agent.thread_message_received' && !e.session_thread_id)) {
         batch = [...batch, { type: 'session.thread_status_running', session_thread_id: c.primaryId, agent_name: c.sessionAgent.name }]
@@ -731,6 +732,10 @@ export class Harness {
     // working toward an outcome, the primary's turn ends in an evaluation, not an idle (decideNext: grade)
     const evaluating = final && c.threadKey === null && c.state.outcome?.phase === 'working' && response.stopReason !== 'refusal'
     const idle: EventInput[] = final && !evaluating ? [this.idleEvent(c, { type: response.stopReason === 'refusal' ? 'refusal' : 'end_turn' }, contextSeq)] : []
+    // A workflow run's thread has one task and gets no follow-ups: the turn that ends it archives
+    // it in the same commit, where the run's driver records the call's result (one commit per
+    // agent fewer: orchestrator/workflow-runs.ts, project).
+    if (idle.length && c.workflowRunId !== null) idle.push(runThreadArchive(c))
     if (final && c.threadKey !== null && c.workflowRunId === null && response.stopReason !== 'refusal' && !cutShort) out = this.report(out, c)
     const batch = [...out, ...(await this.unrunnableAsks(out, c)), end, ...idle]
     // The first call the hands will run now is journaled as started in the same commit as the
@@ -925,6 +930,15 @@ function onThread(e: EventInput, threadId: string): EventInput {
 const STATUS_TYPES = new Set(['session.thread_status_running', 'session.thread_status_idle', 'session.thread_status_rescheduled', 'session.thread_status_terminated'])
 function isStatusEvent(e: EventInput): boolean {
   return STATUS_TYPES.has(e.type)
+}
+
+/** A workflow run's thread's archive, written with the idle that ends its one task. */
+function runThreadArchive(c: RunContext): EventInput {
+  return { type: 'session.thread_status_terminated', session_thread_id: c.thread.threadId, agent_name: c.agentName, archived: true }
+}
+
+function isRunThreadArchive(e: EventInput, c: RunContext): boolean {
+  return c.workflowRunId !== null && e.type === 'session.thread_status_terminated' && e.archived === true
 }
 
 /** The thread a status event names (the primary's id for one without). */

@@ -17,10 +17,15 @@ import { WorkflowExecution, type AgentCall, type CallOutcome, type ExecutionEnd,
 import { quickJS, type ProgramLimits } from '../harness/workflows/program'
 import { MAX_WORKFLOW_TIMEOUT_SECONDS } from '../harness/workflows/tools'
 
-/** The log as the runs need it: appends whose journal write commits in the same transaction. */
+/**
+ * The log as the runs need it: appends whose journal write commits in the same transaction, and
+ * a hook inside every append's transaction (SqliteEventLog.addBatchProjector) where a run
+ * thread's turn that ends with its archive gets its result recorded.
+ */
 export type WorkflowLog = EventLog & {
   append(sessionId: string, events: readonly EventInput[], options?: { precheck?: () => void; committed?: boolean }): Promise<StoredEvent[]>
   commitWith(write: () => void): Promise<void>
+  addBatchProjector?(projector: (sessionRid: number, stored: readonly StoredEvent[]) => void): void
 }
 
 export interface WorkflowRunsParams {
@@ -103,6 +108,14 @@ export class WorkflowRuns {
   private leaseOff?: () => void
   private module?: QuickJSWASMModule
   private stopped = false
+  private projecting = false
+  /**
+   * Run threads whose turn ended with their archive in one append (the harness writes a run
+   * thread's archive with its final idle): the idle's seq, and the call's outcome when it was
+   * recorded in that transaction (project). Read at the idle's commit notification; an entry
+   * whose append rolled back is never matched (its seq is not notified) and is replaced.
+   */
+  private readonly archivedWithIdle = new Map<string, { idleSeq: number; outcome?: CallOutcome }>()
 
   constructor(private readonly p: WorkflowRunsParams) {}
 
@@ -113,6 +126,10 @@ export class WorkflowRuns {
     // a run's driver hears of its threads at their commits (before the fsync): what it does then
     // is write to the log and start threads, nothing a client or the hands see
     this.unsubscribe = this.p.log.subscribeCommitted((s) => this.onEvent(s))
+    if (!this.projecting && this.p.log.addBatchProjector) {
+      this.projecting = true
+      this.p.log.addBatchProjector((_rid, stored) => this.project(stored))
+    }
     this.leaseOff = this.p.brains.onLease((sessionId, held) => {
       if (!held) this.leaseLost(sessionId)
       else if (this.waiting.has(sessionId)) queueMicrotask(() => this.resumeSession(sessionId))
@@ -251,6 +268,31 @@ export class WorkflowRuns {
       }
     } catch (err) {
       this.p.onError?.(stored.sessionId, err)
+    }
+  }
+
+  /**
+   * Inside an append's transaction: a run's thread archived in the same append as the idle that
+   * ends its turn (its brain's last batch) gets the call's result recorded there, with the idle's
+   * seq as its completion order, so the result, the idle and the archive are one commit. Nothing
+   * in memory changes but `archivedWithIdle` (the transaction may roll back); a thread whose
+   * answer this process did not hear whole is left to threadChanged (a write of its own).
+   */
+  private project(batch: readonly StoredEvent[]): void {
+    if (this.stopped || this.runOfThread.size === 0) return
+    for (let i = 1; i < batch.length; i++) {
+      const e = batch[i].event as { type: string; session_thread_id?: string; archived?: boolean }
+      if (e.type !== 'session.thread_status_terminated' || e.archived !== true || !e.session_thread_id) continue
+      const tid = e.session_thread_id
+      const r = this.active.get(this.runOfThread.get(tid) ?? '')
+      const t = r?.threads.get(tid)
+      const idle = batch[i - 1]
+      if (!r || r.ended || !t || idle.event.type !== 'session.thread_status_idle' || idle.event.session_thread_id !== tid) continue
+      const heard = t.heard && [...t.heard, ...textsOf(batch.slice(0, i - 1), tid)]
+      const outcome = this.outcomeOf(r, tid, t, idle.event, heard)
+      if (outcome === 'waiting') continue
+      if (heard) this.p.store.resolveAgent({ runId: r.runId, index: t.index, outcome, resolvedSeq: idle.seq })
+      this.archivedWithIdle.set(tid, { idleSeq: idle.seq, outcome: heard ? outcome : undefined })
     }
   }
 
@@ -426,24 +468,51 @@ export class WorkflowRuns {
 
   /** A re-attached thread's state in the log: done or failed already, or still working. */
   private checkThread(r: ActiveRun, tid: string): void {
-    const [last] = this.p.log.read(r.sessionId, { threadId: tid, types: ['session.thread_status_idle', 'session.thread_status_terminated'], order: 'desc', limit: 1, includeUnsynced: true })
-    if (last) this.threadChanged(r, tid, last)
+    const [last, before] = this.p.log.read(r.sessionId, { threadId: tid, types: ['session.thread_status_idle', 'session.thread_status_terminated'], order: 'desc', limit: 2, includeUnsynced: true })
+    if (!last) return
+    // archived by its brain with the idle that ended its turn (one append): the idle says how it ended
+    if (before && isArchiveOf(last, before)) this.threadChanged(r, tid, before, true)
+    else this.threadChanged(r, tid, last)
   }
 
-  /** A run's thread went idle or was terminated: when that ends its turn for good, the program gets its result. */
-  private threadChanged(r: ActiveRun, tid: string, stored: StoredEvent): void {
+  /** How a run thread's status event ends its call: 'waiting' (on the client, on the budget) or its outcome. */
+  private outcomeOf(r: ActiveRun, tid: string, t: RunThread, e: StoredEvent['event'], heard: string[] | undefined): CallOutcome | 'waiting' {
+    const ev = e as { type: string; stop_reason?: { type: string }; agent_name?: string; archived?: boolean }
+    if (ev.type === 'session.thread_status_idle') {
+      const why = ev.stop_reason?.type ?? 'end_turn'
+      if (why === 'requires_action' || why === 'budget_reached') return 'waiting'
+      return why === 'end_turn' ? { ok: true, value: heard ? heard.join('\n') : this.resultOf(r, tid) } : { ok: false, message: `agent thread ${tid} (${ev.agent_name ?? t.agentName}) failed: ${FAILED_BECAUSE[why] ?? why}` }
+    }
+    return { ok: false, message: `agent thread ${tid} (${ev.agent_name ?? t.agentName}) failed: it was terminated${ev.archived ? ' (archived)' : ''}` }
+  }
+
+  /**
+   * A run's thread went idle or was terminated: when that ends its turn for good, the program gets
+   * its result. `archived`: the thread's archive is in the log already (written with this idle).
+   */
+  private threadChanged(r: ActiveRun, tid: string, stored: StoredEvent, archived = false): void {
     const t = r.threads.get(tid)
     if (!t) return
-    const e = stored.event as { type: string; stop_reason?: { type: string }; agent_name?: string; archived?: boolean }
-    let outcome: CallOutcome
-    if (e.type === 'session.thread_status_idle') {
-      const why = e.stop_reason?.type ?? 'end_turn'
-      if (why === 'requires_action' || why === 'budget_reached') return // it waits (on the client, on the budget)
-      outcome = why === 'end_turn' ? { ok: true, value: t.heard ? t.heard.join('\n') : this.resultOf(r, tid) } : { ok: false, message: `agent thread ${tid} (${e.agent_name ?? t.agentName}) failed: ${FAILED_BECAUSE[why] ?? why}` }
-    } else outcome = { ok: false, message: `agent thread ${tid} (${e.agent_name ?? t.agentName}) failed: it was terminated${e.archived ? ' (archived)' : ''}` }
+    const inTx = this.archivedWithIdle.get(tid)
+    if (inTx?.idleSeq === stored.seq) {
+      this.archivedWithIdle.delete(tid)
+      archived = true
+      // recorded in the idle's own transaction (project): the slot is free and the call done now
+      if (inTx.outcome) {
+        const outcome = inTx.outcome
+        r.threads.delete(tid)
+        this.runOfThread.delete(tid)
+        r.execution?.release(t.index)
+        queueMicrotask(() => r.execution?.complete(t.index, outcome))
+        return
+      }
+    }
+    const e = stored.event as { type: string; agent_name?: string }
+    const outcome = this.outcomeOf(r, tid, t, stored.event, t.heard)
+    if (outcome === 'waiting') return
     r.threads.delete(tid)
     this.runOfThread.delete(tid)
-    const archive: EventInput[] = e.type === 'session.thread_status_terminated' ? [] : [{ type: 'session.thread_status_terminated', session_thread_id: tid, agent_name: e.agent_name ?? t.agentName, archived: true }]
+    const archive: EventInput[] = archived || e.type === 'session.thread_status_terminated' ? [] : [{ type: 'session.thread_status_terminated', session_thread_id: tid, agent_name: e.agent_name ?? t.agentName, archived: true }]
     const record = () => this.p.store.resolveAgent({ runId: r.runId, index: t.index, outcome, resolvedSeq: stored.seq })
     const done = archive.length
       ? this.appendRun(r, archive, record)
@@ -503,6 +572,9 @@ export class WorkflowRuns {
     for (const [tid] of live) this.runOfThread.delete(tid)
     for (const [tid, t] of live) {
       await this.p.brains.stopThread({ sessionId: r.sessionId, threadId: tid })
+      // (its brain may have archived it with its last idle meanwhile)
+      const [last] = this.p.log.read(r.sessionId, { threadId: tid, types: ['session.thread_status_terminated'], order: 'desc', limit: 1, includeUnsynced: true })
+      if (last) continue
       await this.p.log
         .append(r.sessionId, [{ type: 'session.thread_status_terminated', session_thread_id: tid, agent_name: t.agentName || 'agent', archived: true }], { precheck: () => this.fence(r.sessionId) })
         .catch((err: unknown) => (isLeaseLost(err) ? undefined : this.p.onError?.(r.sessionId, err)))
@@ -520,6 +592,18 @@ export class WorkflowRuns {
     setImmediate(() => r.execution?.dispose())
     if (unpin && !this.hasRuns(r.sessionId) && !this.stopped) this.p.brains.unpin(r.sessionId)
   }
+}
+
+/** The agent.message texts of a thread among events (a run thread's answer). */
+function textsOf(events: readonly StoredEvent[], tid: string): string[] {
+  const texts: string[] = []
+  for (const { event } of events) if (event.type === 'agent.message' && event.session_thread_id === tid) for (const b of event.content) if (b.type === 'text' && b.text) texts.push(b.text)
+  return texts
+}
+
+/** `last` archived its thread in the same append as `idle`, the idle that ended the thread's turn. */
+function isArchiveOf(last: StoredEvent, idle: StoredEvent): boolean {
+  return last.event.type === 'session.thread_status_terminated' && (last.event as { archived?: boolean }).archived === true && idle.event.type === 'session.thread_status_idle' && last.seq === idle.seq + 1
 }
 
 function isLeaseLost(err: unknown): boolean {

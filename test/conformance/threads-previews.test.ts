@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Engine } from '../../src/main/engine'
 import { say, ScriptedModelServer, toolCall, toolResultsOf, type RecordedRequest, type ScriptStep } from '../support/model-server'
 import { bwrapReq } from '../integration/hands/support'
+import { isStatusDelta } from '../support/start-notes'
 
 /*
  * A child thread's previews (spec multiagent §4, §5): a client that opens the child's stream
@@ -64,7 +65,11 @@ describe.skipIf(!bwrap.ok)("a child thread's previews", () => {
     return seen
   }
   const previewsOf = (evs: Streamed[]) => evs.filter((e) => e.type === 'event_start' || e.type === 'event_delta')
-  const deltaText = (evs: Streamed[], id: string) => evs.filter((e) => e.type === 'event_delta' && e.event_id === id).map((e) => e.delta!.content.text).join('')
+  const deltaText = (evs: Streamed[], id: string) =>
+    evs
+      .filter((e) => e.type === 'event_delta' && e.event_id === id && !isStatusDelta(e.delta as { stream?: string }))
+      .map((e) => e.delta!.content.text)
+      .join('')
 
   it("streams the child's previews on its own stream to a client that asks, never its report, and none of them on the session's stream", async () => {
     const worker = await client.beta.agents.create({ name: 'worker', model: 'claude-sonnet-4-6', system: WORKER, tools: [{ type: 'agent_toolset_20260401' }] })

@@ -7,6 +7,7 @@ import { Engine } from '../../src/main/engine'
 import { callTool, say, ScriptedModelServer, toolResultsOf } from '../support/model-server'
 import { bwrapReq } from '../integration/hands/support'
 import { waitForIdle } from '../integration/engine/support'
+import { isStatusDelta } from '../support/start-notes'
 
 /*
  * Corral's tool-output previews: while a bash call runs, a stream that asks for
@@ -103,8 +104,9 @@ describe.skipIf(!bwrap.ok)('tool output previews on the stream', () => {
     const starts = inGot.messages.filter((m) => m.type === 'event_start')
     expect(starts).toHaveLength(1)
     expect(starts[0].data.event).toEqual({ id: stored.id, type: 'agent.tool_result', tool_use_id: use.id })
-    const deltaIdx = inGot.messages.map((m, i) => (m.type === 'event_delta' ? i : -1)).filter((i) => i >= 0)
-    const deltas = deltaIdx.map((i) => inGot.messages[i].data as { event_id: string; delta: { type: string; content: { type: string; text: string } } })
+    type Delta = { event_id: string; delta: { type: string; content: { type: string; text: string }; stream?: string } }
+    const deltaIdx = inGot.messages.map((m, i) => (m.type === 'event_delta' && !isStatusDelta((m.data as Delta).delta) ? i : -1)).filter((i) => i >= 0)
+    const deltas = deltaIdx.map((i) => inGot.messages[i].data as Delta)
     expect(deltas.every((d) => d.event_id === stored.id && d.delta.type === 'content_delta' && d.delta.content.type === 'text')).toBe(true)
     expect(deltas.map((d) => d.delta.content.text).join('')).toBe('line1\nline2\nline3\n')
     // The lines came one by one while the command ran: the first before the last was written,

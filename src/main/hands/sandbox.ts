@@ -22,12 +22,19 @@ export interface ToolCall {
   route?: ToolRouteKind
   /** Aborts the call (user.interrupt): a sandbox kills the call's process group. */
   signal?: AbortSignal
-  /** Streams output as it is produced (for the renderer's live terminal), with the stream it came from (bash; other tools: stdout). */
-  onOutput?: (chunk: string, stream?: OutputStream) => void
+  /**
+   * Streams output as it is produced (for the renderer's live terminal), with the stream it came
+   * from (bash; other tools: stdout), and Corral's own status lines about the call (`status`: its
+   * sandbox starting).
+   */
+  onOutput?: (chunk: string, stream?: PreviewStream) => void
 }
 
 /** Which of a command's streams a chunk of its output came from. */
 export type OutputStream = 'stdout' | 'stderr'
+
+/** What a call's live output carries: its command's streams, and `status`, Corral's own lines about the call (never the command's: a runner cannot send one). */
+export type PreviewStream = OutputStream | 'status'
 
 /** What a tool call produced: the text the model sees, and whether it is an error. */
 export interface ToolOutcome {

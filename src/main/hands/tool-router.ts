@@ -8,7 +8,7 @@
  */
 import type { ToolCall, ToolOutcome, ToolRecovery } from './sandbox'
 
-export type { OutputStream, ToolCall, ToolOutcome, ToolRecovery, ToolRouteKind } from './sandbox'
+export type { OutputStream, PreviewStream, ToolCall, ToolOutcome, ToolRecovery, ToolRouteKind } from './sandbox'
 
 /** The parts of a call that say who serves it. */
 export type ToolTarget = Pick<ToolCall, 'sessionId' | 'name' | 'route'>

@@ -11,7 +11,7 @@ import { ModelRequestError, zeroUsage, type ModelClient, type ModelResponse, typ
 import { budgetCents, listCostCents } from '../../shared/api/pricing'
 import { readSessionHistory } from './session-history'
 import { decideNext, foldInto, newSessionState, type NextStep, type OpenToolUse, type SessionState } from './session-state'
-import type { OutputStream, ToolOutcome, ToolRouter } from '../hands/tool-router'
+import type { PreviewStream, ToolOutcome, ToolRouter } from '../hands/tool-router'
 import { routeTool, type AgentToolConfig, type McpToolDefinition } from './tools'
 import { DELEGATION_TOOLS } from './delegation'
 import { advisorTool } from './advisor'
@@ -552,10 +552,11 @@ export class Harness {
    * stream clients that ask for `event_deltas=agent.tool_result`. What the hands stream is the
    * raw output as it is written; the stored result (capped, with the notes for the model) then
    * replaces it. A chunk a command wrote to stderr carries Corral's `stream: 'stderr'` on its
-   * delta (stdout's deltas are the API's shape, unchanged). Undefined when nobody can hear
+   * delta (stdout's deltas are the API's shape, unchanged); a line of Corral's own about the call
+   * (its sandbox starting: RunnerSandbox) carries `stream: 'status'`. Undefined when nobody can hear
    * previews or the call is not a toolset call.
    */
-  private outputPreview(c: RunContext, t: OpenToolUse, resultId: string): ((chunk: string, stream?: OutputStream) => void) | undefined {
+  private outputPreview(c: RunContext, t: OpenToolUse, resultId: string): ((chunk: string, stream?: PreviewStream) => void) | undefined {
     const previews = this.deps.previews
     if (!previews || t.type !== 'agent.tool_use') return undefined
     const sessionId = c.sessionId
@@ -568,13 +569,13 @@ export class Harness {
         started = true
         previews.publish(sessionId, { type: 'event_start', event: { id: resultId, type: 'agent.tool_result', tool_use_id: t.id, ...child } })
       }
-      const delta = { type: 'content_delta', content: { type: 'text', text: chunk }, index: 0, ...(stream === 'stderr' ? { stream } : {}) }
+      const delta = { type: 'content_delta', content: { type: 'text', text: chunk }, index: 0, ...(stream === 'stderr' || stream === 'status' ? { stream } : {}) }
       previews.publish(sessionId, { type: 'event_delta', event_id: resultId, delta })
     }
   }
 
   /** Runs a call unless an earlier process may have run it; then asks the hands what happened. */
-  private async executeOnce(t: OpenToolUse, c: RunContext, signal: AbortSignal, onOutput?: (chunk: string, stream?: OutputStream) => void): Promise<ToolOutcome> {
+  private async executeOnce(t: OpenToolUse, c: RunContext, signal: AbortSignal, onOutput?: (chunk: string, stream?: PreviewStream) => void): Promise<ToolOutcome> {
     const route = routeTool(c.agent.tools ?? [], t.name)
     if (route.kind === 'history') return readSessionHistory(this.deps.log, c.sessionId, t.input)
     if (route.kind === 'unknown' || route.kind === 'custom') return { content: `Unknown tool ${JSON.stringify(t.name)}: this agent has no such tool.`, isError: true }

@@ -8,6 +8,7 @@ import { Engine } from '../../../src/main/engine'
 import type { LoggedEvent } from '../../../src/main/session/event-log'
 import { say, ScriptedModelServer, toolCall, toolResultsOf } from '../../support/model-server'
 import { bwrapReq, dockerReq, removeScopeContainers } from '../hands/support'
+import { isStatusDelta } from '../../support/start-notes'
 
 /*
  * stderr told apart (issue #16 §4): a bash call's stderr chunks are marked in the stream's
@@ -66,7 +67,7 @@ for (const [backend, req] of [
       expect(result.stderr_ranges).toEqual([[9, 27]])
       expect(text.slice(9, 27)).toBe('warning: low disk\n')
 
-      const deltas = previews.filter((p) => p.type === 'event_delta' && p.event_id === result.id)
+      const deltas = previews.filter((p) => p.type === 'event_delta' && p.event_id === result.id && !isStatusDelta(p.delta))
       expect(deltas.map((d) => [d.delta?.content.text, d.delta?.stream ?? 'stdout'])).toEqual([
         ['building\n', 'stdout'],
         ['warning: low disk\n', 'stderr'],

@@ -75,6 +75,32 @@ describe.skipIf(!vm.ok)('VmSandbox', () => {
       }
     })
 
+    it("tells a new sandbox's first call, in its live output, that a VM is starting and, under software emulation, why it is slow", async () => {
+      const provider = new VmSandboxProvider({ dataDir })
+      const sandbox = provider.create({ sessionId: sessionId(), environmentId: 'env_vm', config })
+      const lines: string[] = []
+      try {
+        const r = await sandbox.execute({ toolUseId: 'toolu_notes', name: 'bash', input: { command: 'echo hi' }, onOutput: (chunk, stream) => lines.push(`${stream}: ${chunk}`) })
+        expect(r).toMatchObject({ isError: false, content: 'hi' })
+        const notes = lines.filter((l) => l.startsWith('status: [corral] '))
+        const accel = await (provider as unknown as { accel: () => Promise<string> }).accel()
+        // (under KVM a restore takes less than the 0.3 s after which a start is shown)
+        if (accel === 'kvm' && notes.length === 0) return
+        expect(notes[0]).toBe('status: [corral] starting a QEMU virtual machine for this session…\n')
+        if (accel === 'tcg') {
+          expect(notes[1]).toMatch(/^status: \[corral\] no usable KVM on this machine: the VM runs under software emulation \(TCG\)/)
+          // the template was saved by the tests above: this sandbox is a restore of it
+          expect(notes[2]).toBe('status: [corral] restoring the VM from its template\n')
+        }
+        expect(notes.at(-1)).toMatch(/^status: \[corral\] the sandbox is ready \(\d+\.\d s\)\n$/)
+        // the notes are the call's live output only: its result is the command's
+        expect(r.content).not.toContain('[corral]')
+      } finally {
+        await sandbox.dispose({ removeWorkspace: true })
+        await provider.dispose()
+      }
+    }, 120_000)
+
     it('kills a hung guest, reports its call as a tool error, and restores a fresh VM on the same workspace', async () => {
       const provider = new VmSandboxProvider({ dataDir, hangTimeoutMs: 1500 })
       const sandbox = provider.create({ sessionId: sessionId(), environmentId: 'env_vm', config })

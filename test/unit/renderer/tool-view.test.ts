@@ -155,3 +155,27 @@ describe('findRows', () => {
     expect(findRows(items, '  ')).toEqual([])
   })
 })
+
+describe("Corral's status lines on a running card", () => {
+  const statusDelta = (eventId: string, t: string) => ({ type: 'event_delta', event_id: eventId, delta: { type: 'content_delta', content: { type: 'text', text: t }, index: 0, stream: 'status' } })
+
+  it("shows the latest status line (its sandbox starting) apart from the command's output, and drops it with the stored result", () => {
+    const use = ev('agent.tool_use', { name: 'bash', input: { command: 'make' }, evaluated_permission: 'allow' })
+    const b = TimelineBuilder.from([use])
+    b.preview({ type: 'event_start', event: { id: 'sevt_st', type: 'agent.tool_result', tool_use_id: use.id } })
+    b.preview(statusDelta('sevt_st', '[corral] starting a QEMU virtual machine for this session…\n'))
+    b.preview(statusDelta('sevt_st', '[corral] booting a template VM first (once per VM shape)\n'))
+    let card = b.items[0] as ToolItem
+    expect(card.liveStatus).toBe('booting a template VM first (once per VM shape)')
+    expect(card.live).toBeUndefined()
+    b.preview(statusDelta('sevt_st', '[corral] the sandbox is ready (14.9 s)\n'))
+    b.preview(delta('sevt_st', 'cc -c a.c\n'))
+    card = b.items[0] as ToolItem
+    expect(card.live).toBe('cc -c a.c\n')
+    expect(card.liveStatus).toBe('the sandbox is ready (14.9 s)')
+    b.append({ id: 'sevt_st', type: 'agent.tool_result', tool_use_id: use.id, content: text('cc -c a.c'), is_error: false, exit_code: 0 })
+    card = b.items[0] as ToolItem
+    expect(card.result?.text).toBe('cc -c a.c')
+    expect(card.liveStatus).toBeUndefined()
+  })
+})

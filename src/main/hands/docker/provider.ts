@@ -59,6 +59,10 @@ export class DockerSandbox extends RunnerSandbox<DockerLive> {
     this.o = o
   }
 
+  protected override describeStart(): string {
+    return 'a Docker container'
+  }
+
   protected async start(): Promise<DockerLive> {
     await this.pendingClaim
     const image = await this.o.image()

@@ -16,6 +16,12 @@ export interface LiveRunner {
   egress?: SandboxEgress
 }
 
+/**
+ * A start that takes longer than this is shown to the calls waiting for it (their live output):
+ * what is being started, each step the backend reports, and when it was ready.
+ */
+export const START_NOTE_AFTER_MS = 300
+
 /** What a backend found out about a runner whose connection closed. */
 export interface RunnerDeath {
   /** Human sentence: "the sandbox container exited (exit 137, killed: out of memory (OOM))". */
@@ -33,6 +39,10 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
   protected live: L | undefined
   private provisioning: Promise<L> | undefined
   protected disposed = false
+  /** The live output of the calls waiting for a start in progress (startStep writes to them). */
+  private readonly waiting = new Set<(line: string) => void>()
+  /** The steps of the start in progress so far, for a call that begins to wait in the middle of it. */
+  private steps: string[] = []
 
   protected constructor(
     readonly params: SandboxProvisionParams,
@@ -56,12 +66,62 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
     await this.ensureLive()
   }
 
+  /** What a start of this backend makes, for the note a waiting call shows ("a Docker container"). */
+  protected describeStart(): string {
+    return `a ${this.backend} sandbox`
+  }
+
+  /**
+   * A backend's start reports a step that may take a while ("booting a template VM first …"):
+   * the calls waiting for the start show it as a `status` line of their live output, `[corral] …`.
+   */
+  protected startStep(line: string): void {
+    this.steps.push(line)
+    for (const w of this.waiting) w(line)
+  }
+
+  /**
+   * Waits for the runner like ensureLive; a call with live output that waits longer than
+   * START_NOTE_AFTER_MS is told what is being started, each step, and when it is ready, so a slow
+   * first start (a VM under software emulation, a container image pulled) is not a silent wait.
+   */
+  private liveFor(call: SandboxToolCall): Promise<L> {
+    const ready = this.ensureLive()
+    const out = call.onOutput
+    if (!out || this.live?.connection.open) return ready
+    const note = (line: string) => out(`[corral] ${line}\n`, 'status')
+    const started = Date.now()
+    let shown = false
+    const timer = setTimeout(() => {
+      shown = true
+      note(`starting ${this.describeStart()} for this session…`)
+      for (const line of this.steps) note(line)
+      this.waiting.add(note)
+    }, START_NOTE_AFTER_MS)
+    const done = () => {
+      clearTimeout(timer)
+      this.waiting.delete(note)
+    }
+    return ready.then(
+      (live) => {
+        done()
+        if (shown) note(`the sandbox is ready (${((Date.now() - started) / 1000).toFixed(1)} s)`)
+        return live
+      },
+      (err: unknown) => {
+        done()
+        throw err
+      },
+    )
+  }
+
   protected ensureLive(): Promise<L> {
     if (this.disposed) return Promise.reject(new CorralError('sandbox_error', `the sandbox of session ${this.params.sessionId} was released`))
     if (this.live?.connection.open) return Promise.resolve(this.live)
     if (!this.provisioning) {
       const stale = this.live
       this.live = undefined
+      this.steps = []
       this.provisioning = (async () => {
         // A runner whose connection closed while it was idle (it wrote off-protocol data) may still run.
         if (stale) await this.discardRunner(stale).catch(() => undefined)
@@ -88,7 +148,7 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
     const started = Date.now()
     let live: L
     try {
-      live = await this.ensureLive()
+      live = await this.liveFor(call)
     } catch (err) {
       return { content: `${call.name}: the sandbox is not available: ${(err as Error).message}`, isError: true, durationMs: Date.now() - started }
     }

@@ -79,6 +79,11 @@ export class VmTemplates {
 
   constructor(private readonly o: VmTemplatesOptions) {}
 
+  /** Whether `shape`'s template is saved already (a restore needs no cold boot first). */
+  saved(shape: VmShape): boolean {
+    return existsSync(join(this.o.dir, `${shapeKey(shape)}.state`))
+  }
+
   /** The saved state of `shape`, booting and saving its template first when there is none. */
   stateFile(shape: VmShape, runAs?: QemuUser): Promise<string> {
     const key = shapeKey(shape)

@@ -143,7 +143,11 @@ export class VmSandbox extends RunnerSandbox<VmLive> {
   }
 
   protected start(): Promise<VmLive> {
-    return this.o.provider.startVm(this.params, this.settings)
+    return this.o.provider.startVm(this.params, this.settings, (line) => this.startStep(line))
+  }
+
+  protected override describeStart(): string {
+    return 'a QEMU virtual machine'
   }
 
   /**
@@ -340,15 +344,18 @@ export class VmSandboxProvider implements SandboxProvider {
   /**
    * Starts a session's VM: a warm one when the session has no folders, no egress and no
    * workspace yet, else a restore of its shape's template; then its start line (the clock, the
-   * workspace and folder shares). Throws CorralError sandbox_error with the reason.
+   * workspace and folder shares). Throws CorralError sandbox_error with the reason. `step` is
+   * told of what takes long (software emulation, a template's cold boot), for the waiting call.
    */
-  async startVm(params: SandboxProvisionParams, settings: SandboxSettings): Promise<VmLive> {
+  async startVm(params: SandboxProvisionParams, settings: SandboxSettings, step: (line: string) => void = () => {}): Promise<VmLive> {
     if (this.disposed) throw new CorralError('sandbox_error', 'the vm backend was shut down')
     const plan = packagePlan(params.config)
     if (plan) throw new CorralError('sandbox_error', `environment ${params.environmentId} lists packages (${plan.summary}), which the vm backend does not install yet: use the docker backend for this environment (config.corral.backend)`)
     const folders = [...(params.folders ?? [])]
     const atWorkspace = folders.some((f) => f.target === WORKSPACE)
     const shape = await this.shape(settings, atWorkspace ? STATE_MOUNT : undefined)
+    const tcg = shape.accel === 'tcg'
+    if (tcg) step('no usable KVM on this machine: the VM runs under software emulation (TCG), slower to start and to run (`corral doctor` says why)')
     const egress = await params.egress?.open()
     if (egress) {
       // The proxy's socket cannot cross 9p: the guest reaches it through the egress bridge; its CA
@@ -381,6 +388,8 @@ export class VmSandboxProvider implements SandboxProvider {
       }
     }
     if (!vm) {
+      if (!this.templates.saved(shape)) step(`booting a template VM first (once per VM shape: ${tcg ? 'about 5–20 s under software emulation' : 'a few seconds'}); later sandboxes start from its saved state`)
+      else if (tcg) step('restoring the VM from its template')
       await mkdir(workspaceDir, { recursive: true })
       this.grantShares(shape, workspaceDir, [])
       vm = await this.restore(shape, { prefix: bubblewrapKey(params.sessionId), workspaceDir, folderDirs: folders.map((f) => f.source) })

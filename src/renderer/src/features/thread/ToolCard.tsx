@@ -99,6 +99,11 @@ export const ToolCard = memo(function ToolCard({ tool, sessionIdle, onAnswer, ex
               <div className="tool-result-line">{r.text || 'The change failed.'}</div>
             </div>
           )}
+          {state === 'running' && tool.liveStatus && (
+            <div className="tool-status-note" role="status">
+              {tool.liveStatus}
+            </div>
+          )}
           <ToolInput tool={tool} notApplied={failedChange} />
           {tool.confirmation?.result === 'deny' && (
             <div className="tool-denied-note">

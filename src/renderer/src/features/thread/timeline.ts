@@ -52,6 +52,8 @@ export interface ToolItem {
   live?: string
   /** The parts of `live` that came as stderr (previews with Corral's `stream: 'stderr'`). */
   liveStderr?: [number, number][]
+  /** Corral's latest line about the running call (`stream: 'status'`: its sandbox starting), never the command's output. */
+  liveStatus?: string
 }
 
 export type TimelineItem =
@@ -533,6 +535,7 @@ export class TimelineBuilder {
         ...tool,
         live: undefined,
         liveStderr: undefined,
+        liveStatus: undefined,
         result: {
           ...(stderr ? { stderr } : {}),
           text,
@@ -574,6 +577,10 @@ export class TimelineBuilder {
       const useId = this.liveResults.get(p.event_id)
       if (useId !== undefined) {
         const stderr = p.delta?.stream === 'stderr'
+        if (p.delta?.stream === 'status') {
+          const line = text.replace(/^\[corral\] /, '').trim()
+          return this.replace(useId, (old) => (old.kind !== 'tool' || old.result ? old : { ...old, liveStatus: line }))
+        }
         return this.replace(useId, (old) => {
           if (old.kind !== 'tool' || old.result) return old
           const before = old.live ?? ''
@@ -591,7 +598,7 @@ export class TimelineBuilder {
       const i = from.index.get(useId)
       const old = i === undefined ? undefined : from.items[i]
       if (this.seen.has(resultId) || old?.kind !== 'tool') continue
-      if (this.replace(useId, (it) => (it.kind === 'tool' && !it.result ? { ...it, live: old.live, liveStderr: old.liveStderr } : it))) this.liveResults.set(resultId, useId)
+      if (this.replace(useId, (it) => (it.kind === 'tool' && !it.result ? { ...it, live: old.live, liveStderr: old.liveStderr, liveStatus: old.liveStatus } : it))) this.liveResults.set(resultId, useId)
     }
   }
 

@@ -289,7 +289,8 @@ export class WorkflowRuns {
       const idle = batch[i - 1]
       if (!r || r.ended || !t || idle.event.type !== 'session.thread_status_idle' || idle.event.session_thread_id !== tid) continue
       const heard = t.heard && [...t.heard, ...textsOf(batch.slice(0, i - 1), tid)]
-      const outcome = this.outcomeOf(r, tid, t, idle.event, heard)
+      // (never a read of the log in here: without the whole answer the outcome is threadChanged's)
+      const outcome = this.outcomeOf(r, tid, t, idle.event, heard ?? [])
       if (outcome === 'waiting') continue
       if (heard) this.p.store.resolveAgent({ runId: r.runId, index: t.index, outcome, resolvedSeq: idle.seq })
       this.archivedWithIdle.set(tid, { idleSeq: idle.seq, outcome: heard ? outcome : undefined })
@@ -512,6 +513,7 @@ export class WorkflowRuns {
     if (outcome === 'waiting') return
     r.threads.delete(tid)
     this.runOfThread.delete(tid)
+    this.archivedWithIdle.delete(tid)
     const archive: EventInput[] = archived || e.type === 'session.thread_status_terminated' ? [] : [{ type: 'session.thread_status_terminated', session_thread_id: tid, agent_name: e.agent_name ?? t.agentName, archived: true }]
     const record = () => this.p.store.resolveAgent({ runId: r.runId, index: t.index, outcome, resolvedSeq: stored.seq })
     const done = archive.length
@@ -569,7 +571,10 @@ export class WorkflowRuns {
     setImmediate(() => r.execution?.dispose())
     const live = [...r.threads]
     r.threads.clear()
-    for (const [tid] of live) this.runOfThread.delete(tid)
+    for (const [tid] of live) {
+      this.runOfThread.delete(tid)
+      this.archivedWithIdle.delete(tid)
+    }
     for (const [tid, t] of live) {
       await this.p.brains.stopThread({ sessionId: r.sessionId, threadId: tid })
       // (its brain may have archived it with its last idle meanwhile)
@@ -588,7 +593,10 @@ export class WorkflowRuns {
     r.ended = true
     if (r.timer) clearTimeout(r.timer)
     this.active.delete(r.runId)
-    for (const tid of r.threads.keys()) this.runOfThread.delete(tid)
+    for (const tid of r.threads.keys()) {
+      this.runOfThread.delete(tid)
+      this.archivedWithIdle.delete(tid)
+    }
     setImmediate(() => r.execution?.dispose())
     if (unpin && !this.hasRuns(r.sessionId) && !this.stopped) this.p.brains.unpin(r.sessionId)
   }

@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Command } from 'commander'
 import { resolveDataDir } from '../config'
-import { runCorralWorker } from './worker'
+import { runCorralWorker, WORKER_BACKENDS, type WorkerBackend } from './worker'
 
-/** `corral worker --url URL --environment env_… --key-file FILE [--backend docker|bubblewrap]` (see worker.ts). */
+/** `corral worker --url URL --environment env_… --key-file FILE [--backend docker|bubblewrap|vm]` (see worker.ts). */
 export function registerWorkerCommand(program: Command): void {
   program
     .command('worker')
@@ -12,11 +12,11 @@ export function registerWorkerCommand(program: Command): void {
     .requiredOption('--url <url>', 'the Corral to serve, e.g. http://127.0.0.1:4610')
     .requiredOption('--environment <id>', 'the self_hosted environment (env_…)')
     .requiredOption('--key-file <file>', 'a file holding the environment key (Settings → the environment → Add a worker)')
-    .option('--backend <backend>', 'docker or bubblewrap', 'docker')
+    .option('--backend <backend>', 'docker, bubblewrap or vm (a QEMU VM per session)', 'docker')
     .option('--data-dir <dir>', "where this worker keeps its sandboxes' workspaces (default: <Corral data dir>/worker)")
     .option('--max-idle <ms>', 'let an item go this long after its session went idle (default 60000)')
     .action(async (opts: { url: string; environment: string; keyFile: string; backend: string; dataDir?: string; maxIdle?: string }) => {
-      if (opts.backend !== 'docker' && opts.backend !== 'bubblewrap') throw new Error(`--backend must be docker or bubblewrap, got ${JSON.stringify(opts.backend)}`)
+      if (!(WORKER_BACKENDS as readonly string[]).includes(opts.backend)) throw new Error(`--backend must be docker, bubblewrap or vm, got ${JSON.stringify(opts.backend)}`)
       if (!/^env_[A-Za-z0-9_]+$/.test(opts.environment)) throw new Error(`--environment must be an environment id (env_…), got ${JSON.stringify(opts.environment)}`)
       let key: string
       try {
@@ -39,7 +39,7 @@ export function registerWorkerCommand(program: Command): void {
         url: opts.url.replace(/\/+$/, ''),
         environmentId: opts.environment,
         environmentKey: key,
-        backend: opts.backend,
+        backend: opts.backend as WorkerBackend,
         dataDir: opts.dataDir ?? join(resolveDataDir(), 'worker'),
         log: (line) => console.log(`[corral worker ${new Date().toISOString()}] ${line}`),
         signal: stop.signal,

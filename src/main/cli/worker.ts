@@ -5,15 +5,15 @@ import { join, resolve } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError'
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool'
-import { BubblewrapSandboxProvider, DockerSandboxProvider, parseToolsetInput, TOOLSET_DEFINITIONS, type Sandbox, type SandboxProvider } from '../hands'
+import { BubblewrapSandboxProvider, DockerSandboxProvider, parseToolsetInput, TOOLSET_DEFINITIONS, VmSandboxProvider, type Sandbox, type SandboxProvider } from '../hands'
 import { WORKER_TOOLSET } from '../../shared/api/worker-toolset'
 
 /**
  * `corral worker`: hands on another machine. It runs the official SDK's EnvironmentWorker
  * against a Corral (or the hosted service) — polling the environment's queue with its key, the
  * lease, the session's event stream, one answer per call — and executes each session's toolset
- * calls in a Corral sandbox of this machine (one per session: the hardened Docker or bubblewrap
- * hands, no network, nothing secret inside). The worker only dials out; the engine never needs to
+ * calls in a Corral sandbox of this machine (one per session: the hardened Docker, bubblewrap or
+ * QEMU VM hands, no network, nothing secret inside). The worker only dials out; the engine never needs to
  * reach it. SIGTERM or SIGINT stops it cleanly: running items are stopped and their sandboxes
  * released.
  */
@@ -23,8 +23,8 @@ export interface CorralWorkerOptions {
   environmentId: string
   /** The environment key (from `corral worker`'s --key-file; never the API token). */
   environmentKey: string
-  backend: 'docker' | 'bubblewrap'
-  /** Where this worker keeps its sandboxes' workspaces (bubblewrap) and names its Docker scope. */
+  backend: WorkerBackend
+  /** Where this worker keeps its sandboxes' workspaces (bubblewrap, vm: its templates too) and names its Docker scope. */
   dataDir: string
   /** Progress lines (each claimed session, each call, each end). */
   log: (line: string) => void
@@ -35,11 +35,17 @@ export interface CorralWorkerOptions {
   maxIdleMs?: number
 }
 
+/** The sandbox backends a worker runs its sessions in. */
+export const WORKER_BACKENDS = ['docker', 'bubblewrap', 'vm'] as const
+export type WorkerBackend = (typeof WORKER_BACKENDS)[number]
+
 function providerFor(o: CorralWorkerOptions): SandboxProvider {
   if (o.backend === 'docker') {
     const scope = 'w' + createHash('sha256').update(resolve(o.dataDir)).digest('hex').slice(0, 16)
     return new DockerSandboxProvider({ scope, log: o.log })
   }
+  // a VM per session, restored from this worker's template (booted once, on its first session)
+  if (o.backend === 'vm') return new VmSandboxProvider({ dataDir: join(o.dataDir, 'vm'), log: o.log })
   const dir = join(o.dataDir, 'sandboxes')
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   return new BubblewrapSandboxProvider({ dataDir: dir, log: o.log })
@@ -114,7 +120,7 @@ export async function runCorralWorker(o: CorralWorkerOptions): Promise<void> {
       // one sandbox per session: without the session's id there is nothing to key it by
       if (!sessionId) throw new Error('the SDK worker gave no session id for a claimed item')
       o.log(`${sessionId}: claimed; starting its ${o.backend} sandbox`)
-      const sandbox = provider.create({ sessionId, environmentId: o.environmentId, config: { type: 'cloud', corral: { pool_size: 0 } } })
+      const sandbox = provider.create({ sessionId, environmentId: o.environmentId, config: { type: 'cloud', corral: { backend: o.backend, pool_size: 0 } } })
       sandboxes.add(sandbox)
       return sessionTools(sandbox, sessionId, o.log)
     },

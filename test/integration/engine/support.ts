@@ -3,8 +3,8 @@ import type { Engine } from '../../../src/main/engine'
 import type { LoggedEvent } from '../../../src/main/session/event-log'
 
 /** Waits until the session's turn ends (idle with end_turn); returns its events. */
-export async function waitForIdle(engine: Engine, sessionId: string): Promise<LoggedEvent[]> {
-  const deadline = Date.now() + 60_000
+export async function waitForIdle(engine: Engine, sessionId: string, timeoutMs = 60_000): Promise<LoggedEvent[]> {
+  const deadline = Date.now() + timeoutMs
   for (;;) {
     const events = engine.services.log.read(sessionId, { after: 0, limit: 1000 }).map((r) => r.event)
     if (events.some((e) => e.type === 'session.status_idle' && (e as unknown as { stop_reason: { type: string } }).stop_reason.type === 'end_turn')) return events

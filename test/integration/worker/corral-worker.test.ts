@@ -8,7 +8,7 @@ import { Engine } from '../../../src/main/engine'
 import type { LoggedEvent } from '../../../src/main/session/event-log'
 import { say, ScriptedModelServer, toolCall, toolResultsOf, type RecordedRequest, type ScriptStep } from '../../support/model-server'
 import { waitForIdle } from '../engine/support'
-import { bwrapReq } from '../hands/support'
+import { bwrapReq, vmReq } from '../hands/support'
 
 /*
  * `corral worker` as a user runs it on another machine (here: another process on loopback):
@@ -25,6 +25,7 @@ function responder(req: RecordedRequest): ScriptStep {
 }
 
 const bwrap = bwrapReq()
+const vm = vmReq()
 describe.skipIf(!bwrap.ok)('corral worker', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'corral-cw-'))
   const workerDir = mkdtempSync(join(tmpdir(), 'corral-cw-worker-'))
@@ -132,7 +133,38 @@ describe.skipIf(!bwrap.ok)('corral worker', () => {
     expect(w.output()).toMatch(/401|invalid API token/)
   }, 90_000)
 
+  it.skipIf(!vm.ok)("runs a session's calls in a QEMU VM of its own (--backend vm)", async () => {
+    const { env, keyFile } = await setUp()
+    const agent = await api.beta.agents.create({ name: 'remote-vm', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_allow' } } }] })
+    const session = await api.beta.sessions.create({ agent: agent.id, environment_id: env.id })
+    await api.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] })
+    const w = startWorker(['--url', url, '--environment', env.id, '--key-file', keyFile, '--backend', 'vm', '--data-dir', join(workerDir, 'vm'), '--max-idle', '300'])
+    let events: LoggedEvent[]
+    try {
+      // the worker's first session boots its VM template (≈ 15–20 s under TCG)
+      events = await waitForIdle(engine, session.id, 150_000)
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\nworker output:\n${w.output()}`)
+    }
+    const results = events.filter((e) => e.type === 'user.tool_result') as unknown as { content: { text: string }[]; is_error?: boolean }[]
+    expect(results).toHaveLength(2)
+    const bashText = results[0].content.map((c) => c.text).join('')
+    expect(bashText).toContain('uid=1000 pwd=/workspace')
+    expect(bashText).toContain('no-dns')
+    expect(results[1].content.map((c) => c.text).join('')).toContain('note')
+    expect(w.output()).toContain(`${session.id}: claimed; starting its vm sandbox`)
+    // it stops at once: its VM released, nothing of the template's boot left pending
+    const killedAt = Date.now()
+    w.child.kill('SIGTERM')
+    expect(await w.exited).toBe(0)
+    expect(Date.now() - killedAt).toBeLessThan(10_000)
+    expect(w.output()).toContain('stopped')
+  }, 240_000)
+
   it('names what is wrong with its arguments', async () => {
+    const b = startWorker(['--url', url, '--environment', 'env_x', '--key-file', '/nonexistent', '--backend', 'firecracker'])
+    expect(await b.exited).toBe(1)
+    expect(b.output()).toContain('--backend must be docker, bubblewrap or vm, got "firecracker"')
     const w = startWorker(['--url', url, '--environment', 'nope', '--key-file', '/nonexistent'])
     expect(await w.exited).toBe(1)
     expect(w.output()).toContain('--environment must be an environment id')

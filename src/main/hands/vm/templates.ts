@@ -140,7 +140,13 @@ export class VmTemplates {
       qmp.dispose()
       qmp = undefined
       await vm.kill()
-      await Promise.race([received, new Promise((_, reject) => setTimeout(() => reject(new CorralError('sandbox_error', 'the VM template\'s state did not arrive')), 30_000))])
+      // (the timer goes with the race: a pending one would keep a CLI process alive 30 s after its work)
+      let timer: NodeJS.Timeout | undefined
+      try {
+        await Promise.race([received, new Promise((_, reject) => (timer = setTimeout(() => reject(new CorralError('sandbox_error', 'the VM template\'s state did not arrive')), 30_000)))])
+      } finally {
+        clearTimeout(timer)
+      }
       await chmod(tmp, 0o444)
       await rename(tmp, file)
       this.o.log(`vm: template ${key} booted in ${((booted - started) / 1000).toFixed(1)} s, saved in ${((Date.now() - booted) / 1000).toFixed(1)} s`)

@@ -191,8 +191,12 @@ describe.skipIf(!bwrap.ok)('environment packages on bubblewrap: a per-environmen
     const cfg = config({ npm: ['corral-greet'], pip: ['corral-pyhello'] })
     const check = 'corral-greet && python3 -c "import corral_pyhello; print(corral_pyhello.hello())" && id -u'
     const first = provider.create({ sessionId: `sesn_pkb1_${process.pid}`, environmentId: 'env_pkb', config: cfg, packageEgress: openEgress })
-    const r1 = await first.execute(bash(check))
+    // the first call waits for the install, and its live output says so (Corral's status lines)
+    const status: string[] = []
+    const r1 = await first.execute({ ...bash(check), onOutput: (chunk: string, stream?: string) => void (stream === 'status' && status.push(chunk)) })
     expect(r1.isError, r1.content).toBe(false)
+    expect(status.some((l) => /^\[corral\] installing the environment's packages first \(.*npm.*\): once per environment/.test(l)), status.join('')).toBe(true)
+    expect(status).toContain("[corral] the environment's packages are installed\n")
     expect(r1.content).toContain(MIRROR_OUTPUT.npm)
     expect(r1.content).toContain(MIRROR_OUTPUT.pip)
     expect(opened).toHaveLength(1)
@@ -201,8 +205,10 @@ describe.skipIf(!bwrap.ok)('environment packages on bubblewrap: a per-environmen
     const requests = mirror.requests.length
 
     const second = provider.create({ sessionId: `sesn_pkb2_${process.pid}`, environmentId: 'env_pkb', config: cfg, packageEgress: openEgress })
-    const r2 = await second.execute(bash(`${check}; touch /opt/corral/env/x 2>&1 | grep -c 'Read-only'`))
+    const status2: string[] = []
+    const r2 = await second.execute({ ...bash(`${check}; touch /opt/corral/env/x 2>&1 | grep -c 'Read-only'`), onOutput: (chunk: string, stream?: string) => void (stream === 'status' && status2.push(chunk)) })
     expect(r2.isError, r2.content).toBe(false)
+    expect(status2.some((l) => l.includes('installing'))).toBe(false)
     expect(r2.content).toContain(MIRROR_OUTPUT.pip)
     expect(r2.content.trim().split('\n').at(-1)).toBe('1') // the cache is read-only to sessions
     expect(mirror.requests.length).toBe(requests)

@@ -188,7 +188,8 @@ export interface BubblewrapSandboxOptions {
   settings: SandboxSettings
   provider: BubblewrapSandboxProviderOptions
   /** The environment's installed packages (a prefix directory), installing them first; undefined when it lists none. */
-  packages: () => Promise<string | undefined>
+  /** The environment's package prefix (`progress`: how an install of it goes). */
+  packages: (progress: PackageProgress) => Promise<string | undefined>
   /** What of seccomp / userns / keyring / limits this host offers. */
   hardening: () => Promise<BwrapHardening>
 }
@@ -207,7 +208,7 @@ export class BubblewrapSandbox extends RunnerSandbox<BwrapLive> {
   }
 
   protected async start(): Promise<BwrapLive> {
-    const packages = await this.o.packages()
+    const packages = await this.o.packages(this.packageSteps(this.params.packageProgress))
     const egress = await this.params.egress?.open()
     const live = await launchBwrap({ options: this.o.provider, dir: this.sessionDir, settings: this.settings, hardening: await this.o.hardening(), egress, packages: packages ? { dir: packages } : undefined, folders: this.params.folders })
     return { ...live, egress }
@@ -371,7 +372,7 @@ export class BubblewrapSandboxProvider implements SandboxProvider {
 
   create(params: SandboxProvisionParams): BubblewrapSandbox {
     const settings = sandboxSettings(params.config)
-    const sandbox = new BubblewrapSandbox({ params, settings, provider: this.options, packages: () => this.packagePrefix(params, settings), hardening: () => this.hardening() })
+    const sandbox = new BubblewrapSandbox({ params, settings, provider: this.options, packages: (progress) => this.packagePrefix({ ...params, packageProgress: progress }, settings), hardening: () => this.hardening() })
     this.live.add(sandbox)
     return sandbox
   }

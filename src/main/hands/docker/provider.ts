@@ -3,7 +3,7 @@ import { defaultImage } from '../paths'
 import { packagePlan } from '../packages/plan'
 import { InstallFlights } from '../packages/install'
 import { type RunnerDeath, RunnerSandbox } from '../runner/runner-sandbox'
-import type { EnvironmentPackages, EnvironmentPackagesParams, SandboxProvider, SandboxProvisionParams } from '../sandbox'
+import type { EnvironmentPackages, EnvironmentPackagesParams, PackageProgress, SandboxProvider, SandboxProvisionParams } from '../sandbox'
 import { type SandboxSettings, sandboxSettings } from '../settings'
 import { MANAGED, type EgressMount } from './container-spec'
 import { DockerContainers, type DockerLive, dockerError, POOL_LABEL, REF_LABEL, statusOf, containerName } from './containers'
@@ -44,7 +44,8 @@ export interface DockerSandboxOptions {
   containers: DockerContainers
   pools: WarmPools
   /** The image the session's container starts from (the environment's package image when it lists packages). */
-  image: () => Promise<string>
+  /** The image to start from (`progress`: how an install of the environment's packages into it goes). */
+  image: (progress: PackageProgress) => Promise<string>
   log: (message: string) => void
 }
 
@@ -65,7 +66,7 @@ export class DockerSandbox extends RunnerSandbox<DockerLive> {
 
   protected async start(): Promise<DockerLive> {
     await this.pendingClaim
-    const image = await this.o.image()
+    const image = await this.o.image(this.packageSteps(this.params.packageProgress))
     // A warm container has no host folders bound (mounts are fixed at create).
     const warm = this.params.folders?.length ? undefined : this.o.pools.for({ environmentId: this.params.environmentId, settings: this.settings, image })
     const { live, claim } = await this.o.containers.acquire({ params: this.params, settings: this.settings, image, warm })
@@ -151,7 +152,7 @@ export class DockerSandboxProvider implements SandboxProvider {
   create(params: SandboxProvisionParams): DockerSandbox {
     const settings = sandboxSettings(params.config)
     const base = this.imageFor(settings)
-    return new DockerSandbox({ params, settings, containers: this.containers, pools: this.pools, image: () => this.sandboxImage(params, base), log: this.log })
+    return new DockerSandbox({ params, settings, containers: this.containers, pools: this.pools, image: (progress) => this.sandboxImage({ ...params, packageProgress: progress }, base), log: this.log })
   }
 
   /**

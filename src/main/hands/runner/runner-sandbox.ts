@@ -1,7 +1,7 @@
 import { CorralError, isCorralError } from '../../../shared/errors'
 import { placeResources } from './resources'
 import { RunnerClosedError, RunnerMalformedError, type RunnerConnection } from './connection'
-import type { Sandbox, SandboxEgress, SandboxFileList, SandboxProvisionParams, SandboxToolCall, ToolOutcome, ToolRecovery } from '../sandbox'
+import type { PackageProgress, Sandbox, SandboxEgress, SandboxFileList, SandboxProvisionParams, SandboxToolCall, ToolOutcome, ToolRecovery } from '../sandbox'
 import { type SandboxSettings, WORKSPACE } from '../settings'
 
 /** How much of a file one read_file request asks for (its base64 stays under the runner's 8 MiB line). */
@@ -78,6 +78,19 @@ export abstract class RunnerSandbox<L extends LiveRunner> implements Sandbox {
   protected startStep(line: string): void {
     this.steps.push(line)
     for (const w of this.waiting) w(line)
+  }
+
+  /**
+   * The environment's package progress as this start sees it: an install that starts now (its
+   * packages not cached yet) and its end are steps of the start; every event still goes on to
+   * `progress` (the environment's own install status).
+   */
+  protected packageSteps(progress: PackageProgress | undefined): PackageProgress {
+    return (event) => {
+      if (event.kind === 'start') this.startStep(`installing the environment's packages first (${event.summary}): once per environment, its later sandboxes reuse them`)
+      else if (event.kind === 'ready') this.startStep("the environment's packages are installed")
+      progress?.(event)
+    }
   }
 
   /**

@@ -16,7 +16,7 @@ export function registerWorkerCommand(program: Command): void {
     .option('--data-dir <dir>', "where this worker keeps its sandboxes' workspaces (default: <Corral data dir>/worker)")
     .option('--max-idle <ms>', 'let an item go this long after its session went idle (default 60000)')
     .action(async (opts: { url: string; environment: string; keyFile: string; backend: string; dataDir?: string; maxIdle?: string }) => {
-      if (!(WORKER_BACKENDS as readonly string[]).includes(opts.backend)) throw new Error(`--backend must be docker, bubblewrap or vm, got ${JSON.stringify(opts.backend)}`)
+      if (!(WORKER_BACKENDS as readonly string[]).includes(opts.backend)) throw new Error(`--backend must be ${WORKER_BACKENDS.slice(0, -1).join(', ')} or ${WORKER_BACKENDS.at(-1)}, got ${JSON.stringify(opts.backend)}`)
       if (!/^env_[A-Za-z0-9_]+$/.test(opts.environment)) throw new Error(`--environment must be an environment id (env_…), got ${JSON.stringify(opts.environment)}`)
       let key: string
       try {

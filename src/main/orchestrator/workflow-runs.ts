@@ -249,7 +249,7 @@ export class WorkflowRuns {
           const tid = e.session_thread_id
           const runId = tid ? this.runOfThread.get(tid) : undefined
           const heard = runId ? this.active.get(runId)?.threads.get(tid!)?.heard : undefined
-          if (heard) for (const b of e.content) if (b.type === 'text' && b.text) heard.push(b.text)
+          if (heard) pushTexts(heard, e)
           return
         }
         case 'session.thread_status_idle':
@@ -542,7 +542,7 @@ export class WorkflowRuns {
       const page = this.p.log.read(r.sessionId, { threadId: tid, types: ['agent.message'], after, limit: 1000, includeUnsynced: true })
       for (const s of page) {
         after = s.seq
-        for (const b of (s.event as { content?: { type: string; text?: string }[] }).content ?? []) if (b.type === 'text' && b.text) texts.push(b.text)
+        pushTexts(texts, s.event)
       }
       if (page.length < 1000) return texts.join('\n')
     }
@@ -602,10 +602,15 @@ export class WorkflowRuns {
   }
 }
 
-/** The agent.message texts of a thread among events (a run thread's answer). */
+/** Adds an agent.message's text blocks to `texts` (a run thread's answer is its messages' text). */
+function pushTexts(texts: string[], event: StoredEvent['event']): void {
+  for (const b of (event as { content?: { type: string; text?: string }[] }).content ?? []) if (b.type === 'text' && b.text) texts.push(b.text)
+}
+
+/** The agent.message texts of a thread among events. */
 function textsOf(events: readonly StoredEvent[], tid: string): string[] {
   const texts: string[] = []
-  for (const { event } of events) if (event.type === 'agent.message' && event.session_thread_id === tid) for (const b of event.content) if (b.type === 'text' && b.text) texts.push(b.text)
+  for (const { event } of events) if (event.type === 'agent.message' && event.session_thread_id === tid) pushTexts(texts, event)
   return texts
 }
 

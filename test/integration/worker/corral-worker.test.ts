@@ -66,15 +66,19 @@ describe.skipIf(!bwrap.ok)('corral worker', () => {
     return { child, output: () => out, exited }
   }
 
-  it('runs a session\'s calls in a bubblewrap sandbox of its own and stops cleanly on SIGTERM', async () => {
+  /**
+   * A worker on `backend` serves one session of a new environment: its bash call runs as uid 1000
+   * in /workspace with no DNS, and its read finds the file the bash call wrote.
+   */
+  async function serveOneSession(backend: string, dataDir: string, timeoutMs: number) {
     const { env, keyFile } = await setUp()
-    const agent = await api.beta.agents.create({ name: 'remote', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_allow' } } }] })
+    const agent = await api.beta.agents.create({ name: `remote-${backend}`, model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_allow' } } }] })
     const session = await api.beta.sessions.create({ agent: agent.id, environment_id: env.id })
     await api.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] })
-    const w = startWorker(['--url', url, '--environment', env.id, '--key-file', keyFile, '--backend', 'bubblewrap', '--data-dir', join(workerDir, 'd1'), '--max-idle', '300'])
+    const w = startWorker(['--url', url, '--environment', env.id, '--key-file', keyFile, '--backend', backend, '--data-dir', join(workerDir, dataDir), '--max-idle', '300'])
     let events: LoggedEvent[]
     try {
-      events = await waitForIdle(engine, session.id)
+      events = await waitForIdle(engine, session.id, timeoutMs)
     } catch (err) {
       throw new Error(`${(err as Error).message}\nworker output:\n${w.output()}`)
     }
@@ -84,6 +88,11 @@ describe.skipIf(!bwrap.ok)('corral worker', () => {
     expect(bashText).toContain('uid=1000 pwd=/workspace')
     expect(bashText).toContain('no-dns')
     expect(results[1].content.map((c) => c.text).join('')).toContain('note')
+    return { env, session, w }
+  }
+
+  it('runs a session\'s calls in a bubblewrap sandbox of its own and stops cleanly on SIGTERM', async () => {
+    const { env, session, w } = await serveOneSession('bubblewrap', 'd1', 60_000)
     expect(w.output()).toContain(`${session.id}: claimed`)
     const stats = await api.beta.environments.work.stats(env.id)
     expect(stats.workers_polling).toBe(1)
@@ -134,24 +143,8 @@ describe.skipIf(!bwrap.ok)('corral worker', () => {
   }, 90_000)
 
   it.skipIf(!vm.ok)("runs a session's calls in a QEMU VM of its own (--backend vm)", async () => {
-    const { env, keyFile } = await setUp()
-    const agent = await api.beta.agents.create({ name: 'remote-vm', model: 'claude-sonnet-4-6', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_allow' } } }] })
-    const session = await api.beta.sessions.create({ agent: agent.id, environment_id: env.id })
-    await api.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] })
-    const w = startWorker(['--url', url, '--environment', env.id, '--key-file', keyFile, '--backend', 'vm', '--data-dir', join(workerDir, 'vm'), '--max-idle', '300'])
-    let events: LoggedEvent[]
-    try {
-      // the worker's first session boots its VM template (≈ 15–20 s under TCG)
-      events = await waitForIdle(engine, session.id, 150_000)
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\nworker output:\n${w.output()}`)
-    }
-    const results = events.filter((e) => e.type === 'user.tool_result') as unknown as { content: { text: string }[]; is_error?: boolean }[]
-    expect(results).toHaveLength(2)
-    const bashText = results[0].content.map((c) => c.text).join('')
-    expect(bashText).toContain('uid=1000 pwd=/workspace')
-    expect(bashText).toContain('no-dns')
-    expect(results[1].content.map((c) => c.text).join('')).toContain('note')
+    // the worker's first session boots its VM template (≈ 15–20 s under TCG)
+    const { session, w } = await serveOneSession('vm', 'vm', 150_000)
     expect(w.output()).toContain(`${session.id}: claimed; starting its vm sandbox`)
     // it stops at once: its VM released, nothing of the template's boot left pending
     const killedAt = Date.now()

@@ -187,8 +187,7 @@ export interface BubblewrapSandboxOptions {
   params: SandboxProvisionParams
   settings: SandboxSettings
   provider: BubblewrapSandboxProviderOptions
-  /** The environment's installed packages (a prefix directory), installing them first; undefined when it lists none. */
-  /** The environment's package prefix (`progress`: how an install of it goes). */
+  /** The environment's installed packages (a prefix directory), installing them first (`progress`: how that install goes); undefined when it lists none. */
   packages: (progress: PackageProgress) => Promise<string | undefined>
   /** What of seccomp / userns / keyring / limits this host offers. */
   hardening: () => Promise<BwrapHardening>

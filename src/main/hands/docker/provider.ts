@@ -43,8 +43,7 @@ export interface DockerSandboxOptions {
   settings: SandboxSettings
   containers: DockerContainers
   pools: WarmPools
-  /** The image the session's container starts from (the environment's package image when it lists packages). */
-  /** The image to start from (`progress`: how an install of the environment's packages into it goes). */
+  /** The image the session's container starts from (the environment's package image when it lists packages; `progress`: how an install of them goes). */
   image: (progress: PackageProgress) => Promise<string>
   log: (message: string) => void
 }

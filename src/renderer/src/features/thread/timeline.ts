@@ -576,11 +576,11 @@ export class TimelineBuilder {
       if (!text) return false
       const useId = this.liveResults.get(p.event_id)
       if (useId !== undefined) {
-        const stderr = p.delta?.stream === 'stderr'
         if (p.delta?.stream === 'status') {
           const line = text.replace(/^\[corral\] /, '').trim()
           return this.replace(useId, (old) => (old.kind !== 'tool' || old.result ? old : { ...old, liveStatus: line }))
         }
+        const stderr = p.delta?.stream === 'stderr'
         return this.replace(useId, (old) => {
           if (old.kind !== 'tool' || old.result) return old
           const before = old.live ?? ''

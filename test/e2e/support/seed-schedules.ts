@@ -19,7 +19,9 @@ const d = stores.deployments.create({
   agent: agent.id,
   environment_id: stores.environments.list({}).data[0].id,
   initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'Summarise the new tickets.' }] }],
-  schedule: { type: 'cron', expression: '0 * * * *', timezone: 'UTC' },
+  // hourly at the minute half an hour ago: instants were missed while "closed", and the next one is
+  // 30 minutes off, so a test run that crosses it cannot see a second, regular run
+  schedule: { type: 'cron', expression: `${new Date(Date.now() - 30 * 60_000).getUTCMinutes()} * * * *`, timezone: 'UTC' },
 })
 stores.close()
 process.stdout.write(JSON.stringify({ deploymentId: d.id }) + '\n')

@@ -1,4 +1,3 @@
-import type { EventLog } from '../session/event-log'
 import type { SessionStore } from '../session/session-store'
 import type { SqliteLeaseStore } from '../session/lease-store'
 import type { ToolJournal } from '../session/tool-journal'
@@ -8,6 +7,7 @@ import { AnthropicModelClient, type ModelClient } from '../harness/model-client'
 import { ThreadedModelClient } from '../harness/model-thread'
 import { NoHandsToolRouter, type ToolRouter } from '../hands/tool-router'
 import { Scheduler } from './scheduler'
+import { fencedJournal, fencedLog, type PrecheckedLog } from './lease-fence'
 import { WorkflowRuns, type WorkflowLog } from './workflow-runs'
 import type { WorkflowStore } from '../session/workflow-store'
 import type { ProgramLimits } from '../harness/workflows/program'
@@ -42,7 +42,7 @@ class SwitchableModelClient implements ModelClient {
 }
 
 export interface BrainsParams {
-  log: EventLog
+  log: PrecheckedLog
   sessions: SessionSource & Pick<SessionStore, 'needingBrains'>
   /** At most one brain per session (session/lease-store.ts). */
   leases: SqliteLeaseStore
@@ -79,12 +79,14 @@ export class Brains {
     this.model = new SwitchableModelClient(p.model ?? this.endpointClient(endpoint))
     const model = this.model
     this.router = p.router ?? new NoHandsToolRouter()
+    // a brain writes only under its session's lease, checked inside each write's transaction (lease-fence.ts)
+    const fence = (sessionId: string) => p.leases.fence(sessionId)
     this.harness = new Harness({
-      log: p.log,
+      log: fencedLog(p.log, fence),
       sessions: p.sessions,
       model,
       router: this.router,
-      journal: p.journal,
+      journal: fencedJournal(p.journal, fence),
       previews: p.previews,
       mcp: p.mcp,
       advisorTiers: p.advisorTiers,

@@ -1,6 +1,6 @@
 import type { EventLog, StoredEvent } from '../session/event-log'
 import type { SessionStore } from '../session/session-store'
-import type { SqliteLeaseStore } from '../session/lease-store'
+import { isLeaseLost, type SqliteLeaseStore } from '../session/lease-store'
 import { TurnControl, type Harness } from '../harness/harness'
 import { primaryRef, type ThreadRef } from '../harness/platform-tools'
 
@@ -69,16 +69,19 @@ export class Scheduler {
     for (const id of release) this.held.delete(id)
     try {
       if (release.length) this.p.leases.releaseAll(release)
-      for (const lost of this.p.leases.renewAll([...this.held.keys()])) {
-        this.held.delete(lost)
-        this.pinned.delete(lost)
-        for (const b of this.brains.values()) if (b.thread.sessionId === lost) b.control.stop('lease_lost')
-        this.tellLease(lost, false)
-      }
+      for (const lost of this.p.leases.renewAll([...this.held.keys()])) this.lost(lost)
       this.lastRenewAt = now
     } catch {
       // the database is closing or busy: try again on the next tick
     }
+  }
+
+  /** The session's lease is another process's now (found at renewal, or a brain's fenced write refused): its brains stop without writing more. */
+  private lost(sessionId: string): void {
+    if (!this.held.delete(sessionId)) return
+    this.pinned.delete(sessionId)
+    for (const b of this.brains.values()) if (b.thread.sessionId === sessionId) b.control.stop('lease_lost')
+    this.tellLease(sessionId, false)
   }
 
   /** Holds the lease of a session (taking it when we do not); false when another brain has it. */
@@ -251,7 +254,9 @@ export class Scheduler {
         await this.p.harness.run(brain.thread, brain.control)
       } while (brain.again && !brain.control.stopped)
     } catch (err) {
-      if (!brain.control.stopped) this.p.onError?.(sessionId, err)
+      // a write refused by the lease fence (orchestrator/lease-fence.ts): another engine runs the session now
+      if (isLeaseLost(err)) this.lost(sessionId)
+      else if (!brain.control.stopped) this.p.onError?.(sessionId, err)
     } finally {
       this.brains.delete(keyOf(brain.thread))
       const n = (this.perSession.get(sessionId) ?? 1) - 1

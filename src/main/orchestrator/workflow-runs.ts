@@ -12,6 +12,7 @@ import { CorralError } from '../../shared/errors'
 import { newId, primaryThreadId } from '../../shared/api/ids'
 import type { EventInput, EventLog, StoredEvent } from '../session/event-log'
 import type { WorkflowStore } from '../session/workflow-store'
+import { isLeaseLost, LEASE_LOST } from '../session/lease-store'
 import type { DelegationRoster, ThreadAgent, ThreadRef } from '../harness/platform-tools'
 import { WorkflowExecution, type AgentCall, type CallOutcome, type ExecutionEnd, type JournalRow } from '../harness/workflows/execution'
 import { quickJS, type ProgramLimits } from '../harness/workflows/program'
@@ -90,8 +91,6 @@ interface ActiveRun {
 }
 
 const RUN_EVENT_TYPES = ['workflow_run.created', 'workflow_run.status_running', 'workflow_run.status_idle', 'workflow_run.status_ended', 'workflow_run.phase_started', 'workflow_run.phase_ended']
-/** The fence's refusal: the session's lease is another process's now. */
-const LEASE_LOST = 'workflow_lease_lost'
 const FAILED_BECAUSE: Record<string, string> = {
   retries_exhausted: 'its model requests kept failing until the retries were exhausted',
   refusal: 'the model refused the task',
@@ -617,8 +616,4 @@ function textsOf(events: readonly StoredEvent[], tid: string): string[] {
 /** `last` archived its thread in the same append as `idle`, the idle that ended the thread's turn. */
 function isArchiveOf(last: StoredEvent, idle: StoredEvent): boolean {
   return last.event.type === 'session.thread_status_terminated' && (last.event as { archived?: boolean }).archived === true && idle.event.type === 'session.thread_status_idle' && last.seq === idle.seq + 1
-}
-
-function isLeaseLost(err: unknown): boolean {
-  return err instanceof CorralError && err.code === 'conflict_error' && err.fields.reason === LEASE_LOST
 }

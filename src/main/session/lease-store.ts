@@ -2,6 +2,15 @@ import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
 import type { Statement } from 'better-sqlite3'
 import type { Db } from './database'
+import { CorralError } from '../../shared/errors'
+
+/** The `reason` of the conflict_error a write fenced by a lease this engine lost throws (SqliteLeaseStore.fence). */
+export const LEASE_LOST = 'lease_lost'
+
+/** Whether `err` is a write refused because the session's lease is another engine's now (SqliteLeaseStore.fence). */
+export function isLeaseLost(err: unknown): boolean {
+  return err instanceof CorralError && err.code === 'conflict_error' && err.fields.reason === LEASE_LOST
+}
 
 export interface LeaseStoreParams {
   /** How long a lease lasts unless renewed (default 15 s). */
@@ -101,6 +110,16 @@ export class SqliteLeaseStore {
     this.ownerOf ??= this.db.prepare('SELECT owner FROM session_leases WHERE session_id = ?')
     const row = this.ownerOf.get(sessionId) as { owner: string } | undefined
     return row?.owner === this.owner
+  }
+
+  /**
+   * Throws a conflict_error (reason LEASE_LOST, see isLeaseLost) unless the session's lease row
+   * names this owner: the precheck of a write that only the lease's holder may make (a brain's, a
+   * workflow run driver's), run inside the write's transaction. `doing` ends the message: who
+   * does the work now ("which runs the session now").
+   */
+  fence(sessionId: string, doing = 'which runs the session now'): void {
+    if (!this.owns(sessionId)) throw new CorralError('conflict_error', `the lease of session ${sessionId} is held by another engine, ${doing}`, { fields: { reason: LEASE_LOST } })
   }
 
   /** Who holds a session's lease now (undefined when free or expired). */

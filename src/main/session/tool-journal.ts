@@ -7,8 +7,12 @@ import type { Db } from './database'
  * SqliteToolJournal.
  */
 export interface ToolJournal {
-  /** Resolves once the record is durable; the call may be handed to the hands only then. */
-  markStarted(sessionId: string, toolUseId: string): Promise<void>
+  /**
+   * Resolves once the record is durable; the call may be handed to the hands only then.
+   * `precheck` runs inside the record's transaction first: throwing writes nothing and rejects
+   * (a brain's lease fence: orchestrator/lease-fence.ts).
+   */
+  markStarted(sessionId: string, toolUseId: string, options?: { precheck?: () => void }): Promise<void>
   wasStarted(toolUseId: string): boolean
 }
 
@@ -31,10 +35,14 @@ export class SqliteToolJournal implements ToolJournal {
     this.select = db.prepare('SELECT 1 FROM harness_tool_calls WHERE tool_use_id = ?')
   }
 
-  async markStarted(sessionId: string, toolUseId: string): Promise<void> {
-    const write = () => void this.insert.run(toolUseId, sessionId, new Date().toISOString())
+  async markStarted(sessionId: string, toolUseId: string, options?: { precheck?: () => void }): Promise<void> {
+    const precheck = options?.precheck
+    const write = () => {
+      precheck?.()
+      this.insert.run(toolUseId, sessionId, new Date().toISOString())
+    }
     if (this.log) await this.log.commitWith(write)
-    else write()
+    else this.db.transaction(write)()
   }
 
   wasStarted(toolUseId: string): boolean {

@@ -76,12 +76,28 @@ export class Scheduler {
     }
   }
 
-  /** The session's lease is another process's now (found at renewal, or a brain's fenced write refused): its brains stop without writing more. */
+  /**
+   * The session's lease is another process's now (found at renewal, or a brain's fenced write
+   * refused): its brains stop without writing more, and the session is looked at again shortly,
+   * as after a refused acquire, so its work resumes here once the other process is gone.
+   */
   private lost(sessionId: string): void {
     if (!this.held.delete(sessionId)) return
     this.pinned.delete(sessionId)
     for (const b of this.brains.values()) if (b.thread.sessionId === sessionId) b.control.stop('lease_lost')
     this.tellLease(sessionId, false)
+    this.retryLater(sessionId)
+  }
+
+  /** Wakes the session's threads again in a while (the lease's lifetime, at most 2 s): one timer per session. */
+  private retryLater(sessionId: string): void {
+    if (this.stopped || this.retryTimers.has(sessionId)) return
+    const t = setTimeout(() => {
+      this.retryTimers.delete(sessionId)
+      this.wakeSession(sessionId)
+    }, Math.min(this.p.leases.ttlMs, 2_000))
+    t.unref()
+    this.retryTimers.set(sessionId, t)
   }
 
   /** Holds the lease of a session (taking it when we do not); false when another brain has it. */
@@ -230,14 +246,7 @@ export class Scheduler {
     }
     if (!acquired) {
       // Another live brain holds it (another process on this data): look again shortly.
-      if (!this.retryTimers.has(sessionId)) {
-        const t = setTimeout(() => {
-          this.retryTimers.delete(sessionId)
-          this.wakeSession(sessionId)
-        }, Math.min(this.p.leases.ttlMs, 2_000))
-        t.unref()
-        this.retryTimers.set(sessionId, t)
-      }
+      this.retryLater(sessionId)
       return
     }
     const brain: Brain = { thread, control: new TurnControl(), again: false, done: Promise.resolve() }

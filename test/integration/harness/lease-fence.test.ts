@@ -18,9 +18,10 @@ afterEach(async () => {
 })
 
 /** Takes the session's lease for another owner, as an engine would once the holder's lease expired (its clock is 10 min ahead). */
-function takeOver(fixture: HarnessFixture, sessionId: string): void {
+function takeOver(fixture: HarnessFixture, sessionId: string): SqliteLeaseStore {
   const other = new SqliteLeaseStore(fixture.engine.stores.db, { owner: 'elsewhere:1:feedfacecafe', ttlMs: 60_000, clock: () => Date.now() + 600_000 })
   expect(other.acquire(sessionId)).toBe(true)
+  return other
 }
 
 async function brainsStopped(fixture: HarnessFixture): Promise<void> {
@@ -65,6 +66,37 @@ describe("a brain whose session's lease another engine took", () => {
     // a lost lease is not a brain's failure
     expect(errors.mock.calls.map((c) => String(c[0])).filter((m) => m.includes('failed'))).toEqual([])
     expect(fixture.engine.brains.scheduler.holds(sessionId)).toBe(false)
+  })
+
+  it('takes the session back once the other engine gives the lease up, and finishes the turn it was cut out of', async () => {
+    let sessionId = ''
+    let other: SqliteLeaseStore | undefined
+    f = await openHarnessFixture({
+      script: (req: RecordedRequest) => (req.body.messages.length === 1 ? toolCall(req, 'bash', { command: 'echo once' }) : say('done')) as ScriptStep,
+      wrapModel: (inner): ModelClient => ({
+        stream: async (request, handlers) => {
+          const r = await inner.stream(request, handlers)
+          if (!other) other = takeOver(f!, sessionId)
+          return r
+        },
+      }),
+    })
+    const fixture = f
+    const session = await fixture.engine.services.sessions.create({ agent: fixture.agentId, environment_id: fixture.environmentId } as Parameters<typeof fixture.engine.services.sessions.create>[0])
+    sessionId = session.id
+    await fixture.send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }])
+    await fixture.waitFor(sessionId, (e) => e.some((x) => x.type === 'span.model_request_start'))
+    await brainsStopped(fixture)
+    expect(fixture.router.calls).toEqual([])
+    // the other engine is done with the session (it gives the lease back, or dies): this one resumes it
+    other!.release(sessionId)
+    const idle = await fixture.waitForIdle(sessionId, 15_000)
+    expect(idle.stop_reason.type).toBe('end_turn')
+    // the answer that was cut off is asked for again; its call runs once, under the lease
+    expect(fixture.router.calls.map((c) => c.input.command)).toEqual(['echo once'])
+    expect(fixture.events(sessionId).filter((e) => e.type === 'agent.tool_use')).toHaveLength(1)
+    expect(fixture.model.requests).toHaveLength(3)
+    expect(fixture.engine.brains.leases.owns(sessionId)).toBe(true)
   })
 
   it("does not record the result of a call that was running when the lease went, and never runs the response's next call", async () => {

@@ -326,6 +326,14 @@ export function toolCall(req: RecordedRequest, name: string, input: Record<strin
   return callTool(name, input, text)
 }
 
+/** One response that calls several tools (each checked as toolCall checks it), in the order given. */
+export function toolCalls(req: RecordedRequest, calls: readonly [name: string, input: Record<string, unknown>][]): ScriptStep {
+  const steps = calls.map(([name, input]) => toolCall(req, name, input))
+  const [first, ...rest] = steps
+  if (first.kind !== 'message') return first
+  return { ...first, blocks: [...first.blocks, ...rest.flatMap((s) => (s.kind === 'message' ? s.blocks : []))] }
+}
+
 /** The offered tool called `name` in `req` (its input_schema included), or undefined. */
 export function offeredTool(req: RecordedRequest, name: string): OfferedTool | undefined {
   return req.body.tools?.find((t) => t.name === name)

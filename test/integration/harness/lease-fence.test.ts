@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { ModelClient } from '../../../src/main/harness/model-client'
 import { SqliteLeaseStore } from '../../../src/main/session/lease-store'
 import { openHarnessFixture, type HarnessFixture } from '../../support/harness-fixture'
-import { say, toolCall, type RecordedRequest, type ScriptStep } from '../../support/model-server'
+import { say, toolCall, toolCalls, type RecordedRequest, type ScriptStep } from '../../support/model-server'
 
 // A brain writes only while its engine holds the session's lease (orchestrator/lease-fence.ts):
 // an engine that was paused past its lease (SIGSTOP, a laptop asleep) resumes with brains whose
@@ -24,6 +24,32 @@ function takeOver(fixture: HarnessFixture, sessionId: string): SqliteLeaseStore 
   return other
 }
 
+/**
+ * A session whose first model answer (a bash call) arrives just after another engine took its
+ * lease: the request's start was written under the lease, the answer is in, not yet recorded.
+ * Resolves once the session's brain stopped, with the other engine's lease store.
+ */
+async function cutOffAtAnswer(command: string): Promise<{ fixture: HarnessFixture; sessionId: string; other: SqliteLeaseStore }> {
+  let sessionId = ''
+  let other: SqliteLeaseStore | undefined
+  f = await openHarnessFixture({
+    script: (req: RecordedRequest) => (req.body.messages.length === 1 ? toolCall(req, 'bash', { command }) : say('done')) as ScriptStep,
+    wrapModel: (inner): ModelClient => ({
+      stream: async (request, handlers) => {
+        const r = await inner.stream(request, handlers)
+        other ??= takeOver(f!, sessionId)
+        return r
+      },
+    }),
+  })
+  const fixture = f
+  sessionId = (await fixture.engine.services.sessions.create({ agent: fixture.agentId, environment_id: fixture.environmentId } as Parameters<typeof fixture.engine.services.sessions.create>[0])).id
+  await fixture.send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }])
+  await fixture.waitFor(sessionId, (e) => e.some((x) => x.type === 'span.model_request_start'))
+  await brainsStopped(fixture)
+  return { fixture, sessionId, other: other! }
+}
+
 async function brainsStopped(fixture: HarnessFixture): Promise<void> {
   const deadline = Date.now() + 10_000
   while (fixture.engine.brains.scheduler.running().length > 0) {
@@ -35,24 +61,7 @@ async function brainsStopped(fixture: HarnessFixture): Promise<void> {
 describe("a brain whose session's lease another engine took", () => {
   it('writes nothing of a model answer that arrives after the take-over, hands its tool call to no one, and stops without reporting a failure', async () => {
     const errors = vi.spyOn(console, 'error')
-    let sessionId = ''
-    f = await openHarnessFixture({
-      script: (req: RecordedRequest) => (req.index === 0 ? toolCall(req, 'bash', { command: 'echo fenced' }) : say('done')) as ScriptStep,
-      wrapModel: (inner): ModelClient => ({
-        stream: async (request, handlers) => {
-          const r = await inner.stream(request, handlers)
-          // the answer is in; before the brain records it, the lease goes to another engine
-          takeOver(f!, sessionId)
-          return r
-        },
-      }),
-    })
-    const fixture = f
-    const session = await fixture.engine.services.sessions.create({ agent: fixture.agentId, environment_id: fixture.environmentId } as Parameters<typeof fixture.engine.services.sessions.create>[0])
-    sessionId = session.id
-    await fixture.send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }])
-    await fixture.waitFor(sessionId, (e) => e.some((x) => x.type === 'span.model_request_start'))
-    await brainsStopped(fixture)
+    const { fixture, sessionId } = await cutOffAtAnswer('echo fenced')
     await new Promise((r) => setTimeout(r, 200))
 
     const types = fixture.events(sessionId).map((e) => e.type)
@@ -69,27 +78,10 @@ describe("a brain whose session's lease another engine took", () => {
   })
 
   it('takes the session back once the other engine gives the lease up, and finishes the turn it was cut out of', async () => {
-    let sessionId = ''
-    let other: SqliteLeaseStore | undefined
-    f = await openHarnessFixture({
-      script: (req: RecordedRequest) => (req.body.messages.length === 1 ? toolCall(req, 'bash', { command: 'echo once' }) : say('done')) as ScriptStep,
-      wrapModel: (inner): ModelClient => ({
-        stream: async (request, handlers) => {
-          const r = await inner.stream(request, handlers)
-          if (!other) other = takeOver(f!, sessionId)
-          return r
-        },
-      }),
-    })
-    const fixture = f
-    const session = await fixture.engine.services.sessions.create({ agent: fixture.agentId, environment_id: fixture.environmentId } as Parameters<typeof fixture.engine.services.sessions.create>[0])
-    sessionId = session.id
-    await fixture.send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }])
-    await fixture.waitFor(sessionId, (e) => e.some((x) => x.type === 'span.model_request_start'))
-    await brainsStopped(fixture)
+    const { fixture, sessionId, other } = await cutOffAtAnswer('echo once')
     expect(fixture.router.calls).toEqual([])
     // the other engine is done with the session (it gives the lease back, or dies): this one resumes it
-    other!.release(sessionId)
+    other.release(sessionId)
     const idle = await fixture.waitForIdle(sessionId, 15_000)
     expect(idle.stop_reason.type).toBe('end_turn')
     // the answer that was cut off is asked for again; its call runs once, under the lease
@@ -101,12 +93,13 @@ describe("a brain whose session's lease another engine took", () => {
 
   it("does not record the result of a call that was running when the lease went, and never runs the response's next call", async () => {
     f = await openHarnessFixture({
-      script: (req: RecordedRequest) => {
-        if (req.body.messages.length > 1) return say('done')
-        const a = toolCall(req, 'bash', { command: 'echo a' })
-        const b = toolCall(req, 'bash', { command: 'echo b' })
-        return a.kind === 'message' && b.kind === 'message' ? { ...a, blocks: [...a.blocks, ...b.blocks] } : a
-      },
+      script: (req: RecordedRequest) =>
+        req.body.messages.length > 1
+          ? say('done')
+          : toolCalls(req, [
+              ['bash', { command: 'echo a' }],
+              ['bash', { command: 'echo b' }],
+            ]),
     })
     const fixture = f
     fixture.router.beforeRun = (call) => {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { WalSync } from '../../../src/main/session/log/wal-sync'
 import type { ModelClient } from '../../../src/main/harness/model-client'
 import { LEAD, openHarnessFixture, team, type HarnessFixture } from '../../support/harness-fixture'
-import { say, systemOf, toolCall, type RecordedRequest, type ScriptStep } from '../../support/model-server'
+import { say, systemOf, toolCall, toolCalls, type RecordedRequest, type ScriptStep } from '../../support/model-server'
 
 // What a tool turn waits for on the disk: the response's events and the journal record of its
 // first call share one commit and one fsync, and only then do the hands get the call. And what
@@ -69,9 +69,10 @@ describe('a tool turn', () => {
     f = await openHarnessFixture({
       script: (req: RecordedRequest) => {
         if (req.body.messages.length > 1) return say('done')
-        const a = toolCall(req, 'bash', { command: 'echo a' })
-        const b = toolCall(req, 'bash', { command: 'echo b' })
-        return a.kind === 'message' && b.kind === 'message' ? { ...a, blocks: [...a.blocks, ...b.blocks] } : a
+        return toolCalls(req, [
+          ['bash', { command: 'echo a' }],
+          ['bash', { command: 'echo b' }],
+        ])
       },
     })
     const fixture = f
@@ -99,9 +100,10 @@ describe('a tool turn', () => {
       script: async (req) => {
         if (systemOf(req) === LEAD) {
           if (req.index > 0) return say('Reports read.')
-          const a = toolCall(req, 'send_to_agent', { agent: 'researcher', message: 'Find the facts.' })
-          const b = toolCall(req, 'send_to_agent', { agent: 'writer', message: 'Draft the text.' })
-          return a.kind === 'message' && b.kind === 'message' ? { ...a, blocks: [...a.blocks, ...b.blocks] } : a
+          return toolCalls(req, [
+            ['send_to_agent', { agent: 'researcher', message: 'Find the facts.' }],
+            ['send_to_agent', { agent: 'writer', message: 'Draft the text.' }],
+          ])
         }
         // both children answer at once, and from then on every fsync is held
         if (++arrived === 2) {

@@ -14,6 +14,28 @@ import { dockerLeftovers, dockerReq, vmReq } from './support'
 const docker = dockerReq()
 const vm = vmReq()
 
+/**
+ * Forks children that sleep (their output closed) until a fork is refused or 300 are running,
+ * prints how many it got and why it stopped, then waits for them: nothing of it outlives the call.
+ */
+const FORK_UNTIL_REFUSED = `python3 -c '
+import os, time
+n = 0
+try:
+    while n < 300:
+        if os.fork() == 0:
+            os.close(1); os.close(2); time.sleep(3); os._exit(0)
+        n += 1
+    print("forks", n, "never refused", flush=True)
+except OSError as e:
+    print("forks", n, "refused:", e.strerror, flush=True)
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+'`
+
 /** Every hostile call through a router on `provider`: an error or a capped result each, the host responsive throughout. */
 async function hostileRun(provider: SandboxProvider, sessionId: string, memoryMb: number, forkBomb: RegExp = /timed out/, maxLagMs = 200): Promise<void> {
     const router = new SandboxToolRouter({
@@ -38,6 +60,14 @@ async function hostileRun(provider: SandboxProvider, sessionId: string, memoryMb
           expect(r.content).toContain('output truncated')
         }],
         ['fork bomb', () => call('bash', { command: ':(){ :|:& };:; sleep 3', timeout: 1500 }), (r) => expect(r).toMatchObject({ isError: true, content: expect.stringMatching(forkBomb) })],
+        // the environment's `pids` (96 here) caps the sandbox's processes: forks past it fail with EAGAIN
+        ['forks past the process cap', () => call('bash', { command: FORK_UNTIL_REFUSED }), (r) => {
+          const m = /forks (\d+) refused: (.*)/.exec(r.content)
+          expect(m, r.content).not.toBeNull()
+          expect(Number(m![1])).toBeGreaterThan(0)
+          expect(Number(m![1])).toBeLessThan(96)
+          expect(m![2]).toMatch(/Resource temporarily unavailable/)
+        }],
         ['memory bomb', () => call('bash', { command: 'python3 -c "x = bytearray(1 << 30)"', timeout: 20_000 }), (r) => {
           expect(r.isError).toBe(true)
           expect(r.content).toMatch(/MemoryError|out of memory|137/)
@@ -115,10 +145,10 @@ describe.skipIf(!vm.ok)('hostile input and output through the tool router (vm)',
     const sessionId = `sesn_hostile${Date.now().toString(36)}`
     // A guest's kernel and runner take ~110 MB of its memory; 256 MB leaves the bomb room to fail.
     // A fork bomb starves the guest's one vCPU under TCG before the call's timeout: its init
-    // misses the heartbeat and the VM is killed and replaced (the workspace kept); or the runner
-    // dies inside the guest first (the VM has no pids cap, its boundary is the VM: the bomb can
-    // exhaust the guest's memory or processes), which the next ping finds: replaced the same way
-    // (seen once in CI on f0833fe).
+    // misses the heartbeat and the VM is killed and replaced (the workspace kept). Before the
+    // guest capped the sandbox user's processes (`pids`), the bomb could also fill the guest's
+    // memory until its kernel killed the runner, which the next ping found gone (CI on f0833fe):
+    // that answer, the VM replaced the same way, is still accepted.
     // The host's event loop shares the 2 cores with qemu's emulated vCPU under TCG (and the other
     // work on the machine): 299 ms was seen for the `yes` flood here, so the bound is 500 ms.
     await hostileRun(provider, sessionId, 256, /timed out|stopped answering \(no heartbeat within \d+ ms: a hung guest\) and was killed|its runner stopped answering: the runner \(pid \d+\) is gone and was killed/, 500)

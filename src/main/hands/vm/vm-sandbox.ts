@@ -304,7 +304,8 @@ export class VmSandboxProvider implements SandboxProvider {
       accel: await this.accel(),
       memoryMb: settings.memoryMb,
       vcpus: Math.max(1, Math.ceil(settings.cpus)),
-      runnerEnv: runnerEnv(settings, stateDir),
+      // CORRAL_PIDS: the guest caps the sandbox user's processes with it (vm-init.sh)
+      runnerEnv: { ...runnerEnv(settings, stateDir), CORRAL_PIDS: String(settings.pids) },
       qemuVersion: await this.version(),
       hardening: await this.hardening(),
     }

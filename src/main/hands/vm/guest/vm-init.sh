@@ -38,16 +38,21 @@ fi
 
 # The runner's environment: nothing of the host's; per-sandbox settings are on the kernel command
 # line as corral.env.<NAME>=<value> (the template's, part of its key).
-runner_env=
+runner_env= pids=
 for arg in $(cat /proc/cmdline); do
   case "$arg" in corral.env.CORRAL_*=*) runner_env="$runner_env ${arg#corral.env.}" ;; esac
+  case "$arg" in corral.env.CORRAL_PIDS=*) pids=${arg#corral.env.CORRAL_PIDS=} ;; esac
 done
 cd /workspace
 # shellcheck disable=SC2086
 # When the runner ends (its host went away: the port's EOF; or it died) the VM powers off, and
 # qemu (-no-reboot) exits: a VM does not outlive its host (qemu's -runas drops the host's
 # parent-death signal).
+# The environment's `pids`: RLIMIT_NPROC, binding once the runner is uid 1000 (its own threads,
+# the shell and every command count), so a fork bomb gets EAGAIN instead of filling the guest's
+# memory until its kernel kills the runner.
 (
+  case "$pids" in '' | *[!0-9]*) ;; *) ulimit -p "$pids" ;; esac
   env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/corral LANG=C.UTF-8 USER=corral CORRAL_RUNNER_USER=1000:1000 $runner_env \
     node /opt/corral/runner.js 0<>"$runner" 1>&0 2>/dev/console
   /opt/corral/busybox poweroff -f

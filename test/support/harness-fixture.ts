@@ -22,8 +22,14 @@ export interface HarnessFixture {
   events(sessionId: string): LoggedEvent[]
   /** Resolves with the session's events once `done(events)` is true (polls the log). */
   waitFor(sessionId: string, done: (events: LoggedEvent[]) => boolean, timeoutMs?: number): Promise<LoggedEvent[]>
-  /** Waits for the next `session.status_idle` after the last one seen now. */
-  waitForIdle(sessionId: string, timeoutMs?: number): Promise<LoggedEvent & { stop_reason: { type: string; event_ids?: string[] } }>
+  /**
+   * Waits for the next `session.status_idle` after the last one seen now, or after the first
+   * `seen` (idleCount taken before the action that starts the turn: a quick turn may be idle
+   * again before this is called).
+   */
+  waitForIdle(sessionId: string, timeoutMs?: number, seen?: number): Promise<LoggedEvent & { stop_reason: { type: string; event_ids?: string[] } }>
+  /** How many `session.status_idle` the session's log has now. */
+  idleCount(sessionId: string): number
   /** Resolves at the session's next streamed `event_delta` preview (subscribe before sending). */
   nextDelta(sessionId: string): Promise<void>
   close(): Promise<void>
@@ -113,8 +119,9 @@ export async function openHarnessFixture(p: HarnessFixtureParams = {}): Promise<
         })
       })
     },
-    async waitForIdle(sessionId, timeoutMs) {
-      const before = events(sessionId).filter((e) => e.type === 'session.status_idle').length
+    idleCount: (sessionId) => events(sessionId).filter((e) => e.type === 'session.status_idle').length,
+    async waitForIdle(sessionId, timeoutMs, seen) {
+      const before = seen ?? events(sessionId).filter((e) => e.type === 'session.status_idle').length
       const evs = await waitFor(sessionId, (e) => e.filter((x) => x.type === 'session.status_idle').length > before, timeoutMs)
       return evs.filter((e) => e.type === 'session.status_idle')[before] as LoggedEvent & { stop_reason: { type: string; event_ids?: string[] } }
     },

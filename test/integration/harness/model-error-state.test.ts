@@ -27,8 +27,10 @@ describe('a session’s model-failure state (corral.model_error on the session o
     const listed = (await client.beta.sessions.list()).data.find((s) => s.id === id)
     expect(modelErrorOf(listed)).toMatchObject(failed)
 
+    // (counted before the send: the answering turn can be idle again before the send's promise resolves here)
+    const idles = fx.idleCount(id)
     await client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'try again' }] }] })
-    expect((await fx.waitForIdle(id)).stop_reason.type).toBe('end_turn')
+    expect((await fx.waitForIdle(id, undefined, idles)).stop_reason.type).toBe('end_turn')
     expect(modelErrorOf(await client.beta.sessions.retrieve(id))).toBeNull()
   })
 

@@ -106,7 +106,7 @@ export class Brains {
         store: p.workflows,
         sessions: p.sessions,
         brains: this.scheduler,
-        ownsLease: (sessionId) => this.leases.owns(sessionId),
+        fence: (sessionId) => this.leases.fence(sessionId, 'which drives its workflow runs now'),
         ...p.options?.workflows,
         onError: (sessionId, err) => (p.onError ?? console.error)(`[corral] a workflow run of ${sessionId} failed: ${(err as Error).stack ?? String(err)}`),
       })

@@ -12,7 +12,7 @@ import { CorralError } from '../../shared/errors'
 import { newId, primaryThreadId } from '../../shared/api/ids'
 import type { EventInput, EventLog, StoredEvent } from '../session/event-log'
 import type { WorkflowStore } from '../session/workflow-store'
-import { isLeaseLost, LEASE_LOST } from '../session/lease-store'
+import { isLeaseLost } from '../session/lease-store'
 import type { DelegationRoster, ThreadAgent, ThreadRef } from '../harness/platform-tools'
 import { WorkflowExecution, type AgentCall, type CallOutcome, type ExecutionEnd, type JournalRow } from '../harness/workflows/execution'
 import { quickJS, type ProgramLimits } from '../harness/workflows/program'
@@ -45,8 +45,8 @@ export interface WorkflowRunsParams {
     unpin(sessionId: string): void
     onLease(listener: (sessionId: string, held: boolean) => void): () => void
   }
-  /** Asked inside every write's transaction: whether this engine still owns the session's lease (SqliteLeaseStore.owns); without it, no fence. */
-  ownsLease?: (sessionId: string) => boolean
+  /** Run inside every write's transaction: throws the lease-lost conflict when this engine no longer owns the session's lease (SqliteLeaseStore.fence); without it, no fence. */
+  fence?: (sessionId: string) => void
   /** How often a session whose open runs another process drives is looked at again (default 1000 ms). */
   retryMs?: number
   /** Threads working at once per run (default 64: `workflows.maxConcurrentAgents`). */
@@ -221,7 +221,7 @@ export class WorkflowRuns {
 
   /** Throws inside a write's transaction when the session's lease is no longer this engine's. */
   private fence(sessionId: string): void {
-    if (this.p.ownsLease && !this.p.ownsLease(sessionId)) throw new CorralError('conflict_error', `the lease of session ${sessionId} is held by another engine, which drives its workflow runs now`, { fields: { reason: LEASE_LOST } })
+    this.p.fence?.(sessionId)
   }
 
   private onEvent(stored: StoredEvent): void {

@@ -30,6 +30,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { Engine } from '../src/main/engine'
 import type { LoggedEvent } from '../src/main/session/event-log'
+import { MACHINE_DEFINITION, probeMachine } from './machine'
 import { profileWindow } from './profile'
 import { countStatements } from './sql-count'
 import { percentile, summary } from './stats'
@@ -253,6 +254,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       targets: { turn_overhead_p50_ms: 5, rss_per_idle_child_mb: 1 },
       turn_overhead_definition: TURN_OVERHEAD_DEFINITION,
       fan_out_definition: FAN_OUT_DEFINITION,
+      machine_definition: MACHINE_DEFINITION,
       // the figures the targets are held against: the medians over the warm fan-outs (2nd and later)
       turn_overhead_p50_ms: median(warmRuns.map((r) => r.figures.turn_overhead.p50_ms)),
       turn_overhead_p95_ms: median(warmRuns.map((r) => r.figures.turn_overhead.p95_ms)),
@@ -265,6 +267,8 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       runs: runs.map((r) => r.figures),
       // the machine's load while measuring (2 cores shared with other work inflate every figure)
       load_average_1m: Number(loadavg()[0].toFixed(2)),
+      // after the fan-outs, so it does not disturb them
+      machine: await probeMachine(),
     }
     log(JSON.stringify(result))
     return result

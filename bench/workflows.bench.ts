@@ -17,6 +17,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Engine } from '../src/main/engine'
+import { MACHINE_DEFINITION, probeMachine } from './machine'
 import { profileWindow } from './profile'
 import { countStatements } from './sql-count'
 import { percentile, summary } from './stats'
@@ -264,13 +265,16 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
   const k = Math.max(1, Number(process.env.CORRAL_BENCH_RUNS ?? 4))
   const runs: Record<string, unknown>[] = []
   for (let i = 0; i < k; i++) runs.push(await once(log))
-  if (k === 1) return { definitions: DEFINITIONS, ...runs[0] }
+  // after the runs, so it does not disturb them
+  const machine = await probeMachine()
+  if (k === 1) return { definitions: { ...DEFINITIONS, machine: MACHINE_DEFINITION }, ...runs[0], machine }
   const warm = runs.slice(1)
   const median = (pick: (r: Record<string, unknown>) => number) => percentile(warm.map(pick), 50)
   const keys = ['wall_ms', 'per_agent_model_ms', 'ideal_ms', 'wall_over_ideal', 'run_overhead_share', 'engine_busy_ms_per_agent', 'engine_cpu_ms_per_agent', 'model_cpu_ms_per_agent', 'log_bytes_per_agent', 'rss_peak_mb']
   return {
     definitions: {
       ...DEFINITIONS,
+      machine: MACHINE_DEFINITION,
       runs: `the run was done ${k} times in this process, each with a fresh engine: \`cold\` is the first (nothing compiled by the JIT yet); the top-level figures are the medians of the other ${k - 1} (warm)`,
     },
     ...Object.fromEntries(keys.map((key) => [key, median((r) => r[key] as number)])),
@@ -280,6 +284,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       mean: median((r) => (r.agent_call_overhead_share as { mean: number }).mean),
     },
     targets: { run_overhead_share: 0.05, agent_call_overhead_share: 0.05 },
+    machine,
     cold: runs[0],
     runs: warm,
   }

@@ -1,5 +1,5 @@
 import type { DeploymentStore, DeploymentRunView, ScheduledDeployment } from '../session/deployment-store'
-import { CronSchedule, type CronSpec } from '../../shared/api/cron'
+import { CronCache } from '../../shared/api/cron'
 
 /** The scheduler's clock and timers: the wall clock by default; tests inject a manual one. */
 export interface SchedulerClock {
@@ -48,7 +48,7 @@ export interface DeploymentSchedulerParams {
  */
 export class DeploymentScheduler {
   private readonly clock: SchedulerClock
-  private readonly crons = new Map<string, CronSchedule>()
+  private readonly crons = new CronCache()
   private timer: unknown
   private unsubscribe?: () => void
   private running?: Promise<void>
@@ -111,16 +111,6 @@ export class DeploymentScheduler {
     this.timer = undefined
   }
 
-  private cron(spec: CronSpec): CronSchedule {
-    const key = `${spec.timezone} ${spec.expression}`
-    let c = this.crons.get(key)
-    if (!c) {
-      if (this.crons.size > 256) this.crons.clear()
-      this.crons.set(key, (c = new CronSchedule(spec)))
-    }
-    return c
-  }
-
   private async tick(): Promise<void> {
     const now = this.clock.now()
     const asleep = !this.firstTick
@@ -141,7 +131,7 @@ export class DeploymentScheduler {
           this.p.onError?.(err)
         }
       }
-      const next = this.cron(d.schedule).next(due.fire?.scheduledAt ?? d.firedThrough)
+      const next = this.crons.get(d.schedule).next(due.fire?.scheduledAt ?? d.firedThrough)
       if (next) nextAt = Math.min(nextAt, next.getTime() + d.jitterMs)
     }
     if (this.disposed) return
@@ -153,7 +143,7 @@ export class DeploymentScheduler {
    * has come, after the one it last fired; `missedSince` when earlier instants were passed over.
    */
   private due(d: ScheduledDeployment, now: number): { fire?: { scheduledAt: Date; missedSince?: Date } } {
-    const cron = this.cron(d.schedule)
+    const cron = this.crons.get(d.schedule)
     const first = cron.next(d.firedThrough)
     if (!first || first.getTime() + d.jitterMs > now) return {}
     const latest = cron.latestAtOrBefore(new Date(now - d.jitterMs)) ?? first

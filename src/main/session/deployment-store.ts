@@ -1,7 +1,7 @@
 import type { z } from 'zod'
 import type { Deployment, DeploymentPausedReasonError, DeploymentRun, Environment, Session } from '../../shared/api/types'
 import type { deploymentCreateSchema, deploymentListQuerySchema, deploymentRunListQuerySchema, deploymentUpdateSchema } from '../../shared/api/deployment-schemas'
-import { CronSchedule, deploymentJitterMs, type CronSpec } from '../../shared/api/cron'
+import { CronCache, deploymentJitterMs, type CronSpec } from '../../shared/api/cron'
 import { newId } from '../../shared/api/ids'
 import { CorralError, conflict, invalid, isCorralError, notFound } from '../../shared/errors'
 import type { Db } from './database'
@@ -137,7 +137,7 @@ export class DeploymentStore {
   /** Notified after each committed create, update, pause, unpause, archive (the scheduler re-plans). */
   readonly changes = new StoreChanges()
   private readonly clock: () => Date
-  private readonly crons = new Map<string, CronSchedule>()
+  private readonly crons = new CronCache()
   private readonly upcomingCache = new Map<string, { from: number; runs: string[] }>()
 
   constructor(
@@ -353,16 +353,6 @@ export class DeploymentStore {
     return row
   }
 
-  private cron(spec: CronSpec): CronSchedule {
-    const key = `${spec.timezone} ${spec.expression}`
-    let c = this.crons.get(key)
-    if (!c) {
-      if (this.crons.size > 256) this.crons.clear()
-      this.crons.set(key, (c = new CronSchedule(spec)))
-    }
-    return c
-  }
-
   /**
    * The next UPCOMING_RUNS instants of a schedule after now. Kept per schedule until its first
    * instant passes: nothing can change before then (a list of 100 deployments took ~330 ms
@@ -373,7 +363,7 @@ export class DeploymentStore {
     const key = `${spec.timezone} ${spec.expression}`
     const hit = this.upcomingCache.get(key)
     if (hit && now.getTime() >= hit.from && hit.runs.length > 0 && now.getTime() < Date.parse(hit.runs[0])) return [...hit.runs]
-    const runs = this.cron(spec).upcoming(now).map((t) => t.toISOString())
+    const runs = this.crons.get(spec).upcoming(now).map((t) => t.toISOString())
     if (this.upcomingCache.size > 256) this.upcomingCache.clear()
     this.upcomingCache.set(key, { from: now.getTime(), runs })
     return runs

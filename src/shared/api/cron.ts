@@ -120,3 +120,21 @@ export function deploymentJitterMs(deploymentId: string): number {
   }
   return Math.floor((h / 0x1_0000_0000) * MAX_JITTER_MS)
 }
+
+/**
+ * Schedules by spec, built once each (parsing a cron expression is the costly part of asking for
+ * its next instants). Bounded: past 256 specs it starts over.
+ */
+export class CronCache {
+  private readonly schedules = new Map<string, CronSchedule>()
+
+  get(spec: CronSpec): CronSchedule {
+    const key = `${spec.timezone} ${spec.expression}`
+    let c = this.schedules.get(key)
+    if (!c) {
+      if (this.schedules.size >= 256) this.schedules.clear()
+      this.schedules.set(key, (c = new CronSchedule(spec)))
+    }
+    return c
+  }
+}

@@ -8,6 +8,7 @@
  * object and its `agents` array are replaced, never mutated, so React sees what moved), so a
  * 1,000-agent run is folded as its events come, never by re-reading the log.
  */
+import { WORKFLOW_RUN_EVENT_TYPES } from '../../../../shared/api/workflow-runs'
 
 /** What one agent of a run is doing, from its thread's events. */
 export type RunAgentStatus =
@@ -97,13 +98,7 @@ export interface RunState {
 
 /** The event types the board reads (a typed `events.list` reads exactly these). */
 export const RUN_BOARD_EVENT_TYPES = [
-  'workflow_run.created',
-  'workflow_run.status_running',
-  'workflow_run.status_idle',
-  'workflow_run.phase_started',
-  'workflow_run.phase_ended',
-  'workflow_run.error',
-  'workflow_run.status_ended',
+  ...WORKFLOW_RUN_EVENT_TYPES,
   'session.thread_created',
   'session.thread_status_running',
   'session.thread_status_idle',

@@ -67,6 +67,7 @@ function readShapes(last: number, threads: string[], at: string): SqliteEventRea
       { streamOf: threads[0] },
       { types: ['agent.message'] },
       { types: ['user.interrupt', 'session.updated'] },
+      { types: ['agent.message', 'user.interrupt', 'agent.message'] },
       { types: ['session.thread_created', 'session.thread_status_idle', 'span.model_request_end', 'agent.thread_message_received'] },
       { types: ['agent.tool_use'], threadId: threads[1] },
     ] satisfies SqliteEventReadParams[])

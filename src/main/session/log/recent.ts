@@ -22,7 +22,8 @@ export interface RecentQuery {
   threadId?: string | null
   /** undefined: no stream filter; null: the primary's stream; a string: that thread's stream. */
   streamOf?: string | null
-  types?: ReadonlySet<string>
+  /** Distinct types (a short list: a read names a few). */
+  types?: readonly string[]
   /** processed_at comparisons, each [operator, ISO string] (text order is time order). */
   processedAt: readonly (readonly ['>' | '>=' | '<' | '<=', string])[]
 }
@@ -230,7 +231,7 @@ function matches(r: RecentRow, q: RecentQuery): boolean {
   if (q.threadId !== undefined && r.threadId !== q.threadId) return false
   if (q.streamOf === null && !(r.threadId === null || r.primaryVisible)) return false
   if (typeof q.streamOf === 'string' && (r.threadId !== q.streamOf || r.type === 'session.thread_created')) return false
-  if (q.types && !q.types.has(r.type)) return false
+  if (q.types && !q.types.includes(r.type)) return false
   for (const [op, v] of q.processedAt) {
     const t = r.processed_at
     if (op === '>' ? !(t > v) : op === '>=' ? !(t >= v) : op === '<' ? !(t < v) : !(t <= v)) return false

@@ -119,11 +119,11 @@ export async function openHarnessFixture(p: HarnessFixtureParams = {}): Promise<
         })
       })
     },
-    idleCount: (sessionId) => events(sessionId).filter((e) => e.type === 'session.status_idle').length,
+    idleCount: (sessionId) => idles(events(sessionId)).length,
     async waitForIdle(sessionId, timeoutMs, seen) {
-      const before = seen ?? events(sessionId).filter((e) => e.type === 'session.status_idle').length
-      const evs = await waitFor(sessionId, (e) => e.filter((x) => x.type === 'session.status_idle').length > before, timeoutMs)
-      return evs.filter((e) => e.type === 'session.status_idle')[before] as LoggedEvent & { stop_reason: { type: string; event_ids?: string[] } }
+      const before = seen ?? idles(events(sessionId)).length
+      const evs = await waitFor(sessionId, (e) => idles(e).length > before, timeoutMs)
+      return idles(evs)[before] as LoggedEvent & { stop_reason: { type: string; event_ids?: string[] } }
     },
     async close() {
       await engine.close()
@@ -159,3 +159,8 @@ export function team(f: HarnessFixture, names: string[], subagents: Record<strin
 
 /** Event types in order, for compact assertions. */
 export const typesOf = (events: readonly LoggedEvent[]): string[] => events.map((e) => e.type)
+
+/** The session's `session.status_idle` events, in order. */
+function idles(events: readonly LoggedEvent[]): LoggedEvent[] {
+  return events.filter((e) => e.type === 'session.status_idle')
+}

@@ -8,7 +8,7 @@
  * IPC: sends `{ url }` once listening; on `{ collect: true }` answers `{ requests }`: per worker
  * request its task, the tool_use_id of its last tool_result and, in CLOCK_MONOTONIC milliseconds
  * (process.hrtime, the same clock in every process), when its headers arrived and when its last
- * byte was handed to the socket.
+ * byte was handed to the socket; on `{ cpu: true }` answers `{ cpuMs }`, its CPU time so far (user + system).
  * Usage: fork with argv [JSON.stringify({ children, calls, firstTokenMs, lead, worker })].
  */
 import { ScriptedModelServer, say, userTexts, type RecordedRequest, type ScriptStep } from '../test/support/model-server'
@@ -61,7 +61,8 @@ function respond(req: RecordedRequest): ScriptStep {
 async function main(): Promise<void> {
   const server = await ScriptedModelServer.start(respond)
   server.keepRequests = 100_000
-  process.on('message', (m: { collect?: boolean }) => {
+  process.on('message', (m: { collect?: boolean; cpu?: boolean }) => {
+    if (m.cpu) return void process.send?.({ cpuMs: ((u) => (u.user + u.system) / 1000)(process.cpuUsage()) })
     if (!m.collect) return
     const requests: ThreadsModelRequest[] = server.requests.map((r) => {
       const sys = r.body.system?.[0]?.text ?? ''

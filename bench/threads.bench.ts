@@ -84,12 +84,14 @@ setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
 
 /** The scripted model in its own process (bench/threads-model.ts); `collect()` fetches its request records. */
-async function startModel(opts: ThreadsModelOptions): Promise<{ url: string; collect: () => Promise<ThreadsModelRequest[]>; close: () => void }> {
+async function startModel(opts: ThreadsModelOptions): Promise<{ url: string; collect: () => Promise<ThreadsModelRequest[]>; cpuMs: () => Promise<number>; close: () => void }> {
   const child = fork(join(__dirname, 'threads-model.ts'), [JSON.stringify(opts)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   let collected: ((r: ThreadsModelRequest[]) => void) | undefined
+  let onCpu: ((ms: number) => void) | undefined
   const url = await new Promise<string>((resolve, reject) => {
-    child.on('message', (m: { url?: string; requests?: ThreadsModelRequest[]; violations?: string[] }) => {
+    child.on('message', (m: { url?: string; requests?: ThreadsModelRequest[]; violations?: string[]; cpuMs?: number }) => {
       if (m.url) resolve(m.url)
+      if (m.cpuMs !== undefined) onCpu?.(m.cpuMs)
       if (m.requests) {
         if (m.violations?.length) throw new Error(`the scripted model saw calls off the offered schemas: ${m.violations.join('; ')}`)
         collected?.(m.requests)
@@ -103,6 +105,11 @@ async function startModel(opts: ThreadsModelOptions): Promise<{ url: string; col
       new Promise((resolve) => {
         collected = resolve
         child.send({ collect: true })
+      }),
+    cpuMs: () =>
+      new Promise((resolve) => {
+        onCpu = resolve
+        child.send({ cpu: true })
       }),
     close: () => child.disconnect(),
   }
@@ -171,6 +178,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const rssBefore = process.memoryUsage()
       const statements = process.env.CORRAL_BENCH_SQL && last ? countStatements(engine) : undefined
       const stopProfile = last ? await profileWindow() : async () => {}
+      const modelCpu0 = await model.cpuMs()
       const elu0 = performance.eventLoopUtilization()
       const cpu0 = process.cpuUsage()
       const started = performance.now()
@@ -180,6 +188,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const wallMs = performance.now() - started
       const elu = performance.eventLoopUtilization(elu0)
       const cpu = process.cpuUsage(cpu0)
+      const modelCpuMs = (await model.cpuMs()) - modelCpu0
       await stopProfile()
       const sqlStatements = statements?.stop()
       if (process.env.CORRAL_BENCH_SQL === 'top' && statements) for (const { sql, n, ms } of statements.top(25)) log(`${n}\t${ms.toFixed(1)} ms\t${sql}`)
@@ -224,6 +233,8 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
           // the work itself: the engine's event-loop busy time over the fan-out, per model request
           busy_ms_per_request: Number((elu.active / modelRequests).toFixed(2)),
           cpu_ms_per_request: Number(((cpu.user + cpu.system) / 1000 / modelRequests).toFixed(2)),
+          // the scripted model's process (not the engine's, but on the same two cores: a real model's is not)
+          model_cpu_ms_per_request: Number((modelCpuMs / modelRequests).toFixed(2)),
           event_loop_utilization: Number(elu.utilization.toFixed(2)),
           // CORRAL_BENCH_SQL=1: SQLite statements run (reads, writes, BEGIN/COMMIT) per model request, a
           // figure the machine's load does not move (counting them costs a little time of its own)
@@ -260,6 +271,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       turn_overhead_p95_ms: median(warmRuns.map((r) => r.figures.turn_overhead.p95_ms)),
       busy_ms_per_request: median(warmRuns.map((r) => r.figures.busy_ms_per_request)),
       cpu_ms_per_request: median(warmRuns.map((r) => r.figures.cpu_ms_per_request)),
+      model_cpu_ms_per_request: median(warmRuns.map((r) => r.figures.model_cpu_ms_per_request)),
       wall_ms: median(warmRuns.map((r) => r.figures.wall_ms)),
       rss_per_idle_child_mb: lastRun.figures.rss_per_idle_child_mb,
       // the process's first fan-out, before the JIT compiled the engine's code

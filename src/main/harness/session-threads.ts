@@ -81,11 +81,13 @@ export class SessionThreads {
   readonly usageByModel = new Map<string, ModelUsage>()
   /**
    * Threads running now (log key; '' the primary), and the wall time with at least one running:
-   * done (ms), and since when. A fork shares its origin's set until it changes it (a status batch
-   * of a workflow run's session previews against dozens of running threads).
+   * done (ms), and since when. A fork's set is what it changed over its origin's (a status batch
+   * of a workflow run's session previews against dozens of running threads: copying the set per
+   * preview was a visible share of a run's allocations).
    */
-  private runningNow = new Set<string>()
-  private ownRunning = true
+  private running = new RunningSet()
+  /** Forked since the running set was last copied: the fork reads it, so a change goes to a copy. */
+  private runningShared = false
   unionMs = 0
   unionSince = 0
   /** A thread wrote a status of its own (a multi-agent session): the session's status_* no longer time the activity. */
@@ -162,8 +164,8 @@ export class SessionThreads {
     Object.assign(copy.session, this.session)
     copy.base = this
     for (const [m, u] of this.usageByModel) copy.usageByModel.set(m, { ...u })
-    copy.runningNow = this.runningNow
-    copy.ownRunning = false
+    copy.running = new RunningSet(this.running)
+    this.runningShared = true
     for (const [r, st] of this.runs) copy.runs.set(r, st)
     copy.runEndSeq = this.runEndSeq
     Object.assign(copy.tally, this.tally)
@@ -272,17 +274,16 @@ export class SessionThreads {
 
   /** A thread starts or stops running at the event's time (an event not logged yet: now); the union counts overlap once. */
   private track(key: string, running: boolean, at: unknown): void {
-    if (running === this.runningNow.has(key)) return
+    if (running === this.running.has(key)) return
     const t = typeof at === 'string' ? Date.parse(at) : Date.now()
-    const was = this.runningNow.size > 0
-    if (!this.ownRunning) {
-      this.runningNow = new Set(this.runningNow)
-      this.ownRunning = true
+    const was = this.running.size > 0
+    if (this.runningShared) {
+      this.running = this.running.copy()
+      this.runningShared = false
     }
-    if (running) this.runningNow.add(key)
-    else this.runningNow.delete(key)
-    if (!was && this.runningNow.size > 0) this.unionSince = t
-    if (was && this.runningNow.size === 0) this.unionMs += Math.max(0, t - this.unionSince)
+    this.running.set(key, running)
+    if (!was && this.running.size > 0) this.unionSince = t
+    if (was && this.running.size === 0) this.unionMs += Math.max(0, t - this.unionSince)
   }
 
   /**
@@ -297,7 +298,7 @@ export class SessionThreads {
       for (const k of Object.keys(sum) as (keyof ModelUsage)[]) sum[k] += u[k]
       cents += listCostCents(model, u)
     }
-    const activeMs = this.unionMs + (this.runningNow.size > 0 ? Math.max(0, Date.now() - this.unionSince) : 0)
+    const activeMs = this.unionMs + (this.running.size > 0 ? Math.max(0, Date.now() - this.unionSince) : 0)
     return {
       type: 'session.usage',
       usage: {
@@ -345,6 +346,41 @@ export class SessionThreads {
     if (this.session.status === 'idle' && cur && cur.type === a.stop_reason.type && sameSet(cur.event_ids ?? [], a.stop_reason.event_ids ?? [])) return undefined
     if (this.session.status === 'terminated') return undefined
     return { type: 'session.status_idle', stop_reason: a.stop_reason as never, stop_details: null }
+  }
+}
+
+/**
+ * A set of keys, or (over a `base` that is never changed again) what changed over it: a fork's
+ * running threads cost what the fork changed, not a copy of its origin's.
+ */
+class RunningSet {
+  private readonly added = new Set<string>()
+  private readonly gone = new Set<string>()
+  size: number
+
+  constructor(private readonly base?: RunningSet) {
+    this.size = base?.size ?? 0
+  }
+
+  has(key: string): boolean {
+    return this.added.has(key) || (!this.gone.has(key) && (this.base?.has(key) ?? false))
+  }
+
+  set(key: string, on: boolean): void {
+    if (on === this.has(key)) return
+    if (on) {
+      if (!this.gone.delete(key)) this.added.add(key)
+    } else if (!this.added.delete(key)) this.gone.add(key)
+    this.size += on ? 1 : -1
+  }
+
+  /** The same keys, changeable without changing this one. */
+  copy(): RunningSet {
+    const c = new RunningSet(this.base)
+    for (const k of this.added) c.added.add(k)
+    for (const k of this.gone) c.gone.add(k)
+    c.size = this.size
+    return c
   }
 }
 

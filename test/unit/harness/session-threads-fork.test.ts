@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { SessionThreads, type AggregateStatus, type ThreadFacts } from '../../../src/main/harness/session-threads'
 
 const SID = 'sesn_01FORK'
@@ -83,5 +83,46 @@ describe('the threads fold: its aggregate and its previews', () => {
     expect(t.lastSeq).toBe(before.lastSeq)
     expect(t.aggregate()).toEqual({ status: 'running' })
     expect(t.aggregateEvent()).toBeUndefined()
+  })
+
+  describe('running threads and active time', () => {
+    afterEach(() => vi.useRealTimers())
+
+    it('stay each fold\'s own while forks, forks of forks and their origins change in any order', () => {
+      vi.useFakeTimers({ now: Date.parse('2026-01-01T01:00:00.000Z') })
+      const rand = mulberry32(20261206)
+      const ids = ['', ...Array.from({ length: 12 }, (_, i) => `sthr_r${i}`)]
+      // each fold beside a naive model of it: its own copy of the running set, its union time
+      type Model = { running: Set<string>; ms: number; since: number }
+      const folds: { t: SessionThreads; m: Model; seq: number }[] = []
+      const root = new SessionThreads(SID, PRIMARY)
+      let seq = 0
+      for (const id of ids.slice(1)) root.apply(++seq, created(id))
+      folds.push({ t: root, m: { running: new Set(), ms: 0, since: 0 }, seq })
+      const activeOf = (t: SessionThreads) => (t.usageEvent(null) as unknown as { usage: { active_seconds: number } }).usage.active_seconds
+      const modelActive = (m: Model) => (m.ms + (m.running.size > 0 ? Date.now() - m.since : 0)) / 1000
+      let clock = Date.parse('2026-01-01T00:00:00.000Z')
+      for (let i = 0; i < 3000; i++) {
+        if (rand() < 0.08 && folds.length < 40) {
+          const from = folds[Math.floor(rand() * folds.length)]
+          folds.push({ t: from.t.fork(), m: { running: new Set(from.m.running), ms: from.m.ms, since: from.m.since }, seq: from.seq })
+          continue
+        }
+        const f = folds[Math.floor(rand() * folds.length)]
+        const id = ids[Math.floor(rand() * ids.length)]
+        const on = rand() < 0.5
+        clock += 1000
+        const at = new Date(clock).toISOString()
+        f.t.apply(++f.seq, { ...(id === '' ? status(PRIMARY, on ? 'running' : 'idle', on ? undefined : { type: 'end_turn' }) : status(id, on ? 'running' : 'idle', on ? undefined : { type: 'end_turn' })), processed_at: at })
+        if (on !== f.m.running.has(id)) {
+          const was = f.m.running.size > 0
+          if (on) f.m.running.add(id)
+          else f.m.running.delete(id)
+          if (!was && f.m.running.size > 0) f.m.since = clock
+          if (was && f.m.running.size === 0) f.m.ms += clock - f.m.since
+        }
+        for (const g of folds) expect(activeOf(g.t)).toBe(modelActive(g.m))
+      }
+    })
   })
 })

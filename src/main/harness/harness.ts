@@ -19,7 +19,7 @@ import { deliverablesTool, evaluate, graderRequest, readDeliverables } from './o
 import { WORKFLOW_TOOLS } from './workflows/tools'
 import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
 import { PlatformTools, type PlatformToolResult, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
-import { SessionThreads } from './session-threads'
+import { SessionThreads, threadsAtCommit } from './session-threads'
 import { pause } from './pause'
 
 /** A never-stored preview: `event_start` (its `event` names the event's id, type and, for a child thread, `session_thread_id`) or `event_delta`. */
@@ -946,35 +946,6 @@ function isRunThreadArchive(e: EventInput, c: RunContext): boolean {
 function threadOf(e: EventInput, primaryId: string): string {
   return typeof e.session_thread_id === 'string' ? e.session_thread_id : primaryId
 }
-
-/**
- * The session's threads as an append's transaction has the log (EventsAtCommit): the fold caught
- * up on what is committed, and, when the transaction already wrote events of the session, a copy
- * with those folded in (the fold itself only ever holds committed events).
- */
-function threadsAtCommit(threads: SessionThreads, log: Pick<EventLog, 'read'>, earlier: readonly StoredEvent[]): SessionThreads {
-  threads.catchUp(log, earlier[0]?.seq)
-  if (earlier.length === 0) return threads
-  // Within one group transaction every status append of the session asks again, with the group's
-  // events so far: the copy the last one made goes on from where it was (a burst of 64 threads
-  // ending together re-applied each earlier append's events for every later one: O(k²)).
-  let m = groupForks.get(threads)
-  if (!m || m.baseSeq !== threads.lastSeq || m.applied > earlier.length || earlier[m.applied - 1] !== m.last) {
-    m = { fork: threads.fork(), baseSeq: threads.lastSeq, applied: 0, last: undefined }
-    groupForks.set(threads, m)
-  }
-  for (let i = m.applied; i < earlier.length; i++) m.fork.apply(earlier[i].seq, earlier[i].event as unknown as Record<string, unknown> & { type: string })
-  m.applied = earlier.length
-  m.last = earlier[earlier.length - 1]
-  return m.fork
-}
-
-/**
- * Per session fold, threadsAtCommit's last copy: the fold as it stood (`baseSeq`) with the first
- * `applied` events of a group transaction folded in, `last` the last of them (the same object: a
- * group redone after a rollback makes new ones, and a new group follows a fold that moved on).
- */
-const groupForks = new WeakMap<SessionThreads, { fork: SessionThreads; baseSeq: number; applied: number; last: StoredEvent | undefined }>()
 
 /** The session status event the threads' statuses call for once `batch` is appended (the fold itself is not changed). */
 function previewAggregate(threads: SessionThreads, batch: readonly EventInput[]): { agg: EventInput | undefined; after: SessionThreads } {

@@ -6,7 +6,7 @@
  */
 import { statusChangeOf, type SessionStatus } from '../../shared/api/events'
 import { countChildSlots } from '../../shared/api/thread-slots'
-import type { EventInput, EventLog } from '../session/event-log'
+import type { EventInput, EventLog, StoredEvent } from '../session/event-log'
 import type { ModelUsage } from './model-client'
 import { listCostCents, monetaryAmount } from '../../shared/api/pricing'
 import type { AgentToolConfig } from './tools'
@@ -348,6 +348,35 @@ export class SessionThreads {
     return { type: 'session.status_idle', stop_reason: a.stop_reason as never, stop_details: null }
   }
 }
+
+/**
+ * The session's threads as an append's transaction has the log (EventsAtCommit): the fold caught
+ * up on what is committed, and, when the transaction already wrote events of the session, a copy
+ * with those folded in (the fold itself only ever holds committed events).
+ */
+export function threadsAtCommit(threads: SessionThreads, log: Pick<EventLog, 'read'>, earlier: readonly StoredEvent[]): SessionThreads {
+  threads.catchUp(log, earlier[0]?.seq)
+  if (earlier.length === 0) return threads
+  // Within one group transaction every status append of the session asks again, with the group's
+  // events so far: the copy the last one made goes on from where it was (a burst of 64 threads
+  // ending together re-applied each earlier append's events for every later one: O(k²)).
+  let m = groupForks.get(threads)
+  if (!m || m.baseSeq !== threads.lastSeq || m.applied > earlier.length || earlier[m.applied - 1] !== m.last) {
+    m = { fork: threads.fork(), baseSeq: threads.lastSeq, applied: 0, last: undefined }
+    groupForks.set(threads, m)
+  }
+  for (let i = m.applied; i < earlier.length; i++) m.fork.apply(earlier[i].seq, earlier[i].event as unknown as Record<string, unknown> & { type: string })
+  m.applied = earlier.length
+  m.last = earlier[earlier.length - 1]
+  return m.fork
+}
+
+/**
+ * Per session fold, threadsAtCommit's last copy: the fold as it stood (`baseSeq`) with the first
+ * `applied` events of a group transaction folded in, `last` the last of them (the same object: a
+ * group redone after a rollback makes new ones, and a new group follows a fold that moved on).
+ */
+const groupForks = new WeakMap<SessionThreads, { fork: SessionThreads; baseSeq: number; applied: number; last: StoredEvent | undefined }>()
 
 /**
  * A set of keys, or (over a `base` that is never changed again) what changed over it: a fork's

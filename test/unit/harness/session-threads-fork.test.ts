@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { SessionThreads, type AggregateStatus, type ThreadFacts } from '../../../src/main/harness/session-threads'
+import { SessionThreads, threadsAtCommit, type AggregateStatus, type ThreadFacts } from '../../../src/main/harness/session-threads'
+import type { StoredEvent } from '../../../src/main/session/event-log'
 
 const SID = 'sesn_01FORK'
 const PRIMARY = 'sthr_01FORK'
@@ -123,6 +124,54 @@ describe('the threads fold: its aggregate and its previews', () => {
         }
         for (const g of folds) expect(activeOf(g.t)).toBe(modelActive(g.m))
       }
+    })
+  })
+
+  describe('the fold at commit (threadsAtCommit)', () => {
+    /** A log holding what is committed, read as the fold's catch-up reads it. */
+    const logOf = (committed: StoredEvent[]) => ({
+      read: (_sid: string, p: { after?: number; before?: number; types?: readonly string[]; limit?: number }) =>
+        committed.filter((s) => s.seq > (p.after ?? 0) && s.seq < (p.before ?? Infinity) && (!p.types || p.types.includes(s.event.type))).slice(0, p.limit ?? 100),
+    })
+    const stored = (seq: number, e: Ev): StoredEvent => ({ seq, sessionId: SID, event: e as never })
+    const setUp = () => {
+      const committed = [stored(1, created('sthr_a')), stored(2, created('sthr_b')), stored(3, status('sthr_a', 'running')), stored(4, status('sthr_b', 'running'))]
+      const fold = new SessionThreads(SID, PRIMARY)
+      return { committed, fold, log: logOf(committed) }
+    }
+
+    it('goes on within one group from the copy the last append made, and says what a fresh copy would', () => {
+      const { fold, log } = setUp()
+      const g1 = [stored(5, status('sthr_a', 'idle', { type: 'end_turn' }))]
+      const first = threadsAtCommit(fold, log, g1)
+      expect(first).not.toBe(fold)
+      expect(first.child('sthr_a')?.status).toBe('idle')
+      const g2 = [...g1, stored(6, status('sthr_b', 'idle', { type: 'end_turn' }))]
+      const second = threadsAtCommit(fold, log, g2)
+      expect(second).toBe(first)
+      const fresh = fold.fork()
+      for (const s of g2) fresh.apply(s.seq, s.event as never)
+      expect(second.aggregate()).toEqual(fresh.aggregate())
+      expect(second.allChildren().map((c) => c.status)).toEqual(['idle', 'idle'])
+      // the fold itself holds only what is committed
+      expect(fold.allChildren().map((c) => c.status)).toEqual(['running', 'running'])
+      expect(fold.aggregate()).toEqual({ status: 'running' })
+    })
+
+    it('starts over for a group redone after a rollback (new events at the same seqs) and after the fold moved on', () => {
+      const { committed, fold, log } = setUp()
+      const before = threadsAtCommit(fold, log, [stored(5, status('sthr_a', 'idle', { type: 'end_turn' }))])
+      expect(before.child('sthr_a')?.status).toBe('idle')
+      // the redo wrote something else at seq 5
+      const redo = threadsAtCommit(fold, log, [stored(5, status('sthr_a', 'rescheduled'))])
+      expect(redo).not.toBe(before)
+      expect(redo.child('sthr_a')?.status).toBe('rescheduling')
+      // the group committed; the next one starts from the fold caught up on it
+      committed.push(stored(5, status('sthr_a', 'rescheduled')), stored(6, status('sthr_b', 'idle', { type: 'end_turn' })))
+      const next = threadsAtCommit(fold, log, [stored(7, status('sthr_a', 'idle', { type: 'end_turn' }))])
+      expect(fold.lastSeq).toBe(6)
+      expect(next.allChildren().map((c) => c.status)).toEqual(['idle', 'idle'])
+      expect(next.aggregateEvent()).toEqual({ type: 'session.status_idle', stop_reason: { type: 'end_turn' }, stop_details: null })
     })
   })
 })

@@ -16,6 +16,7 @@ import type { SqliteEventLog } from '../src/main/session/sqlite-event-log'
 import { newId } from '../src/shared/api/ids'
 import { summary } from './stats'
 import { ScriptedModelServer, say } from '../test/support/model-server'
+import { benchChild } from './child'
 
 type Log = (msg: string) => void
 
@@ -26,7 +27,8 @@ type Log = (msg: string) => void
  */
 async function modelProcess(opts: { text?: string; delayMs?: number; chunkSize?: number; chunkDelayMs?: number } = {}) {
   if (process.env.CORRAL_BENCH_MODEL === 'inprocess') return modelInProcess(opts)
-  const child = fork(join(__dirname, '../test/support/model-server-process.ts'), [JSON.stringify(opts)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const script = benchChild('model-server-process', 'test/support/model-server-process.ts')
+  const child = fork(script.path, [JSON.stringify(opts)], { execArgv: script.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const serverMs = new Map<string, number>()
   const arrivedAbs = new Map<string, number>()
   const waiters = new Map<string, () => void>()

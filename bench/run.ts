@@ -14,15 +14,17 @@ async function main(): Promise<void> {
   const outIdx = args.indexOf('--out')
   const out = outIdx >= 0 ? args.splice(outIdx, 2)[1] : undefined
   const dir = __dirname
-  const all = readdirSync(dir).filter((f) => f.endsWith('.bench.ts')).sort()
+  // built (scripts/bench.mjs: out/bench/<name>.bench.js) or the sources through tsx
+  const suffix = __filename.endsWith('.js') ? '.bench.js' : '.bench.ts'
+  const all = readdirSync(dir).filter((f) => f.endsWith(suffix)).sort()
   const chosen = args.length ? all.filter((f) => args.some((a) => f.startsWith(a))) : all
   if (args.length && chosen.length === 0) {
-    console.error(`no benchmark matches ${args.join(', ')}; available: ${all.map((f) => f.replace('.bench.ts', '')).join(', ')}`)
+    console.error(`no benchmark matches ${args.join(', ')}; available: ${all.map((f) => f.replace(suffix, '')).join(', ')}`)
     process.exit(2)
   }
   const results: Record<string, unknown> = {}
   for (const file of chosen) {
-    const name = file.replace('.bench.ts', '')
+    const name = file.replace(suffix, '')
     const log = (msg: string) => console.error(`[bench ${name}] ${msg}`)
     log('starting')
     const started = Date.now()

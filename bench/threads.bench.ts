@@ -36,6 +36,7 @@ import { countStatements } from './sql-count'
 import { percentile, summary } from './stats'
 import type { ThreadsModelOptions, ThreadsModelRequest } from './threads-model'
 import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../src/main/hands/tool-router'
+import { benchChild } from './child'
 
 const FAN_OUT_DEFINITION =
   'the fan-out runs CORRAL_BENCH_FANOUTS times (default 5) on one engine, each in a new session; `cold` is the first (a fresh process: the JIT has not compiled the engine, the SDK or the HTTP client yet), the top-level figures are the medians over the others (warm: what a desktop that has run for a few minutes does); `runs` has each'
@@ -85,7 +86,8 @@ const gc = runInNewContext('gc') as () => void
 
 /** The scripted model in its own process (bench/threads-model.ts); `collect()` fetches its request records. */
 async function startModel(opts: ThreadsModelOptions): Promise<{ url: string; collect: () => Promise<ThreadsModelRequest[]>; cpuMs: () => Promise<number>; close: () => void }> {
-  const child = fork(join(__dirname, 'threads-model.ts'), [JSON.stringify(opts)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const script = benchChild('threads-model', 'bench/threads-model.ts')
+  const child = fork(script.path, [JSON.stringify(opts)], { execArgv: script.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   let collected: ((r: ThreadsModelRequest[]) => void) | undefined
   let onCpu: ((ms: number) => void) | undefined
   const url = await new Promise<string>((resolve, reject) => {

@@ -22,6 +22,7 @@ import { profileWindow } from './profile'
 import { countStatements } from './sql-count'
 import { percentile, summary } from './stats'
 import { createRunSession, field } from '../test/support/workflow-crash-fixture'
+import { benchChild } from './child'
 
 const PER_PHASE = 500
 const AGENTS = 2 * PER_PHASE
@@ -57,7 +58,8 @@ interface ModelStats {
 }
 
 async function modelProcess(): Promise<{ url: string; stats: () => Promise<ModelStats>; cpuMs: () => Promise<number>; close: () => Promise<void> }> {
-  const child = fork(join(__dirname, '../test/support/workflow-model-process.ts'), [JSON.stringify({ n: PER_PHASE, delayMs: FIRST_TOKEN_MS })], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const script = benchChild('workflow-model-process', 'test/support/workflow-model-process.ts')
+  const child = fork(script.path, [JSON.stringify({ n: PER_PHASE, delayMs: FIRST_TOKEN_MS })], { execArgv: script.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   let onStats: ((s: ModelStats) => void) | undefined
   let onCpu: ((ms: number) => void) | undefined
   const url = await new Promise<string>((resolve, reject) => {

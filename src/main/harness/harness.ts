@@ -19,7 +19,7 @@ import { deliverablesTool, evaluate, graderRequest, readDeliverables } from './o
 import { WORKFLOW_TOOLS } from './workflows/tools'
 import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
 import { PlatformTools, type PlatformToolResult, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
-import { SessionThreads, threadsAtCommit } from './session-threads'
+import { SessionThreads } from './session-threads'
 import { pause } from './pause'
 
 /** A never-stored preview: `event_start` (its `event` names the event's id, type and, for a child thread, `session_thread_id`) or `event_delta`. */
@@ -312,7 +312,7 @@ export class Harness {
       return
     }
     const atCommit = ({ earlier }: { earlier: readonly StoredEvent[] }): EventInput[] => {
-      const threads = threadsAtCommit(c.threads, this.deps.log, earlier)
+      const threads = c.threads.atCommit(this.deps.log, earlier)
       const own = threads.facts(c.threadKey)
       let batch = evs
       // (a run's thread archived with its idle keeps going too: its archive goes with the idle)
@@ -341,7 +341,7 @@ export class Harness {
     await this.deps.log.append(
       c.sessionId,
       ({ earlier }) => {
-        const threads = threadsAtCommit(c.threads, this.deps.log, earlier)
+        const threads = c.threads.atCommit(this.deps.log, earlier)
         const agg = threads.aggregateEvent()
         return agg ? withUsage(agg, threads, () => this.deps.sessions.retrieve(c.sessionId).budget) : []
       },

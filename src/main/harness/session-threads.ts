@@ -123,6 +123,32 @@ export class SessionThreads {
     }
   }
 
+  /**
+   * The session's threads as an append's transaction has the log (EventsAtCommit): this fold
+   * caught up on what is committed, and, when the transaction already wrote events of the
+   * session, a copy with those folded in (the fold itself only ever holds committed events).
+   * Within one group transaction every status append of the session asks again, with the group's
+   * events so far: the copy the last one made goes on from where it was (a burst of 64 threads
+   * ending together re-applied each earlier append's events for every later one: O(k²)). It is
+   * made afresh when this fold moved on, or when the events it holds are not the group's (a group
+   * redone after a rollback makes new ones).
+   */
+  atCommit(log: Pick<EventLog, 'read'>, earlier: readonly StoredEvent[]): SessionThreads {
+    this.catchUp(log, earlier[0]?.seq)
+    if (earlier.length === 0) return this
+    let g = this.groupFork
+    if (!g || g.baseSeq !== this.lastSeq || g.applied > earlier.length || earlier[g.applied - 1] !== g.last) {
+      g = this.groupFork = { fork: this.fork(), baseSeq: this.lastSeq, applied: 0, last: undefined }
+    }
+    for (let i = g.applied; i < earlier.length; i++) g.fork.apply(earlier[i].seq, earlier[i].event as unknown as Record<string, unknown> & { type: string })
+    g.applied = earlier.length
+    g.last = earlier[earlier.length - 1]
+    return g.fork
+  }
+
+  /** atCommit's last copy: this fold as it stood (`baseSeq`) with the first `applied` events of a group folded in, `last` the last of them. */
+  private groupFork: { fork: SessionThreads; baseSeq: number; applied: number; last: StoredEvent | undefined } | undefined
+
   /** The facts of a thread by its log key (null / the primary's id: the primary). */
   facts(threadId: string | null): ThreadFacts | undefined {
     if (threadId === null || threadId === this.primaryId) return this.primary
@@ -348,35 +374,6 @@ export class SessionThreads {
     return { type: 'session.status_idle', stop_reason: a.stop_reason as never, stop_details: null }
   }
 }
-
-/**
- * The session's threads as an append's transaction has the log (EventsAtCommit): the fold caught
- * up on what is committed, and, when the transaction already wrote events of the session, a copy
- * with those folded in (the fold itself only ever holds committed events).
- */
-export function threadsAtCommit(threads: SessionThreads, log: Pick<EventLog, 'read'>, earlier: readonly StoredEvent[]): SessionThreads {
-  threads.catchUp(log, earlier[0]?.seq)
-  if (earlier.length === 0) return threads
-  // Within one group transaction every status append of the session asks again, with the group's
-  // events so far: the copy the last one made goes on from where it was (a burst of 64 threads
-  // ending together re-applied each earlier append's events for every later one: O(k²)).
-  let m = groupForks.get(threads)
-  if (!m || m.baseSeq !== threads.lastSeq || m.applied > earlier.length || earlier[m.applied - 1] !== m.last) {
-    m = { fork: threads.fork(), baseSeq: threads.lastSeq, applied: 0, last: undefined }
-    groupForks.set(threads, m)
-  }
-  for (let i = m.applied; i < earlier.length; i++) m.fork.apply(earlier[i].seq, earlier[i].event as unknown as Record<string, unknown> & { type: string })
-  m.applied = earlier.length
-  m.last = earlier[earlier.length - 1]
-  return m.fork
-}
-
-/**
- * Per session fold, threadsAtCommit's last copy: the fold as it stood (`baseSeq`) with the first
- * `applied` events of a group transaction folded in, `last` the last of them (the same object: a
- * group redone after a rollback makes new ones, and a new group follows a fold that moved on).
- */
-const groupForks = new WeakMap<SessionThreads, { fork: SessionThreads; baseSeq: number; applied: number; last: StoredEvent | undefined }>()
 
 /**
  * A set of keys, or (over a `base` that is never changed again) what changed over it: a fork's

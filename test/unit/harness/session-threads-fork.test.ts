@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { SessionThreads, threadsAtCommit, type AggregateStatus, type ThreadFacts } from '../../../src/main/harness/session-threads'
+import { SessionThreads, type AggregateStatus, type ThreadFacts } from '../../../src/main/harness/session-threads'
 import type { StoredEvent } from '../../../src/main/session/event-log'
 
 const SID = 'sesn_01FORK'
@@ -127,7 +127,7 @@ describe('the threads fold: its aggregate and its previews', () => {
     })
   })
 
-  describe('the fold at commit (threadsAtCommit)', () => {
+  describe('the fold at commit (atCommit)', () => {
     /** A log holding what is committed, read as the fold's catch-up reads it. */
     const logOf = (committed: StoredEvent[]) => ({
       read: (_sid: string, p: { after?: number; before?: number; types?: readonly string[]; limit?: number }) =>
@@ -143,11 +143,11 @@ describe('the threads fold: its aggregate and its previews', () => {
     it('goes on within one group from the copy the last append made, and says what a fresh copy would', () => {
       const { fold, log } = setUp()
       const g1 = [stored(5, status('sthr_a', 'idle', { type: 'end_turn' }))]
-      const first = threadsAtCommit(fold, log, g1)
+      const first = fold.atCommit(log, g1)
       expect(first).not.toBe(fold)
       expect(first.child('sthr_a')?.status).toBe('idle')
       const g2 = [...g1, stored(6, status('sthr_b', 'idle', { type: 'end_turn' }))]
-      const second = threadsAtCommit(fold, log, g2)
+      const second = fold.atCommit(log, g2)
       expect(second).toBe(first)
       const fresh = fold.fork()
       for (const s of g2) fresh.apply(s.seq, s.event as never)
@@ -160,15 +160,15 @@ describe('the threads fold: its aggregate and its previews', () => {
 
     it('starts over for a group redone after a rollback (new events at the same seqs) and after the fold moved on', () => {
       const { committed, fold, log } = setUp()
-      const before = threadsAtCommit(fold, log, [stored(5, status('sthr_a', 'idle', { type: 'end_turn' }))])
+      const before = fold.atCommit(log, [stored(5, status('sthr_a', 'idle', { type: 'end_turn' }))])
       expect(before.child('sthr_a')?.status).toBe('idle')
       // the redo wrote something else at seq 5
-      const redo = threadsAtCommit(fold, log, [stored(5, status('sthr_a', 'rescheduled'))])
+      const redo = fold.atCommit(log, [stored(5, status('sthr_a', 'rescheduled'))])
       expect(redo).not.toBe(before)
       expect(redo.child('sthr_a')?.status).toBe('rescheduling')
       // the group committed; the next one starts from the fold caught up on it
       committed.push(stored(5, status('sthr_a', 'rescheduled')), stored(6, status('sthr_b', 'idle', { type: 'end_turn' })))
-      const next = threadsAtCommit(fold, log, [stored(7, status('sthr_a', 'idle', { type: 'end_turn' }))])
+      const next = fold.atCommit(log, [stored(7, status('sthr_a', 'idle', { type: 'end_turn' }))])
       expect(fold.lastSeq).toBe(6)
       expect(next.allChildren().map((c) => c.status)).toEqual(['idle', 'idle'])
       expect(next.aggregateEvent()).toEqual({ type: 'session.status_idle', stop_reason: { type: 'end_turn' }, stop_details: null })

@@ -8,6 +8,7 @@ import { readdirSync, writeFileSync, mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { cpus, totalmem } from 'node:os'
 import { pathToFileURL } from 'node:url'
+import { BUILT } from './child'
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2)
@@ -15,7 +16,7 @@ async function main(): Promise<void> {
   const out = outIdx >= 0 ? args.splice(outIdx, 2)[1] : undefined
   const dir = __dirname
   // built (scripts/bench.mjs: out/bench/<name>.bench.js) or the sources through tsx
-  const suffix = __filename.endsWith('.js') ? '.bench.js' : '.bench.ts'
+  const suffix = BUILT ? '.bench.js' : '.bench.ts'
   const all = readdirSync(dir).filter((f) => f.endsWith(suffix)).sort()
   const chosen = args.length ? all.filter((f) => args.some((a) => f.startsWith(a))) : all
   if (args.length && chosen.length === 0) {

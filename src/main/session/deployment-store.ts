@@ -1,7 +1,7 @@
 import type { z } from 'zod'
 import type { Deployment, DeploymentPausedReasonError, DeploymentRun, Environment, Session } from '../../shared/api/types'
 import type { deploymentCreateSchema, deploymentListQuerySchema, deploymentRunListQuerySchema, deploymentUpdateSchema } from '../../shared/api/deployment-schemas'
-import { CronCache, deploymentJitterMs, type CronSpec } from '../../shared/api/cron'
+import { CronCache, cronKey, deploymentJitterMs, type CronSpec } from '../../shared/api/cron'
 import { newId } from '../../shared/api/ids'
 import { CorralError, conflict, invalid, isCorralError, notFound } from '../../shared/errors'
 import type { Db } from './database'
@@ -360,7 +360,7 @@ export class DeploymentStore {
    */
   private upcoming(spec: CronSpec): string[] {
     const now = this.clock()
-    const key = `${spec.timezone} ${spec.expression}`
+    const key = cronKey(spec)
     const hit = this.upcomingCache.get(key)
     if (hit && now.getTime() >= hit.from && hit.runs.length > 0 && now.getTime() < Date.parse(hit.runs[0])) return [...hit.runs]
     const runs = this.crons.get(spec).upcoming(now).map((t) => t.toISOString())

@@ -121,6 +121,11 @@ export function deploymentJitterMs(deploymentId: string): number {
   return Math.floor((h / 0x1_0000_0000) * MAX_JITTER_MS)
 }
 
+/** One string per schedule (its time zone and expression): the key of caches by schedule. */
+export function cronKey(spec: CronSpec): string {
+  return `${spec.timezone} ${spec.expression}`
+}
+
 /**
  * Schedules by spec, built once each (parsing a cron expression is the costly part of asking for
  * its next instants). Bounded: past 256 specs it starts over.
@@ -129,7 +134,7 @@ export class CronCache {
   private readonly schedules = new Map<string, CronSchedule>()
 
   get(spec: CronSpec): CronSchedule {
-    const key = `${spec.timezone} ${spec.expression}`
+    const key = cronKey(spec)
     let c = this.schedules.get(key)
     if (!c) {
       if (this.schedules.size >= 256) this.schedules.clear()

@@ -128,7 +128,7 @@ export function cronKey(spec: CronSpec): string {
 
 /**
  * Schedules by spec, built once each (parsing a cron expression is the costly part of asking for
- * its next instants). Bounded: past 256 specs it starts over.
+ * its next instants). Bounded: past 257 specs it starts over (as each store's own map did).
  */
 export class CronCache {
   private readonly schedules = new Map<string, CronSchedule>()
@@ -137,7 +137,7 @@ export class CronCache {
     const key = cronKey(spec)
     let c = this.schedules.get(key)
     if (!c) {
-      if (this.schedules.size >= 256) this.schedules.clear()
+      if (this.schedules.size > 256) this.schedules.clear()
       this.schedules.set(key, (c = new CronSchedule(spec)))
     }
     return c

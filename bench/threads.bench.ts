@@ -31,6 +31,7 @@ import { runInNewContext } from 'node:vm'
 import { Engine } from '../src/main/engine'
 import type { LoggedEvent } from '../src/main/session/event-log'
 import { MACHINE_DEFINITION, probeMachine } from './machine'
+import { measureTurnFloor, TURN_FLOOR_DEFINITION } from './turn-floor'
 import { profileWindow } from './profile'
 import { countStatements } from './sql-count'
 import { percentile, summary } from './stats'
@@ -268,6 +269,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       turn_overhead_definition: TURN_OVERHEAD_DEFINITION,
       fan_out_definition: FAN_OUT_DEFINITION,
       machine_definition: MACHINE_DEFINITION,
+      turn_floor_definition: TURN_FLOOR_DEFINITION,
       // the figures the targets are held against: the medians over the warm fan-outs (2nd and later)
       turn_overhead_p50_ms: median(warmRuns.map((r) => r.figures.turn_overhead.p50_ms)),
       turn_overhead_p95_ms: median(warmRuns.map((r) => r.figures.turn_overhead.p95_ms)),
@@ -281,7 +283,8 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       runs: runs.map((r) => r.figures),
       // the machine's load while measuring (2 cores shared with other work inflate every figure)
       load_average_1m: Number(loadavg()[0].toFixed(2)),
-      // after the fan-outs, so it does not disturb them
+      // after the fan-outs, so they do not disturb them
+      turn_floor: await measureTurnFloor({ url: model.url, system: WORKER, chains: 16, collect: model.collect }),
       machine: await probeMachine(),
     }
     log(JSON.stringify(result))

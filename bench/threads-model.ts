@@ -19,6 +19,10 @@ export interface ThreadsModelOptions {
   firstTokenMs: number
   lead: string
   worker: string
+  /** Characters of text streamed before each worker response's tool call and in its final answer, `chunkSize` per delta (0: none, the default). */
+  textChars?: number
+  /** ms between a response's SSE events once it started (0: the whole response in one write, the default). */
+  chunkDelayMs?: number
 }
 
 export interface ThreadsModelRequest {
@@ -54,8 +58,10 @@ function respond(req: RecordedRequest): ScriptStep {
   if (sys !== opts.worker) return say('warm', { delayMs: 1 })
   let results = 0
   for (const m of req.body.messages) if (m.role === 'user' && typeof m.content !== 'string') results += m.content.filter((b) => b.type === 'tool_result').length
-  if (results >= opts.calls) return say('finished', { delayMs: opts.firstTokenMs })
-  return { kind: 'message', delayMs: opts.firstTokenMs, blocks: [{ type: 'tool_use', name: 'bash', input: { command: `echo ${results}` } }] }
+  const text = opts.textChars ? 'Looking at what the task needs next, one more command. '.repeat(Math.ceil(opts.textChars / 56)).slice(0, opts.textChars) : ''
+  const paced = { delayMs: opts.firstTokenMs, chunkDelayMs: opts.chunkDelayMs || undefined }
+  if (results >= opts.calls) return { kind: 'message', ...paced, blocks: [{ type: 'text', text: text ? `finished. ${text}` : 'finished' }] }
+  return { kind: 'message', ...paced, blocks: [...(text ? [{ type: 'text' as const, text }] : []), { type: 'tool_use', name: 'bash', input: { command: `echo ${results}` } }] }
 }
 
 async function main(): Promise<void> {

@@ -75,6 +75,12 @@ const CHILDREN = Math.max(1, Number(process.env.CORRAL_BENCH_CHILDREN ?? 25))
 /** Fan-outs run one after another on one engine (CORRAL_BENCH_FANOUTS, default 5): the first is cold, the others warm. */
 const FANOUTS = Math.max(1, Number(process.env.CORRAL_BENCH_FANOUTS ?? 5))
 const CALLS = 3
+/**
+ * Streamed responses (CORRAL_BENCH_STREAM=<chars>[:<ms>]): each child response carries that many
+ * characters of text (8 per delta) before its tool call and in its final answer, with <ms> between
+ * SSE events, as a real model streams; by default every response is six events written at once.
+ */
+const STREAM = ((v) => ({ textChars: Number(v[0]) || 0, chunkDelayMs: Number(v[1]) || 0 }))((process.env.CORRAL_BENCH_STREAM ?? '').split(':'))
 const FIRST_TOKEN_MS = 100
 /** The model's own latency on the critical path: lead request, the children's 4 requests, the final lead request. */
 const IDEAL_MS = FIRST_TOKEN_MS * (1 + CALLS + 1 + 1)
@@ -123,7 +129,7 @@ const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6
 
 export async function run(log: (msg: string) => void): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'corral-bench-threads-'))
-  const model = await startModel({ children: CHILDREN, calls: CALLS, firstTokenMs: FIRST_TOKEN_MS, lead: LEAD, worker: WORKER })
+  const model = await startModel({ children: CHILDREN, calls: CALLS, firstTokenMs: FIRST_TOKEN_MS, lead: LEAD, worker: WORKER, textChars: STREAM.textChars, chunkDelayMs: STREAM.chunkDelayMs })
   const router = new TimedToolRouter(join(dir, 'effects.log'))
   const engine = Engine.open({
     dataDir: dir,

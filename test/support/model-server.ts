@@ -194,7 +194,7 @@ export class ScriptedModelServer {
         recorded.firstTokenAt = performance.now()
         this.onFirstToken?.(recorded)
       }
-      if (gap) await sleep(gap)
+      if (gap && i + 1 < Math.min(limit, events.length)) await sleep(gap)
     }
     if (corked) res.uncork()
     if (step.kind === 'cut') {

@@ -86,7 +86,7 @@ const FIRST_TOKEN_MS = 100
 const IDEAL_MS = FIRST_TOKEN_MS * (1 + CALLS + 1 + 1)
 const LEAD = 'You are the lead.'
 const WORKER = 'You are a worker.'
-const MODEL_THREAD = process.env.CORRAL_BENCH_MODEL_THREAD === 'inline' ? 'inline' : 'worker'
+const MODEL_THREAD = process.env.CORRAL_BENCH_MODEL_THREAD === 'worker' ? 'worker' : 'inline'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
@@ -137,7 +137,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' },
     toolRouter: router,
     defaultHands: false,
-    // the desktop's and `corral serve`'s model client: on its own thread (CORRAL_BENCH_MODEL_THREAD=inline: the event loop's)
+    // the desktop's and `corral serve`'s model client: on the event loop (CORRAL_BENCH_MODEL_THREAD=worker: on a thread of its own)
     harness: { stallTimeoutMs: 10_000, modelThread: MODEL_THREAD },
     log: () => {},
   })

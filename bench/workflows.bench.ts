@@ -28,8 +28,8 @@ const PER_PHASE = 500
 const AGENTS = 2 * PER_PHASE
 const CONCURRENT = 64
 const FIRST_TOKEN_MS = 200
-/** The desktop's and `corral serve`'s model client: on a thread of its own (CORRAL_BENCH_MODEL_THREAD=inline: on the event loop). */
-const MODEL_THREAD = process.env.CORRAL_BENCH_MODEL_THREAD === 'inline' ? 'inline' : 'worker'
+/** The desktop's and `corral serve`'s model client: on the event loop (CORRAL_BENCH_MODEL_THREAD=worker: on a thread of its own). */
+const MODEL_THREAD = process.env.CORRAL_BENCH_MODEL_THREAD === 'worker' ? 'worker' : 'inline'
 
 const DEFINITIONS = {
   wall_ms: 'from the commit of workflow_run.created to the commit of workflow_run.status_ended (the lead\'s own turns excluded)',

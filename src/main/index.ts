@@ -212,7 +212,7 @@ else {
     registerAppProtocol()
     // The API key and the local token live in the keychain (safeStorage in the app); the engine
     // wakes every session that was running when the app last quit.
-    engine = await Engine.openWithKeychain({ dataDir: resolveDataDir(process.env, app.getPath('userData')), safeStorage, harness: { modelThread: 'worker' } })
+    engine = await Engine.openWithKeychain({ dataDir: resolveDataDir(process.env, app.getPath('userData')), safeStorage })
     apiUrl = (await engine.listen(0)).url
     adapter = createIpcAdapter({ app: engine.app, token: engine.token, services: engine.services })
     registerIpc()

@@ -181,7 +181,7 @@ export function registerRunCommand(program: Command): void {
       const dataDir = opts.dataDir ?? resolveDataDir()
       const log = (m: string) => process.stderr.write(m + '\n')
       // The engine's default hands: Docker first, then bubblewrap (disposed by engine.close()).
-      const engine = await Engine.openWithKeychain({ dataDir, log, harness: { modelThread: 'worker' } })
+      const engine = await Engine.openWithKeychain({ dataDir, log })
       const rl = createInterface({ input: process.stdin, output: process.stderr })
       let interrupted = false
       let sessionId: string | undefined

@@ -24,9 +24,10 @@ export interface BrainsOptions extends HarnessOptions {
   /** Model request stall timeout, overriding settings (ms). */
   stallTimeoutMs?: number
   /**
-   * Where the model client runs: 'worker' (one worker thread per process for every brain's
-   * requests: harness/model-thread.ts; the desktop and `corral serve`) or 'inline' (on the
-   * engine's event loop; the default, and always when a ModelClient is given).
+   * Where the model client runs: 'inline' (on the engine's event loop: the default, what the
+   * desktop, `corral serve` and `corral run` use, and always when a ModelClient is given) or
+   * 'worker' (one worker thread per process for every brain's requests: harness/model-thread.ts,
+   * which says why it is no longer the default).
    */
   modelThread?: 'worker' | 'inline'
   /** Workflow runs: threads working at once per run (default 64), agents per run (default 1000), the program's limits. */

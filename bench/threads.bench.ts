@@ -171,10 +171,11 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     const warm = await s.sessions.create({ agent: single.id, environment_id: env.id, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] } as never)
     await idleAt(warm.id, (e) => e.at(-1)?.type === 'session.status_idle')
     const fanOutDone = (e: LoggedEvent[]) => e.at(-1)?.type === 'session.status_idle' && e.some((x) => x.type === 'agent.message' && (x as unknown as { content: { text: string }[] }).content[0].text === 'all done')
-    // when each child's report committed (by the child's task text), from the log's commit notifications
+    // when each child's report committed (by the child's task text), told at the commit (before its
+    // fsync), as the primary's brain is
     const taskOfThread = new Map<string, string>()
     let reportedAt = new Map<string, number>()
-    const stopWatch = s.log.subscribeAll(({ event }) => {
+    const stopWatch = s.log.subscribeCommitted(({ event }) => {
       if (event.type !== 'agent.thread_message_received') return
       const e = event as unknown as { session_thread_id?: string; from_session_thread_id?: string; content: { type: string; text?: string }[] }
       if (e.session_thread_id) taskOfThread.set(e.session_thread_id, e.content[0]?.text ?? '')

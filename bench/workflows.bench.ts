@@ -127,7 +127,8 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
     const checkpoint = () => engine.stores.db.pragma('wal_checkpoint(TRUNCATE)')
     checkpoint()
     const bytesBefore = fileBytes(dir)
-    // the run as the log tells it (told once per commit, after its fsync)
+    // the run as the log commits it (told at each commit, before its fsync, as the run's driver and
+    // the scheduler are: what they do next does not wait for the disk, so neither do the figures)
     let createdAt = 0
     let endedAt = 0
     const threadCreatedAt = new Map<string, number>()
@@ -135,7 +136,7 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
     const archivedAt = new Map<string, number>()
     let finish: () => void = () => {}
     const finished = new Promise<void>((r) => (finish = r))
-    const stopWatch = s.log.subscribeAll(({ event }) => {
+    const stopWatch = s.log.subscribeCommitted(({ event }) => {
       const t = now()
       const tid = event.session_thread_id
       switch (event.type) {

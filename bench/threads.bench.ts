@@ -22,7 +22,6 @@
  * last fan-out (bench/profile.ts); CORRAL_BENCH_SQL=1 counts the SQLite statements it runs (=top also lists the most run ones);
  * CORRAL_BENCH_CHILDREN=n fans out to n children instead of 25 (1 measures an uncontended turn).
  */
-import { fork } from 'node:child_process'
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -37,7 +36,7 @@ import { countStatements } from './sql-count'
 import { percentile, summary } from './stats'
 import type { ThreadsModelOptions, ThreadsModelRequest } from './threads-model'
 import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../src/main/hands/tool-router'
-import { benchChild } from './child'
+import { forkModel } from './child'
 
 const FAN_OUT_DEFINITION =
   'the fan-out runs CORRAL_BENCH_FANOUTS times (default 5) on one engine, each in a new session; `cold` is the first (a fresh process: the JIT has not compiled the engine, the SDK or the HTTP client yet), the top-level figures are the medians over the others (warm: what a desktop that has run for a few minutes does); `runs` has each'
@@ -92,36 +91,14 @@ setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
 
 /** The scripted model in its own process (bench/threads-model.ts); `collect()` fetches its request records. */
-async function startModel(opts: ThreadsModelOptions): Promise<{ url: string; collect: () => Promise<ThreadsModelRequest[]>; cpuMs: () => Promise<number>; close: () => void }> {
-  const script = benchChild('threads-model', 'bench/threads-model.ts')
-  const child = fork(script.path, [JSON.stringify(opts)], { execArgv: script.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-  let collected: ((r: ThreadsModelRequest[]) => void) | undefined
-  let onCpu: ((ms: number) => void) | undefined
-  const url = await new Promise<string>((resolve, reject) => {
-    child.on('message', (m: { url?: string; requests?: ThreadsModelRequest[]; violations?: string[]; cpuMs?: number }) => {
-      if (m.url) resolve(m.url)
-      if (m.cpuMs !== undefined) onCpu?.(m.cpuMs)
-      if (m.requests) {
-        if (m.violations?.length) throw new Error(`the scripted model saw calls off the offered schemas: ${m.violations.join('; ')}`)
-        collected?.(m.requests)
-      }
-    })
-    child.once('exit', (code: number | null) => reject(new Error(`the scripted model process exited (${code})`)))
-  })
-  return {
-    url,
-    collect: () =>
-      new Promise((resolve) => {
-        collected = resolve
-        child.send({ collect: true })
-      }),
-    cpuMs: () =>
-      new Promise((resolve) => {
-        onCpu = resolve
-        child.send({ cpu: true })
-      }),
-    close: () => child.disconnect(),
+async function startModel(opts: ThreadsModelOptions): Promise<{ url: string; collect: () => Promise<ThreadsModelRequest[]>; cpuMs: () => Promise<number>; close: () => Promise<void> }> {
+  const model = await forkModel('threads-model', 'bench/threads-model.ts', [JSON.stringify(opts)])
+  const collect = async () => {
+    const m = await model.ask<{ requests: ThreadsModelRequest[]; violations?: string[] }>({ collect: true }, 'requests')
+    if (m.violations?.length) throw new Error(`the scripted model saw calls off the offered schemas: ${m.violations.join('; ')}`)
+    return m.requests
   }
+  return { ...model, collect }
 }
 
 /** Milliseconds on CLOCK_MONOTONIC, which the model's process reads too. */
@@ -298,7 +275,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     return result
   } finally {
     await engine.close()
-    model.close()
+    await model.close()
     rmSync(dir, { recursive: true, force: true })
   }
 }

@@ -12,7 +12,6 @@
  * top-level figures (and the targets) are the medians of the others, the steady state of a
  * desktop or `corral serve` that has been running for a while (as the threads bench does).
  */
-import { fork } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,7 +21,7 @@ import { profileWindow } from './profile'
 import { countStatements } from './sql-count'
 import { percentile, summary } from './stats'
 import { createRunSession, field } from '../test/support/workflow-crash-fixture'
-import { benchChild } from './child'
+import { forkModel } from './child'
 
 const PER_PHASE = 500
 const AGENTS = 2 * PER_PHASE
@@ -58,36 +57,8 @@ interface ModelStats {
 }
 
 async function modelProcess(): Promise<{ url: string; stats: () => Promise<ModelStats>; cpuMs: () => Promise<number>; close: () => Promise<void> }> {
-  const script = benchChild('workflow-model-process', 'test/support/workflow-model-process.ts')
-  const child = fork(script.path, [JSON.stringify({ n: PER_PHASE, delayMs: FIRST_TOKEN_MS })], { execArgv: script.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-  let onStats: ((s: ModelStats) => void) | undefined
-  let onCpu: ((ms: number) => void) | undefined
-  const url = await new Promise<string>((resolve, reject) => {
-    child.on('message', (m: { url?: string; stats?: ModelStats; cpuMs?: number }) => {
-      if (m.url) resolve(m.url)
-      if (m.stats) onStats?.(m.stats)
-      if (m.cpuMs !== undefined) onCpu?.(m.cpuMs)
-    })
-    child.once('exit', (code) => reject(new Error(`model server process exited with ${code}`)))
-  })
-  return {
-    url,
-    stats: () =>
-      new Promise<ModelStats>((resolve) => {
-        onStats = resolve
-        child.send({ stats: true })
-      }),
-    cpuMs: () =>
-      new Promise<number>((resolve) => {
-        onCpu = resolve
-        child.send({ cpu: true })
-      }),
-    close: () =>
-      new Promise<void>((r) => {
-        child.once('exit', () => r())
-        child.disconnect()
-      }),
-  }
+  const model = await forkModel('workflow-model-process', 'test/support/workflow-model-process.ts', [JSON.stringify({ n: PER_PHASE, delayMs: FIRST_TOKEN_MS })])
+  return { ...model, stats: () => model.ask<{ stats: ModelStats }>({ stats: true }, 'stats').then((m) => m.stats) }
 }
 
 const now = () => performance.timeOrigin + performance.now()

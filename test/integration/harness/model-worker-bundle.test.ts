@@ -6,8 +6,9 @@ import { ModelThread, ThreadedModelClient } from '../../../src/main/harness/mode
 import { ScriptedModelServer, callTool } from '../../support/model-server'
 import { requirement } from '../../support/requirements'
 
-// The desktop runs the bundle (electron-vite build), whose model thread is out/main/model-worker.js
-// beside out/main/index.js; tsx and vitest run the TypeScript source instead.
+// The desktop runs the bundle (electron-vite build); with the model client on its own thread
+// (harness.modelThread 'worker', an option) that thread is out/main/model-worker.js beside
+// out/main/index.js; tsx and vitest run the TypeScript source instead.
 const bundled = join(__dirname, '../../../out/main/model-worker.js')
 const build = requirement('the electron-vite build (out/main/model-worker.js)', () => (existsSync(bundled) ? undefined : 'run `npx electron-vite build` first'))
 

@@ -9,9 +9,10 @@
 // Node flags for the benches' process go in NODE_OPTIONS or after `node` by hand:
 //   node scripts/bench.mjs --build-only && node --cpu-prof out/bench/run.js workflows
 import { spawnSync } from 'node:child_process'
-import { readdirSync, rmSync } from 'node:fs'
+import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { bundleForNode } from './bundle-node.mjs'
 
 const root = join(fileURLToPath(import.meta.url), '../..')
 const args = process.argv.slice(2)
@@ -25,9 +26,7 @@ function run(cmd, argv) {
 
 if (process.env.CORRAL_BENCH_SOURCE === '1') process.exit(run(join(root, 'node_modules/.bin/tsx'), ['bench/run.ts', ...args]))
 
-const { build } = await import('esbuild')
 const outdir = join(root, 'out/bench')
-rmSync(outdir, { recursive: true, force: true })
 const entryPoints = {
   run: 'bench/run.ts',
   // the processes the benches fork (the scripted models) and the model client's worker thread
@@ -38,18 +37,6 @@ const entryPoints = {
   'model-worker': 'src/main/harness/model-worker.ts',
 }
 for (const f of readdirSync(join(root, 'bench'))) if (f.endsWith('.bench.ts')) entryPoints[f.replace(/\.ts$/, '')] = `bench/${f}`
-const started = Date.now()
-await build({
-  absWorkingDir: root,
-  entryPoints,
-  outdir,
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node20',
-  packages: 'external',
-  sourcemap: 'linked',
-  logLevel: 'warning',
-})
-console.error(`[bench] built ${Object.keys(entryPoints).length} modules into out/bench in ${Date.now() - started} ms`)
+const ms = await bundleForNode(root, entryPoints, outdir)
+console.error(`[bench] built ${Object.keys(entryPoints).length} modules into out/bench in ${ms} ms`)
 if (!buildOnly) process.exit(run(process.execPath, [join(outdir, 'run.js'), ...args]))

@@ -1,11 +1,18 @@
-import { afterEach, describe, expect, it } from 'vitest'
-import { spawn, type ChildProcess } from 'node:child_process'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, statSync, readFileSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 
 const children: ChildProcess[] = []
+
+// `npm run serve` runs the CLI as built (scripts/build-cli.mjs → out/cli/corral.js, plain node),
+// so that is what these tests start; the other CLI tests run the sources through tsx.
+const CLI = join(process.cwd(), 'out/cli/corral.js')
+beforeAll(() => {
+  execFileSync(process.execPath, ['scripts/build-cli.mjs'], { stdio: 'inherit', timeout: 60_000 })
+}, 90_000)
 const dirs: string[] = []
 
 afterEach(() => {
@@ -13,9 +20,9 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
 })
 
-/** Starts `corral serve --port 0` and resolves with its printed URL. */
+/** Starts `corral serve --port 0` (the built CLI) and resolves with its printed URL. */
 function startServe(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main/cli/main.ts', 'serve', '--port', '0'], {
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0'], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -91,7 +98,7 @@ describe('corral serve', () => {
   })
 
   it('refuses a port that is not a number with a message naming the option', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main/cli/main.ts', 'serve', '--port', 'abc'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [CLI, 'serve', '--port', 'abc'], { stdio: ['ignore', 'pipe', 'pipe'] })
     children.push(child)
     let err = ''
     child.stderr!.on('data', (b: Buffer) => (err += b.toString()))

@@ -25,8 +25,8 @@ export interface ServeParams {
 }
 
 /**
- * Starts the real `corral serve` (src/main/cli/main.ts through tsx, as `npm run serve` does after
- * its build) on a free port on 127.0.0.1, and resolves once it prints its URL.
+ * Starts the real `corral serve` (out/cli/corral.js, built by the global setup, as `npm run serve`
+ * runs it) on a free port on 127.0.0.1, and resolves once it prints its URL.
  */
 export async function startServe(p: ServeParams): Promise<ServeProcess> {
   const env: NodeJS.ProcessEnv = {
@@ -41,7 +41,7 @@ export async function startServe(p: ServeParams): Promise<ServeProcess> {
   else delete env.ANTHROPIC_BASE_URL
   if (p.noApiKey) delete env.ANTHROPIC_API_KEY
   Object.assign(env, p.env)
-  const child: ChildProcess = spawn(join(ROOT, 'node_modules/.bin/tsx'), ['src/main/cli/main.ts', 'serve', '--port', String(p.port ?? 0), '--data-dir', p.dataDir], {
+  const child: ChildProcess = spawn(process.execPath, [join(ROOT, 'out/cli/corral.js'), 'serve', '--port', String(p.port ?? 0), '--data-dir', p.dataDir], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

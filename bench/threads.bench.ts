@@ -20,7 +20,10 @@
  * The scripted model runs in a process of its own (bench/threads-model.ts), as a real model is
  * never in the engine's process; the two share the machine's cores. CORRAL_BENCH_PROFILE=<file> writes a CPU profile of the
  * last fan-out (bench/profile.ts); CORRAL_BENCH_SQL=1 counts the SQLite statements it runs (=top also lists the most run ones);
- * CORRAL_BENCH_CHILDREN=n fans out to n children instead of 25 (1 measures an uncontended turn).
+ * CORRAL_BENCH_CHILDREN=n fans out to n children instead of 25 (1 measures an uncontended turn);
+ * CORRAL_BENCH_STREAM=<chars>[:<ms>] streams the children's responses (see STREAM).
+ * After the fan-outs, `turn_floor` (bench/turn-floor.ts) times the same turn done by a bare loop
+ * with no engine, against the same model process: what this machine and the SDK cost a turn.
  */
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -78,6 +81,7 @@ const CALLS = 3
  * Streamed responses (CORRAL_BENCH_STREAM=<chars>[:<ms>]): each child response carries that many
  * characters of text (8 per delta) before its tool call and in its final answer, with <ms> between
  * SSE events, as a real model streams; by default every response is six events written at once.
+ * `ideal_ms` counts the first-token delays only, not the streaming.
  */
 const STREAM = ((v) => ({ textChars: Number(v[0]) || 0, chunkDelayMs: Number(v[1]) || 0 }))((process.env.CORRAL_BENCH_STREAM ?? '').split(':'))
 const FIRST_TOKEN_MS = 100

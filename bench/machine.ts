@@ -11,7 +11,7 @@ import Database from 'better-sqlite3'
 import { fdatasyncSync, mkdtempSync, openSync, closeSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { percentile } from './stats'
+import { p50ms } from './stats'
 
 export const MACHINE_DEFINITION =
   "the log's disk steps on this machine, outside the engine: a WAL commit (synchronous=NORMAL, two 2 KB rows in an indexed table) and the WAL's fdatasync, p50 ms back to back and after 100 ms of idle (a turn's wait for its model)"
@@ -22,7 +22,6 @@ export interface MachineProbe {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
-const r3 = (x: number) => Math.round(x * 1000) / 1000
 
 /** Takes ≈ 2 s (15 samples after an idle wait of 100 ms each). */
 export async function probeMachine(): Promise<MachineProbe> {
@@ -54,7 +53,7 @@ export async function probeMachine(): Promise<MachineProbe> {
         commits.push(t1 - t0)
         syncs.push(performance.now() - t1)
       }
-      return { commit: r3(percentile(commits, 50)), sync: r3(percentile(syncs, 50)) }
+      return { commit: p50ms(commits), sync: p50ms(syncs) }
     }
     await sample(20, 0) // warm the statements
     const hot = await sample(100, 0)

@@ -6,8 +6,14 @@ export function percentile(sample: readonly number[], p: number): number {
   return sorted[rank]
 }
 
+/** Milliseconds to the microsecond, as the benches' JSON gives them. */
+export const round3 = (x: number): number => Math.round(x * 1000) / 1000
+
+/** The p50 of a sample, to the microsecond. */
+export const p50ms = (sample: readonly number[]): number => round3(percentile(sample, 50))
+
 export function summary(sampleMs: readonly number[]): { n: number; p50_ms: number; p95_ms: number; p99_ms: number; max_ms: number } {
-  const r = (x: number) => Math.round(x * 1000) / 1000
+  const r = round3
   return {
     n: sampleMs.length,
     p50_ms: r(percentile(sampleMs, 50)),

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { modelTools } from '../src/main/harness/tools'
 import { nodeFetch } from '../src/main/harness/model-transport'
-import { percentile } from './stats'
+import { p50ms } from './stats'
 
 export const TURN_FLOOR_DEFINITION =
   "a bare loop beside the engine (no engine: the official SDK on the event loop over the model client's transport, one WAL row per response and per tool result, the WAL's fdatasync before the tool, the engine's tool schemas), against the same model process, one chain at a time: p50 ms from a response's last byte to the next request's arrival minus the tool's time, with and without the fdatasync; the engine's one-child turn overhead (CORRAL_BENCH_CHILDREN=1) is held against it"
@@ -107,8 +107,7 @@ export async function measureTurnFloor(params: { url: string; system: string; ch
         ;(synced.has(task) ? withSync : without).push(turn)
       }
     }
-    const r3 = (x: number) => Math.round(x * 1000) / 1000
-    return { p50_ms: r3(percentile(withSync, 50)), without_fsync_p50_ms: r3(percentile(without, 50)), turns: withSync.length + without.length }
+    return { p50_ms: p50ms(withSync), without_fsync_p50_ms: p50ms(without), turns: withSync.length + without.length }
   } finally {
     if (walFd >= 0) closeSync(walFd)
     db.close()

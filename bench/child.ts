@@ -26,14 +26,18 @@ export interface ModelChild {
   close(): Promise<void>
 }
 
-/** Forks the model process `name` (benchChild) with `argv` and waits for its `{ url }`. */
-export async function forkModel(name: string, source: string, argv: string[]): Promise<ModelChild> {
+/**
+ * Forks the model process `name` (benchChild) with `argv` and waits for its `{ url }`;
+ * `onMessage` hears every message it sends (for what it reports unasked).
+ */
+export async function forkModel(name: string, source: string, argv: string[], onMessage?: (m: Record<string, unknown>) => void): Promise<ModelChild> {
   const script = benchChild(name, source)
   const child = fork(script.path, argv, { execArgv: script.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const waiting = new Map<string, (m: Record<string, unknown>) => void>()
   const url = await new Promise<string>((resolve, reject) => {
     child.on('message', (m: Record<string, unknown>) => {
       if (typeof m.url === 'string') resolve(m.url)
+      onMessage?.(m)
       for (const key of Object.keys(m)) {
         const answer = waiting.get(key)
         if (!answer) continue

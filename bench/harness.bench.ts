@@ -6,7 +6,6 @@
  *  - wake() of a 10,000-event session to its next model request (target ≤ 100 ms);
  *  - time-to-first-token with lazy sandboxes vs. provisioning a Docker sandbox first (eager).
  */
-import { fork } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -16,7 +15,7 @@ import type { SqliteEventLog } from '../src/main/session/sqlite-event-log'
 import { newId } from '../src/shared/api/ids'
 import { summary } from './stats'
 import { ScriptedModelServer, say } from '../test/support/model-server'
-import { benchChild } from './child'
+import { forkModel } from './child'
 
 type Log = (msg: string) => void
 
@@ -27,33 +26,24 @@ type Log = (msg: string) => void
  */
 async function modelProcess(opts: { text?: string; delayMs?: number; chunkSize?: number; chunkDelayMs?: number } = {}) {
   if (process.env.CORRAL_BENCH_MODEL === 'inprocess') return modelInProcess(opts)
-  const script = benchChild('model-server-process', 'test/support/model-server-process.ts')
-  const child = fork(script.path, [JSON.stringify(opts)], { execArgv: script.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const serverMs = new Map<string, number>()
   const arrivedAbs = new Map<string, number>()
   const waiters = new Map<string, () => void>()
-  const url = await new Promise<string>((resolve, reject) => {
-    child.on('message', (m: { url?: string; marker?: string; serverMs?: number; arrivedAbs?: number }) => {
-      if (m.url) resolve(m.url)
-      if (m.marker !== undefined) {
-        serverMs.set(m.marker, m.serverMs ?? 0)
-        if (m.arrivedAbs !== undefined) arrivedAbs.set(m.marker, m.arrivedAbs)
-        waiters.get(m.marker)?.()
-      }
-    })
-    child.once('exit', (code) => reject(new Error(`model server process exited with ${code}`)))
+  // it reports each request's time to its first token unasked, by the request's marker
+  const model = await forkModel('model-server-process', 'test/support/model-server-process.ts', [JSON.stringify(opts)], (m) => {
+    const r = m as { marker?: string; serverMs?: number; arrivedAbs?: number }
+    if (r.marker === undefined) return
+    serverMs.set(r.marker, r.serverMs ?? 0)
+    if (r.arrivedAbs !== undefined) arrivedAbs.set(r.marker, r.arrivedAbs)
+    waiters.get(r.marker)?.()
   })
   return {
-    url,
+    url: model.url,
     serverMs,
     arrivedAbs,
     /** Resolves when the server has reported the request carrying `marker`. */
     reported: (marker: string) => (serverMs.has(marker) ? Promise.resolve() : new Promise<void>((r) => waiters.set(marker, r))),
-    close: () =>
-      new Promise<void>((r) => {
-        child.once('exit', () => r())
-        child.disconnect()
-      }),
+    close: () => model.close(),
   }
 }
 

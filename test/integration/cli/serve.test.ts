@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 
 const children: ChildProcess[] = []
+const dirs: string[] = []
 
 // `npm run serve` runs the CLI as built (scripts/build-cli.mjs → out/cli/corral.js, plain node),
 // so that is what these tests start; the other CLI tests run the sources through tsx.
@@ -13,7 +14,6 @@ const CLI = join(process.cwd(), 'out/cli/corral.js')
 beforeAll(() => {
   execFileSync(process.execPath, ['scripts/build-cli.mjs'], { stdio: 'inherit', timeout: 60_000 })
 }, 90_000)
-const dirs: string[] = []
 
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL')

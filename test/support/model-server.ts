@@ -182,19 +182,19 @@ export class ScriptedModelServer {
     res.flushHeaders()
     recorded.firstByteAt = performance.now()
     const events = sseEvents(step.kind === 'message' ? step : { kind: 'message', blocks: step.blocks }, body.model)
-    const limit = step.kind === 'message' ? events.length : step.afterEvents
+    const limit = Math.min(step.kind === 'message' ? events.length : step.afterEvents, events.length)
     const gap = step.kind === 'message' ? (step.chunkDelayMs ?? 0) : 0
     // a whole response written at once goes out in one write, as a server's buffered stream would
     const corked = step.kind === 'message' && !gap
     if (corked) res.cork()
-    for (let i = 0; i < Math.min(limit, events.length); i++) {
+    for (let i = 0; i < limit; i++) {
       if (res.destroyed) return
       res.write(`event: ${events[i].type}\ndata: ${JSON.stringify(events[i])}\n\n`)
       if (events[i].type === 'content_block_delta' && recorded.firstTokenAt === undefined) {
         recorded.firstTokenAt = performance.now()
         this.onFirstToken?.(recorded)
       }
-      if (gap && i + 1 < Math.min(limit, events.length)) await sleep(gap)
+      if (gap && i + 1 < limit) await sleep(gap)
     }
     if (corked) res.uncork()
     if (step.kind === 'cut') {

@@ -28,6 +28,26 @@ export interface TurnFloor {
   turns: number
 }
 
+/**
+ * Hands `stream`'s events to `onEvent` up to its message_stop and resolves there, reading the rest
+ * of the body behind, as the engine's model client does: leaving the SDK's iterator early aborts
+ * the request, and its connection would not go back to the keep-alive pool (every request of a
+ * floor would then open a connection the engine's do not).
+ */
+export async function untilMessageStop(stream: AsyncIterable<Anthropic.RawMessageStreamEvent>, onEvent: (ev: Anthropic.RawMessageStreamEvent) => void): Promise<void> {
+  const it = stream[Symbol.asyncIterator]()
+  for (;;) {
+    const r = await it.next()
+    if (r.done) return
+    onEvent(r.value)
+    if (r.value.type !== 'message_stop') continue
+    void (async () => {
+      while (!(await it.next()).done);
+    })().catch(() => {})
+    return
+  }
+}
+
 /** The model process's record of one request (bench/threads-model.ts), in CLOCK_MONOTONIC ms. */
 interface Timed {
   task?: string
@@ -60,17 +80,14 @@ export async function measureTurnFloor(params: { url: string; system: string; ch
         if (walFd < 0) walFd = openSync(join(dir, 'floor.db-wal'), 'r')
         fdatasync(walFd, (err) => (err ? reject(err) : resolve()))
       })
-    const start = Number(process.hrtime.bigint()) / 1e6
-    for (let i = 0; i < params.chains; i++) {
-      const task = `floor ${i}`
-      const fsync = i % 2 === 0
+    const chain = async (task: string, fsync: boolean): Promise<void> => {
       if (fsync) synced.add(task)
       const messages: Anthropic.MessageParam[] = [{ role: 'user', content: [{ type: 'text', text: task }] }]
       for (;;) {
         const stream = await client.messages.create({ model: 'claude-sonnet-5-5', max_tokens: 4096, system: [{ type: 'text', text: params.system }], messages, tools: tools as never, stream: true })
         const blocks: Record<string, unknown>[] = []
         let json = ''
-        for await (const ev of stream) {
+        await untilMessageStop(stream, (ev) => {
           if (ev.type === 'content_block_start') {
             blocks[ev.index] = { ...ev.content_block }
             json = ''
@@ -79,11 +96,11 @@ export async function measureTurnFloor(params: { url: string; system: string; ch
             else if (ev.delta.type === 'input_json_delta') json += ev.delta.partial_json
           } else if (ev.type === 'content_block_stop') {
             if (blocks[ev.index].type === 'tool_use') blocks[ev.index].input = json ? JSON.parse(json) : {}
-          } else if (ev.type === 'message_stop') break
-        }
+          }
+        })
         insert.run(task, 'agent.message', JSON.stringify(blocks))
         const use = blocks.find((b) => b.type === 'tool_use') as { id: string; input: { command?: string } } | undefined
-        if (!use) break
+        if (!use) return
         if (fsync) await sync()
         const t = performance.now()
         appendFileSync(join(dir, 'effects.log'), `effect ${use.id} ran bash: ${String(use.input.command)}\n`)
@@ -92,6 +109,8 @@ export async function measureTurnFloor(params: { url: string; system: string; ch
         messages.push({ role: 'assistant', content: blocks as never }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'ok' }] })
       }
     }
+    const start = Number(process.hrtime.bigint()) / 1e6
+    for (let i = 0; i < params.chains; i++) await chain(`floor ${i}`, i % 2 === 0)
     const byTask = new Map<string, Timed[]>()
     for (const r of await params.collect()) if (r.arrivedAt >= start && r.task?.startsWith('floor ')) byTask.set(r.task, [...(byTask.get(r.task) ?? []), r])
     const withSync: number[] = []

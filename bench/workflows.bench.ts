@@ -11,6 +11,8 @@
  * data directory: the first, before the JIT has compiled anything, is reported as `cold`; the
  * top-level figures (and the targets) are the medians of the others, the steady state of a
  * desktop or `corral serve` that has been running for a while (as the threads bench does).
+ * After the runs, `bare_run` (bench/bare-run.ts) does the same run's two phases with a bare loop
+ * and no engine, against a model process of its own: what the machine and the SDK cost it.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
@@ -20,7 +22,8 @@ import { MACHINE_DEFINITION, probeMachine } from './machine'
 import { profileWindow } from './profile'
 import { countStatements } from './sql-count'
 import { percentile, summary } from './stats'
-import { createRunSession, field } from '../test/support/workflow-crash-fixture'
+import { createRunSession, field, WORKER } from '../test/support/workflow-crash-fixture'
+import { measureBareRun, BARE_RUN_DEFINITION, type BareRun } from './bare-run'
 import { forkModel } from './child'
 
 const PER_PHASE = 500
@@ -235,13 +238,25 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
   }
 }
 
+/** The same run's shape done by a bare loop (bench/bare-run.ts), against a model process of its own. */
+async function bareRun(log: (msg: string) => void): Promise<BareRun> {
+  const model = await modelProcess()
+  try {
+    log(`bare_run: the run's two phases by a bare loop (no engine), ${CONCURRENT} at a time`)
+    return await measureBareRun({ url: model.url, system: WORKER, perPhase: PER_PHASE, concurrent: CONCURRENT, stats: model.stats })
+  } finally {
+    await model.close()
+  }
+}
+
 export async function run(log: (msg: string) => void): Promise<Record<string, unknown>> {
   const k = Math.max(1, Number(process.env.CORRAL_BENCH_RUNS ?? 4))
   const runs: Record<string, unknown>[] = []
   for (let i = 0; i < k; i++) runs.push(await once(log))
-  // after the runs, so it does not disturb them
+  // after the runs, so they do not disturb them
+  const bare = await bareRun(log)
   const machine = await probeMachine()
-  if (k === 1) return { definitions: { ...DEFINITIONS, machine: MACHINE_DEFINITION }, ...runs[0], machine }
+  if (k === 1) return { definitions: { ...DEFINITIONS, machine: MACHINE_DEFINITION, bare_run: BARE_RUN_DEFINITION }, ...runs[0], bare_run: bare, machine }
   const warm = runs.slice(1)
   const median = (pick: (r: Record<string, unknown>) => number) => percentile(warm.map(pick), 50)
   const keys = ['wall_ms', 'per_agent_model_ms', 'ideal_ms', 'wall_over_ideal', 'run_overhead_share', 'engine_busy_ms_per_agent', 'engine_cpu_ms_per_agent', 'model_cpu_ms_per_agent', 'log_bytes_per_agent', 'rss_peak_mb']
@@ -249,6 +264,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     definitions: {
       ...DEFINITIONS,
       machine: MACHINE_DEFINITION,
+      bare_run: BARE_RUN_DEFINITION,
       runs: `the run was done ${k} times in this process, each with a fresh engine: \`cold\` is the first (nothing compiled by the JIT yet); the top-level figures are the medians of the other ${k - 1} (warm)`,
     },
     ...Object.fromEntries(keys.map((key) => [key, median((r) => r[key] as number)])),
@@ -258,6 +274,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       mean: median((r) => (r.agent_call_overhead_share as { mean: number }).mean),
     },
     targets: { run_overhead_share: 0.05, agent_call_overhead_share: 0.05 },
+    bare_run: bare,
     machine,
     cold: runs[0],
     runs: warm,

@@ -37,6 +37,6 @@ const entryPoints = {
   'model-worker': 'src/main/harness/model-worker.ts',
 }
 for (const f of readdirSync(join(root, 'bench'))) if (f.endsWith('.bench.ts')) entryPoints[f.replace(/\.ts$/, '')] = `bench/${f}`
-const ms = await bundleForNode(root, entryPoints, outdir)
+const { ms } = await bundleForNode(root, entryPoints, outdir)
 console.error(`[bench] built ${Object.keys(entryPoints).length} modules into out/bench in ${ms} ms`)
 if (!buildOnly) process.exit(run(process.execPath, [join(outdir, 'run.js'), ...args]))

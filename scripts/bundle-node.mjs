@@ -4,12 +4,15 @@
 // from out/<dir>/ as they do from src/main/<dir>/ (hands/paths.ts, vault/peer-credentials.ts).
 import { rmSync } from 'node:fs'
 
-/** Bundles `entryPoints` ({ name: source }) into `outdir` (emptied first); resolves with the ms it took. */
+/**
+ * Bundles `entryPoints` ({ name: source }) into `outdir` (emptied first); resolves with the ms it
+ * took and the files it read (paths relative to `root`: what the bundle must be rebuilt after).
+ */
 export async function bundleForNode(root, entryPoints, outdir) {
   const { build } = await import('esbuild')
   rmSync(outdir, { recursive: true, force: true })
   const started = Date.now()
-  await build({
+  const result = await build({
     absWorkingDir: root,
     entryPoints,
     outdir,
@@ -20,6 +23,7 @@ export async function bundleForNode(root, entryPoints, outdir) {
     packages: 'external',
     sourcemap: 'linked',
     logLevel: 'warning',
+    metafile: true,
   })
-  return Date.now() - started
+  return { ms: Date.now() - started, inputs: Object.keys(result.metafile.inputs) }
 }

@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync, statSync, readFileSync, existsSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync, readFileSync, existsSync, utimesSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
@@ -143,4 +143,22 @@ describe('corral serve on a machine without an OS keychain (no D-Bus session bus
     expect(view.body.api_key).toEqual({ set: false, source: null })
     expect(view.body.keychain).toMatchObject({ available: false, backend: 'keyring', problem: expect.stringContaining('dbus-run-session') })
   })
+})
+
+describe('scripts/build-cli.mjs (what `npm run serve` and `npm run cli` run first)', () => {
+  it('keeps the built CLI while none of its sources changed, and builds it again once one did', () => {
+    const build = () => execFileSync(process.execPath, ['scripts/build-cli.mjs'], { stdio: 'inherit', timeout: 60_000 })
+    const built = statSync(CLI).mtimeMs
+    build()
+    expect(statSync(CLI).mtimeMs).toBe(built)
+    // a source of the bundle changed since (its mtime, as an edit or a checkout leaves it)
+    const now = new Date()
+    utimesSync(join(process.cwd(), 'src/main/cli/main.ts'), now, now)
+    build()
+    expect(statSync(CLI).mtimeMs).toBeGreaterThan(built)
+    // and the record it keeps lists what it was built from
+    const record = JSON.parse(readFileSync(join(process.cwd(), 'out/cli/inputs.json'), 'utf8')) as { startedAt: number; inputs: string[] }
+    expect(record.inputs).toEqual(expect.arrayContaining(['src/main/cli/main.ts', 'src/main/engine.ts']))
+    expect(record.startedAt).toBeLessThanOrEqual(statSync(CLI).mtimeMs)
+  }, 120_000)
 })

@@ -20,7 +20,8 @@ import { closeSync, fdatasync, mkdtempSync, openSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { nodeFetch } from '../src/main/harness/model-transport'
-import { percentile, round3 } from './stats'
+import { idealRunMs, slotRefillsMs, type WorkerRequest } from './run-figures'
+import { p50ms, percentile, round3 } from './stats'
 import { untilMessageStop } from './turn-floor'
 
 export const BARE_RUN_DEFINITION =
@@ -34,17 +35,12 @@ export interface BareRun {
   cpu_ms_per_agent: number
 }
 
-/** The model process's record of a worker request (ms since the epoch). */
-export interface BareRunModelStats {
-  workers: { prompt: string; arrivedAbs: number | null; endedAbs: number | null }[]
-}
-
 /**
  * Runs the two phases (`perPhase` agents each, `concurrent` at a time) against the model at `url`,
  * whose workers answer `map i` and `combine a b` prompts (test/support/workflow-model-process.ts);
  * `stats` fetches its request records afterwards. Takes about the run's ideal time.
  */
-export async function measureBareRun(params: { url: string; system: string; perPhase: number; concurrent: number; stats: () => Promise<BareRunModelStats> }): Promise<BareRun> {
+export async function measureBareRun(params: { url: string; system: string; perPhase: number; concurrent: number; stats: () => Promise<{ workers: WorkerRequest[] }> }): Promise<BareRun> {
   const dir = mkdtempSync(join(tmpdir(), 'corral-bench-bare-run-'))
   const db = new Database(join(dir, 'bare.db'))
   const client = new Anthropic({ apiKey: 'bench', baseURL: params.url, maxRetries: 0, fetch: nodeFetch as unknown as typeof fetch })
@@ -104,19 +100,17 @@ export async function measureBareRun(params: { url: string; system: string; perP
     const t1 = performance.timeOrigin + performance.now()
     const cpu = process.cpuUsage(cpu0)
     const workers = (await params.stats()).workers.filter((w): w is { prompt: string; arrivedAbs: number; endedAbs: number } => w.arrivedAbs !== null && w.endedAbs !== null && w.arrivedAbs >= t0)
-    const ends = workers.map((w) => w.endedAbs).sort((a, b) => a - b)
-    const arrivals = workers.map((w) => w.arrivedAbs).sort((a, b) => a - b)
     const perAgent = percentile(
       workers.map((w) => w.endedAbs - w.arrivedAbs),
       50,
     )
     const wall = t1 - t0
-    const ideal = Math.ceil((2 * n) / params.concurrent) * perAgent
+    const ideal = idealRunMs(2 * n, params.concurrent, perAgent)
     return {
       wall_ms: Math.round(wall),
       ideal_ms: Math.round(ideal),
       run_overhead_share: round3((wall - ideal) / wall),
-      slot_refill_p50_ms: round3(percentile(arrivals.slice(params.concurrent).map((a, i) => a - ends[i]), 50)),
+      slot_refill_p50_ms: p50ms(slotRefillsMs(workers, params.concurrent)),
       cpu_ms_per_agent: round3((cpu.user + cpu.system) / 1000 / (2 * n)),
     }
   } finally {

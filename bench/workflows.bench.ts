@@ -24,6 +24,7 @@ import { countStatements } from './sql-count'
 import { percentile, summary } from './stats'
 import { createRunSession, field, WORKER } from '../test/support/workflow-crash-fixture'
 import { measureBareRun, BARE_RUN_DEFINITION, type BareRun } from './bare-run'
+import { idealRunMs, slotRefillsMs, type WorkerRequest } from './run-figures'
 import { forkModel } from './child'
 
 const PER_PHASE = 500
@@ -55,7 +56,7 @@ const DEFINITIONS = {
 }
 
 interface ModelStats {
-  workers: { prompt: string; arrivedAbs: number | null; endedAbs: number | null }[]
+  workers: WorkerRequest[]
   lead: number
 }
 
@@ -178,10 +179,7 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
       overheadMs.push(o)
       shares.push(o / (o + m))
     }
-    // the i-th response to end frees the slot the (CONCURRENT + i)-th request fills (phase boundaries aside)
-    const ends = stats.workers.map((w) => w.endedAbs).filter((t): t is number => t !== null).sort((a, b) => a - b)
-    const arrivals = stats.workers.map((w) => w.arrivedAbs).filter((t): t is number => t !== null).sort((a, b) => a - b)
-    const refillMs = arrivals.slice(CONCURRENT).map((a, i) => a - ends[i])
+    const refillMs = slotRefillsMs(stats.workers, CONCURRENT)
     const wallMs = endedAt - createdAt
     const phaseOf = (prefix: string) => stats.workers.filter((w) => w.prompt.startsWith(prefix) && w.arrivedAbs !== null && w.endedAbs !== null) as { arrivedAbs: number; endedAbs: number }[]
     const parts = (ws: { arrivedAbs: number; endedAbs: number }[]) => {
@@ -189,7 +187,7 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
       return { first: a[0], spread: a[Math.min(CONCURRENT, a.length) - 1] - a[0], lastEnd: Math.max(...ws.map((w) => w.endedAbs)) }
     }
     const perAgent = percentile(modelMs, 50)
-    const idealMs = Math.ceil(AGENTS / CONCURRENT) * perAgent
+    const idealMs = idealRunMs(AGENTS, CONCURRENT, perAgent)
     const evs = s.log.read(sid, { types: ['workflow_run.status_ended'], limit: 10, threadId: null })
     const result = {
       agents: threadCreatedAt.size,

@@ -11,9 +11,8 @@ const dirs: string[] = []
 // `npm run serve` runs the CLI as built (scripts/build-cli.mjs → out/cli/corral.js, plain node),
 // so that is what these tests start; the other CLI tests run the sources through tsx.
 const CLI = join(process.cwd(), 'out/cli/corral.js')
-beforeAll(() => {
-  execFileSync(process.execPath, ['scripts/build-cli.mjs'], { stdio: 'inherit', timeout: 60_000 })
-}, 90_000)
+const buildCli = () => execFileSync(process.execPath, ['scripts/build-cli.mjs'], { stdio: 'inherit', timeout: 60_000 })
+beforeAll(() => void buildCli(), 90_000)
 
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL')
@@ -147,14 +146,13 @@ describe('corral serve on a machine without an OS keychain (no D-Bus session bus
 
 describe('scripts/build-cli.mjs (what `npm run serve` and `npm run cli` run first)', () => {
   it('keeps the built CLI while none of its sources changed, and builds it again once one did', () => {
-    const build = () => execFileSync(process.execPath, ['scripts/build-cli.mjs'], { stdio: 'inherit', timeout: 60_000 })
     const built = statSync(CLI).mtimeMs
-    build()
+    buildCli()
     expect(statSync(CLI).mtimeMs).toBe(built)
     // a source of the bundle changed since (its mtime, as an edit or a checkout leaves it)
     const now = new Date()
     utimesSync(join(process.cwd(), 'src/main/cli/main.ts'), now, now)
-    build()
+    buildCli()
     expect(statSync(CLI).mtimeMs).toBeGreaterThan(built)
     // and the record it keeps lists what it was built from
     const record = JSON.parse(readFileSync(join(process.cwd(), 'out/cli/inputs.json'), 'utf8')) as { startedAt: number; inputs: string[] }

@@ -364,6 +364,65 @@ describe('sessions through the official SDK: the roster snapshot', () => {
   })
 })
 
+describe("sessions through the official SDK: MCP servers a limited environment cannot reach (spec §2.5)", () => {
+  const mcp = (name: string, url: string) => ({ mcp_servers: [{ type: 'url' as const, name, url }] })
+  const limited = (networking: Record<string, unknown>) => client.beta.environments.create({ name: `mcp-env-${++n}`, config: { type: 'cloud', networking: { type: 'limited', ...networking } } as never })
+  const sessionCount = async () => (await client.beta.sessions.list({ limit: 100 })).data.length
+
+  it("refuses a session whose agent's MCP server host is not on allowed_hosts, naming the agent, the server, the host and both fixes, and creates nothing", async () => {
+    const a = await agent(mcp('tickets', 'https://mcp.tickets.example/sse'))
+    const before = await sessionCount()
+    for (const env of [await client.beta.environments.create({ name: `mcp-env-${++n}` }), await limited({ allowed_hosts: ['api.example.com', '*.mcp.tickets.example'] })]) {
+      const message = await badRequest(client.beta.sessions.create({ agent: a.id, environment_id: env.id }))
+      expect(message).toMatch(new RegExp(`^agent: mcp_servers\\[0\\]: agent ${a.id} \\("${a.name}"\\) declares MCP server "tickets" at host mcp\\.tickets\\.example, which environment ${env.id} cannot reach`))
+      expect(message).toContain('add the host to allowed_hosts or set allow_mcp_servers: true')
+    }
+    expect(await sessionCount()).toBe(before)
+  })
+
+  it('creates the session when the host is allowed (exactly or by a wildcard), when the environment allows MCP servers, or when its network is unrestricted', async () => {
+    const a = await agent(mcp('tickets', 'https://mcp.tickets.example/sse'))
+    const b = await agent(mcp('deep', 'https://a.b.tickets.example/mcp'))
+    const envs = [
+      await limited({ allowed_hosts: ['mcp.tickets.example'] }),
+      await limited({ allowed_hosts: [], allow_mcp_servers: true }),
+      await client.beta.environments.create({ name: `mcp-env-${++n}`, config: { type: 'cloud', networking: { type: 'unrestricted' } } }),
+    ]
+    for (const env of envs) expect((await client.beta.sessions.create({ agent: a.id, environment_id: env.id })).agent.mcp_servers).toEqual([{ type: 'url', name: 'tickets', url: 'https://mcp.tickets.example/sse' }])
+    const wildcard = await limited({ allowed_hosts: ['*.tickets.example'] })
+    expect((await client.beta.sessions.create({ agent: b.id, environment_id: wildcard.id })).status).toBe('idle')
+  })
+
+  it('checks every listed agent too (a subagent, a workflow agent, a coordinator roster member), naming its place in the roster', async () => {
+    const env = await limited({ allowed_hosts: ['ok.example'] })
+    const fine = await agent(mcp('fine', 'https://ok.example/mcp'))
+    const far = await agent(mcp('far', 'http://10.0.0.7:8080/mcp'))
+    const sub = await client.beta.agents.create({ name: 'mcp-lead-sub', model: SONNET, ...mcp('fine', 'https://ok.example/mcp'), multiagent: { type: 'multiagent_20261001', subagents: { type: 'enabled', predefined_agents: [fine.id, far.id] } } })
+    expect(await badRequest(client.beta.sessions.create({ agent: sub.id, environment_id: env.id }))).toMatch(
+      new RegExp(`^agent: multiagent\\.subagents\\.predefined_agents\\[1\\]: mcp_servers\\[0\\]: agent ${far.id} \\("${far.name}"\\) declares MCP server "far" at host 10\\.0\\.0\\.7`),
+    )
+    const wf = await client.beta.agents.create({ name: 'mcp-lead-wf', model: SONNET, multiagent: { type: 'multiagent_20261001', workflows: { type: 'enabled', predefined_agents: [far.id] } } })
+    expect(await badRequest(client.beta.sessions.create({ agent: wf.id, environment_id: env.id }))).toMatch(/^agent: multiagent\.workflows\.predefined_agents\[0\]: mcp_servers\[0\]: .*"far" at host 10\.0\.0\.7/)
+    const coord = await client.beta.agents.create({ name: 'mcp-coord', model: SONNET, multiagent: { type: 'coordinator', agents: [fine.id, far.id] } })
+    expect(await badRequest(client.beta.sessions.create({ agent: coord.id, environment_id: env.id }))).toMatch(/^agent: multiagent\.agents\[1\]: mcp_servers\[0\]: /)
+    // the same roster in an environment that allows MCP servers starts
+    const open = await limited({ allow_mcp_servers: true })
+    expect((await client.beta.sessions.create({ agent: sub.id, environment_id: open.id })).agent.multiagent).not.toBeNull()
+  })
+
+  it("checks a session override of the agent's MCP servers, at create and on update (a refused update changes nothing)", async () => {
+    const env = await limited({ allowed_hosts: ['ok.example'] })
+    const a = await agent(mcp('fine', 'https://ok.example/mcp'))
+    expect(await badRequest(client.beta.sessions.create({ agent: { type: 'agent_with_overrides', id: a.id, ...mcp('other', 'https://other.example/mcp') }, environment_id: env.id } as never))).toMatch(/^agent: mcp_servers\[0\]: .*"other" at host other\.example/)
+    const s = await client.beta.sessions.create({ agent: a.id, environment_id: env.id })
+    expect(await badRequest(client.beta.sessions.update(s.id, { title: 'renamed', agent: mcp('other', 'https://other.example/mcp') } as never))).toMatch(/^agent: mcp_servers\[0\]: .*"other" at host other\.example/)
+    const after = await client.beta.sessions.retrieve(s.id)
+    expect(after.title).toBeNull()
+    expect(after.agent.mcp_servers).toEqual([{ type: 'url', name: 'fine', url: 'https://ok.example/mcp' }])
+    expect((await client.beta.sessions.update(s.id, { agent: mcp('fine2', 'https://ok.example/v2') } as never)).agent.mcp_servers).toEqual([{ type: 'url', name: 'fine2', url: 'https://ok.example/v2' }])
+  })
+})
+
 describe('the advisor tier table extended in settings.json', () => {
   it('lets a model the user ranks in advisorTiers advise a model of the built-in table, and refuses to start on a bad entry', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'corral-tiers-'))

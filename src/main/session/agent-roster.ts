@@ -10,6 +10,7 @@ import type { Agent, AgentReference, Multiagent, Session, SessionMultiagent, Ses
 import { TOOLSET_TOOLS, type multiagentSchema } from '../../shared/api/schemas'
 import { ADVISOR_TIERS, advisorPairingProblem, type AdvisorTierTable } from '../../shared/api/advisor-tiers'
 import { invalid } from '../../shared/errors'
+import { hostAllowed } from '../../shared/api/allowed-hosts'
 
 /** The block as a request sends it (after boundary validation of its shape). */
 export type MultiagentParams = z.infer<typeof multiagentSchema>
@@ -361,4 +362,59 @@ export function sessionRoster(m: SessionMultiagent | null): SessionRoster | null
   const mode = (d: SessionMultiagent20261001['subagents']) =>
     d.type === 'enabled' ? { enabled: true, inlineAgents: d.inline_agents.type === 'enabled', agents: d.predefined_agents } : { enabled: false, inlineAgents: false, agents: [] }
   return { subagents: mode(m.subagents), workflows: mode(m.workflows), advisor: m.advisor.type === 'enabled' ? m.advisor.model : null }
+}
+
+/** The part of an environment's stored `config.networking` the MCP check reads. */
+export interface McpReachNetworking {
+  type?: string
+  allowed_hosts?: readonly string[] | null
+  allow_mcp_servers?: boolean | null
+}
+
+/**
+ * Spec §2.5: in an environment whose networking is `limited` and does not set
+ * `allow_mcp_servers`, a session is refused when the session agent (its overrides applied) or an
+ * agent its roster lists declares an MCP server whose host is not on `allowed_hosts`: that agent
+ * could not reach it. `self` copies and inline agents run the session agent's servers, checked
+ * with it. The refusal names the agent, the server and its host, and both ways to allow it.
+ */
+export function checkMcpServersReachable(p: {
+  agent: { id: string; name: string; mcp_servers?: readonly { name: string; url: string }[] | null }
+  roster: SessionMultiagent | null
+  networking: McpReachNetworking | null | undefined
+  environmentId: string
+}): void {
+  const n = p.networking
+  if (n?.type !== 'limited' || n.allow_mcp_servers) return
+  const allowed = n.allowed_hosts ?? []
+  const check = (where: string, a: { id: string; name: string; mcp_servers?: readonly { name: string; url: string }[] | null }) => {
+    ;(a.mcp_servers ?? []).forEach((server, i) => {
+      let host: string
+      try {
+        host = new URL(server.url).hostname.replace(/^\[|\]$/g, '')
+      } catch {
+        throw invalid(`${where}mcp_servers[${i}].url: ${JSON.stringify(server.url)} is not a URL`)
+      }
+      if (hostAllowed(host, allowed)) return
+      throw invalid(
+        `${where}mcp_servers[${i}]: agent ${a.id} ("${a.name}") declares MCP server "${server.name}" at host ${host}, which environment ${p.environmentId} cannot reach: its networking is limited, ${host} is not in config.networking.allowed_hosts and allow_mcp_servers is not set; add the host to allowed_hosts or set allow_mcp_servers: true (spec multiagent §2.5)`,
+      )
+    })
+  }
+  check('agent: ', p.agent)
+  const m = p.roster
+  if (!m) return
+  if (m.type === 'coordinator') {
+    m.agents.forEach((a, i) => {
+      if (a.type === 'agent' && a.id !== p.agent.id) check(`agent: multiagent.agents[${i}]: `, a)
+    })
+    return
+  }
+  for (const key of ['subagents', 'workflows'] as const) {
+    const d = m[key]
+    if (d.type !== 'enabled') continue
+    d.predefined_agents.forEach((a, i) => {
+      if (a.id !== p.agent.id) check(`agent: multiagent.${key}.predefined_agents[${i}]: `, a)
+    })
+  }
 }

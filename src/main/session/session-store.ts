@@ -1,6 +1,6 @@
 import type { z } from 'zod'
 import type { Statement } from 'better-sqlite3'
-import type { Agent, Session, SessionCorralFields, SessionModelError, SessionUsage } from '../../shared/api/types'
+import type { Agent, Environment, Session, SessionCorralFields, SessionModelError, SessionMultiagent, SessionUsage } from '../../shared/api/types'
 import type { eventParamsSchema, sessionCreateSchema, sessionListQuerySchema, sessionUpdateSchema } from '../../shared/api/schemas'
 import { newId } from '../../shared/api/ids'
 import { ANSWERS, STATUS_EVENTS, STATUS_EVENT_TYPES, answeredUseId, awaitsFromUser, isRequest, sessionStatusOf } from '../../shared/api/events'
@@ -20,7 +20,7 @@ import { primaryThreadId } from '../../shared/api/ids'
 import { fileMountPath, UPLOADS_DIR } from '../../shared/api/file-paths'
 import { StoreChanges } from './store-changes'
 import { stepModelError } from './model-error'
-import { checkToolNames, sessionRoster, snapshotRoster, type SessionRoster } from './agent-roster'
+import { checkMcpServersReachable, checkToolNames, sessionRoster, snapshotRoster, type McpReachNetworking, type SessionRoster } from './agent-roster'
 import { activeOutcome, foldOutcomes, OUTCOME_DEFAULT_MAX_ITERATIONS, OUTCOME_EVENT_TYPES, OUTCOME_MAX_RUBRIC_CHARS, toOutcomeEvaluation, type OutcomeRecord } from '../../shared/api/outcomes'
 import { budgetCents, listCostCents } from '../../shared/api/pricing'
 import { isRunningRun, openWorkflowRuns, workflowRunOpenError } from './workflow-store'
@@ -270,6 +270,7 @@ export class SessionStore {
     // The roster is copied whole (every listed agent's definition at its pinned version): later
     // edits or archival of those agents never reach this session.
     const multiagent = snapshotRoster({ agent, lookup: (id, version) => this.agents.find(id, version), tiers: this.agents.tiers() })
+    checkMcpServersReachable({ agent, roster: multiagent, networking: envNetworking(env), environmentId: env.id })
     const { archived_at: _a, created_at: _c, updated_at: _u, metadata: _m, ...snapshot } = agent
     const session: Session = {
       type: 'session',
@@ -402,6 +403,12 @@ export class SessionStore {
     return sessionRoster((session.agent as Session['agent']).multiagent)
   }
 
+  /** A session agent's MCP servers against its environment's networking (spec §2.5), as at create. */
+  private checkMcpReach(agent: Session['agent'], environmentId: string): void {
+    const env = this.environments.retrieve(environmentId)
+    checkMcpServersReachable({ agent: agent as never, roster: (agent as { multiagent?: SessionMultiagent | null }).multiagent ?? null, networking: envNetworking(env), environmentId })
+  }
+
   retrieve(id: string): Session {
     this.byId ??= this.db.prepare(`SELECT * FROM ${SESSION_ROWS} WHERE id = ? AND deleting = 0`)
     const row = this.byId.get(id) as SessionRow | undefined
@@ -451,6 +458,7 @@ export class SessionStore {
       if (input.agent?.tools) checkToolNames(input.agent.tools, 'agent.tools')
       if (input.agent && (input.agent.tools !== undefined || input.agent.mcp_servers !== undefined)) {
         const agent = updatedAgent(cur.agent, input.agent)
+        if (input.agent.mcp_servers !== undefined) this.checkMcpReach(agent, cur.environment_id)
         if (JSON.stringify(agent) !== JSON.stringify(cur.agent)) event.agent = next.agent = agent
       }
       if (Object.keys(event).length === 1 && !changedWithoutField) throw NO_CHANGE
@@ -862,6 +870,11 @@ export class SessionStore {
 
 /** The status events of a thread (the last one is its status). */
 const THREAD_STATUS_TYPES = STATUS_EVENT_TYPES.filter((t) => STATUS_EVENTS[t].scope === 'thread')
+
+/** An environment's `config.networking` (none for a self-hosted environment). */
+function envNetworking(env: Environment): McpReachNetworking | undefined {
+  return env.config.type === 'cloud' ? ((env.config as { networking?: McpReachNetworking }).networking ?? undefined) : undefined
+}
 
 function rowToSession(row: SessionRow): Session {
   const s = JSON.parse(row.data) as Session

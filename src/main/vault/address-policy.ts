@@ -114,18 +114,3 @@ export function forbiddenHostnameReason(host: string): string | undefined {
   if (h === 'metadata' || h === 'metadata.google.internal' || (h.startsWith('metadata.') && h.endsWith('.internal'))) return 'names a cloud metadata service'
   return undefined
 }
-
-/**
- * Whether `host` matches an allow-list entry, as the API defines it: an entry matches the host
- * exactly; `*.example.com` matches any subdomain of example.com but not example.com itself.
- */
-export function hostMatches(host: string, entry: string): boolean {
-  const h = host.toLowerCase().replace(/\.$/, '')
-  const e = entry.toLowerCase().replace(/\.$/, '')
-  if (e.startsWith('*.')) return h.endsWith(e.slice(1)) && h.length > e.length - 1
-  return h === e
-}
-
-export function hostAllowed(host: string, entries: readonly string[]): boolean {
-  return entries.some((e) => hostMatches(host, e))
-}

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { embeddedIPv4, forbiddenAddressReason, forbiddenHostnameReason, hostAllowed, hostMatches } from '../../../src/main/vault/address-policy'
+import { embeddedIPv4, forbiddenAddressReason, forbiddenHostnameReason } from '../../../src/main/vault/address-policy'
+import { hostAllowed, hostMatches } from '../../../src/shared/api/allowed-hosts'
 
 describe('forbiddenAddressReason', () => {
   it.each([

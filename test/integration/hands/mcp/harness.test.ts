@@ -76,7 +76,7 @@ describe('MCP tools in a session', () => {
       mcp_servers: servers.map((s) => ({ type: 'url' as const, ...s })),
       tools: [{ type: 'agent_toolset_20260401' }, ...toolsets] as unknown as Anthropic.Beta.Agents.AgentCreateParams['tools'],
     })
-    const env = await client.beta.environments.create({ name: 'mcp env', config: { type: 'cloud' } })
+    const env = await client.beta.environments.create({ name: 'mcp env', config: { type: 'cloud', networking: { type: 'limited', allow_mcp_servers: true } } })
     const s = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, vault_ids: [vault.id] })
     await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] })
     return s.id

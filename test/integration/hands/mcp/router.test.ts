@@ -62,7 +62,7 @@ describe.skipIf(!keychainReq.ok)('McpToolRouter with an engine, its vaults and a
       mcp_servers: servers.map((s) => ({ type: 'url' as const, ...s })),
       tools: [{ type: 'agent_toolset_20260401' }, ...servers.map((s) => ({ type: 'mcp_toolset' as const, mcp_server_name: s.name }))],
     })
-    const env = await client.beta.environments.create({ name: 'mcp env', config: { type: 'cloud' } })
+    const env = await client.beta.environments.create({ name: 'mcp env', config: { type: 'cloud', networking: { type: 'limited', allow_mcp_servers: true } } })
     return (await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, vault_ids: [vault.id] })).id
   }
 
@@ -93,7 +93,7 @@ describe.skipIf(!keychainReq.ok)('McpToolRouter with an engine, its vaults and a
     const c = await client.beta.vaults.credentials.create(vault.id, { auth: { type: 'static_bearer', mcp_server_url: url, token: BEARER } })
     credentialIds.push(c.id)
     const agent = await client.beta.agents.create({ name: 'mcp agent', model: 'claude-sonnet-5-5', mcp_servers: [{ type: 'url', name: 'docs', url }], tools: [{ type: 'mcp_toolset', mcp_server_name: 'docs' }] })
-    const env = await client.beta.environments.create({ name: 'mcp env', config: { type: 'cloud' } })
+    const env = await client.beta.environments.create({ name: 'mcp env', config: { type: 'cloud', networking: { type: 'limited', allow_mcp_servers: true } } })
     const sessionId = (await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, vault_ids: [vault.id] })).id
     const mcp = engine.mcp!
     expect(await mcp.execute({ sessionId, toolUseId: 'sevt_a1', name: 'docs__echo', input: { text: 'before' } })).toMatchObject({ content: 'echo: before', isError: false })

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import Anthropic from '@anthropic-ai/sdk'
 import { startApiServer, type TestApiServer } from '../support/api-server'
-import { ScriptedModelServer, say, toolCall, toolResultsOf, type RecordedRequest, type ScriptStep } from '../support/model-server'
+import { ScriptedModelServer, callToolOffSchema, say, toolCall, toolResultsOf, type RecordedRequest, type ScriptStep } from '../support/model-server'
 import { RecordingToolRouter } from '../support/harness-tool-router'
 import { all, until } from '../support/polling'
 
@@ -28,7 +28,22 @@ const readingBlocks = (req: RecordedRequest) =>
 
 const BIG_OUTPUT = `return { big: 'x'.repeat(20000), tail: 'the end' }`
 
+/** The status calls the lead makes after reading a logging run's end, in order (input without the run id). */
+const LOG_ASKS: Record<string, unknown>[] = [{}, { log_after: 0 }, { log_after: 50 }, { all: true }, { log_after: 3, all: true }, { log_after: -1 }]
+
 const leadScript: Record<string, (req: RecordedRequest) => ScriptStep> = {
+  'a logging run': (req) => {
+    if (req.body.messages.length === 1) return toolCall(req, 'ant__workflow_run_start', { name: 'logger', program: `for (let i = 1; i <= 60; i++) log('step', i, { i }); return 'logged'` })
+    const [runId] = runIdsStarted(req)
+    if (!readingBlocks(req).length) return say('Started.')
+    const asked = toolResultsOf(req).length - 1
+    if (asked >= LOG_ASKS.length) return say('Read the log.')
+    const { all, ...rest } = LOG_ASKS[asked] as { all?: boolean }
+    const input = all ? rest : { workflow_run_id: runId, ...rest }
+    // a log_after below 0 is off the offered schema (minimum 0): a model that does not keep to it (a local one) gets a clear tool error
+    if ((input as { log_after?: number }).log_after === -1) return callToolOffSchema('ant__workflow_run_status', input, 'a log_after below the offered minimum of 0, as a model that does not keep to the schema sends')
+    return toolCall(req, 'ant__workflow_run_status', input)
+  },
   'two runs': (req) => {
     const started = runIdsStarted(req)
     if (started.length === 0) return toolCall(req, 'ant__workflow_run_start', { name: 'slow one', program: `return await agent('reviewer', 'Review slowly')` })
@@ -159,6 +174,25 @@ describe("the primary's reading turn, through the official SDK", () => {
     expect(endTurns[0]).toBe(evs.at(-1))
     expect(evs.indexOf(answers.at(-1)!)).toBeLessThan(evs.indexOf(endTurns[0]))
     expect((answers.at(-1)!.content as { text: string }[])[0].text).toBe('Read it.')
+  }, 30_000)
+
+  it("shows what a run's program logged through ant__workflow_run_status: the last 20 lines, pages after a line number, the count for every run, and a clear error for a bad log_after", async () => {
+    const sid = await leadSession('a logging run')
+    await whenWorkIsDone(sid)
+    const last = leadRequests('a logging run').at(-1)!
+    const results = toolResultsOf(last).slice(1)
+    expect(results).toHaveLength(LOG_ASKS.length)
+    const [tail, first, second, listed, noRun, negative] = results
+    const line = (i: number) => ({ line: i, text: `step ${i} {"i":${i}}` })
+    const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, k) => line(a + k))
+    expect(JSON.parse(tail.text)).toMatchObject({ status: 'ended', output: 'logged', log: { total_lines: 60, lines: range(41, 60) } })
+    expect(JSON.parse(tail.text).log).not.toHaveProperty('next_log_after')
+    expect(JSON.parse(first.text).log).toEqual({ total_lines: 60, lines: range(1, 50), next_log_after: 50 })
+    expect(JSON.parse(second.text).log).toEqual({ total_lines: 60, lines: range(51, 60) })
+    expect(JSON.parse(listed.text).workflow_runs).toEqual([expect.objectContaining({ name: 'logger', log_lines: 60 })])
+    expect(JSON.parse(listed.text).workflow_runs[0]).not.toHaveProperty('log')
+    expect(noRun).toMatchObject({ is_error: true, text: 'ant__workflow_run_status: log_after needs workflow_run_id (a run\'s log is read one run at a time).' })
+    expect(negative).toMatchObject({ is_error: true, text: 'ant__workflow_run_status: log_after must be a line number (an integer, 0 or more).' })
   }, 30_000)
 
   it("caps the output in the reading turn at 8,192 characters and says where the rest is; ant__workflow_run_status gives the whole output", async () => {

@@ -18,7 +18,7 @@ import { advisorTool } from './advisor'
 import { deliverablesTool, evaluate, graderRequest, readDeliverables } from './outcomes'
 import { WORKFLOW_TOOLS } from './workflows/tools'
 import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
-import { PlatformTools, type PlatformToolResult, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef } from './platform-tools'
+import { PlatformTools, type PlatformToolResult, type DelegationRoster, type PlatformOfferContext, type ThreadAgent, type ThreadRef, type WorkflowLogSource } from './platform-tools'
 import { SessionThreads } from './session-threads'
 import { pause } from './pause'
 
@@ -81,6 +81,8 @@ export interface HarnessDeps {
   platform?: PlatformTools
   /** The advisor pairing table as the user extended it (settings), read at each consultation start (default: the built-in one). */
   advisorTiers?: () => AdvisorTierTable
+  /** The workflow runs' log lines, for ant__workflow_run_status (without it the tool says no log is available). */
+  workflowLogs?: WorkflowLogSource
   options?: HarnessOptions
 }
 
@@ -494,7 +496,7 @@ export class Harness {
         // a platform tool only reads the log and appends: its events and result land together
         c.threads.catchUp(this.deps.log)
         const r = await platform
-          .run({ ...this.offerContext(c), call: { id: t.id, seq: t.seq, name: t.name, input: t.input }, log: this.deps.log, model: this.deps.model, events: c.events, threads: c.threads, signal, budgetReached: () => this.budgetReached(c) })
+          .run({ ...this.offerContext(c), call: { id: t.id, seq: t.seq, name: t.name, input: t.input }, log: this.deps.log, model: this.deps.model, events: c.events, threads: c.threads, signal, budgetReached: () => this.budgetReached(c), workflowLogs: this.deps.workflowLogs })
           .catch((err: unknown): PlatformToolResult => ({ outcome: { content: `The ${t.name} call failed: ${(err as Error).message}`, isError: true }, events: undefined }))
         if (!c.control.mayRecord) return
         await this.appendThread(c, [...(r.events ?? []), toolResult(t, r.outcome, r.interrupted === true, resultId)])

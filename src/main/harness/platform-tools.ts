@@ -73,6 +73,16 @@ export interface PlatformToolContext extends PlatformOfferContext {
   signal: AbortSignal
   /** Whether the session's one budget is spent (the check the harness makes before every model request). */
   budgetReached: () => boolean
+  /** The log lines of the session's workflow runs (what their programs logged), when the harness has them. */
+  workflowLogs?: WorkflowLogSource
+}
+
+/** Where the workflow status tool reads a run's log lines (the workflow store: one row per line, numbered from 1). */
+export interface WorkflowLogSource {
+  /** The run's lines after line `after` (0: from the first), at most `limit`, in order. */
+  lines(runId: string, params: { after?: number; limit?: number }): { line: number; text: string }[]
+  /** How many lines the run logged. */
+  count(runId: string): number
 }
 
 export interface PlatformToolResult {

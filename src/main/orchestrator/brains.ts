@@ -12,6 +12,10 @@ import { WorkflowRuns, type WorkflowLog } from './workflow-runs'
 import type { WorkflowStore } from '../session/workflow-store'
 import type { ProgramLimits } from '../harness/workflows/program'
 import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
+import type { WorkflowLogSource } from '../harness/platform-tools'
+
+/** A workflow store's log lines as ant__workflow_run_status reads them. */
+const workflowLogSource = (store: WorkflowStore): WorkflowLogSource => ({ lines: (runId, params) => store.logs(runId, params), count: (runId) => store.logCount(runId) })
 
 let warnedNoEndpoint = false
 
@@ -91,6 +95,7 @@ export class Brains {
       previews: p.previews,
       mcp: p.mcp,
       advisorTiers: p.advisorTiers,
+      ...(p.workflows ? { workflowLogs: workflowLogSource(p.workflows) } : {}),
       options: { maxRetries: endpoint.maxRetries, ...p.options },
     })
     this.leases = p.leases

@@ -101,8 +101,30 @@ export const workflowRunStartTool: PlatformTool = {
   },
 }
 
-/** What the status tool says of one run. */
-function runStatus(r: RunFacts, ctx: PlatformToolContext): Record<string, unknown> {
+/** Log lines the status tool shows of one run: the last LOG_TAIL, or LOG_PAGE after `log_after`. */
+const LOG_TAIL = 20
+const LOG_PAGE = 50
+/** A log line's characters in the tool's result (a line is kept whole, up to 4,096, with the run). */
+const LOG_LINE_CHARS = 500
+
+/** What the status tool says of a run's log: how many lines, and the lines asked for (with where the next page starts). */
+function runLog(runId: string, ctx: PlatformToolContext, after: number | undefined): Record<string, unknown> | undefined {
+  const source = ctx.workflowLogs
+  if (!source) return undefined
+  const total = source.count(runId)
+  const from = after ?? Math.max(0, total - LOG_TAIL)
+  const lines = source.lines(runId, { after: from, limit: after === undefined ? LOG_TAIL : LOG_PAGE })
+  const out: Record<string, unknown> = {
+    total_lines: total,
+    lines: lines.map((l) => ({ line: l.line, text: l.text.length > LOG_LINE_CHARS ? `${l.text.slice(0, LOG_LINE_CHARS)}…` : l.text })),
+  }
+  const last = lines.at(-1)?.line ?? from
+  if (last < total) out.next_log_after = last
+  return out
+}
+
+/** What the status tool says of one run (`log`: its program's log lines, asked for one run at a time). */
+function runStatus(r: RunFacts, ctx: PlatformToolContext, log?: { after?: number }): Record<string, unknown> {
   const threads = [...ctx.threads.children.values()].filter((c) => c.workflowRunId === r.id)
   let running = 0
   let done = 0
@@ -124,6 +146,10 @@ function runStatus(r: RunFacts, ctx: PlatformToolContext): Record<string, unknow
     out.result = r.result
     out.output = r.output ?? null
   }
+  if (log) {
+    const lines = runLog(r.id, ctx, log.after)
+    if (lines) out.log = lines
+  } else if (ctx.workflowLogs) out.log_lines = ctx.workflowLogs.count(r.id)
   return out
 }
 
@@ -131,18 +157,29 @@ export const workflowRunStatusTool: PlatformTool = {
   name: WORKFLOW_RUN_STATUS_TOOL,
   definition: {
     name: WORKFLOW_RUN_STATUS_TOOL,
-    description: 'The status of your workflow runs (or of one): its status (running, idle, ended), open phases, counts of agents started / running / done / failed, and its result and output once ended.',
-    input_schema: { type: 'object', properties: { workflow_run_id: { type: 'string', description: 'One run; all runs of the session without it' } } },
+    description:
+      'The status of your workflow runs (or of one): its status (running, idle, ended), open phases, counts of agents started / running / done / failed, its result and output once ended, and how many lines its program logged. ' +
+      `With workflow_run_id, also the lines its program logged with log(): the last ${LOG_TAIL}, or with log_after the next ${LOG_PAGE} after that line number (next_log_after says where the page after starts).`,
+    input_schema: {
+      type: 'object',
+      properties: {
+        workflow_run_id: { type: 'string', description: 'One run; all runs of the session without it' },
+        log_after: { type: 'integer', minimum: 0, description: `With workflow_run_id: the log lines after this line number (lines are numbered from 1), ${LOG_PAGE} at most` },
+      },
+    },
   },
   offered: offeredToLead,
   async run(ctx) {
     const id = ctx.call.input.workflow_run_id
     if (id !== undefined && typeof id !== 'string') return fail(`${WORKFLOW_RUN_STATUS_TOOL}: workflow_run_id must be a string.`)
+    const after = ctx.call.input.log_after
+    if (after !== undefined && (typeof after !== 'number' || !Number.isInteger(after) || after < 0)) return fail(`${WORKFLOW_RUN_STATUS_TOOL}: log_after must be a line number (an integer, 0 or more).`)
+    if (after !== undefined && id === undefined) return fail(`${WORKFLOW_RUN_STATUS_TOOL}: log_after needs workflow_run_id (a run's log is read one run at a time).`)
     const runs = workflowRuns(ctx.events)
     if (typeof id === 'string') {
       const r = runs.get(id)
       if (!r) return fail(`${WORKFLOW_RUN_STATUS_TOOL}: workflow_run_id ${id} is not a run of this session.`)
-      return { outcome: { content: JSON.stringify(runStatus(r, ctx)), isError: false } }
+      return { outcome: { content: JSON.stringify(runStatus(r, ctx, { after: after as number | undefined })), isError: false } }
     }
     return { outcome: { content: JSON.stringify({ workflow_runs: [...runs.values()].map((r) => runStatus(r, ctx)) }), isError: false } }
   },

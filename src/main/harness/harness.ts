@@ -81,7 +81,7 @@ export interface HarnessDeps {
   platform?: PlatformTools
   /** The advisor pairing table as the user extended it (settings), read at each consultation start (default: the built-in one). */
   advisorTiers?: () => AdvisorTierTable
-  /** The workflow runs' log lines, for ant__workflow_run_status (without it the tool says no log is available). */
+  /** The workflow runs' log lines, for ant__workflow_run_status (without it the tool shows no log). */
   workflowLogs?: WorkflowLogSource
   options?: HarnessOptions
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import Anthropic from '@anthropic-ai/sdk'
+import { take } from '../support/polling'
 import { startApiServer, type TestApiServer } from '../support/api-server'
 import { primaryThreadId } from '../../src/shared/api/ids'
 
@@ -26,23 +27,6 @@ async function all<T>(pages: AsyncIterable<T>): Promise<T[]> {
   return out
 }
 
-/** Reads items from an SDK stream until `count` arrived (or fails after `ms`), then aborts it. */
-async function take<T>(stream: AsyncIterable<T> & { controller: AbortController }, count: number, ms = 5000): Promise<T[]> {
-  const got: T[] = []
-  const timer = setTimeout(() => stream.controller.abort(), ms)
-  try {
-    for await (const item of stream) {
-      got.push(item)
-      if (got.length >= count) break
-    }
-  } catch (err) {
-    if (!(err instanceof Anthropic.APIUserAbortError) && (err as Error).name !== 'AbortError') throw err
-  } finally {
-    clearTimeout(timer)
-    stream.controller.abort()
-  }
-  return got
-}
 
 describe('sending and listing events through the official SDK', () => {
   it('sends events and gets them back stored, with ids and processed_at', async () => {

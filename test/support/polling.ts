@@ -1,3 +1,5 @@
+import Anthropic from '@anthropic-ai/sdk'
+
 /** Every item of the SDK's paginated list (follows its pages). */
 export async function all<T>(pages: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = []
@@ -17,4 +19,22 @@ export async function until<T>(what: string, find: () => Promise<T | undefined>,
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, everyMs))
   }
+}
+
+/** Reads items from an SDK stream until `count` arrived (or until `ms` passed), then aborts it. */
+export async function take<T>(stream: AsyncIterable<T> & { controller: AbortController }, count: number, ms = 5000): Promise<T[]> {
+  const got: T[] = []
+  const timer = setTimeout(() => stream.controller.abort(), ms)
+  try {
+    for await (const item of stream) {
+      got.push(item)
+      if (got.length >= count) break
+    }
+  } catch (err) {
+    if (!(err instanceof Anthropic.APIUserAbortError) && (err as Error).name !== 'AbortError') throw err
+  } finally {
+    clearTimeout(timer)
+    stream.controller.abort()
+  }
+  return got
 }

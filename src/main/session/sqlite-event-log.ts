@@ -1,3 +1,4 @@
+import { closeSync, fdatasyncSync, openSync } from 'node:fs'
 import type { Db } from './database'
 import type { Disposer, RawEventInput as EventInput, EventListener, EventLog, EventReadParams, StoredEvent } from './event-log'
 import { LogAppender, type AppendOptions, type RawEventsAtCommit, type EventBatchProjector, type EventProjector, type LogAppenderOptions } from './log/append'
@@ -6,6 +7,9 @@ import { LogTail } from './log/tail'
 import { RecentEvents } from './log/recent'
 
 export type { AppendOptions, EventBatchProjector, EventProjector } from './log/append'
+
+/** How often a log with tails open looks for another process's commits (SqliteEventLog.startForeignPoll). */
+export const FOREIGN_POLL_MS = 250
 export { DENSE_EVENT_TYPES, type AnswerQuery, type ScannedEvent, type SqliteEventReadParams } from './log/read'
 
 /**
@@ -22,8 +26,19 @@ export class SqliteEventLog implements EventLog {
   private readonly appender: LogAppender
   private readonly live: LogTail
   private readonly recent: RecentEvents
+  /** While tails are open: looks every `foreignPollMs` for events another process appended, to tell them of. */
+  private foreignPoll?: NodeJS.Timeout
+  private readonly foreignPollMs: number
+  private readonly walPath: string | undefined
+  private walFd: number | undefined
 
-  constructor(db: Db, options: Pick<LogAppenderOptions, 'clock' | 'syncOffThread' | 'fsync'> = {}) {
+  constructor(
+    db: Db,
+    options: Pick<LogAppenderOptions, 'clock' | 'syncOffThread' | 'fsync'> & { foreignPollMs?: number } = {},
+  ) {
+    // only a file can have another process writing it
+    this.foreignPollMs = db.memory ? 0 : (options.foreignPollMs ?? FOREIGN_POLL_MS)
+    this.walPath = db.memory ? undefined : `${db.name}-wal`
     // the newest rows committed on this connection answer the reads of working sessions (log/recent.ts)
     const recent = (this.recent = RecentEvents.of(db))
     this.reader = new LogReader(db, { visibleBefore: (sessionId) => this.appender.visibleBefore(sessionId), recent })
@@ -38,7 +53,49 @@ export class SqliteEventLog implements EventLog {
 
   /** Closes the log's handle on the WAL file (the database itself is the caller's). */
   dispose(): void {
+    this.stopForeignPoll()
     this.appender.dispose()
+  }
+
+  /**
+   * Another process appending to this file (`corral run` beside the desktop, a second engine)
+   * tells this one nothing: while a tail is open, the log looks every `foreignPollMs` whether a
+   * tailed session has events past what its tails were told, and tells them, after an fdatasync
+   * of the WAL (the other process may not have synced them yet; nothing reaches a tail before it
+   * is on disk). The poll stops when the last tail closes.
+   */
+  private startForeignPoll(): void {
+    if (this.foreignPoll || this.foreignPollMs <= 0) return
+    this.foreignPoll = setInterval(() => {
+      if (!this.live.hasTails) return this.stopForeignPoll()
+      try {
+        this.live.catchUpForeign(
+          (sessionId) => this.reader.lastSeq(sessionId),
+          () => this.syncWal(),
+        )
+      } catch (err) {
+        console.error('[corral] reading events another process appended failed:', err)
+      }
+    }, this.foreignPollMs)
+    this.foreignPoll.unref()
+  }
+
+  private stopForeignPoll(): void {
+    if (this.foreignPoll) clearInterval(this.foreignPoll)
+    this.foreignPoll = undefined
+    if (this.walFd !== undefined) closeSync(this.walFd)
+    this.walFd = undefined
+  }
+
+  /** fdatasyncs the WAL (on the event loop: a rare, small wait, only when another process wrote). */
+  private syncWal(): void {
+    if (!this.walPath) return
+    try {
+      this.walFd ??= openSync(this.walPath, 'r')
+      fdatasyncSync(this.walFd)
+    } catch {
+      // no WAL file (checkpointed and removed): what was read is in the database file, which the checkpoint synced
+    }
   }
 
   /** The clock that stamps processed_at on appends (tests replace it with a fixed time). */
@@ -104,7 +161,9 @@ export class SqliteEventLog implements EventLog {
   }
 
   tail(sessionId: string, fromSeq: number, listener: EventListener): Disposer {
-    return this.live.tail(sessionId, fromSeq, listener)
+    const stop = this.live.tail(sessionId, fromSeq, listener)
+    this.startForeignPoll()
+    return stop
   }
 
   /** How many tails of a session are open (diagnostics and tests: a closed stream leaves none). */

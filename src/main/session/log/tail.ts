@@ -12,6 +12,8 @@ export class LogTail {
   private readonly sessionListeners = new Map<string, Set<EventListener>>()
   private readonly allListeners = new Set<EventListener>()
   private readonly committedListeners = new Set<EventListener>()
+  /** Per session with tails open: the last seq its tails were told of (this log's commits, or another process's found by catchUpForeign). */
+  private readonly told = new Map<string, number>()
 
   constructor(
     private readonly readPage: ReadPage,
@@ -23,7 +25,14 @@ export class LogTail {
     if (stored.length === 0) return
     // One snapshot per append: a listener added while this batch is being delivered (e.g. a
     // tail opened from inside a listener) read these events as history already.
-    const listeners = [...(this.sessionListeners.get(stored[0].sessionId) ?? [])]
+    const sessionId = stored[0].sessionId
+    const listeners = [...(this.sessionListeners.get(sessionId) ?? [])]
+    if (listeners.length) {
+      // another process's events before these (committed before them, so on disk with them): told first, in order
+      const told = this.told.get(sessionId) ?? 0
+      if (stored[0].seq > told + 1) this.tellForeign(sessionId, this.readRange(sessionId, told, stored[0].seq))
+      this.told.set(sessionId, Math.max(this.told.get(sessionId) ?? 0, stored[stored.length - 1].seq))
+    }
     const all = [...this.allListeners]
     for (const s of stored) {
       for (const l of listeners) safeCall(l, s)
@@ -55,14 +64,72 @@ export class LogTail {
       if (page.length < this.pageSize || disposed) break
     }
     let set = this.sessionListeners.get(sessionId)
+    // the tails already open were told up to `told`; this one's history read may have gone past it
+    // (another process appended since): they hear those events now, so every tail of a session
+    // stands at one point
+    const told = this.told.get(sessionId) ?? 0
+    if (set && delivered > told) this.tellForeign(sessionId, this.readRange(sessionId, told, delivered + 1))
     if (!set) this.sessionListeners.set(sessionId, (set = new Set()))
     set.add(deliver)
+    this.told.set(sessionId, Math.max(this.told.get(sessionId) ?? 0, delivered))
     return () => {
       disposed = true
       const s = this.sessionListeners.get(sessionId)
       if (!s) return
       s.delete(deliver)
-      if (s.size === 0) this.sessionListeners.delete(sessionId)
+      if (s.size !== 0) return
+      this.sessionListeners.delete(sessionId)
+      this.told.delete(sessionId)
+    }
+  }
+
+  /** Whether any session has a tail open (the foreign poll runs only then). */
+  get hasTails(): boolean {
+    return this.sessionListeners.size > 0
+  }
+
+  /**
+   * Tells every open tail of the events another process appended since its session's tails were
+   * last told (SqliteEventLog's poll, while tails are open). `durable` runs once before anything is
+   * told (the WAL's fdatasync: the other process's events may not be on disk yet when read).
+   * Reads stop where this log's own unsynced events start; each tail drops what it already had.
+   */
+  catchUpForeign(lastVisible: (sessionId: string) => number, durable: () => void): void {
+    const found: [string, StoredEvent[]][] = []
+    for (const sessionId of this.sessionListeners.keys()) {
+      const told = this.told.get(sessionId) ?? 0
+      if (lastVisible(sessionId) <= told) continue
+      const events = this.readRange(sessionId, told, Number.POSITIVE_INFINITY)
+      if (events.length) found.push([sessionId, events])
+    }
+    if (found.length === 0) return
+    durable()
+    for (const [sessionId, events] of found) this.tellForeign(sessionId, events)
+  }
+
+  /** A session's events with after < seq < before, in order. */
+  private readRange(sessionId: string, after: number, before: number): StoredEvent[] {
+    const out: StoredEvent[] = []
+    for (;;) {
+      const page = this.readPage(sessionId, after, this.pageSize)
+      for (const s of page) {
+        if (s.seq >= before) return out
+        out.push(s)
+      }
+      if (page.length < this.pageSize) return out
+      after = page[page.length - 1].seq
+    }
+  }
+
+  /** Tells a session's tails of events another process appended (those past what they were told, in order). */
+  private tellForeign(sessionId: string, events: readonly StoredEvent[]): void {
+    const set = this.sessionListeners.get(sessionId)
+    if (!set) return
+    const listeners = [...set]
+    for (const s of events) {
+      if (s.seq <= (this.told.get(sessionId) ?? 0)) continue
+      this.told.set(sessionId, s.seq)
+      for (const l of listeners) safeCall(l, s)
     }
   }
 

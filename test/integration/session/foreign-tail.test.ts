@@ -1,0 +1,103 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openDatabase, type Db } from '../../../src/main/session/database'
+import { SqliteEventLog } from '../../../src/main/session/sqlite-event-log'
+import type { StoredEvent } from '../../../src/main/session/event-log'
+import { AgentStore } from '../../../src/main/session/agent-store'
+import { EnvironmentStore } from '../../../src/main/session/environment-store'
+import { SessionStore } from '../../../src/main/session/session-store'
+
+// A tail hears of what another process appends to the same file (`corral run` beside the
+// desktop): two connections stand for the two processes, each with its own SqliteEventLog. The
+// tail's log notices the other's commits by polling `PRAGMA data_version` while a tail is open.
+
+let dir: string
+let dbs: Db[] = []
+let logs: SqliteEventLog[] = []
+afterEach(() => {
+  for (const log of logs) log.dispose()
+  for (const db of dbs) db.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const typeOf = (s: StoredEvent | undefined) => String(s?.event.type)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+async function until(what: string, ok: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(10)
+  }
+}
+
+async function twoProcesses(pollMs = 20): Promise<{ sid: string; mine: SqliteEventLog; theirs: SqliteEventLog }> {
+  dir = mkdtempSync(join(tmpdir(), 'corral-foreign-tail-'))
+  const path = join(dir, 'corral.db')
+  dbs = [openDatabase({ path }), openDatabase({ path })]
+  logs = dbs.map((db) => new SqliteEventLog(db, { foreignPollMs: pollMs }))
+  const agents = new AgentStore(dbs[1])
+  const environments = new EnvironmentStore(dbs[1])
+  const sessions = new SessionStore(dbs[1], { log: logs[1], agents, environments })
+  const agent = agents.create({ name: 'a', model: 'claude-sonnet-4-6' })
+  const env = environments.create({ name: 'e' })
+  const sid = (await sessions.create({ agent: agent.id, environment_id: env.id })).id
+  return { sid, mine: logs[0], theirs: logs[1] }
+}
+
+describe("a tail and another process's appends to the same file", () => {
+  it('hears every event the other process appends, once each and in seq order, beside its own process’s appends', async () => {
+    const { sid, mine, theirs } = await twoProcesses()
+    const heard: StoredEvent[] = []
+    const stop = mine.tail(sid, 0, (s) => heard.push(s))
+    for (let round = 0; round < 20; round++) {
+      await theirs.append(sid, [{ type: 'x', round }, { type: 'x', round }])
+      if (round % 3 === 0) await mine.append(sid, [{ type: 'mine', round }])
+      if (round % 5 === 0) await sleep(30)
+    }
+    const last = theirs.lastSeq(sid)
+    await until('the tail to hear the last event', () => heard.at(-1)?.seq === last)
+    await sleep(100) // nothing more (no second delivery at a later poll)
+    expect(heard.map((s) => s.seq)).toEqual(Array.from({ length: last }, (_, i) => i + 1))
+    expect(heard.map((s) => s.event.id)).toEqual(theirs.read(sid, { limit: 1000 }).map((s) => s.event.id))
+    expect(heard.filter((s) => typeOf(s) === 'x')).toHaveLength(40)
+    expect(heard.filter((s) => typeOf(s) === 'mine')).toHaveLength(7)
+    stop()
+  })
+
+  it('hears only what comes after its start point, also for a tail opened while the other process writes; a closed tail hears nothing more', async () => {
+    const { sid, mine, theirs } = await twoProcesses()
+    await theirs.append(sid, [{ type: 'before' }])
+    const from = theirs.lastSeq(sid)
+    const first: StoredEvent[] = []
+    const stopFirst = mine.tail(sid, from, (s) => first.push(s))
+    await theirs.append(sid, [{ type: 'one' }])
+    const second: StoredEvent[] = []
+    const stopSecond = mine.tail(sid, 0, (s) => second.push(s))
+    await theirs.append(sid, [{ type: 'two' }])
+    const last = theirs.lastSeq(sid)
+    await until('both tails to hear the last event', () => first.at(-1)?.seq === last && second.at(-1)?.seq === last)
+    expect(first.map(typeOf)).toEqual(['one', 'two'])
+    expect(second.map((s) => s.seq)).toEqual(Array.from({ length: last }, (_, i) => i + 1))
+    stopFirst()
+    await theirs.append(sid, [{ type: 'three' }])
+    await until('the open tail to hear it', () => typeOf(second.at(-1)) === 'three')
+    await sleep(60)
+    expect(first.map(typeOf)).toEqual(['one', 'two'])
+    stopSecond()
+  })
+
+  it("does not look for another process's events with foreignPollMs 0: a tail then hears its own process only", async () => {
+    const { sid, mine, theirs } = await twoProcesses(0)
+    const heard: StoredEvent[] = []
+    const stop = mine.tail(sid, 0, (s) => heard.push(s))
+    const before = heard.length
+    await theirs.append(sid, [{ type: 'x' }])
+    await sleep(150)
+    expect(heard).toHaveLength(before)
+    await mine.append(sid, [{ type: 'mine' }])
+    await until('its own event', () => typeOf(heard.at(-1)) === 'mine')
+    stop()
+  })
+})

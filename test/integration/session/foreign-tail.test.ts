@@ -32,7 +32,7 @@ async function until(what: string, ok: () => boolean, ms = 5_000): Promise<void>
   }
 }
 
-async function twoProcesses(pollMs = 20): Promise<{ sid: string; mine: SqliteEventLog; theirs: SqliteEventLog }> {
+async function twoProcesses(pollMs = 20): Promise<{ sid: string; mine: SqliteEventLog; theirs: SqliteEventLog; newSession: () => Promise<string>; deleteSession: (id: string) => void }> {
   dir = mkdtempSync(join(tmpdir(), 'corral-foreign-tail-'))
   const path = join(dir, 'corral.db')
   dbs = [openDatabase({ path }), openDatabase({ path })]
@@ -42,8 +42,9 @@ async function twoProcesses(pollMs = 20): Promise<{ sid: string; mine: SqliteEve
   const sessions = new SessionStore(dbs[1], { log: logs[1], agents, environments })
   const agent = agents.create({ name: 'a', model: 'claude-sonnet-4-6' })
   const env = environments.create({ name: 'e' })
-  const sid = (await sessions.create({ agent: agent.id, environment_id: env.id })).id
-  return { sid, mine: logs[0], theirs: logs[1] }
+  const newSession = async () => (await sessions.create({ agent: agent.id, environment_id: env.id })).id
+  const sid = await newSession()
+  return { sid, mine: logs[0], theirs: logs[1], newSession, deleteSession: (id) => void sessions.delete(id) }
 }
 
 describe("a tail and another process's appends to the same file", () => {
@@ -86,6 +87,21 @@ describe("a tail and another process's appends to the same file", () => {
     await sleep(60)
     expect(first.map(typeOf)).toEqual(['one', 'two'])
     stopSecond()
+  })
+
+  it('goes on telling the other tails when the other process deletes a tailed session', async () => {
+    const { sid, mine, theirs, newSession, deleteSession } = await twoProcesses()
+    const other = await newSession()
+    const gone: StoredEvent[] = []
+    const kept: StoredEvent[] = []
+    const stopGone = mine.tail(sid, 0, (s) => gone.push(s))
+    const stopKept = mine.tail(other, 0, (s) => kept.push(s))
+    deleteSession(sid)
+    await theirs.append(other, [{ type: 'after the delete' }])
+    await until('the other tail to hear it', () => typeOf(kept.at(-1)) === 'after the delete')
+    expect(gone).toEqual([])
+    stopGone()
+    stopKept()
   })
 
   it("does not look for another process's events with foreignPollMs 0: a tail then hears its own process only", async () => {

@@ -98,9 +98,13 @@ export class LogTail {
     const found: [string, StoredEvent[]][] = []
     for (const sessionId of this.sessionListeners.keys()) {
       const told = this.told.get(sessionId) ?? 0
-      if (lastVisible(sessionId) <= told) continue
-      const events = this.readRange(sessionId, told, Number.POSITIVE_INFINITY)
-      if (events.length) found.push([sessionId, events])
+      try {
+        if (lastVisible(sessionId) <= told) continue
+        const events = this.readRange(sessionId, told, Number.POSITIVE_INFINITY)
+        if (events.length) found.push([sessionId, events])
+      } catch {
+        // a session deleted under its tail (another process deleted it): nothing more to tell them
+      }
     }
     if (found.length === 0) return
     durable()

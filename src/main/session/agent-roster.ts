@@ -371,6 +371,9 @@ export interface McpReachNetworking {
   allow_mcp_servers?: boolean | null
 }
 
+/** An agent as the MCP check reads it. */
+type McpDeclaring = { id: string; name: string; mcp_servers?: readonly { name: string; url: string }[] | null }
+
 /**
  * Spec §2.5: in an environment whose networking is `limited` and does not set
  * `allow_mcp_servers`, a session is refused when the session agent (its overrides applied) or an
@@ -379,7 +382,7 @@ export interface McpReachNetworking {
  * with it. The refusal names the agent, the server and its host, and both ways to allow it.
  */
 export function checkMcpServersReachable(p: {
-  agent: { id: string; name: string; mcp_servers?: readonly { name: string; url: string }[] | null }
+  agent: McpDeclaring
   roster: SessionMultiagent | null
   networking: McpReachNetworking | null | undefined
   environmentId: string
@@ -387,7 +390,7 @@ export function checkMcpServersReachable(p: {
   const n = p.networking
   if (n?.type !== 'limited' || n.allow_mcp_servers) return
   const allowed = n.allowed_hosts ?? []
-  const check = (where: string, a: { id: string; name: string; mcp_servers?: readonly { name: string; url: string }[] | null }) => {
+  const check = (where: string, a: McpDeclaring) => {
     ;(a.mcp_servers ?? []).forEach((server, i) => {
       let host: string
       try {

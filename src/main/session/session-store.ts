@@ -406,7 +406,7 @@ export class SessionStore {
   /** A session agent's MCP servers against its environment's networking (spec §2.5), as at create. */
   private checkMcpReach(agent: Session['agent'], environmentId: string): void {
     const env = this.environments.retrieve(environmentId)
-    checkMcpServersReachable({ agent: agent as never, roster: (agent as { multiagent?: SessionMultiagent | null }).multiagent ?? null, networking: envNetworking(env), environmentId })
+    checkMcpServersReachable({ agent, roster: (agent as { multiagent?: SessionMultiagent | null }).multiagent ?? null, networking: envNetworking(env), environmentId })
   }
 
   retrieve(id: string): Session {

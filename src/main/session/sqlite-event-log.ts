@@ -5,12 +5,13 @@ import { LogAppender, type AppendOptions, type RawEventsAtCommit, type EventBatc
 import { LogReader, MAX_READ_LIMIT, type AnswerQuery, type ScannedEvent, type SqliteEventReadParams } from './log/read'
 import { LogTail } from './log/tail'
 import { RecentEvents } from './log/recent'
+import { walPathOf } from './log/wal-sync'
 
 export type { AppendOptions, EventBatchProjector, EventProjector } from './log/append'
+export { DENSE_EVENT_TYPES, type AnswerQuery, type ScannedEvent, type SqliteEventReadParams } from './log/read'
 
 /** How often a log with tails open looks for another process's commits (SqliteEventLog.startForeignPoll). */
 export const FOREIGN_POLL_MS = 250
-export { DENSE_EVENT_TYPES, type AnswerQuery, type ScannedEvent, type SqliteEventReadParams } from './log/read'
 
 /**
  * The event log on SQLite, composed of its three sides: `log/append.ts` (group commit,
@@ -38,7 +39,7 @@ export class SqliteEventLog implements EventLog {
   ) {
     // only a file can have another process writing it
     this.foreignPollMs = db.memory ? 0 : (options.foreignPollMs ?? FOREIGN_POLL_MS)
-    this.walPath = db.memory ? undefined : `${db.name}-wal`
+    this.walPath = db.memory ? undefined : walPathOf(db)
     // the newest rows committed on this connection answer the reads of working sessions (log/recent.ts)
     const recent = (this.recent = RecentEvents.of(db))
     this.reader = new LogReader(db, { visibleBefore: (sessionId) => this.appender.visibleBefore(sessionId), recent })

@@ -20,6 +20,11 @@ import type { Db } from '../database'
  */
 export type FsyncFn = (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void
 
+/** Where SQLite keeps a file database's write-ahead log. */
+export function walPathOf(db: Db): string {
+  return `${db.name}-wal`
+}
+
 export class WalSync {
   private fd: number | undefined
   private readonly normal: Statement
@@ -40,7 +45,7 @@ export class WalSync {
   /** For a file database in WAL mode; undefined for `:memory:` or another journal mode. */
   static open(db: Db, fsync: FsyncFn = fdatasync): WalSync | undefined {
     if (db.memory || String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return undefined
-    return new WalSync(db, `${db.name}-wal`, fsync)
+    return new WalSync(db, walPathOf(db), fsync)
   }
 
   /**

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react'
 import { useClient } from '../../api/context'
+import { followSession } from '../../api/follow'
 import type { StreamMessage } from '../../api'
 import type { Page, SessionEvent } from '../../api/types'
 import { sessionStatusOf, type SessionStatus } from '../../../../shared/api/events'
@@ -75,8 +76,6 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
     setModelBusy(false)
     setLiveStatus(undefined)
     setConnection('connecting')
-    let ready = false
-    const buffered: StreamMessage[] = []
 
     const trackSpan = (e: TimelineEvent) => {
       const status = sessionStatusOf(e)
@@ -104,12 +103,44 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
       if (cur.append(e) || settled) flush()
     }
 
+    let ready = false
     let reconnected = false
-    const stop = client.stream(
+    const readNewest = async (): Promise<TimelineEvent[]> => {
+      const page =
+        thread === null || thread === '*'
+          ? await client.request<Page<SessionEvent>>('events.list', { id: sessionId }, { order: 'desc', limit: FIRST_PAGE })
+          : await client.request<Page<SessionEvent>>('threads.events', { id: sessionId, threadId: thread }, { order: 'desc', limit: FIRST_PAGE })
+      if (!ready) {
+        cursor.current = page.next_page
+        setHasOlder(page.next_page !== null)
+      }
+      return [...page.data].reverse() as unknown as TimelineEvent[]
+    }
+
+    // the newest page is read once the stream is open (followSession): nothing falls between the two
+    const stop = followSession(
+      client,
       sessionId,
+      { previews: true, thread: thread === null || thread === '*' ? undefined : thread },
       {
-        previews: true,
-        thread: thread === null || thread === '*' ? undefined : thread,
+        history: readNewest,
+        onHistory: (history) => {
+          for (const e of history) {
+            events.current.push(e)
+            b.append(e)
+            trackSpan(e)
+          }
+          ready = true
+          setItems(b.items.slice())
+          setLoading(false)
+        },
+        onHistoryError: (err) => {
+          setError(err as Error)
+          setLoading(false)
+        },
+        onMessage: (msg) => {
+          if (live && ready) apply(msg)
+        },
         onState: (s) => {
           if (!live) return
           setConnection(s)
@@ -124,44 +155,7 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
           }
         },
       },
-      (msg) => {
-        if (!live) return
-        if (!ready) buffered.push(msg)
-        else apply(msg)
-      },
     )
-
-    const readNewest = async (): Promise<TimelineEvent[]> => {
-      const page =
-        thread === null || thread === '*'
-          ? await client.request<Page<SessionEvent>>('events.list', { id: sessionId }, { order: 'desc', limit: FIRST_PAGE })
-          : await client.request<Page<SessionEvent>>('threads.events', { id: sessionId, threadId: thread }, { order: 'desc', limit: FIRST_PAGE })
-      if (!ready) {
-        cursor.current = page.next_page
-        setHasOlder(page.next_page !== null)
-      }
-      return ([...page.data].reverse() as unknown as TimelineEvent[])
-    }
-
-    void readNewest()
-      .then((history) => {
-        if (!live) return
-        for (const e of history) {
-          events.current.push(e)
-          b.append(e)
-          trackSpan(e)
-        }
-        ready = true
-        for (const m of buffered) apply(m)
-        buffered.length = 0
-        setItems(b.items.slice())
-        setLoading(false)
-      })
-      .catch((err: Error) => {
-        if (!live) return
-        setError(err)
-        setLoading(false)
-      })
 
     return () => {
       live = false

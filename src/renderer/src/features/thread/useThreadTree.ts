@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useState } from 'react'
 import { useClient } from '../../api/context'
+import { followSession } from '../../api/follow'
 import type { Page, SessionThread } from '../../api/types'
 import { ThreadStatusBoard, threadTree, type ThreadNode } from './thread-tree'
 
@@ -63,15 +64,19 @@ export function useThreadTree(sessionId: string, enabled: boolean): ThreadTreeDa
         inFlight = false
       }
     }
-    const stop = client.stream(sessionId, {}, (msg) => {
-      if (!alive || msg.kind !== 'event') return
-      const e = msg.event as { type: string; session_thread_id?: string | null }
-      const { changed, settled } = board.apply(e)
-      if (changed) setLive(board.snapshot())
-      // The primary's cost moves when the session goes idle (its status event may name no thread).
-      if (settled || e.type === 'session.thread_created' || e.type === 'session.status_idle') void read()
+    // the list is first read once the stream is open (followSession): a status that moves meanwhile is in one or the other
+    const stop = followSession(client, sessionId, {}, {
+      history: read,
+      onHistory: () => {},
+      onMessage: (msg) => {
+        if (!alive || msg.kind !== 'event') return
+        const e = msg.event as { type: string; session_thread_id?: string | null }
+        const { changed, settled } = board.apply(e)
+        if (changed) setLive(board.snapshot())
+        // The primary's cost moves when the session goes idle (its status event may name no thread).
+        if (settled || e.type === 'session.thread_created' || e.type === 'session.status_idle') void read()
+      },
     })
-    void read()
     return () => {
       alive = false
       stop()

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'react'
 import type { CorralClient } from '../../api/client'
 import { useClient } from '../../api/context'
+import { followSession } from '../../api/follow'
 import type { Page, SessionEvent } from '../../api/types'
 import { RUN_BOARD_EVENT_TYPES, RunBoard, type RefusedRun, type RunBoardEvent, type RunState } from './run-board'
 
@@ -65,10 +66,8 @@ export function useWorkflowRuns(sessionId: string, seen: boolean): WorkflowRunsD
   useEffect(() => {
     if (!active) return
     let live = true
-    let ready = false
     let frame = 0
     const board = new RunBoard()
-    const buffered: RunBoardEvent[] = []
     const publish = () => {
       if (frame) return
       frame = requestAnimationFrame(() => {
@@ -76,44 +75,31 @@ export function useWorkflowRuns(sessionId: string, seen: boolean): WorkflowRunsD
         if (live) setData({ runs: new Map(board.runs().map((r) => [r.id, r])), refused: board.refused().slice(), board })
       })
     }
-    const readHistory = () =>
-      readRunEvents(client, sessionId).then((events) => {
-        if (!live) return
-        let changed = false
-        for (const e of events) changed = board.apply(e) || changed
-        if (!ready) {
-          ready = true
-          for (const e of buffered) changed = board.apply(e) || changed
-          buffered.length = 0
-        }
-        if (changed || events.length === 0) publish()
-      })
+    const fold = (events: readonly RunBoardEvent[]) => {
+      let changed = false
+      for (const e of events) changed = board.apply(e) || changed
+      if (changed || events.length === 0) publish()
+    }
     let dropped = false
-    const stop = client.stream(
-      sessionId,
-      {
-        onState: (s) => {
-          if (s === 'reconnecting') dropped = true
-          else if (dropped && ready) {
-            // Back after a drop: whatever the stream could not resume is in the history.
-            dropped = false
-            void readHistory().catch(() => {})
-          }
-        },
-      },
-      (msg) => {
-        if (!live || msg.kind !== 'event') return
-        const e = msg.event as unknown as RunBoardEvent
-        if (!ready) buffered.push(e)
-        else if (board.apply(e)) publish()
-      },
-    )
-    void readHistory().catch(() => {
+    // the history is read once the stream is open (followSession): a thread that ends meanwhile is in one or the other
+    const stop = followSession(client, sessionId, {}, {
+      history: () => readRunEvents(client, sessionId),
+      onHistory: fold,
       // The history could not be read: fold what the stream brings rather than nothing.
-      ready = true
-      for (const e of buffered) board.apply(e)
-      buffered.length = 0
-      publish()
+      onHistoryError: () => publish(),
+      onMessage: (msg) => {
+        if (live && msg.kind === 'event' && board.apply(msg.event as unknown as RunBoardEvent)) publish()
+      },
+      onState: (s) => {
+        if (s === 'reconnecting') dropped = true
+        else if (dropped) {
+          // Back after a drop: whatever the stream could not resume is in the history.
+          dropped = false
+          void readRunEvents(client, sessionId)
+            .then((events) => live && fold(events))
+            .catch(() => {})
+        }
+      },
     })
     return () => {
       live = false

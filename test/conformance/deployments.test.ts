@@ -278,6 +278,50 @@ describe('deployments through the official SDK', () => {
     expect(after).toMatchObject({ status: 'paused', paused_reason: { type: 'error', error: { type: 'agent_archived_error' } } })
   })
 
+  it("refuses a deployment whose agent's MCP server its environment cannot reach (create, and an update of the agent or the environment), and keeps what was saved", async () => {
+    const limited = (networking: Record<string, unknown>) =>
+      client.beta.environments.create({ name: `deploy-mcp-${Math.random()}`, config: { type: 'cloud', networking: { type: 'limited', ...networking } } as never })
+    const tickets = await client.beta.agents.create({ name: 'ticket-reader', model: 'claude-sonnet-4-6', mcp_servers: [{ type: 'url', name: 'tickets', url: 'https://mcp.tickets.example/sse' }] })
+    const closed = await limited({ allowed_hosts: ['api.example.com'] })
+    const count = async () => (await all(client.beta.deployments.list({ limit: 100 }))).length
+    const before = await count()
+    const refused = await rejection(client.beta.deployments.create({ ...base(), agent: tickets.id, environment_id: closed.id }))
+    expect(refused.status).toBe(400)
+    expect(messageOf(refused)).toMatch(new RegExp(`^agent: mcp_servers\\[0\\]: agent ${tickets.id} \\("ticket-reader"\\) declares MCP server "tickets" at host mcp\\.tickets\\.example, which environment ${closed.id} cannot reach`))
+    expect(messageOf(refused)).toContain('add the host to allowed_hosts or set allow_mcp_servers: true')
+    expect(await count()).toBe(before)
+
+    const open = await limited({ allowed_hosts: ['mcp.tickets.example'] })
+    const d = await client.beta.deployments.create({ ...base(), agent: tickets.id, environment_id: open.id })
+    // moving it to the closed environment, or moving the closed one's deployment to the MCP agent: refused, nothing changed
+    expect(messageOf(await rejection(client.beta.deployments.update(d.id, { environment_id: closed.id, name: 'moved' })))).toMatch(/^agent: mcp_servers\[0\]: .*"tickets" at host mcp\.tickets\.example/)
+    const plain = await client.beta.deployments.create({ ...base(), environment_id: closed.id })
+    expect(messageOf(await rejection(client.beta.deployments.update(plain.id, { agent: tickets.id })))).toMatch(/cannot reach/)
+    expect(await client.beta.deployments.retrieve(d.id)).toMatchObject({ name: 'Daily order report', environment_id: open.id })
+    expect((await client.beta.deployments.retrieve(plain.id)).agent.id).toBe(agentId)
+    // what does not touch the agent or the environment is saved as ever
+    expect((await client.beta.deployments.update(d.id, { name: 'renamed' })).name).toBe('renamed')
+  })
+
+  it('a run whose environment no longer reaches its agent\'s MCP server records mcp_egress_blocked_error and pauses the deployment; unpaused once allowed, it runs', async () => {
+    const tickets = await client.beta.agents.create({ name: 'ticket-runner', model: 'claude-sonnet-4-6', mcp_servers: [{ type: 'url', name: 'tickets', url: 'https://mcp.tickets.example/sse' }] })
+    const env = await client.beta.environments.create({ name: 'deploy-mcp-later', config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: ['mcp.tickets.example'] } } as never })
+    const d = await client.beta.deployments.create({ ...base(), agent: tickets.id, environment_id: env.id })
+    // the environment is narrowed after the deployment was saved
+    await client.beta.environments.update(env.id, { config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: [] } } as never })
+    const run = await client.beta.deployments.run(d.id)
+    expect(run.session_id).toBeNull()
+    expect(run.error).toMatchObject({ type: 'mcp_egress_blocked_error' })
+    expect(run.error!.message).toMatch(/"tickets" at host mcp\.tickets\.example, which environment \S+ cannot reach.*the deployment is paused until/)
+    expect(await client.beta.deployments.retrieve(d.id)).toMatchObject({ status: 'paused', paused_reason: { type: 'error', error: { type: 'mcp_egress_blocked_error' } } })
+    expect(await all(client.beta.sessions.list({ deployment_id: d.id }))).toEqual([])
+    await client.beta.environments.update(env.id, { config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: [], allow_mcp_servers: true } } as never })
+    await client.beta.deployments.unpause(d.id)
+    const next = await client.beta.deployments.run(d.id)
+    expect(next.error).toBeNull()
+    expect(next.session_id).toMatch(/^sesn_/)
+  })
+
   it('fires on its schedule and lists runs with filters (deployment, trigger, error, creation time)', async () => {
     // an engine whose scheduler (and deployment store) read a clock that moves only when the test moves it
     const clock = new ManualClock(Date.now())

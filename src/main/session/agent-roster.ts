@@ -381,43 +381,55 @@ type McpDeclaring = { id: string; name: string; mcp_servers?: readonly { name: s
  * could not reach it. `self` copies and inline agents run the session agent's servers, checked
  * with it. The refusal names the agent, the server and its host, and both ways to allow it.
  */
-export function checkMcpServersReachable(p: {
+export function checkMcpServersReachable(p: McpReachParams): void {
+  const problem = mcpReachProblem(p)
+  if (problem) throw invalid(problem)
+}
+
+export interface McpReachParams {
   agent: McpDeclaring
   roster: SessionMultiagent | null
   networking: McpReachNetworking | null | undefined
   environmentId: string
-}): void {
+}
+
+/** checkMcpServersReachable's finding as a message (the first server that cannot be reached), or undefined. */
+export function mcpReachProblem(p: McpReachParams): string | undefined {
   const n = p.networking
-  if (n?.type !== 'limited' || n.allow_mcp_servers) return
+  if (n?.type !== 'limited' || n.allow_mcp_servers) return undefined
   const allowed = n.allowed_hosts ?? []
-  const check = (where: string, a: McpDeclaring) => {
-    ;(a.mcp_servers ?? []).forEach((server, i) => {
+  const check = (where: string, a: McpDeclaring): string | undefined => {
+    const servers = a.mcp_servers ?? []
+    for (let i = 0; i < servers.length; i++) {
+      const server = servers[i]
       let host: string
       try {
         host = new URL(server.url).hostname.replace(/^\[|\]$/g, '')
       } catch {
-        throw invalid(`${where}mcp_servers[${i}].url: ${JSON.stringify(server.url)} is not a URL`)
+        return `${where}mcp_servers[${i}].url: ${JSON.stringify(server.url)} is not a URL`
       }
-      if (hostAllowed(host, allowed)) return
-      throw invalid(
-        `${where}mcp_servers[${i}]: agent ${a.id} ("${a.name}") declares MCP server "${server.name}" at host ${host}, which environment ${p.environmentId} cannot reach: its networking is limited, ${host} is not in config.networking.allowed_hosts and allow_mcp_servers is not set; add the host to allowed_hosts or set allow_mcp_servers: true (spec multiagent §2.5)`,
-      )
-    })
+      if (hostAllowed(host, allowed)) continue
+      return `${where}mcp_servers[${i}]: agent ${a.id} ("${a.name}") declares MCP server "${server.name}" at host ${host}, which environment ${p.environmentId} cannot reach: its networking is limited, ${host} is not in config.networking.allowed_hosts and allow_mcp_servers is not set; add the host to allowed_hosts or set allow_mcp_servers: true (spec multiagent §2.5)`
+    }
+    return undefined
   }
-  check('agent: ', p.agent)
+  const own = check('agent: ', p.agent)
   const m = p.roster
-  if (!m) return
+  if (own || !m) return own
   if (m.type === 'coordinator') {
-    m.agents.forEach((a, i) => {
-      if (a.type === 'agent' && a.id !== p.agent.id) check(`agent: multiagent.agents[${i}]: `, a)
-    })
-    return
+    for (const [i, a] of m.agents.entries()) {
+      const problem = a.type === 'agent' && a.id !== p.agent.id ? check(`agent: multiagent.agents[${i}]: `, a) : undefined
+      if (problem) return problem
+    }
+    return undefined
   }
   for (const key of ['subagents', 'workflows'] as const) {
     const d = m[key]
     if (d.type !== 'enabled') continue
-    d.predefined_agents.forEach((a, i) => {
-      if (a.id !== p.agent.id) check(`agent: multiagent.${key}.predefined_agents[${i}]: `, a)
-    })
+    for (const [i, a] of d.predefined_agents.entries()) {
+      const problem = a.id !== p.agent.id ? check(`agent: multiagent.${key}.predefined_agents[${i}]: `, a) : undefined
+      if (problem) return problem
+    }
   }
+  return undefined
 }

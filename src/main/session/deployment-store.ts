@@ -150,6 +150,7 @@ export class DeploymentStore {
   create(input: DeploymentCreateInput): Deployment {
     const agent = this.resolveAgent(input.agent)
     this.checkReferences({ environment_id: input.environment_id, vault_ids: input.vault_ids ?? [], resources: input.resources ?? [] })
+    this.checkMcpReach(agent, input.environment_id)
     const now = this.clock().toISOString()
     const d: StoredDeployment = {
       type: 'deployment',
@@ -209,6 +210,7 @@ export class DeploymentStore {
         vault_ids: input.vault_ids ?? undefined,
         resources: (input.resources ?? undefined) as Record<string, unknown>[] | undefined,
       })
+      if (input.agent !== undefined || input.environment_id !== undefined) this.checkMcpReach(next.agent, next.environment_id)
       next.updated_at = this.clock().toISOString()
       this.db
         .prepare('UPDATE deployments SET updated_at = ?, agent_id = ?, fired_through = ?, data = ? WHERE id = ?')
@@ -433,6 +435,12 @@ export class DeploymentStore {
     }
   }
 
+  /** A deployment whose sessions could not reach an MCP server of their agents is refused when saved (400; spec multiagent §2.5). */
+  private checkMcpReach(agent: Deployment['agent'], environmentId: string): void {
+    const problem = this.o.sessions.mcpEgressProblem(agent, environmentId)
+    if (problem) throw invalid(problem)
+  }
+
   private findEnvironment(id: string): Environment | undefined {
     try {
       return this.o.environments.retrieve(id)
@@ -580,6 +588,14 @@ export class DeploymentStore {
         if (store.archived_at) return { type: 'memory_store_archived_error', message: `memory store ${store.id} is archived` }
       }
     }
+    // the environment's networking or an agent's servers changed since the deployment was saved
+    let mcp: string | undefined
+    try {
+      mcp = this.o.sessions.mcpEgressProblem(input.agent, env.id)
+    } catch {
+      // the session's create says what else is wrong (a listed agent archived, …)
+    }
+    if (mcp) return { type: 'mcp_egress_blocked_error', message: `${mcp}; the deployment is paused until its sessions can reach the server (then unpause it)` }
     return null
   }
 }

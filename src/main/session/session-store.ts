@@ -20,7 +20,7 @@ import { primaryThreadId } from '../../shared/api/ids'
 import { fileMountPath, UPLOADS_DIR } from '../../shared/api/file-paths'
 import { StoreChanges } from './store-changes'
 import { stepModelError } from './model-error'
-import { checkMcpServersReachable, checkToolNames, sessionRoster, snapshotRoster, type McpReachNetworking, type SessionRoster } from './agent-roster'
+import { checkMcpServersReachable, checkToolNames, mcpReachProblem, sessionRoster, snapshotRoster, type McpReachNetworking, type SessionRoster } from './agent-roster'
 import { activeOutcome, foldOutcomes, OUTCOME_DEFAULT_MAX_ITERATIONS, OUTCOME_EVENT_TYPES, OUTCOME_MAX_RUBRIC_CHARS, toOutcomeEvaluation, type OutcomeRecord } from '../../shared/api/outcomes'
 import { budgetCents, listCostCents } from '../../shared/api/pricing'
 import { isRunningRun, openWorkflowRuns, workflowRunOpenError } from './workflow-store'
@@ -253,6 +253,19 @@ export class SessionStore {
   checkResources(resources: readonly Record<string, unknown>[]): void {
     this.checkFiles(resources)
     if (resources.length) this.hooks.checkResources?.(resources)
+  }
+
+  /**
+   * Why a session of this agent could not reach one of its MCP servers (its own, or a listed
+   * agent's, the roster as a session would snapshot it now) from this environment (spec multiagent
+   * §2.5), or undefined. Deployments check it when saved and before each run
+   * (`mcp_egress_blocked_error`), so a schedule does not fire into a refusal.
+   */
+  mcpEgressProblem(agentRef: SessionCreateInput['agent'], environmentId: string): string | undefined {
+    const agent = this.resolveAgent(agentRef)
+    const env = this.environments.retrieve(environmentId)
+    const multiagent = snapshotRoster({ agent, lookup: (id, version) => this.agents.find(id, version), tiers: this.agents.tiers() })
+    return mcpReachProblem({ agent, roster: multiagent, networking: envNetworking(env), environmentId: env.id })
   }
 
   private async insertSession(input: SessionCreateInput, ids: { session: string; resources: string[] }, options: SessionCreateOptions = {}): Promise<Session> {

@@ -25,6 +25,9 @@ function pausedWords(d: Deployment): string | null {
     vault_not_found_error: 'one of its vaults no longer exists',
     file_not_found_error: 'one of its files no longer exists',
     memory_store_archived_error: 'one of its memory stores was archived',
+    session_resource_not_found_error: 'one of its resources no longer exists',
+    self_hosted_resources_unsupported_error: 'its self-hosted environment cannot mount its files or repositories',
+    mcp_egress_blocked_error: "its environment's networking blocks an MCP server of its agent",
   }
   return `Paused: ${what[type] ?? type.replace(/_/g, ' ')}`
 }

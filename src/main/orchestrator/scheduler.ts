@@ -51,6 +51,8 @@ export class Scheduler {
   /** Sessions whose lease is held for something other than a brain (a workflow run's driver), kept however idle. */
   private readonly pinned = new Set<string>()
   private readonly leaseListeners = new Set<(sessionId: string, held: boolean) => void>()
+  /** Per held lease: stops hearing what other processes append to the session (EventLog.hearForeign). */
+  private readonly hearing = new Map<string, () => void>()
   private renewTimer?: NodeJS.Timeout
   private lastRenewAt = 0
   private unsubscribe?: () => void
@@ -66,7 +68,10 @@ export class Scheduler {
     const now = Date.now()
     const idleFor = this.p.idleReleaseMs ?? 5_000
     const release = [...this.held].filter(([id, at]) => !this.perSession.has(id) && !this.pinned.has(id) && now - at > idleFor).map(([id]) => id)
-    for (const id of release) this.held.delete(id)
+    for (const id of release) {
+      this.held.delete(id)
+      this.deafen(id)
+    }
     try {
       if (release.length) this.p.leases.releaseAll(release)
       for (const lost of this.p.leases.renewAll([...this.held.keys()])) this.lost(lost)
@@ -83,6 +88,7 @@ export class Scheduler {
    */
   private lost(sessionId: string): void {
     if (!this.held.delete(sessionId)) return
+    this.deafen(sessionId)
     this.pinned.delete(sessionId)
     for (const b of this.brains.values()) if (b.thread.sessionId === sessionId) b.control.stop('lease_lost')
     this.tellLease(sessionId, false)
@@ -110,18 +116,42 @@ export class Scheduler {
     const had = this.held.has(sessionId)
     if (!this.p.leases.acquire(sessionId)) {
       this.held.delete(sessionId)
+      this.deafen(sessionId)
       this.pinned.delete(sessionId)
       if (had) this.tellLease(sessionId, false)
       return false
     }
     this.held.set(sessionId, Date.now())
-    if (!had) this.tellLease(sessionId, true)
+    if (!had) {
+      this.listen(sessionId)
+      this.tellLease(sessionId, true)
+    }
     if (!this.renewTimer && !this.stopped) {
       this.lastRenewAt = Date.now()
       this.renewTimer = setInterval(() => this.renewHeld(), Math.max(20, Math.floor(this.p.leases.ttlMs / 3)))
       this.renewTimer.unref()
     }
     return true
+  }
+
+  /**
+   * While this engine holds a session's lease, what another engine appends to it (a client's
+   * `user.interrupt`, message or confirmation sent through `corral serve` or the desktop while
+   * `corral run` runs the session here) reaches onEvent as its own appends do: only the lease
+   * holder runs the session's brains, and another engine's scheduler can only wait for the lease.
+   */
+  private listen(sessionId: string): void {
+    if (this.hearing.has(sessionId) || !this.p.log.hearForeign) return
+    try {
+      this.hearing.set(sessionId, this.p.log.hearForeign(sessionId))
+    } catch (err) {
+      this.p.onError?.(sessionId, err)
+    }
+  }
+
+  private deafen(sessionId: string): void {
+    this.hearing.get(sessionId)?.()
+    this.hearing.delete(sessionId)
   }
 
   private tellLease(sessionId: string, held: boolean): void {
@@ -313,6 +343,7 @@ export class Scheduler {
       // the database may be closing; the leases lapse on their own
     }
     this.held.clear()
+    for (const id of [...this.hearing.keys()]) this.deafen(id)
     this.pinned.clear()
     this.leaseListeners.clear()
   }

@@ -111,6 +111,12 @@ export interface EventLog {
    */
   subscribeCommitted(listener: EventListener): Disposer
   /**
+   * Until the disposer runs, `subscribeCommitted` listeners also hear what another process (another
+   * connection to the same file) appends to this session, shortly after its commit, in seq order.
+   * Absent where no other process can write (the caller then hears only this log's appends).
+   */
+  hearForeign?(sessionId: string): Disposer
+  /**
    * Resolves once everything committed so far is durable; rejects as a durable append would when
    * it could not be made so. After an append with `committed`: its events are durable once this
    * resolves (a writer holds a lock until the commit only, and waits for the disk outside it).

@@ -32,6 +32,9 @@ export class SqliteEventLog implements EventLog {
   private readonly foreignPollMs: number
   private readonly walPath: string | undefined
   private walFd: number | undefined
+  /** `PRAGMA data_version`: moves when another connection commits (the poll reads nothing while it stays). */
+  private readonly dataVersion: { get(): unknown } | undefined
+  private polledVersion: unknown
 
   constructor(
     db: Db,
@@ -43,7 +46,12 @@ export class SqliteEventLog implements EventLog {
     // the newest rows committed on this connection answer the reads of working sessions (log/recent.ts)
     const recent = (this.recent = RecentEvents.of(db))
     this.reader = new LogReader(db, { visibleBefore: (sessionId) => this.appender.visibleBefore(sessionId), recent })
-    this.live = new LogTail((sessionId, after, limit) => this.reader.read(sessionId, { after, limit }), MAX_READ_LIMIT)
+    this.live = new LogTail(
+      (sessionId, after, limit) => this.reader.read(sessionId, { after, limit }),
+      MAX_READ_LIMIT,
+      (sessionId, after, limit) => this.reader.read(sessionId, { after, limit, includeUnsynced: true }),
+    )
+    this.dataVersion = db.memory ? undefined : db.prepare('PRAGMA data_version').pluck()
     this.appender = new LogAppender(db, { ...options, recent, onCommit: (stored) => this.live.notify(stored), onCommitted: (stored) => this.live.notifyCommitted(stored) })
   }
 
@@ -60,19 +68,26 @@ export class SqliteEventLog implements EventLog {
 
   /**
    * Another process appending to this file (`corral run` beside the desktop, a second engine)
-   * tells this one nothing: while a tail is open, the log looks every `foreignPollMs` whether a
-   * tailed session has events past what its tails were told, and tells them, after an fdatasync
-   * of the WAL (the other process may not have synced them yet; nothing reaches a tail before it
-   * is on disk). The poll stops when the last tail closes.
+   * tells this one nothing: while a tail is open or a session's commits are heard (hearForeign),
+   * the log looks every `foreignPollMs` whether another connection committed (`data_version`),
+   * and if so whether a watched session has events past what its listeners were told. Subscribers
+   * to commits hear them at once; tails after an fdatasync of the WAL (the other process may not
+   * have synced them yet; nothing reaches a tail before it is on disk). The poll stops when nothing
+   * is watched.
    */
   private startForeignPoll(): void {
     if (this.foreignPoll || this.foreignPollMs <= 0) return
+    this.polledVersion = undefined
     this.foreignPoll = setInterval(() => {
-      if (!this.live.hasTails) return this.stopForeignPoll()
+      if (!this.live.watching) return this.stopForeignPoll()
       try {
+        const version = this.dataVersion?.get()
+        if (version !== undefined && version === this.polledVersion) return
+        this.polledVersion = version
         this.live.catchUpForeign(
           (sessionId) => this.reader.lastSeq(sessionId),
           () => this.syncWal(),
+          (sessionId) => this.reader.lastSeq(sessionId, { includeUnsynced: true }),
         )
       } catch (err) {
         console.error('[corral] reading events another process appended failed:', err)
@@ -163,6 +178,18 @@ export class SqliteEventLog implements EventLog {
 
   tail(sessionId: string, fromSeq: number, listener: EventListener): Disposer {
     const stop = this.live.tail(sessionId, fromSeq, listener)
+    this.startForeignPoll()
+    return stop
+  }
+
+  /**
+   * From now until the disposer runs, `subscribeCommitted` listeners hear what another process
+   * appends to this session too (the scheduler asks it for the sessions whose lease it holds: a
+   * `user.interrupt` or a message sent through another engine reaches the brains running here
+   * within `foreignPollMs`).
+   */
+  hearForeign(sessionId: string): Disposer {
+    const stop = this.live.hearForeign(sessionId, this.reader.lastSeq(sessionId, { includeUnsynced: true }))
     this.startForeignPoll()
     return stop
   }

@@ -117,3 +117,36 @@ describe("a tail and another process's appends to the same file", () => {
     stop()
   })
 })
+
+describe("subscribers to commits and another process's appends (hearForeign: the sessions whose brains run here)", () => {
+  it('hear, for a heard session only and until the disposer runs, what the other process appends, once each and in seq order beside their own', async () => {
+    const { sid, mine, theirs, newSession } = await twoProcesses()
+    const unheard = await newSession()
+    const heard: StoredEvent[] = []
+    const off = mine.subscribeCommitted((s) => heard.push(s))
+    const stop = mine.hearForeign(sid)
+    const from = mine.lastSeq(sid)
+    for (let round = 0; round < 12; round++) {
+      await theirs.append(sid, [{ type: 'x', round }])
+      await theirs.append(unheard, [{ type: 'elsewhere', round }])
+      // an own append right behind a foreign one the poll has not seen: the foreign one is heard first
+      if (round % 4 === 1) await mine.append(sid, [{ type: 'mine', round }])
+      if (round % 5 === 0) await sleep(40)
+    }
+    const last = theirs.lastSeq(sid)
+    await until('the last event to be heard', () => heard.at(-1)?.seq === last)
+    await sleep(80)
+    expect(heard.every((s) => s.sessionId === sid)).toBe(true)
+    expect(heard.map((s) => s.seq)).toEqual(Array.from({ length: last - from }, (_, i) => from + i + 1))
+    expect(heard.filter((s) => typeOf(s) === 'x')).toHaveLength(12)
+    expect(heard.filter((s) => typeOf(s) === 'mine')).toHaveLength(3)
+    stop()
+    await theirs.append(sid, [{ type: 'after' }])
+    await sleep(80)
+    expect(heard.map(typeOf)).not.toContain('after')
+    // its own appends are heard as ever
+    await mine.append(sid, [{ type: 'mine again' }])
+    expect(typeOf(heard.at(-1))).toBe('mine again')
+    off()
+  })
+})

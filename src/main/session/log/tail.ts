@@ -14,10 +14,22 @@ export class LogTail {
   private readonly committedListeners = new Set<EventListener>()
   /** Per session with tails open: the last seq its tails were told of (this log's commits, or another process's found by catchUpForeign). */
   private readonly told = new Map<string, number>()
+  /**
+   * Sessions whose subscribers to commits hear another process's events too (hearForeign: the
+   * sessions whose brains this engine runs): the last seq those subscribers heard, and how many
+   * asked.
+   */
+  private readonly heard = new Map<string, { seq: number; n: number }>()
 
+  /**
+   * `readPage`: what is on disk (tails); `readCommitted`: what is committed, this log's unsynced
+   * events included (subscribers to commits hear another process's events at their commit, as
+   * they hear this log's).
+   */
   constructor(
     private readonly readPage: ReadPage,
     private readonly pageSize: number,
+    private readonly readCommitted: ReadPage = readPage,
   ) {}
 
   /** Delivers one append's committed events to the session's tails and to every subscriber. */
@@ -42,9 +54,45 @@ export class LogTail {
 
   /** Delivers one append's events to the subscribers of commits, as soon as they committed (see subscribeCommitted). */
   notifyCommitted(stored: StoredEvent[]): void {
-    if (stored.length === 0 || this.committedListeners.size === 0) return
+    if (stored.length === 0) return
+    const h = this.heard.size ? this.heard.get(stored[0].sessionId) : undefined
+    if (h) {
+      // another process's events before these (committed before them): heard first, in order
+      if (stored[0].seq > h.seq + 1) this.tellCommittedForeign(stored[0].sessionId, this.readRange(stored[0].sessionId, h.seq, stored[0].seq, this.readCommitted))
+      h.seq = Math.max(h.seq, stored[stored.length - 1].seq)
+    }
+    if (this.committedListeners.size === 0) return
     const all = [...this.committedListeners]
     for (const s of stored) for (const l of all) safeCall(l, s)
+  }
+
+  /**
+   * From now until the disposer runs, subscribers to commits hear what another process appends
+   * to `sessionId` past `from` (found by catchUpForeign, or before one of this log's own commits),
+   * in seq order, once each. Nested calls for one session share one mark.
+   */
+  hearForeign(sessionId: string, from: number): Disposer {
+    const h = this.heard.get(sessionId)
+    if (h) h.n++
+    else this.heard.set(sessionId, { seq: from, n: 1 })
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      const cur = this.heard.get(sessionId)
+      if (cur && --cur.n === 0) this.heard.delete(sessionId)
+    }
+  }
+
+  private tellCommittedForeign(sessionId: string, events: readonly StoredEvent[]): void {
+    const h = this.heard.get(sessionId)
+    if (!h) return
+    const all = [...this.committedListeners]
+    for (const s of events) {
+      if (s.seq <= h.seq) continue
+      h.seq = s.seq
+      for (const l of all) safeCall(l, s)
+    }
   }
 
   tail(sessionId: string, fromSeq: number, listener: EventListener): Disposer {
@@ -88,13 +136,28 @@ export class LogTail {
     return this.sessionListeners.size > 0
   }
 
+  /** Whether another process's events are looked for: a tail is open, or a session's commits are heard (hearForeign). */
+  get watching(): boolean {
+    return this.sessionListeners.size > 0 || this.heard.size > 0
+  }
+
   /**
-   * Tells every open tail of the events another process appended since its session's tails were
-   * last told (SqliteEventLog's poll, while tails are open). `durable` runs once before anything is
-   * told (the WAL's fdatasync: the other process's events may not be on disk yet when read).
-   * Reads stop where this log's own unsynced events start; each tail drops what it already had.
+   * Tells what another process appended (SqliteEventLog's poll, while `watching`): the subscribers
+   * to commits of each session heard with hearForeign, at once (`lastCommitted`: its last committed
+   * seq), then every open tail of the events past what its session's tails were told (`lastVisible`:
+   * its last seq on disk). `durable` runs once before a tail is told (the WAL's fdatasync: the other
+   * process's events may not be on disk yet when read). Tail reads stop where this log's own
+   * unsynced events start; each tail drops what it already had.
    */
-  catchUpForeign(lastVisible: (sessionId: string) => number, durable: () => void): void {
+  catchUpForeign(lastVisible: (sessionId: string) => number, durable: () => void, lastCommitted: (sessionId: string) => number = lastVisible): void {
+    for (const [sessionId, h] of [...this.heard]) {
+      try {
+        if (lastCommitted(sessionId) <= h.seq) continue
+        this.tellCommittedForeign(sessionId, this.readRange(sessionId, h.seq, Number.POSITIVE_INFINITY, this.readCommitted))
+      } catch {
+        // a session deleted meanwhile (by another process): nothing more to hear
+      }
+    }
     const found: [string, StoredEvent[]][] = []
     for (const sessionId of this.sessionListeners.keys()) {
       const told = this.told.get(sessionId) ?? 0
@@ -112,10 +175,10 @@ export class LogTail {
   }
 
   /** A session's events with after < seq < before, in order. */
-  private readRange(sessionId: string, after: number, before: number): StoredEvent[] {
+  private readRange(sessionId: string, after: number, before: number, read: ReadPage = this.readPage): StoredEvent[] {
     const out: StoredEvent[] = []
     for (;;) {
-      const page = this.readPage(sessionId, after, this.pageSize)
+      const page = read(sessionId, after, this.pageSize)
       for (const s of page) {
         if (s.seq >= before) return out
         out.push(s)

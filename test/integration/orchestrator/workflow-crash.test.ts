@@ -3,6 +3,7 @@ import { mkdtempSync, mkdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Engine } from '../../../src/main/engine'
+import type { LoggedEvent } from '../../../src/main/session/event-log'
 import { CrashChildren } from '../../support/crash-children'
 import { ScriptedModelServer, type RecordedRequest } from '../../support/model-server'
 import { mulberry32 } from '../../support/random'
@@ -73,7 +74,7 @@ describe('a workflow run of 200 agents across kill -9 of its engine', () => {
     const asks = new Map<string, number[]>()
     const delays = mulberry32(SEED ^ 0x5bd1e995)
     const lifeOf = (req: RecordedRequest) => Number(/life-(\d+)/.exec(String(req.headers.authorization ?? ''))?.[1] ?? NaN)
-    const model = await ScriptedModelServer.start(runResponder({ n: N, delayMs: () => 5 + Math.floor(delays() * 40), onWorker: (p, req) => asks.set(p, [...(asks.get(p) ?? []), lifeOf(req)]) }))
+    const model = await ScriptedModelServer.start(runResponder({ n: N, delayMs: () => 5 + Math.floor(delays() * 400), onWorker: (p, req) => asks.set(p, [...(asks.get(p) ?? []), lifeOf(req)]) }))
     model.keepRequests = 0
     const parent = Engine.open({ dataDir: crashDir, token: 'crash-test', env: {}, harness: { enabled: false }, defaultHands: false })
     const crashStarted = Date.now()
@@ -85,6 +86,18 @@ describe('a workflow run of 200 agents across kill -9 of its engine', () => {
       const doneAtKill = new Map<string, number>()
       let kills = 0
       let killsMidRun = 0
+      /** How many of the run's agents are done in the log (their thread idled with end_turn), read on from where it last stopped. */
+      let doneCursor = 0
+      let doneCount = 0
+      const agentsDone = () => {
+        for (const s of parent.services.log.read(sid, { after: doneCursor, limit: 1000 })) {
+          doneCursor = s.seq
+          const e = s.event as LoggedEvent & { stop_reason?: { type: string } }
+          if (e.type === 'session.thread_status_idle' && e.session_thread_id && e.stop_reason?.type === 'end_turn') doneCount++
+        }
+        return doneCount
+      }
+      let doneAtKills = 0
       while (kills < KILLS && !runFinished(eventsOf(parent, sid))) {
         const before = lastSeq()
         const child = await children.start([crashDir, model.url, '64', '10000', `life-${++life}`])
@@ -94,16 +107,22 @@ describe('a workflow run of 200 agents across kill -9 of its engine', () => {
         } else {
           const deadline = Date.now() + 20_000
           while (lastSeq() === before && Date.now() < deadline) await sleep(5)
-          // then within its next events (counting events, not time, spreads the kills over the whole run)
-          const target = lastSeq() + 1 + Math.floor(rand() * 20)
+          // then after a few more agents are done (counting agents, not events or time, spreads the
+          // kills over the whole run: a life's first commits restart up to 64 threads at once, far
+          // more events than any small count). The count is drawn so that the kills left cannot
+          // finish the run, whatever a loaded machine commits at once: the last life does that.
+          const remaining = 2 * N - agentsDone()
+          const mean = Math.max(1, (remaining - 40) / (KILLS - kills + 1))
+          const target = agentsDone() + 1 + Math.floor(rand() * 2 * mean)
           const until = Date.now() + 200 + rand() * 1500
-          while (lastSeq() < target && Date.now() < until) await sleep(2)
+          while (agentsDone() < target && Date.now() < until) await sleep(2)
         }
         await children.kill(child)
         kills++
         const evs = eventsOf(parent, sid)
         if (evs.some((e) => e.type === 'workflow_run.status_running') && !evs.some((e) => e.type === 'workflow_run.status_ended')) killsMidRun++
         for (const p of donePrompts(evs)) if (!doneAtKill.has(p)) doneAtKill.set(p, asks.get(p)?.length ?? 0)
+        if (doneAtKill.size > 0 && doneAtKill.size < 2 * N) doneAtKills++
         if (process.env.CORRAL_CRASH_DEBUG) console.log('KILL', kills, lastSeq(), doneAtKill.size)
       }
       const last = await children.start([crashDir, model.url, '64', '10000', `life-${++life}`])
@@ -117,6 +136,8 @@ describe('a workflow run of 200 agents across kill -9 of its engine', () => {
 
       expect(kills).toBeGreaterThanOrEqual(20)
       expect(killsMidRun).toBeGreaterThanOrEqual(15)
+      // most kills fell between completions: some agents done in the journal, others not yet
+      expect(doneAtKills).toBeGreaterThanOrEqual(10)
       const evs = eventsOf(parent, sid)
       expect(new Set(evs.map((e) => e.id)).size).toBe(evs.length)
 
@@ -150,7 +171,7 @@ describe('a workflow run of 200 agents across kill -9 of its engine', () => {
       for (const c of created) expect({ thread: c.session_thread_id, archives: archived.get(c.session_thread_id!) ?? 0 }).toEqual({ thread: c.session_thread_id, archives: 1 })
 
       console.log(
-        `[workflow crash test] seed ${SEED}: ${kills} kills (${killsMidRun} while the run was open), ${repeated} asks repeated after a kill cut a turn, ${evs.length} events; uncrashed run ${cleanSeconds.toFixed(1)} s, crashed run ${crashSeconds.toFixed(1)} s`,
+        `[workflow crash test] seed ${SEED}: ${kills} kills (${killsMidRun} while the run was open, ${doneAtKills} with some agents done), ${doneAtKill.size} agents done before the last life, ${repeated} asks repeated after a kill cut a turn, ${evs.length} events; uncrashed run ${cleanSeconds.toFixed(1)} s, crashed run ${crashSeconds.toFixed(1)} s`,
       )
     } finally {
       await parent.close()

@@ -83,12 +83,14 @@ export class SqliteEventLog implements EventLog {
       try {
         const version = this.dataVersion?.get()
         if (version !== undefined && version === this.polledVersion) return
-        this.polledVersion = version
         this.live.catchUpForeign(
           (sessionId) => this.reader.lastSeq(sessionId),
           () => this.syncWal(),
           (sessionId) => this.reader.lastSeq(sessionId, { includeUnsynced: true }),
         )
+        // a tail's reads stop before this log's own unsynced events, and another process's behind
+        // them are not told yet: looked for again at the next poll, whatever data_version says
+        this.polledVersion = this.appender.hasUnsynced ? undefined : version
       } catch (err) {
         console.error('[corral] reading events another process appended failed:', err)
       }

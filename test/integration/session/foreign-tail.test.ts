@@ -32,11 +32,14 @@ async function until(what: string, ok: () => boolean, ms = 5_000): Promise<void>
   }
 }
 
-async function twoProcesses(pollMs = 20): Promise<{ sid: string; mine: SqliteEventLog; theirs: SqliteEventLog; newSession: () => Promise<string>; deleteSession: (id: string) => void }> {
+type Fsync = (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void
+
+/** `fsync`: how the first process's log syncs its WAL (a test holds it to keep its commits off the disk). */
+async function twoProcesses(pollMs = 20, fsync?: Fsync): Promise<{ sid: string; mine: SqliteEventLog; theirs: SqliteEventLog; newSession: () => Promise<string>; deleteSession: (id: string) => void }> {
   dir = mkdtempSync(join(tmpdir(), 'corral-foreign-tail-'))
   const path = join(dir, 'corral.db')
   dbs = [openDatabase({ path }), openDatabase({ path })]
-  logs = dbs.map((db) => new SqliteEventLog(db, { foreignPollMs: pollMs }))
+  logs = dbs.map((db, i) => new SqliteEventLog(db, { foreignPollMs: pollMs, ...(i === 0 && fsync ? { fsync } : {}) }))
   const agents = new AgentStore(dbs[1])
   const environments = new EnvironmentStore(dbs[1])
   const sessions = new SessionStore(dbs[1], { log: logs[1], agents, environments })
@@ -102,6 +105,25 @@ describe("a tail and another process's appends to the same file", () => {
     expect(gone).toEqual([])
     stopGone()
     stopKept()
+  })
+
+  it("tells a tail what the other process appended behind this process's own events still on their way to disk, once they are on it", async () => {
+    const held: ((err: null) => void)[] = []
+    const { sid, mine, theirs } = await twoProcesses(20, (_fd, done) => void held.push(done))
+    const heard: StoredEvent[] = []
+    const stop = mine.tail(sid, 0, (s) => heard.push(s))
+    const before = heard.length
+    const own = mine.append(sid, [{ type: 'mine' }])
+    await until('its fsync to be asked for', () => held.length === 1)
+    await theirs.append(sid, [{ type: 'theirs' }])
+    // several polls while the other process's event sits behind this one's, not on disk yet
+    await sleep(120)
+    expect(heard.slice(before).map(typeOf)).toEqual([])
+    held.shift()!(null)
+    await own
+    await until("the other process's event", () => typeOf(heard.at(-1)) === 'theirs')
+    expect(heard.slice(before).map(typeOf)).toEqual(['mine', 'theirs'])
+    stop()
   })
 
   it("does not look for another process's events with foreignPollMs 0: a tail then hears its own process only", async () => {

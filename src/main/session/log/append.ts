@@ -190,6 +190,11 @@ export class LogAppender {
    * The first seq of the session that is committed but not yet on disk, or undefined when all of
    * it is: the log's reads show only what is before it.
    */
+  /** Whether some committed group is not on disk yet (reads stop before it: see visibleBefore). */
+  get hasUnsynced(): boolean {
+    return this.unsyncedFrom.size > 0
+  }
+
   visibleBefore(sessionId: string): number | undefined {
     return this.unsyncedFrom.size === 0 ? undefined : this.unsyncedFrom.get(sessionId)
   }

@@ -10,7 +10,7 @@ import { walPathOf } from './log/wal-sync'
 export type { AppendOptions, EventBatchProjector, EventProjector } from './log/append'
 export { DENSE_EVENT_TYPES, type AnswerQuery, type ScannedEvent, type SqliteEventReadParams } from './log/read'
 
-/** How often a log with tails open looks for another process's commits (SqliteEventLog.startForeignPoll). */
+/** How often a log with tails open or sessions heard looks for another process's commits (SqliteEventLog.startForeignPoll). */
 export const FOREIGN_POLL_MS = 250
 
 /**
@@ -27,7 +27,7 @@ export class SqliteEventLog implements EventLog {
   private readonly appender: LogAppender
   private readonly live: LogTail
   private readonly recent: RecentEvents
-  /** While tails are open: looks every `foreignPollMs` for events another process appended, to tell them of. */
+  /** While tails are open or sessions heard (hearForeign): looks every `foreignPollMs` for events another process appended. */
   private foreignPoll?: NodeJS.Timeout
   private readonly foreignPollMs: number
   private readonly walPath: string | undefined

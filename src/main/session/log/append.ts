@@ -186,15 +186,15 @@ export class LogAppender {
     this.wal = options.syncOffThread === false ? undefined : WalSync.open(db, options.fsync)
   }
 
-  /**
-   * The first seq of the session that is committed but not yet on disk, or undefined when all of
-   * it is: the log's reads show only what is before it.
-   */
   /** Whether some committed group is not on disk yet (reads stop before it: see visibleBefore). */
   get hasUnsynced(): boolean {
     return this.unsyncedFrom.size > 0
   }
 
+  /**
+   * The first seq of the session that is committed but not yet on disk, or undefined when all of
+   * it is: the log's reads show only what is before it.
+   */
   visibleBefore(sessionId: string): number | undefined {
     return this.unsyncedFrom.size === 0 ? undefined : this.unsyncedFrom.get(sessionId)
   }

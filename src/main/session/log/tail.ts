@@ -131,11 +131,6 @@ export class LogTail {
     }
   }
 
-  /** Whether any session has a tail open (the foreign poll runs only then). */
-  get hasTails(): boolean {
-    return this.sessionListeners.size > 0
-  }
-
   /** Whether another process's events are looked for: a tail is open, or a session's commits are heard (hearForeign). */
   get watching(): boolean {
     return this.sessionListeners.size > 0 || this.heard.size > 0

@@ -21,6 +21,11 @@ export async function until<T>(what: string, find: () => Promise<T | undefined>,
   }
 }
 
+/** `until` for a synchronous condition: resolves once `ok()` is true, asked every `everyMs`. */
+export async function untilTrue(what: string, ok: () => boolean, ms = 20_000, everyMs = 25): Promise<void> {
+  await until(what, async () => (ok() ? true : undefined), ms, everyMs)
+}
+
 /** Reads items from an SDK stream until `count` arrived (or until `ms` passed), then aborts it. */
 export async function take<T>(stream: AsyncIterable<T> & { controller: AbortController }, count: number, ms = 5000): Promise<T[]> {
   const got: T[] = []

@@ -6,6 +6,7 @@ import { Engine } from '../../../src/main/engine'
 import type { StoredEvent } from '../../../src/main/session/event-log'
 import { ScriptedModelServer } from '../../support/model-server'
 import { createRunSession, eventsOf, expectedOutput, field, runFinished, runResponder, workerAnswer } from '../../support/workflow-crash-fixture'
+import { untilTrue } from '../../support/polling'
 
 // How a workflow run's thread ends (docs/workflows.md "Durability"): its brain's last batch (the
 // answer, the idle with end_turn) archives the thread too, and the run's driver records the
@@ -21,14 +22,7 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true })
 })
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-async function until(what: string, ok: () => boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(20)
-  }
-}
+const until = (what: string, ok: () => boolean, ms = 30_000) => untilTrue(what, ok, ms, 20)
 
 function dataDir(): string {
   const d = mkdtempSync(join(tmpdir(), 'corral-wf-end-'))

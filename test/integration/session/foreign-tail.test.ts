@@ -8,6 +8,7 @@ import type { StoredEvent } from '../../../src/main/session/event-log'
 import { AgentStore } from '../../../src/main/session/agent-store'
 import { EnvironmentStore } from '../../../src/main/session/environment-store'
 import { SessionStore } from '../../../src/main/session/session-store'
+import { untilTrue } from '../../support/polling'
 
 // A tail hears of what another process appends to the same file (`corral run` beside the
 // desktop): two connections stand for the two processes, each with its own SqliteEventLog. The
@@ -24,13 +25,7 @@ afterEach(() => {
 
 const typeOf = (s: StoredEvent | undefined) => String(s?.event.type)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-async function until(what: string, ok: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(10)
-  }
-}
+const until = (what: string, ok: () => boolean) => untilTrue(what, ok, 5_000, 10)
 
 type Fsync = (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void
 

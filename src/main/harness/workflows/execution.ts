@@ -13,7 +13,7 @@
  *   `maxAgents + 1`-th agent call ends the run with `thread_limit_error`, which the program
  *   cannot catch.
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { QuickJSWASMModule } from 'quickjs-emscripten'
 import { WorkflowProgram, type AgentSpec, type CallOutcome, type ProgramCall, type ProgramLimits } from './program'
 
@@ -74,7 +74,7 @@ export const MAX_WORKFLOW_OUTPUT_CHARS = 65_536
 /** The arguments hash of a call: what replay compares (never its index). */
 export function callHash(c: ProgramCall): string {
   const what = c.kind === 'agent' ? { kind: c.kind, spec: c.spec, prompt: c.prompt, label: c.label } : c.kind === 'phase_start' ? { kind: c.kind, name: c.name } : { kind: c.kind, start: c.startIndex }
-  return createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 32)
+  return hash('sha256', JSON.stringify(what), 'hex').slice(0, 32)
 }
 
 const describe = (c: ProgramCall) => (c.kind === 'agent' ? `agent(${JSON.stringify(typeof c.spec === 'string' ? c.spec : c.spec.name)})` : c.kind === 'phase_start' ? `phase(${JSON.stringify(c.name)})` : 'the end of a phase')
@@ -87,7 +87,8 @@ export class WorkflowExecution {
   private cursor = 0
   /** Agent calls made and not yet answered (index → whether it holds a working slot). */
   private readonly open = new Map<number, boolean>()
-  private readonly queue: { call: AgentCall; hash: string }[] = []
+  /** Agent calls waiting for a slot, in call order (a new call's hash is computed when it starts: 500 calls come at once at a phase's start). */
+  private readonly queue: AgentCall[] = []
   private readonly phases = new Map<number, string>()
   private readonly openPhases = new Set<number>()
   private agents = 0
@@ -164,13 +165,12 @@ export class WorkflowExecution {
   }
 
   private onCall(c: ProgramCall): void {
-    const hash = callHash(c)
     const row = this.rows.get(c.index)
-    if (row && (row.kind !== c.kind || row.argsHash !== hash)) {
+    if (row && (row.kind !== c.kind || row.argsHash !== callHash(c))) {
       return this.diverge(`call ${c.index} is ${describe(c)} but the journal's call ${c.index} was ${row.kind === 'agent' ? 'an agent call' : row.kind === 'phase_start' ? 'a phase start' : 'a phase end'}${row.kind === c.kind ? ' with other arguments' : ''}`)
     }
     if (c.kind === 'phase_start') {
-      const id = row?.phaseId ?? this.p.host.phaseStarted(c, hash)
+      const id = row?.phaseId ?? this.p.host.phaseStarted(c, callHash(c))
       this.phases.set(c.index, id)
       this.openPhases.add(c.index)
       return
@@ -178,7 +178,7 @@ export class WorkflowExecution {
     if (c.kind === 'phase_end') {
       const id = this.phases.get(c.startIndex)
       this.openPhases.delete(c.startIndex)
-      if (!row && id) this.p.host.phaseEnded(c, id, hash)
+      if (!row && id) this.p.host.phaseEnded(c, id, callHash(c))
       return
     }
     if (row) {
@@ -198,21 +198,21 @@ export class WorkflowExecution {
     this.agents++
     if (this.working >= this.maxConcurrent) {
       this.open.set(c.index, false)
-      this.queue.push({ call: c, hash })
+      this.queue.push(c)
       return
     }
     this.open.set(c.index, true)
     this.slots++
-    this.p.host.startAgent(c, hash)
+    this.p.host.startAgent(c, callHash(c))
   }
 
   private startQueued(): void {
     while (this.queue.length && this.working < this.maxConcurrent && !this.endedWith) {
-      const { call, hash } = this.queue.shift()!
+      const call = this.queue.shift()!
       if (!this.open.has(call.index)) continue
       this.open.set(call.index, true)
       this.slots++
-      this.p.host.startAgent(call, hash)
+      this.p.host.startAgent(call, callHash(call))
     }
   }
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { QuickJSWASMModule } from 'quickjs-emscripten'
 import { quickJS } from '../../../../src/main/harness/workflows/program'
@@ -149,6 +150,19 @@ describe('a workflow run\'s execution: journal, replay and limits', () => {
     expect(again.started).toEqual([])
     expect(again.attached).toEqual([2])
     y.dispose()
+  })
+
+  it("journals every call under the same arguments hash whether it started at once or waited for a slot (SHA-256 of its JSON, the first 32 hex digits, as journals written before keep replaying)", () => {
+    const sha = (what: unknown) => createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 32)
+    const host = new RecordingHost()
+    const x = execution(FAN_OUT, host, { maxConcurrent: 1, args: { items: [1, 2] } })
+    host.finish(x, 1, 'one')
+    const rows = host.rows()
+    expect(rows.find((r) => r.index === 0)?.argsHash).toBe(sha({ kind: 'phase_start', name: 'work' }))
+    expect(rows.find((r) => r.index === 1)?.argsHash).toBe(sha({ kind: 'agent', spec: 'worker', prompt: 'do 1', label: null }))
+    // call 2 waited for call 1's slot: its hash is the same as if it had started at once
+    expect(rows.find((r) => r.index === 2)?.argsHash).toBe(sha({ kind: 'agent', spec: 'worker', prompt: 'do 2', label: null }))
+    x.dispose()
   })
 
   it('ends a run whose program diverges from its journal with a program error naming the call', () => {

@@ -52,6 +52,7 @@ const DEFINITIONS = {
   model_cpu_ms_per_agent: "the scripted model's process's CPU time (user + system) over the run / 1000: not the engine's, but it shares the machine's cores",
   cpu_share_of_machine: "(engine CPU + model CPU) over the run / (cores × the run's time): near 1, the machine's cores are the bottleneck, not the scheduler",
   overhead_parts_ms: "where `wall_ms − ideal_ms` goes, from the model's request arrivals and response ends: `to_first_request` (workflow_run.created to the map phase's first request), per phase `spread` (its first request to its 64th: the slots start that far apart and every later round keeps it), `phase_boundary` (the map phase's last response end to the combine phase's first request: the program's reduce and 500 calls, their commit, the brains' first requests), `to_end` (the last response end to workflow_run.status_ended); `in_rounds` is the rest (slot refills and the phases' uneven last rounds)",
+  phase_start_ms: "each phase's start, from the log's commits and the model's arrivals: `program` (the phase's trigger, workflow_run.created for the map and its last response's end for the combine, to the commit of its first run thread: the program's run up to its 500 agent() calls, their journal rows and the first 64 threads' events), `to_first_request` (that commit to the phase's first request reaching the model: the brains' start, context views and requests), `to_64th_request` (that commit to the 64th)",
   rss_peak_mb: "the engine process's peak resident set over the run (sampled every 50 ms with process.memoryUsage.rss(), which does not walk the heap as memoryUsage() does, and process.resourceUsage().maxRSS: the larger)",
 }
 
@@ -209,6 +210,16 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
         const known = { to_first_request: map.first - createdAt, map_spread: map.spread, phase_boundary: combine.first - map.lastEnd, combine_spread: combine.spread, to_end: endedAt - combine.lastEnd }
         const inRounds = wallMs - idealMs - Object.values(known).reduce((x, y) => x + y, 0)
         return Object.fromEntries(Object.entries({ ...known, in_rounds: inRounds }).map(([k, v]) => [k, round(v, 1)]))
+      })(),
+      phase_start_ms: (() => {
+        const firstThread = (prefix: string) => Math.min(...[...threadCreatedAt].filter(([tid]) => promptOfThread.get(tid)?.startsWith(prefix)).map(([, t]) => t))
+        const map = phaseOf('map '), combine = phaseOf('combine ')
+        const of = (ws: { arrivedAbs: number; endedAbs: number }[], trigger: number, committed: number) => {
+          const a = ws.map((w) => w.arrivedAbs).sort((x, y) => x - y)
+          return { program: round(committed - trigger, 1), to_first_request: round(a[0] - committed, 1), to_64th_request: round(a[Math.min(CONCURRENT, a.length) - 1] - committed, 1) }
+        }
+        if (!map.length || !combine.length) return null
+        return { map: of(map, createdAt, firstThread('map ')), combine: of(combine, Math.max(...map.map((w) => w.endedAbs)), firstThread('combine ')) }
       })(),
       agent_call_overhead_parts_p50_ms: { start: round(percentile(startMs, 50), 3), end: round(percentile(endMs, 50), 3) },
       agent_call_overhead_share: { p50: round(percentile(shares, 50), 3), mean: round(shares.reduce((a, b) => a + b, 0) / Math.max(1, shares.length), 3) },

@@ -213,13 +213,10 @@ async function once(log: (msg: string) => void): Promise<Record<string, unknown>
       })(),
       phase_start_ms: (() => {
         const firstThread = (prefix: string) => Math.min(...[...threadCreatedAt].filter(([tid]) => promptOfThread.get(tid)?.startsWith(prefix)).map(([, t]) => t))
-        const map = phaseOf('map '), combine = phaseOf('combine ')
-        const of = (ws: { arrivedAbs: number; endedAbs: number }[], trigger: number, committed: number) => {
-          const a = ws.map((w) => w.arrivedAbs).sort((x, y) => x - y)
-          return { program: round(committed - trigger, 1), to_first_request: round(a[0] - committed, 1), to_64th_request: round(a[Math.min(CONCURRENT, a.length) - 1] - committed, 1) }
-        }
-        if (!map.length || !combine.length) return null
-        return { map: of(map, createdAt, firstThread('map ')), combine: of(combine, Math.max(...map.map((w) => w.endedAbs)), firstThread('combine ')) }
+        const map = parts(phaseOf('map ')), combine = parts(phaseOf('combine '))
+        if (!Number.isFinite(map.first) || !Number.isFinite(combine.first)) return null
+        const of = (p: ReturnType<typeof parts>, trigger: number, committed: number) => ({ program: round(committed - trigger, 1), to_first_request: round(p.first - committed, 1), to_64th_request: round(p.first + p.spread - committed, 1) })
+        return { map: of(map, createdAt, firstThread('map ')), combine: of(combine, map.lastEnd, firstThread('combine ')) }
       })(),
       agent_call_overhead_parts_p50_ms: { start: round(percentile(startMs, 50), 3), end: round(percentile(endMs, 50), 3) },
       agent_call_overhead_share: { p50: round(percentile(shares, 50), 3), mean: round(shares.reduce((a, b) => a + b, 0) / Math.max(1, shares.length), 3) },

@@ -38,6 +38,11 @@ class RacingEngine {
     }
   }
 
+  /** The engine drops every open stream (a restart, a network blip): the client reconnects. */
+  dropStreams(): void {
+    for (const c of this.streams.splice(0)) c.close()
+  }
+
   get streamsAsked(): number {
     return this.waiting.length + this.streams.length
   }
@@ -86,6 +91,56 @@ describe('followSession: a stream and a history read with no gap between them', 
     engine.append('session.status_idle')
     await settle()
     expect(seen).toHaveLength(engine.log.length - 1)
+  })
+
+  it('reads the history again once the stream is back after a drop, for onResync: what the stream could not resume is there; a read still out when the view closes delivers nothing', async () => {
+    const engine = new RacingEngine()
+    vi.stubGlobal('fetch', engine.fetch)
+    const client = new HttpClient()
+    engine.append('session.thread_created')
+    const reads: (() => void)[] = []
+    const seen: string[] = []
+    const resyncs: string[][] = []
+    const states: string[] = []
+    let readsMade = 0
+    const stop = followSession(client, 'sesn_1', {}, {
+      history: () => {
+        readsMade++
+        const read = client.request<Page<SessionEvent>>('events.list', { id: 'sesn_1' }, { order: 'asc' })
+        // the third read (the second resync) is held until the test lets it go
+        return readsMade < 3 ? read : new Promise<Page<SessionEvent>>((resolve) => reads.push(() => void read.then(resolve)))
+      },
+      onHistory: (page) => seen.push(...ids(page.data)),
+      onMessage: (m) => m.kind === 'event' && seen.push(m.event.id),
+      onState: (st) => states.push(st),
+      onResync: (page) => {
+        resyncs.push(ids(page.data))
+        for (const e of page.data) if (!seen.includes(e.id)) seen.push(e.id)
+      },
+    })
+    await settle()
+    engine.answerStreams()
+    await settle()
+    expect(seen).toEqual(['sevt_1'])
+    // dropped before the stream told any seq: it reopens at the log's end, past what came meanwhile
+    engine.dropStreams()
+    await settle()
+    engine.append('session.thread_status_idle')
+    await vi.waitFor(() => expect(engine.streamsAsked).toBe(1), { timeout: 3000, interval: 20 })
+    engine.answerStreams()
+    await vi.waitFor(() => expect(resyncs).toHaveLength(1), { timeout: 3000, interval: 20 })
+    expect(seen).toEqual(ids(engine.log))
+    expect(states).toEqual(['open', 'reconnecting', 'open'])
+    // a second drop; the view closes while its read is out
+    engine.dropStreams()
+    await vi.waitFor(() => expect(engine.streamsAsked).toBe(1), { timeout: 3000, interval: 20 })
+    engine.answerStreams()
+    await vi.waitFor(() => expect(reads).toHaveLength(1), { timeout: 3000, interval: 20 })
+    stop()
+    engine.append('user.message')
+    reads[0]()
+    await settle()
+    expect(resyncs).toHaveLength(1)
   })
 
   it('a stream that cannot open does not hold the history back', async () => {

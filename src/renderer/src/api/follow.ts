@@ -11,6 +11,12 @@ export interface FollowHandlers<H> {
   onMessage: (msg: StreamMessage) => void
   /** Every state the stream reports ('open' on each (re)connection, 'reconnecting' on a drop). */
   onState?: (state: 'open' | 'reconnecting') => void
+  /**
+   * The history read again once the stream is back after a drop: what the stream could not resume
+   * (a drop before any event told it where it was) is in it; the caller drops what it has by id.
+   * Without it nothing is read again. A resync read that fails is left: the stream goes on.
+   */
+  onResync?: (history: H) => void
 }
 
 /**
@@ -21,16 +27,22 @@ export interface FollowHandlers<H> {
  * history is read only once the stream is open; every event is then in one or the other, or in both
  * (the caller drops duplicates by id). Messages the stream brings before the history is in are held
  * and delivered after it, in order. A stream that cannot open ('reconnecting' first) does not hold
- * the history back. Returns the stream's disposer.
+ * the history back. Back after a drop, the history is read again for `onResync`. Nothing reaches a
+ * handler once the disposer has run (a read still in flight then delivers nothing). Returns the
+ * stream's disposer.
  */
 export function followSession<H>(client: CorralClient, sessionId: string, options: Omit<StreamOptions, 'onState'>, h: FollowHandlers<H>): () => void {
   let live = true
   let started = false
   let ready = false
   const held: StreamMessage[] = []
+  /** A resync read that came back before the first history was in: delivered after it. */
+  let resynced: { history: H } | undefined
   const release = () => {
     ready = true
     for (const m of held.splice(0)) if (live) h.onMessage(m)
+    if (resynced && live) h.onResync?.(resynced.history)
+    resynced = undefined
   }
   const readHistory = () => {
     if (started) return
@@ -48,6 +60,17 @@ export function followSession<H>(client: CorralClient, sessionId: string, option
       },
     )
   }
+  let dropped = false
+  const resync = () => {
+    h.history().then(
+      (history) => {
+        if (!live) return
+        if (ready) h.onResync?.(history)
+        else resynced = { history }
+      },
+      () => {},
+    )
+  }
   const stop = client.stream(
     sessionId,
     {
@@ -55,6 +78,11 @@ export function followSession<H>(client: CorralClient, sessionId: string, option
       onState: (state) => {
         if (!live) return
         h.onState?.(state)
+        if (state === 'reconnecting') dropped = true
+        else if (dropped) {
+          dropped = false
+          if (h.onResync) resync()
+        }
         readHistory()
       },
     },

@@ -63,7 +63,6 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
   }, [])
 
   useEffect(() => {
-    let live = true
     const b = new TimelineBuilder(thread)
     builder.current = b
     events.current = []
@@ -104,7 +103,6 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
     }
 
     let ready = false
-    let reconnected = false
     const readNewest = async (): Promise<TimelineEvent[]> => {
       const page =
         thread === null || thread === '*'
@@ -139,26 +137,22 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
           setLoading(false)
         },
         onMessage: (msg) => {
-          if (live && ready) apply(msg)
+          if (ready) apply(msg)
         },
         onState: (s) => {
-          if (!live) return
           setConnection(s)
-          if (s === 'reconnecting') {
-            reconnected = true
-            if (builder.current.settleStreaming()) flush()
-          } else if (reconnected && ready) {
-            // Back after a drop with no seq to resume from: read the newest page and de-duplicate.
-            void readNewest().then((page) => {
-              for (const e of page) apply({ kind: 'event', seq: NaN, event: e as unknown as SessionEvent })
-            })
-          }
+          // a preview cut by the drop is settled; the stream resumes where it was
+          if (s === 'reconnecting' && builder.current.settleStreaming()) flush()
+        },
+        // back after a drop the stream could not resume: the newest page again, de-duplicated by id
+        onResync: (page) => {
+          for (const e of page) apply({ kind: 'event', seq: NaN, event: e as unknown as SessionEvent })
         },
       },
     )
 
     return () => {
-      live = false
+      // (nothing of this stream or its reads reaches apply after this: followSession)
       stop()
       if (frame.current) cancelAnimationFrame(frame.current)
       frame.current = 0

@@ -68,6 +68,8 @@ export function useThreadTree(sessionId: string, enabled: boolean): ThreadTreeDa
     const stop = followSession(client, sessionId, {}, {
       history: read,
       onHistory: () => {},
+      // back after a drop: the list again (a status that moved meanwhile was in no message)
+      onResync: () => {},
       onMessage: (msg) => {
         if (!alive || msg.kind !== 'event') return
         const e = msg.event as { type: string; session_thread_id?: string | null }

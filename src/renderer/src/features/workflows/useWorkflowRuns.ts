@@ -80,7 +80,6 @@ export function useWorkflowRuns(sessionId: string, seen: boolean): WorkflowRunsD
       for (const e of events) changed = board.apply(e) || changed
       if (changed || events.length === 0) publish()
     }
-    let dropped = false
     // the history is read once the stream is open (followSession): a thread that ends meanwhile is in one or the other
     const stop = followSession(client, sessionId, {}, {
       history: () => readRunEvents(client, sessionId),
@@ -88,18 +87,10 @@ export function useWorkflowRuns(sessionId: string, seen: boolean): WorkflowRunsD
       // The history could not be read: fold what the stream brings rather than nothing.
       onHistoryError: () => publish(),
       onMessage: (msg) => {
-        if (live && msg.kind === 'event' && board.apply(msg.event as unknown as RunBoardEvent)) publish()
+        if (msg.kind === 'event' && board.apply(msg.event as unknown as RunBoardEvent)) publish()
       },
-      onState: (s) => {
-        if (s === 'reconnecting') dropped = true
-        else if (dropped) {
-          // Back after a drop: whatever the stream could not resume is in the history.
-          dropped = false
-          void readRunEvents(client, sessionId)
-            .then((events) => live && fold(events))
-            .catch(() => {})
-        }
-      },
+      // Back after a drop: whatever the stream could not resume is in the history.
+      onResync: fold,
     })
     return () => {
       live = false

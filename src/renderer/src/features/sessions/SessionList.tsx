@@ -1,4 +1,4 @@
-import { forwardRef, useEffect, useMemo, useState } from 'react'
+import { forwardRef, useEffect, useMemo, useRef, useState } from 'react'
 import { useClient } from '../../api/context'
 import { Button, Icon, Spinner, StatusBadge } from '../../ui/components'
 import { relativeTime } from '../../ui/format'
@@ -153,9 +153,14 @@ function useMessageSearch(query: string): { hits: SearchHit[]; more: boolean; lo
   const [hits, setHits] = useState<SearchHit[]>([])
   const [next, setNext] = useState<string | null>(null)
   const q = query.trim()
+  // the query a page of "more" was asked for is still the one shown, and one page is asked at a time
+  const shown = useRef(q)
+  const asking = useRef(false)
   useEffect(() => {
+    shown.current = q
     setHits([])
     setNext(null)
+    asking.current = false
     if (q.length < 2) return
     let live = true
     const t = setTimeout(() => {
@@ -174,11 +179,22 @@ function useMessageSearch(query: string): { hits: SearchHit[]; more: boolean; lo
     }
   }, [client, q])
   const loadMore = () => {
-    if (!next) return
-    void client.request<{ data: SearchHit[]; next_page: string | null }>('messages.search', {}, { q, limit: 20, page: next }).then((r) => {
-      setHits((h) => [...h, ...r.data])
-      setNext(r.next_page)
-    })
+    if (!next || asking.current) return
+    asking.current = true
+    const asked = q
+    const done = () => {
+      if (shown.current === asked) asking.current = false
+    }
+    client
+      .request<{ data: SearchHit[]; next_page: string | null }>('messages.search', {}, { q, limit: 20, page: next })
+      .then((r) => {
+        // typed on meanwhile: the page belongs to a query no longer shown
+        if (shown.current !== asked) return
+        setHits((h) => [...h, ...r.data])
+        setNext(r.next_page)
+      })
+      .catch(() => {})
+      .finally(done)
   }
   return { hits, more: next !== null, loadMore }
 }

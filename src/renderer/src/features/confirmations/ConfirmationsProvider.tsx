@@ -99,14 +99,17 @@ export function ConfirmationsProvider({ children }: { children: ReactNode }) {
     (sessionId: string) => {
       const s = sessions.find((x) => x.id === sessionId)
       if (s)
-        void load(s).then((items) => {
-          for (const it of items) {
-            if (!known.current.has(it.tool.id)) {
-              known.current.add(it.tool.id)
-              notify(it)
+        load(s)
+          .then((items) => {
+            for (const it of items) {
+              if (!known.current.has(it.tool.id)) {
+                known.current.add(it.tool.id)
+                notify(it)
+              }
             }
-          }
-        })
+          })
+          // a read that fails leaves the queue as it was: the next poll reads the session again
+          .catch(() => {})
     },
     [sessions, load],
   )

@@ -146,7 +146,7 @@ export function useThread(sessionId: string, thread: ThreadFilter): ThreadData {
         },
         // back after a drop the stream could not resume: the newest page again, de-duplicated by id
         onResync: (page) => {
-          for (const e of page) apply({ kind: 'event', seq: NaN, event: e as unknown as SessionEvent })
+          if (ready) for (const e of page) apply({ kind: 'event', seq: NaN, event: e as unknown as SessionEvent })
         },
       },
     )

@@ -111,9 +111,9 @@ describe('a workflow run of 200 agents across kill -9 of its engine', () => {
           // kills over the whole run: a life's first commits restart up to 64 threads at once, far
           // more events than any small count). The count is drawn so that the kills left cannot
           // finish the run, whatever a loaded machine commits at once: the last life does that.
-          const remaining = 2 * N - agentsDone()
-          const mean = Math.max(1, (remaining - 40) / (KILLS - kills + 1))
-          const target = agentsDone() + 1 + Math.floor(rand() * 2 * mean)
+          const done = agentsDone()
+          const mean = Math.max(1, (2 * N - done - 40) / (KILLS - kills + 1))
+          const target = done + 1 + Math.floor(rand() * 2 * mean)
           const until = Date.now() + 200 + rand() * 1500
           while (agentsDone() < target && Date.now() < until) await sleep(2)
         }

@@ -132,6 +132,7 @@ export class TurnControl {
 
 const INTERRUPTED_TEXT = 'Not run: the user interrupted the turn before this call ran.'
 const ABANDONED_TEXT = 'Not run: the user sent a new message instead of confirming this call.'
+const NO_MCP_TOOLS: readonly McpToolDefinition[] = Object.freeze([])
 const UNKNOWN_OUTCOME_TEXT =
   'The outcome of this call is unknown: Corral restarted while it was running and the sandbox cannot tell whether it finished. ' +
   'Check its effects before running it again.'
@@ -795,19 +796,20 @@ export class Harness {
 
   /** The MCP tools of the session's servers, when its agent has an mcp_toolset (none otherwise). */
   private async mcpTools(c: RunContext): Promise<readonly McpToolDefinition[]> {
-    if (!this.deps.mcp || !(c.agent.tools ?? []).some((t) => t.type === 'mcp_toolset')) return []
+    // (one empty list: the context view finds a thread's tool set again by its parts' identities)
+    if (!this.deps.mcp || !(c.agent.tools ?? []).some((t) => t.type === 'mcp_toolset')) return NO_MCP_TOOLS
     const signal = c.control.signal
-    if (signal.aborted) return []
+    if (signal.aborted) return NO_MCP_TOOLS
     // a server that takes long to answer must not hold up an interrupt or a shutdown
     let onAbort = () => {}
     const aborted = new Promise<{ tools: readonly McpToolDefinition[] }>((resolve) => {
-      onAbort = () => resolve({ tools: [] })
+      onAbort = () => resolve({ tools: NO_MCP_TOOLS })
       signal.addEventListener('abort', onAbort, { once: true })
     })
     try {
       return (await Promise.race([this.deps.mcp.tools(c.sessionId), aborted])).tools
     } catch {
-      return [] // the source reports unreachable servers itself; the turn goes on without them
+      return NO_MCP_TOOLS // the source reports unreachable servers itself; the turn goes on without them
     } finally {
       signal.removeEventListener('abort', onAbort)
     }

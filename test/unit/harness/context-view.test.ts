@@ -43,6 +43,32 @@ describe('the context view', () => {
     expect(request.messages.at(-1)).toEqual({ role: 'user', content: [{ type: 'text', text: 'three', cache_control: { type: 'ephemeral' } }] })
   })
 
+  it('offers a thread the same tools array turn after turn, and a new one when its tools, MCP list or platform tools change', () => {
+    seq = 0
+    const events = [userText('one')]
+    const custom = { type: 'custom', name: 'get_weather', description: 'The weather.', input_schema: { type: 'object', properties: {} } }
+    const a = { ...agent, tools: [custom] }
+    const mcp = [{ name: 'docs__search', description: 'Search.', input_schema: { type: 'object' as const } }]
+    const platform = [{ name: 'list_agents', description: 'The roster.', input_schema: { type: 'object' as const, properties: {} } }]
+    const names = (r: { tools?: unknown }) => (r.tools as { name: string }[]).map((t) => t.name)
+    const first = buildContextView(events, { thread: PRIMARY_THREAD, agent: a, mcpTools: mcp, platformTools: [...platform] }).request
+    const again = buildContextView(events, { thread: PRIMARY_THREAD, agent: a, mcpTools: mcp, platformTools: [...platform] }).request
+    expect(again.tools).toBe(first.tools)
+    expect(names(first)).toEqual(['get_weather', 'session_history', 'list_agents'])
+    // the same definitions in new objects (another thread's snapshot): the same array, found by its JSON
+    expect(buildContextView(events, { thread: PRIMARY_THREAD, agent: { ...a, tools: [{ ...custom }] }, mcpTools: mcp, platformTools: platform }).request.tools).toBe(first.tools)
+    // no platform tools: a set without them
+    expect(names(buildContextView(events, { thread: PRIMARY_THREAD, agent: a, mcpTools: mcp }).request)).toEqual(['get_weather', 'session_history'])
+    // another custom tool's schema, an MCP list that changed: new sets
+    const other = buildContextView(events, { thread: PRIMARY_THREAD, agent: { ...a, tools: [{ ...custom, description: 'Tomorrow.' }] }, mcpTools: mcp, platformTools: platform }).request
+    expect((other.tools as { description?: string }[])[0].description).toBe('Tomorrow.')
+    const withMcp = { ...a, tools: [custom, { type: 'mcp_toolset', mcp_server_name: 'docs' }] }
+    const listed = buildContextView(events, { thread: PRIMARY_THREAD, agent: withMcp, mcpTools: mcp }).request
+    expect(names(listed)).toEqual(['get_weather', 'docs__search', 'session_history'])
+    const changed = buildContextView(events, { thread: PRIMARY_THREAD, agent: withMcp, mcpTools: [{ ...mcp[0], description: 'Search v2.' }] }).request
+    expect((changed.tools as { name: string; description?: string }[]).find((t) => t.name === 'docs__search')?.description).toBe('Search v2.')
+  })
+
   it('gives a call that was never answered a synthetic error result when the conversation moves on', () => {
     seq = 0
     const events = [userText('weather?'), ev('agent.custom_tool_use', { id: 'sevt_c1', name: 'get_weather', input: {} }), userText('never mind')]

@@ -68,14 +68,37 @@ const estimate = (x: unknown): number => Math.ceil(JSON.stringify(x).length / 4)
  * sends once: harness/model-thread.ts) and its size estimate without re-serializing it. Kept for
  * the 64 most recently used tool sets.
  */
-const toolSets = new Map<string, { tools: NonNullable<ModelRequest['tools']>; tokens: number }>()
-function toolSet(tools: NonNullable<ModelRequest['tools']>): { tools: NonNullable<ModelRequest['tools']>; tokens: number } {
+type ToolSet = { tools: NonNullable<ModelRequest['tools']>; tokens: number }
+const toolSets = new Map<string, ToolSet>()
+function toolSet(tools: NonNullable<ModelRequest['tools']>): ToolSet {
   const json = JSON.stringify(tools)
   let set = toolSets.get(json)
   if (set) toolSets.delete(json)
   else set = { tools: withBreakpoint(tools), tokens: Math.ceil(json.length / 4) }
   toolSets.set(json, set)
   if (toolSets.size > 64) toolSets.delete(toolSets.keys().next().value as string)
+  return set
+}
+
+const NONE: readonly never[] = []
+
+/**
+ * The tool set of a view by what it is made of, without serializing it: a brain builds each turn's
+ * view from the same agent snapshot, MCP list and platform tools (whose definitions are constants),
+ * so a turn after the first finds its set by those objects' identities. A new snapshot or list
+ * (another thread, an MCP server that changed its tools) goes by the JSON (toolSet) once.
+ */
+const toolSetsByParts = new WeakMap<object, WeakMap<object, { platform: readonly ModelToolDefinition[]; set: ToolSet }[]>>()
+function offeredTools(agentTools: readonly AgentToolConfig[], mcpTools: readonly McpToolDefinition[], platform: readonly ModelToolDefinition[]): ToolSet {
+  let byMcp = toolSetsByParts.get(agentTools)
+  if (!byMcp) toolSetsByParts.set(agentTools, (byMcp = new WeakMap()))
+  let entries = byMcp.get(mcpTools)
+  if (!entries) byMcp.set(mcpTools, (entries = []))
+  const hit = entries.find((e) => e.platform.length === platform.length && e.platform.every((d, i) => d === platform[i]))
+  if (hit) return hit.set
+  const set = toolSet([...modelTools(agentTools, mcpTools), ...platform].map((t) => ({ ...t })) as unknown as NonNullable<ModelRequest['tools']>)
+  entries.push({ platform: [...platform], set })
+  if (entries.length > 8) entries.shift()
   return set
 }
 
@@ -99,7 +122,7 @@ export function modelId(agent: ViewAgent): string {
  * - Cache breakpoints: the system prompt, the last tool, and the conversation tail.
  */
 export function buildContextView(events: readonly ViewEvent[], input: ContextViewInput): ContextView {
-  const { agent, options = {}, mcpTools = [] } = input
+  const { agent, options = {}, mcpTools = NONE } = input
   const clearAt = options.clearThresholdTokens ?? 100_000
   const compactAt = options.compactThresholdTokens ?? 150_000
   const keepRecent = options.keepRecentToolResults ?? 3
@@ -121,7 +144,7 @@ export function buildContextView(events: readonly ViewEvent[], input: ContextVie
   }
 
   const messages = toMessages(own.slice(start), summary, input.thread === null)
-  const offered = toolSet([...modelTools(agent.tools ?? [], mcpTools), ...(input.platformTools ?? [])].map((t) => ({ ...t })) as unknown as NonNullable<ModelRequest['tools']>)
+  const offered = offeredTools(agent.tools ?? NONE, mcpTools, input.platformTools ?? NONE)
   const tools = offered.tools
   const systemTexts = [agent.system, ...(input.systemContext ?? [])].filter((t): t is string => !!t)
   const system = systemTexts.length ? systemTexts.map((text) => ({ type: 'text' as const, text })) : undefined

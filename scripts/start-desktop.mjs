@@ -15,11 +15,23 @@ const binary = () => {
   return existsSync(pathFile) ? join(pkg, 'dist', readFileSync(pathFile, 'utf8').trim()) : undefined
 }
 
+/** The first line of a failed download's output that says what went wrong (not its stack frames). */
+function downloadError(stderr) {
+  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('at ') && l !== '^' && !/^node:|^Node\.js v/.test(l))
+  const error = lines.find((l) => /error|failed|ENOTFOUND|ECONN|EAI_AGAIN|ETIMEDOUT|HTTPError/i.test(l)) ?? lines[0]
+  return error === undefined ? undefined : error.length > 300 ? `${error.slice(0, 300)}…` : error
+}
+
 let electronPath = binary()
 if ((!electronPath || !existsSync(electronPath)) && existsSync(join(pkg, 'install.js')) && process.env.ELECTRON_SKIP_BINARY_DOWNLOAD !== '1') {
   console.error('corral: fetching the Electron binary (first start)…')
-  spawnSync(process.execPath, [join(pkg, 'install.js')], { stdio: 'inherit' })
+  // its output is a download error's stack trace when it fails: kept back, and its message said in one line
+  const fetched = spawnSync(process.execPath, [join(pkg, 'install.js')], { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' })
   electronPath = binary()
+  if (fetched.status !== 0 || !electronPath || !existsSync(electronPath)) {
+    const reason = downloadError(fetched.stderr ?? '') ?? (fetched.error ? fetched.error.message : undefined)
+    if (reason) console.error(`corral: the download from ${process.env.ELECTRON_MIRROR ?? "Electron's releases on github.com"} failed: ${reason}`)
+  }
 }
 if (!electronPath || !existsSync(electronPath)) {
   console.error(

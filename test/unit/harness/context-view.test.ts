@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { PRIMARY_THREAD } from '../../../src/shared/api/events'
-import { buildContextView, COMPACTION_INSTRUCTION, type ViewEvent } from '../../../src/main/harness/context/view'
+import { buildContextView, COMPACTION_INSTRUCTION, jsonSize, type ViewEvent } from '../../../src/main/harness/context/view'
 
 let seq = 0
 const ev = (type: string, fields: Record<string, unknown> = {}): ViewEvent => {
@@ -67,6 +67,37 @@ describe('the context view', () => {
     expect(names(listed)).toEqual(['get_weather', 'docs__search', 'session_history'])
     const changed = buildContextView(events, { thread: PRIMARY_THREAD, agent: withMcp, mcpTools: [{ ...mcp[0], description: 'Search v2.' }] }).request
     expect((changed.tools as { name: string; description?: string }[]).find((t) => t.name === 'docs__search')?.description).toBe('Search v2.')
+  })
+
+  it("sizes a conversation as its JSON's length without serializing it (escapes aside)", () => {
+    const values: unknown[] = [
+      'plain',
+      '',
+      0,
+      -12.5,
+      1e21,
+      NaN,
+      true,
+      false,
+      null,
+      [],
+      {},
+      [1, 'two', null, undefined, { three: [3] }],
+      { a: 1, skipped: undefined, b: [true, { c: 'd', e: [] }], f: null },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'sevt_1', content: [{ type: 'text', text: 'x'.repeat(2000) }], is_error: true }], maxSeq: 12, maxEventId: 'sevt_9' },
+      Object.assign(Object.create({ inherited: 'not counted' }), { own: 'counted' }),
+      { at: new Date(0) },
+    ]
+    for (const v of values) expect(jsonSize(v), JSON.stringify(v)).toBe(JSON.stringify(v).length)
+    // an escaped character counts once: "a\nb" is 4 characters of text, 6 of JSON
+    expect(jsonSize('a\nb')).toBe(5)
+    // the view's estimate is a quarter of it, rounded up, with the tools' and the system's
+    const sized = (text: string) => {
+      seq = 0
+      const events = [userText(text), ev('agent.message', { content: [{ type: 'text', text: 'ok' }] })]
+      return buildContextView(events, { thread: PRIMARY_THREAD, agent: { ...agent, system: undefined, tools: [] } }).estimatedTokens
+    }
+    expect(sized('y'.repeat(4004)) - sized('yyyy')).toBe(1000)
   })
 
   it('gives a call that was never answered a synthetic error result when the conversation moves on', () => {

@@ -40,6 +40,7 @@ import { percentile, summary } from './stats'
 import type { ThreadsModelOptions, ThreadsModelRequest } from './threads-model'
 import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../src/main/hands/tool-router'
 import { forkModel } from './child'
+import { cpuByRoom, ROOMS_DEFINITION, startCpuProfile, type CpuProfile } from './cpu-rooms'
 
 const FAN_OUT_DEFINITION =
   'the fan-out runs CORRAL_BENCH_FANOUTS times (default 5) on one engine, each in a new session; `cold` is the first (a fresh process: the JIT has not compiled the engine, the SDK or the HTTP client yet), the top-level figures are the medians over the others (warm: what a desktop that has run for a few minutes does); `runs` has each'
@@ -163,12 +164,13 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       else if (e.from_session_thread_id && taskOfThread.has(e.from_session_thread_id)) reportedAt.set(taskOfThread.get(e.from_session_thread_id)!, monotonicMs())
     })
     /** One fan-out (a new session of the lead) on this engine, measured. */
-    const fanOut = async (last: boolean) => {
+    const fanOut = async (last: boolean, rooms = false) => {
       reportedAt = new Map()
       gc()
       const rssBefore = process.memoryUsage()
       const statements = process.env.CORRAL_BENCH_SQL && last ? countStatements(engine) : undefined
       const stopProfile = last ? await profileWindow() : async () => {}
+      const stopRooms = rooms ? await startCpuProfile() : undefined
       const modelCpu0 = await model.cpuMs()
       const elu0 = performance.eventLoopUtilization()
       const cpu0 = process.cpuUsage()
@@ -179,6 +181,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const wallMs = performance.now() - started
       const elu = performance.eventLoopUtilization(elu0)
       const cpu = process.cpuUsage(cpu0)
+      const roomsProfile: CpuProfile | undefined = await stopRooms?.()
       const modelCpuMs = (await model.cpuMs()) - modelCpu0
       await stopProfile()
       const sqlStatements = statements?.stop()
@@ -233,6 +236,9 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
           rss_per_idle_child_mb: Number(((rssAfter.rss - rssBefore.rss) / children / 2 ** 20).toFixed(3)),
           heap_per_idle_child_mb: Number(((rssAfter.heapUsed - rssBefore.heapUsed) / children / 2 ** 20).toFixed(3)),
           lead_requests: requests.filter((r) => r.role === 'lead').length,
+          ...(roomsProfile
+            ? { cpu_by_room_ms_per_request: Object.fromEntries(Object.entries(cpuByRoom(roomsProfile)).map(([k, v]) => [k, Number((v / modelRequests).toFixed(3))])) }
+            : {}),
         },
       }
     }
@@ -242,6 +248,8 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       runs.push(await fanOut(i === FANOUTS - 1))
       log(`fan-out ${i + 1}: ${JSON.stringify(runs[i].figures)}`)
     }
+    // one more, profiled (bench/cpu-rooms.ts), after the timed ones so the profiler's cost is in none of them
+    const profiled = await fanOut(false, true)
     stopWatch()
     const warmRuns = runs.length > 1 ? runs.slice(1) : runs
     const median = (xs: number[]) => percentile(xs, 50)
@@ -258,6 +266,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       fan_out_definition: FAN_OUT_DEFINITION,
       machine_definition: MACHINE_DEFINITION,
       turn_floor_definition: TURN_FLOOR_DEFINITION,
+      cpu_by_room_definition: `one more fan-out after the timed ones, profiled (the profiler's cost is in none of the timed figures): per model request, ${ROOMS_DEFINITION}; \`turn_overhead_p50_ms\` here is the profiled fan-out's`,
       // the figures the targets are held against: the medians over the warm fan-outs (2nd and later)
       turn_overhead_p50_ms: median(warmRuns.map((r) => r.figures.turn_overhead.p50_ms)),
       turn_overhead_p95_ms: median(warmRuns.map((r) => r.figures.turn_overhead.p95_ms)),
@@ -266,6 +275,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       model_cpu_ms_per_request: median(warmRuns.map((r) => r.figures.model_cpu_ms_per_request)),
       wall_ms: median(warmRuns.map((r) => r.figures.wall_ms)),
       rss_per_idle_child_mb: lastRun.figures.rss_per_idle_child_mb,
+      cpu_by_room: { ...profiled.figures.cpu_by_room_ms_per_request, turn_overhead_p50_ms: profiled.figures.turn_overhead.p50_ms },
       // the process's first fan-out, before the JIT compiled the engine's code
       cold: runs[0].figures,
       runs: runs.map((r) => r.figures),

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest'
+import { cpuByRoom, roomOf, type CpuProfile } from '../../../bench/cpu-rooms'
+
+// The benches' split of the engine's time by the part of Corral that spent it (bench/cpu-rooms.ts):
+// issue #12's "scheduler and journal overhead" is read from it, so its charging rules are pinned here.
+describe('the CPU split by room', () => {
+  it('names the room of each source file', () => {
+    expect(roomOf('/w/src/main/orchestrator/workflow-runs.ts')).toBe('workflow_driver_and_journal')
+    expect(roomOf('../../src/main/harness/workflows/execution.ts')).toBe('workflow_driver_and_journal')
+    expect(roomOf('src/main/session/workflow-store.ts')).toBe('workflow_driver_and_journal')
+    expect(roomOf('/w/node_modules/quickjs-emscripten-core/dist/index.js')).toBe('workflow_driver_and_journal')
+    expect(roomOf('/w/node_modules/@jitl/quickjs-wasmfile-release-sync/dist/emscripten-module.cjs')).toBe('workflow_driver_and_journal')
+    expect(roomOf('src/main/orchestrator/scheduler.ts')).toBe('scheduler')
+    expect(roomOf('src/main/orchestrator/brains.ts')).toBe('scheduler')
+    expect(roomOf('src/main/session/lease-store.ts')).toBe('scheduler')
+    expect(roomOf('src/main/session/log/append.ts')).toBe('log')
+    expect(roomOf('src/main/session/sqlite-event-log.ts')).toBe('log')
+    expect(roomOf('src/main/harness/harness.ts')).toBe('harness')
+    expect(roomOf('src/shared/api/fold.ts')).toBe('harness')
+    expect(roomOf('src/main/harness/model-transport.ts')).toBe('model_client')
+    expect(roomOf('/w/node_modules/@anthropic-ai/sdk/core/streaming.js')).toBe('model_client')
+    expect(roomOf('/w/node_modules/better-sqlite3/lib/methods/transaction.js')).toBeUndefined()
+    expect(roomOf('bench/workflows.bench.ts')).toBe('other')
+    expect(roomOf('')).toBeUndefined()
+  })
+
+  it("charges a sample to the innermost frame of Corral's own code, past Node's and native frames", () => {
+    const frame = (id: number, functionName: string, url: string, children: number[] = []) => ({ id, callFrame: { functionName, url, lineNumber: 0, columnNumber: 0 }, children })
+    const profile: CpuProfile = {
+      nodes: [
+        frame(1, '(root)', '', [2, 8, 9, 10, 11]),
+        frame(2, 'flushGroup', 'file:///w/src/main/session/log/append.ts', [3, 5]),
+        frame(3, 'project', 'file:///w/src/main/orchestrator/workflow-runs.ts', [4]),
+        frame(4, 'run', ''), // a SQLite statement the driver ran (native)
+        frame(5, 'insertAll', 'file:///w/src/main/session/log/append.ts', [6]),
+        frame(6, 'run', '', [7]),
+        frame(7, 'stringify', 'node:internal/x'),
+        frame(8, 'onStreamRead', 'node:internal/stream_base_commons'),
+        frame(9, '(garbage collector)', ''),
+        frame(10, '(idle)', ''),
+        frame(11, 'wake', 'file:///w/src/main/orchestrator/brains.ts'),
+      ],
+      // samples and the time after each (the first delta is before the first sample)
+      samples: [4, 7, 7, 8, 9, 10, 11, 2],
+      timeDeltas: [0, 1000, 2000, 1000, 500, 250, 4000, 3000, 1500],
+    }
+    expect(cpuByRoom(profile)).toEqual({ workflow_driver_and_journal: 1, scheduler: 3, log: 4.5, harness: 0, model_client: 0, node_io: 0.5, v8_gc_and_compiler: 0.25, other: 0 })
+  })
+})

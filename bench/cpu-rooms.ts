@@ -19,7 +19,7 @@ export type Room = 'workflow_driver_and_journal' | 'scheduler' | 'log' | 'harnes
 
 /** What the rooms are (each bench says what it profiled and per what). */
 export const ROOMS_DEFINITION =
-  "the engine's event-loop busy time (V8's sampling profiler at 1 ms, idle excluded: on a busy machine it includes time the thread was runnable but not running) by the part of Corral that spent it, each sample charged to the innermost frame of Corral's own code (SQLite statements and fsyncs to the code that ran them): `workflow_driver_and_journal` (orchestrator/workflow-runs.ts, harness/workflows/ with the QuickJS program, session/workflow-store.ts), `scheduler` (orchestrator/scheduler.ts, brains.ts, lease-fence.ts, session/lease-store.ts), `log` (session/log/ and the log's stores), `harness` (the brains' loop, context views, folds), `model_client` (harness/model-client.ts and model-transport.ts with the official SDK), `node_io` (Node's sockets, streams and timers with no Corral frame on the stack: mostly the model requests' HTTP), `v8_gc_and_compiler`"
+  "the engine's event-loop CPU time by the part of Corral that spent it: V8's sampling profiler (1 ms) gives each part's share of the thread's busy samples (idle excluded), and the shares split the thread's CPU time over the window (from /proc on Linux; `cpu_over_sampled` is that CPU time over the sampled busy time, below 1 when the thread waited for a core on a busy machine; elsewhere the sampled time is used as it is); each sample charged to the innermost frame of Corral's own code (SQLite statements and fsyncs to the code that ran them): `workflow_driver_and_journal` (orchestrator/workflow-runs.ts, harness/workflows/ with the QuickJS program, session/workflow-store.ts), `scheduler` (orchestrator/scheduler.ts, brains.ts, lease-fence.ts, session/lease-store.ts), `log` (session/log/ and the log's stores), `harness` (the brains' loop, context views, folds), `model_client` (harness/model-client.ts and model-transport.ts with the official SDK), `node_io` (Node's sockets, streams and timers with no Corral frame on the stack: mostly the model requests' HTTP), `v8_gc_and_compiler`"
 
 interface ProfileNode {
   id: number
@@ -30,6 +30,18 @@ export interface CpuProfile {
   nodes: ProfileNode[]
   samples: number[]
   timeDeltas: number[]
+}
+
+/** Linux: this process's event-loop thread's CPU time in ms (user + system), from /proc; undefined elsewhere. */
+export function eventLoopThreadCpuMs(): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    // utime and stime (fields 14 and 15 of stat(5)) in clock ticks of 1/100 s
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return undefined
+  }
 }
 
 /** Starts V8's CPU profiler on this thread; the returned function stops it and gives the profile. */
@@ -85,6 +97,19 @@ function sourceResolver(): (frame: ProfileNode['callFrame']) => string {
     const entry = map.findEntry(frame.lineNumber, frame.columnNumber) as { originalSource?: string }
     return entry.originalSource ?? frame.url
   }
+}
+
+/**
+ * Splits the thread's CPU time (ms) over the rooms in the proportions of their samples: the
+ * profiler samples wall time, so a thread switched out in a room's code (a syscall that wakes
+ * another process, on a busy machine) would charge that room time it did not spend. Without the
+ * CPU time (not Linux), the sampled times as they are.
+ */
+export function scaleToCpu(byRoom: Record<Room, number>, cpuMs: number | undefined): { byRoom: Record<Room, number>; cpuOverSampled: number | null } {
+  const sampled = Object.values(byRoom).reduce((a, b) => a + b, 0)
+  if (cpuMs === undefined || !(sampled > 0)) return { byRoom, cpuOverSampled: null }
+  const k = cpuMs / sampled
+  return { byRoom: Object.fromEntries(Object.entries(byRoom).map(([r, ms]) => [r, ms * k])) as Record<Room, number>, cpuOverSampled: k }
 }
 
 /** A profile's sampled time in ms by room (idle excluded). */

@@ -40,7 +40,7 @@ import { percentile, summary } from './stats'
 import type { ThreadsModelOptions, ThreadsModelRequest } from './threads-model'
 import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../src/main/hands/tool-router'
 import { forkModel } from './child'
-import { cpuByRoom, ROOMS_DEFINITION, startCpuProfile, type CpuProfile } from './cpu-rooms'
+import { cpuByRoom, eventLoopThreadCpuMs, ROOMS_DEFINITION, scaleToCpu, startCpuProfile, type CpuProfile } from './cpu-rooms'
 
 const FAN_OUT_DEFINITION =
   'the fan-out runs CORRAL_BENCH_FANOUTS times (default 5) on one engine, each in a new session; `cold` is the first (a fresh process: the JIT has not compiled the engine, the SDK or the HTTP client yet), the top-level figures are the medians over the others (warm: what a desktop that has run for a few minutes does); `runs` has each'
@@ -171,6 +171,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const statements = process.env.CORRAL_BENCH_SQL && last ? countStatements(engine) : undefined
       const stopProfile = last ? await profileWindow() : async () => {}
       const stopRooms = rooms ? await startCpuProfile() : undefined
+      const loopCpu0 = eventLoopThreadCpuMs()
       const modelCpu0 = await model.cpuMs()
       const elu0 = performance.eventLoopUtilization()
       const cpu0 = process.cpuUsage()
@@ -182,6 +183,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const elu = performance.eventLoopUtilization(elu0)
       const cpu = process.cpuUsage(cpu0)
       const roomsProfile: CpuProfile | undefined = await stopRooms?.()
+      const loopCpu1 = eventLoopThreadCpuMs()
       const modelCpuMs = (await model.cpuMs()) - modelCpu0
       await stopProfile()
       const sqlStatements = statements?.stop()
@@ -237,7 +239,10 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
           heap_per_idle_child_mb: Number(((rssAfter.heapUsed - rssBefore.heapUsed) / children / 2 ** 20).toFixed(3)),
           lead_requests: requests.filter((r) => r.role === 'lead').length,
           ...(roomsProfile
-            ? { cpu_by_room_ms_per_request: Object.fromEntries(Object.entries(cpuByRoom(roomsProfile)).map(([k, v]) => [k, Number((v / modelRequests).toFixed(3))])) }
+            ? ((split) => ({
+                cpu_by_room_ms_per_request: Object.fromEntries(Object.entries(split.byRoom).map(([k, v]) => [k, Number((v / modelRequests).toFixed(3))])),
+                cpu_over_sampled: split.cpuOverSampled === null ? null : Number(split.cpuOverSampled.toFixed(2)),
+              }))(scaleToCpu(cpuByRoom(roomsProfile), loopCpu0 !== undefined && loopCpu1 !== undefined ? loopCpu1 - loopCpu0 : undefined))
             : {}),
         },
       }
@@ -275,7 +280,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       model_cpu_ms_per_request: median(warmRuns.map((r) => r.figures.model_cpu_ms_per_request)),
       wall_ms: median(warmRuns.map((r) => r.figures.wall_ms)),
       rss_per_idle_child_mb: lastRun.figures.rss_per_idle_child_mb,
-      cpu_by_room: { ...profiled.figures.cpu_by_room_ms_per_request, turn_overhead_p50_ms: profiled.figures.turn_overhead.p50_ms },
+      cpu_by_room: { ...profiled.figures.cpu_by_room_ms_per_request, cpu_over_sampled: profiled.figures.cpu_over_sampled, turn_overhead_p50_ms: profiled.figures.turn_overhead.p50_ms },
       // the process's first fan-out, before the JIT compiled the engine's code
       cold: runs[0].figures,
       runs: runs.map((r) => r.figures),

@@ -17,7 +17,7 @@
  * After the runs, `bare_run` (bench/bare-run.ts) does the same run's two phases with a bare loop
  * and no engine, against a model process of its own: what the machine and the SDK cost it.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Engine } from '../src/main/engine'
@@ -29,7 +29,7 @@ import { createRunSession, field, WORKER } from '../test/support/workflow-crash-
 import { measureBareRun, BARE_RUN_DEFINITION, type BareRun } from './bare-run'
 import { idealRunMs, slotRefillsMs, type WorkerRequest } from './run-figures'
 import { forkModel } from './child'
-import { cpuByRoom, ROOMS_DEFINITION, startCpuProfile, type CpuProfile } from './cpu-rooms'
+import { cpuByRoom, eventLoopThreadCpuMs, ROOMS_DEFINITION, scaleToCpu, startCpuProfile, type CpuProfile } from './cpu-rooms'
 
 const PER_PHASE = 500
 const AGENTS = 2 * PER_PHASE
@@ -74,17 +74,6 @@ async function modelProcess(): Promise<{ url: string; stats: () => Promise<Model
 
 const now = () => performance.timeOrigin + performance.now()
 
-/** Linux: this process's event-loop thread's CPU time in ms (user + system), from /proc; undefined elsewhere. */
-function eventLoopThreadCpuMs(): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    // utime and stime (fields 14 and 15 of stat(5)) in clock ticks of 1/100 s
-    return (Number(fields[11]) + Number(fields[12])) * 10
-  } catch {
-    return undefined
-  }
-}
 const round = (x: number, d = 2) => Number(x.toFixed(d))
 
 function fileBytes(dir: string): number {
@@ -242,7 +231,7 @@ async function once(log: (msg: string) => void, profiled = false): Promise<Recor
       rss_peak_mb: round(rssPeak / 2 ** 20, 1),
       stricter_readings: { run_overhead_share: 0.05, agent_call_overhead_share: 0.05 },
       load_average_1m: round(loadavg()[0]),
-      ...(roomsProfile ? { cpu_by_room: roomFigures(cpuByRoom(roomsProfile), wallMs) } : {}),
+      ...(roomsProfile ? { cpu_by_room: roomFigures(scaleToCpu(cpuByRoom(roomsProfile), loopCpu0 !== undefined && loopCpu1 !== undefined ? loopCpu1 - loopCpu0 : undefined), wallMs) } : {}),
     }
     log(JSON.stringify(result))
     return result
@@ -259,10 +248,11 @@ const TARGETS_DEFINITION =
 const WORKFLOW_ROOMS_DEFINITION = `${PROFILED_RUNS} more warm runs after the timed ones, profiled (the profiler's cost is in none of the timed figures), the median of each figure (\`runs\`: each run's): per agent, ${ROOMS_DEFINITION}; \`scheduler_and_journal_ms_per_agent\` is the first two rooms, \`scheduler_and_journal_share_of_wall\` their time over the profiled run's wall (issue #12 names "scheduler and journal overhead per agent call (target ≤ 5 % of wall time)"; \`run_overhead_share\` counts everything that is not the model's time, the SDK's, Node's and the log's included); \`run_overhead_share\` and \`wall_ms\` here are the profiled runs'`
 
 /** The profiled run's time by room (bench/cpu-rooms.ts), per agent, and the scheduler's and journal's share of its wall. */
-function roomFigures(byRoom: ReturnType<typeof cpuByRoom>, wallMs: number) {
+function roomFigures({ byRoom, cpuOverSampled }: ReturnType<typeof scaleToCpu>, wallMs: number) {
   const schedulerAndJournal = byRoom.workflow_driver_and_journal + byRoom.scheduler
   return {
     ms_per_agent: Object.fromEntries(Object.entries(byRoom).map(([k, v]) => [k, round(v / AGENTS, 3)])),
+    cpu_over_sampled: cpuOverSampled === null ? null : round(cpuOverSampled, 2),
     scheduler_and_journal_ms_per_agent: round(schedulerAndJournal / AGENTS, 3),
     scheduler_and_journal_share_of_wall: round(schedulerAndJournal / wallMs, 3),
   }
@@ -277,6 +267,7 @@ function roomsOf(profiled: Record<string, unknown>[]) {
     ms_per_agent: Object.fromEntries(Object.keys(each[0].ms_per_agent).map((k) => [k, med((r) => r.ms_per_agent[k])])),
     scheduler_and_journal_ms_per_agent: med((r) => r.scheduler_and_journal_ms_per_agent),
     scheduler_and_journal_share_of_wall: med((r) => r.scheduler_and_journal_share_of_wall),
+    cpu_over_sampled: each.every((r) => r.cpu_over_sampled !== null) ? med((r) => r.cpu_over_sampled as number) : null,
     run_overhead_share: med((r) => r.run_overhead_share),
     wall_ms: med((r) => r.wall_ms),
     runs: each,

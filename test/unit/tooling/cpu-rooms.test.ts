@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { cpuByRoom, roomOf, type CpuProfile } from '../../../bench/cpu-rooms'
+import { cpuByRoom, roomOf, scaleToCpu, type CpuProfile } from '../../../bench/cpu-rooms'
 
 // The benches' split of the engine's time by the part of Corral that spent it (bench/cpu-rooms.ts):
 // issue #12's "scheduler and journal overhead" is read from it, so its charging rules are pinned here.
@@ -45,5 +45,15 @@ describe('the CPU split by room', () => {
       timeDeltas: [0, 1000, 2000, 1000, 500, 250, 4000, 3000, 1500],
     }
     expect(cpuByRoom(profile)).toEqual({ workflow_driver_and_journal: 1, scheduler: 3, log: 4.5, harness: 0, model_client: 0, node_io: 0.5, v8_gc_and_compiler: 0.25, other: 0 })
+  })
+
+  it("splits the thread's CPU time over the rooms in their samples' proportions, or leaves the sampled times without it", () => {
+    const sampled = { workflow_driver_and_journal: 1, scheduler: 3, log: 4, harness: 0, model_client: 0, node_io: 1.5, v8_gc_and_compiler: 0.5, other: 0 }
+    const { byRoom, cpuOverSampled } = scaleToCpu(sampled, 8)
+    expect(cpuOverSampled).toBe(0.8)
+    expect(byRoom.scheduler).toBeCloseTo(2.4)
+    expect(byRoom.log).toBeCloseTo(3.2)
+    expect(Object.values(byRoom).reduce((a, b) => a + b, 0)).toBeCloseTo(8)
+    expect(scaleToCpu(sampled, undefined)).toEqual({ byRoom: sampled, cpuOverSampled: null })
   })
 })

@@ -22,8 +22,10 @@
  * last fan-out (bench/profile.ts); CORRAL_BENCH_SQL=1 counts the SQLite statements it runs (=top also lists the most run ones);
  * CORRAL_BENCH_CHILDREN=n fans out to n children instead of 25 (1 measures an uncontended turn);
  * CORRAL_BENCH_STREAM=<chars>[:<ms>] streams the children's responses (see STREAM).
- * After the fan-outs, `turn_floor` (bench/turn-floor.ts) times the same turn done by a bare loop
- * with no engine, against the same model process: what this machine and the SDK cost a turn.
+ * After the fan-outs, one more with V8's CPU profiler on gives `cpu_by_room` (bench/cpu-rooms.ts:
+ * the event loop's CPU per model request by the part of Corral that spent it), and `turn_floor`
+ * (bench/turn-floor.ts) times the same turn done by a bare loop with no engine, against the same
+ * model process: what this machine and the SDK cost a turn.
  */
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'

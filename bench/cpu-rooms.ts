@@ -15,11 +15,11 @@ import { SourceMap } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { Session } from 'node:inspector/promises'
 
-export type Room = 'workflow_driver_and_journal' | 'scheduler' | 'log' | 'harness' | 'model_client' | 'node_io' | 'v8_gc_and_compiler' | 'other'
+export type Room = 'workflow_program' | 'workflow_driver_and_journal' | 'scheduler' | 'log' | 'harness' | 'model_client' | 'node_io' | 'v8_gc_and_compiler' | 'other'
 
 /** What the rooms are (each bench says what it profiled and per what). */
 export const ROOMS_DEFINITION =
-  "the engine's event-loop CPU time by the part of Corral that spent it: V8's sampling profiler (1 ms) gives each part's share of the thread's busy samples (idle excluded), and the shares split the thread's CPU time over the window (from /proc on Linux; `cpu_over_sampled` is that CPU time over the sampled busy time, below 1 when the thread waited for a core on a busy machine; elsewhere the sampled time is used as it is); each sample charged to the innermost frame of Corral's own code (SQLite statements and fsyncs to the code that ran them): `workflow_driver_and_journal` (orchestrator/workflow-runs.ts, harness/workflows/ with the QuickJS program, session/workflow-store.ts), `scheduler` (orchestrator/scheduler.ts, brains.ts, lease-fence.ts, session/lease-store.ts), `log` (session/log/ and the log's stores), `harness` (the brains' loop, context views, folds), `model_client` (harness/model-client.ts and model-transport.ts with the official SDK), `node_io` (Node's sockets, streams and timers with no Corral frame on the stack: mostly the model requests' HTTP), `v8_gc_and_compiler`"
+  "the engine's event-loop CPU time by the part of Corral that spent it: V8's sampling profiler (1 ms) gives each part's share of the thread's busy samples (idle excluded), and the shares split the thread's CPU time over the window (from /proc on Linux; `cpu_over_sampled` is that CPU time over the sampled busy time, below 1 when the thread waited for a core on a busy machine; elsewhere the sampled time is used as it is); each sample charged to the innermost frame of Corral's own code (SQLite statements and fsyncs to the code that ran them): `workflow_program` (the workflow's program running in QuickJS: the WebAssembly interpreter, its glue and harness/workflows/program.ts, which hands it its answers), `workflow_driver_and_journal` (orchestrator/workflow-runs.ts, harness/workflows/execution.ts and tools.ts, session/workflow-store.ts), `scheduler` (orchestrator/scheduler.ts, brains.ts, lease-fence.ts, session/lease-store.ts), `log` (session/log/ and the log's stores), `harness` (the brains' loop, context views, folds), `model_client` (harness/model-client.ts and model-transport.ts with the official SDK), `node_io` (Node's sockets, streams and timers with no Corral frame on the stack: mostly the model requests' HTTP), `v8_gc_and_compiler`"
 
 interface ProfileNode {
   id: number
@@ -60,12 +60,13 @@ export async function startCpuProfile(intervalUs = 1000): Promise<() => Promise<
 
 /** The room of a source path (relative to the repository, or a node_modules path), or undefined when it is none of Corral's. */
 export function roomOf(path: string): Room | undefined {
-  if (/node_modules\/(quickjs-emscripten|@jitl\/)/.test(path)) return 'workflow_driver_and_journal'
+  if (/node_modules\/(quickjs-emscripten|@jitl\/)/.test(path)) return 'workflow_program'
   if (/node_modules\/@anthropic-ai\/sdk\//.test(path)) return 'model_client'
   if (path.includes('node_modules/')) return undefined
   const m = /(?:^|\/)(src\/(?:main|shared)\/.+\.ts)$/.exec(path)
   if (!m) return /(?:^|\/)(bench|test)\//.test(path) ? 'other' : undefined
   const src = m[1]
+  if (src === 'src/main/harness/workflows/program.ts') return 'workflow_program'
   if (/^src\/main\/(orchestrator\/workflow-runs|session\/workflow-store)\.ts$/.test(src) || src.startsWith('src/main/harness/workflows/')) return 'workflow_driver_and_journal'
   if (/^src\/main\/(orchestrator\/(scheduler|brains|lease-fence)|session\/lease-store)\.ts$/.test(src)) return 'scheduler'
   if (/^src\/main\/harness\/model-(client|transport|thread)\.ts$/.test(src)) return 'model_client'
@@ -127,7 +128,7 @@ export function cpuByRoom(profile: CpuProfile): Record<Room, number> {
     }
     return r
   }
-  const out: Record<Room, number> = { workflow_driver_and_journal: 0, scheduler: 0, log: 0, harness: 0, model_client: 0, node_io: 0, v8_gc_and_compiler: 0, other: 0 }
+  const out: Record<Room, number> = { workflow_program: 0, workflow_driver_and_journal: 0, scheduler: 0, log: 0, harness: 0, model_client: 0, node_io: 0, v8_gc_and_compiler: 0, other: 0 }
   const deltas = profile.timeDeltas
   for (let i = 0; i < profile.samples.length; i++) {
     const us = deltas[i + 1] ?? 0

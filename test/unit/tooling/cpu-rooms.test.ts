@@ -7,9 +7,12 @@ describe('the CPU split by room', () => {
   it('names the room of each source file', () => {
     expect(roomOf('/w/src/main/orchestrator/workflow-runs.ts')).toBe('workflow_driver_and_journal')
     expect(roomOf('../../src/main/harness/workflows/execution.ts')).toBe('workflow_driver_and_journal')
+    expect(roomOf('src/main/harness/workflows/tools.ts')).toBe('workflow_driver_and_journal')
     expect(roomOf('src/main/session/workflow-store.ts')).toBe('workflow_driver_and_journal')
-    expect(roomOf('/w/node_modules/quickjs-emscripten-core/dist/index.js')).toBe('workflow_driver_and_journal')
-    expect(roomOf('/w/node_modules/@jitl/quickjs-wasmfile-release-sync/dist/emscripten-module.cjs')).toBe('workflow_driver_and_journal')
+    expect(roomOf('../../src/main/harness/workflows/program.ts')).toBe('workflow_program')
+    expect(roomOf('/w/node_modules/quickjs-emscripten-core/dist/index.js')).toBe('workflow_program')
+    expect(roomOf('/w/node_modules/@jitl/quickjs-wasmfile-release-sync/dist/emscripten-module.cjs')).toBe('workflow_program')
+    expect(roomOf('wasm://wasm/001eb57a')).toBeUndefined()
     expect(roomOf('src/main/orchestrator/scheduler.ts')).toBe('scheduler')
     expect(roomOf('src/main/orchestrator/brains.ts')).toBe('scheduler')
     expect(roomOf('src/main/session/lease-store.ts')).toBe('scheduler')
@@ -28,7 +31,7 @@ describe('the CPU split by room', () => {
     const frame = (id: number, functionName: string, url: string, children: number[] = []) => ({ id, callFrame: { functionName, url, lineNumber: 0, columnNumber: 0 }, children })
     const profile: CpuProfile = {
       nodes: [
-        frame(1, '(root)', '', [2, 8, 9, 10, 11]),
+        frame(1, '(root)', '', [2, 8, 9, 10, 11, 12]),
         frame(2, 'flushGroup', 'file:///w/src/main/session/log/append.ts', [3, 5]),
         frame(3, 'project', 'file:///w/src/main/orchestrator/workflow-runs.ts', [4]),
         frame(4, 'run', ''), // a SQLite statement the driver ran (native)
@@ -39,16 +42,20 @@ describe('the CPU split by room', () => {
         frame(9, '(garbage collector)', ''),
         frame(10, '(idle)', ''),
         frame(11, 'wake', 'file:///w/src/main/orchestrator/brains.ts'),
+        // the driver settles a call: the program's interpreter (WebAssembly) runs under QuickJS's glue
+        frame(12, 'complete', 'file:///w/src/main/harness/workflows/execution.ts', [13]),
+        frame(13, 'executePendingJobs', 'file:///w/node_modules/quickjs-emscripten-core/dist/index.js', [14]),
+        frame(14, 'wasm-function[221]', 'wasm://wasm/001eb57a'),
       ],
       // samples and the time after each (the first delta is before the first sample)
-      samples: [4, 7, 7, 8, 9, 10, 11, 2],
-      timeDeltas: [0, 1000, 2000, 1000, 500, 250, 4000, 3000, 1500],
+      samples: [4, 7, 7, 8, 9, 10, 11, 2, 14, 12],
+      timeDeltas: [0, 1000, 2000, 1000, 500, 250, 4000, 3000, 1500, 2000, 500],
     }
-    expect(cpuByRoom(profile)).toEqual({ workflow_driver_and_journal: 1, scheduler: 3, log: 4.5, harness: 0, model_client: 0, node_io: 0.5, v8_gc_and_compiler: 0.25, other: 0 })
+    expect(cpuByRoom(profile)).toEqual({ workflow_program: 2, workflow_driver_and_journal: 1.5, scheduler: 3, log: 4.5, harness: 0, model_client: 0, node_io: 0.5, v8_gc_and_compiler: 0.25, other: 0 })
   })
 
   it("splits the thread's CPU time over the rooms in their samples' proportions, or leaves the sampled times without it", () => {
-    const sampled = { workflow_driver_and_journal: 1, scheduler: 3, log: 4, harness: 0, model_client: 0, node_io: 1.5, v8_gc_and_compiler: 0.5, other: 0 }
+    const sampled = { workflow_program: 0, workflow_driver_and_journal: 1, scheduler: 3, log: 4, harness: 0, model_client: 0, node_io: 1.5, v8_gc_and_compiler: 0.5, other: 0 }
     const { byRoom, cpuOverSampled } = scaleToCpu(sampled, 8)
     expect(cpuOverSampled).toBe(0.8)
     expect(byRoom.scheduler).toBeCloseTo(2.4)

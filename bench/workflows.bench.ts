@@ -35,9 +35,9 @@ const PER_PHASE = 500
 const AGENTS = 2 * PER_PHASE
 const CONCURRENT = 64
 const FIRST_TOKEN_MS = 200
-/** The desktop's and `corral serve`'s model client: on the event loop (CORRAL_BENCH_MODEL_THREAD=worker: on a thread of its own). */
 /** Warm runs done after the timed ones with the CPU profiler on, for `cpu_by_room` (CORRAL_BENCH_PROFILED_RUNS, default 3). */
 const PROFILED_RUNS = Math.max(1, Number(process.env.CORRAL_BENCH_PROFILED_RUNS ?? 3))
+/** The desktop's and `corral serve`'s model client: on the event loop (CORRAL_BENCH_MODEL_THREAD=worker: on a thread of its own). */
 const MODEL_THREAD = process.env.CORRAL_BENCH_MODEL_THREAD === 'worker' ? 'worker' : 'inline'
 
 const DEFINITIONS = {
@@ -243,7 +243,7 @@ async function once(log: (msg: string) => void, profiled = false): Promise<Recor
 }
 
 const TARGETS_DEFINITION =
-  "issue #12's target: \"scheduler and journal overhead per agent call (target ≤ 5 % of wall time)\", held against `scheduler_and_journal_share_of_wall` (cpu_by_room). `stricter_readings`: the same 5 % held against everything that is not the model's own time (`run_overhead_share`, the wall against the ideal, which the issue asks to report without a target, and `agent_call_overhead_share`), the SDK's, Node's HTTP and the log's work included; earlier sessions held the target against those, and the bare loop (`bare_run`, no engine at all) does not reach it on this machine"
+  "issue #12's target: \"scheduler and journal overhead per agent call (target ≤ 5 % of wall time)\", held against `scheduler_and_journal_share_of_wall` (cpu_by_room: the run's driver and journal and the scheduler; the program's own run in QuickJS, the user's code, is beside it in `with_program_share_of_wall`). `stricter_readings`: the same 5 % held against everything that is not the model's own time (`run_overhead_share`, the wall against the ideal, which the issue asks to report without a target, and `agent_call_overhead_share`), the SDK's, Node's HTTP and the log's work included; earlier sessions held the target against those, and the bare loop (`bare_run`, no engine at all) does not reach it on this machine"
 
 const WORKFLOW_ROOMS_DEFINITION = `${PROFILED_RUNS} more warm runs after the timed ones, profiled (the profiler's cost is in none of the timed figures), the median of each figure (\`runs\`: each run's): per agent, ${ROOMS_DEFINITION}; \`scheduler_and_journal_ms_per_agent\` is \`workflow_driver_and_journal\` and \`scheduler\`, \`scheduler_and_journal_share_of_wall\` their time over the profiled run's wall, \`with_program_share_of_wall\` the same with \`workflow_program\` (the program's own run in QuickJS) added (issue #12 names "scheduler and journal overhead per agent call (target ≤ 5 % of wall time)"; \`run_overhead_share\` counts everything that is not the model's time, the SDK's, Node's and the log's included); \`run_overhead_share\` and \`wall_ms\` here are the profiled runs'`
 

@@ -33,6 +33,8 @@ export interface PreviewSink {
 /** The session fields the harness reads: its pinned agent snapshot and budget, and the roster it pinned at create. */
 export interface SessionSource {
   retrieve(id: string): { id: string; agent: unknown; budget?: unknown }
+  /** What a run reads of its session, kept while the session is unchanged (SessionStore.runSnapshot); absent: retrieve. */
+  runSnapshot?(id: string): { id: string; agent: unknown; budget?: unknown; resources?: readonly unknown[]; environment_id?: string; environment_type?: string }
   /** What the session may delegate to (null: a single-threaded session); `session`: as just retrieved (not read again). Absent: no session delegates. */
   rosterOf?(id: string, session?: { agent: unknown }): DelegationRoster | null
   /** Whether a worker of the session's self_hosted environment runs its toolset calls (spec resources.md §5). Absent: never. */
@@ -181,7 +183,7 @@ export class Harness {
     const { sessionId } = thread
     const primaryId = primaryThreadId(sessionId)
     const threadKey: ThreadKey = thread.threadId === primaryId ? null : thread.threadId
-    const session = this.deps.sessions.retrieve(sessionId)
+    const session = this.sessionOf(sessionId)
     const sessionAgent = session.agent as ThreadAgent
     const roster = this.deps.sessions.rosterOf?.(sessionId, session) ?? null
     const threads = this.threadsOf(sessionId).catchUp(this.deps.log)
@@ -203,7 +205,7 @@ export class Harness {
     let cached = this.cache.get(key)
     if (cached) this.cache.delete(key) // re-inserted below: most recently used last
     else {
-      const workerTools = this.deps.sessions.answeredByWorker?.(sessionId, session as { environment_id?: string }) ? WORKER_TOOLSET : undefined
+      const workerTools = this.deps.sessions.answeredByWorker?.(sessionId, session as { environment_id?: string; environment_type?: string }) ? WORKER_TOOLSET : undefined
       cached = { events: [], state: newSessionState(threadKey, { ...(multi ? { statusScope: 'thread', primaryId } : {}), workerTools }), readTo: 0 }
     }
     const entry = cached
@@ -306,7 +308,7 @@ export class Harness {
       if (idleAt < 0) await this.deps.log.append(c.sessionId, evs, options)
       else {
         const { after } = previewAggregate(c.threads.catchUp(this.deps.log), evs)
-        await this.deps.log.append(c.sessionId, [...evs.slice(0, idleAt), after.usageEvent(this.deps.sessions.retrieve(c.sessionId).budget), ...evs.slice(idleAt)])
+        await this.deps.log.append(c.sessionId, [...evs.slice(0, idleAt), after.usageEvent(this.sessionOf(c.sessionId).budget), ...evs.slice(idleAt)])
       }
       return
     }
@@ -332,11 +334,17 @@ export class Harness {
         batch = [...batch, ...paused]
         ;({ agg, after } = previewAggregate(threads, batch))
       }
-      return agg ? [...batch, ...withUsage(agg, after, () => this.deps.sessions.retrieve(c.sessionId).budget)] : batch
+      return agg ? [...batch, ...withUsage(agg, after, () => this.sessionOf(c.sessionId).budget)] : batch
     }
     // committed: the disk is waited for after the commit, so threads ending together share fsyncs
     await this.deps.log.append(c.sessionId, atCommit, { committed: true })
     if (!options?.committed) await this.deps.log.whenSynced()
+  }
+
+  /** The session as a run reads it: its snapshot, kept while the session is unchanged, where the source has one. */
+  private sessionOf(sessionId: string): RunContext['session'] & { environment_id?: string; environment_type?: string } {
+    const s = this.deps.sessions
+    return s.runSnapshot ? s.runSnapshot(sessionId) : s.retrieve(sessionId)
   }
 
   /** After a run, in a multi-agent session: the session's status is what its threads say (repairs a gap left by an older process). */
@@ -346,7 +354,7 @@ export class Harness {
       ({ earlier }) => {
         const threads = c.threads.atCommit(this.deps.log, earlier)
         const agg = threads.aggregateEvent()
-        return agg ? withUsage(agg, threads, () => this.deps.sessions.retrieve(c.sessionId).budget) : []
+        return agg ? withUsage(agg, threads, () => this.sessionOf(c.sessionId).budget) : []
       },
       { committed: true },
     )

@@ -52,6 +52,21 @@ const SESSION_ROWS = `(SELECT s.rid, s.id, s.agent_id, s.agent_version, s.enviro
   MAX(s.updated_at, COALESCE((SELECT e.processed_at FROM events e WHERE e.session_rid = s.rid ORDER BY e.seq DESC LIMIT 1), '')) AS updated_at
   FROM sessions s)`
 
+/**
+ * What a brain's run reads of its session (SessionStore.runSnapshot): the pinned agent, budget,
+ * resources, environment and that environment's type. Frozen: one object serves every run until
+ * the session's row changes.
+ */
+export interface SessionRunSnapshot {
+  readonly id: string
+  readonly agent: Session['agent']
+  readonly budget: Session['budget'] | null
+  readonly resources: Session['resources']
+  readonly environment_id: string
+  /** The environment's `config.type` ('cloud', 'self_hosted'; '' when the environment is gone). */
+  readonly environment_type: string
+}
+
 /** Secret fields of session resources: kept by `SessionResourceSecrets`, never in SQLite. */
 export type SessionResourceSecretField = 'authorization_token'
 
@@ -142,6 +157,9 @@ export class SessionStore {
   /** Prepared once: a send retrieves its session twice (before and inside the append). */
   private byId?: Statement
   private environmentOf?: Statement
+  private snapshotRow?: Statement
+  /** runSnapshot's objects by session, with the row data each was made from (most recently used last). */
+  private readonly snapshots = new Map<string, { data: string; value: SessionRunSnapshot }>()
   private readonly log: SqliteEventLog
   private readonly agents: AgentStore
   private readonly environments: EnvironmentStore
@@ -564,13 +582,43 @@ export class SessionStore {
       this.work?.stopSession(id)
     })()
     this.log.forgetSession(id)
+    this.snapshots.delete(id)
     if (cur.resources.length) this.hooks.resourceSecrets?.delete(id, cur.resources.map((r) => (r as { id: string }).id))
     this.hooks.onRemoved?.(id, 'deleted')
     return { id, type: 'session_deleted' }
   }
 
+  /**
+   * What a brain's run reads of its session (SessionRunSnapshot): the row is read every time (a
+   * change is seen at once), but parsed only when its data changed since the last call; the
+   * environment's type comes in the same statement. Every brain that starts asks, and a workflow
+   * run starts a thousand: reading the whole session (retrieve) and then its environment's type
+   * was ≈ 0.12 ms of each start.
+   */
+  runSnapshot(id: string): SessionRunSnapshot {
+    this.snapshotRow ??= this.db.prepare(
+      "SELECT s.environment_id, s.data, COALESCE(json_extract(e.data, '$.config.type'), '') AS environment_type FROM sessions s LEFT JOIN environments e ON e.id = s.environment_id WHERE s.id = ? AND s.deleting = 0",
+    )
+    const row = this.snapshotRow.get(id) as { environment_id: string; data: string; environment_type: string } | undefined
+    if (!row) throw notFound('session', id)
+    const kept = this.snapshots.get(id)
+    if (kept) this.snapshots.delete(id)
+    const value =
+      kept && kept.data === row.data && kept.value.environment_type === row.environment_type
+        ? kept.value
+        : (() => {
+            const s = JSON.parse(row.data) as Session
+            return deepFreeze({ id, agent: s.agent, budget: s.budget ?? null, resources: s.resources ?? [], environment_id: row.environment_id, environment_type: row.environment_type })
+          })()
+    this.snapshots.set(id, { data: row.data, value })
+    if (this.snapshots.size > 256) this.snapshots.delete(this.snapshots.keys().next().value as string)
+    return value
+  }
+
   /** Whether a worker of the session's self_hosted environment runs its toolset calls (its environment is self_hosted). */
-  answeredByWorker(id: string, session?: { environment_id?: string }): boolean {
+  answeredByWorker(id: string, session?: { environment_id?: string; environment_type?: string }): boolean {
+    // (a run snapshot knows its environment's type)
+    if (session?.environment_type !== undefined) return session.environment_type === 'self_hosted'
     // (`session`: as the caller just retrieved it; else its environment's id is read, prepared
     // once: asked by every brain that starts, and a workflow run starts a thousand)
     let environmentId = session?.environment_id
@@ -887,6 +935,15 @@ const THREAD_STATUS_TYPES = STATUS_EVENT_TYPES.filter((t) => STATUS_EVENTS[t].sc
 /** An environment's `config.networking` (none for a self-hosted environment). */
 function envNetworking(env: Environment): McpReachNetworking | undefined {
   return env.config.type === 'cloud' ? ((env.config as { networking?: McpReachNetworking }).networking ?? undefined) : undefined
+}
+
+/** Freezes an object and everything it holds (a value shared by every caller, which none may change). */
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const v of Object.values(value)) deepFreeze(v)
+  }
+  return value
 }
 
 function rowToSession(row: SessionRow): Session {

@@ -185,3 +185,36 @@ describe('SessionStore queries for the engine and the scheduler', () => {
     expect(t.sessions.needingBrains([]).includes(quiet)).toBe(false)
   })
 })
+
+describe('SessionStore.runSnapshot', () => {
+  it('serves one frozen object while the session is unchanged, and a new one as soon as an update changes it', async () => {
+    const sid = await t.newSession()
+    const a = t.sessions.runSnapshot(sid)
+    expect(a).toMatchObject({ id: sid, budget: null, resources: [], environment_type: 'cloud' })
+    expect((a.agent as { name: string }).name).toBe('tester')
+    expect(t.sessions.runSnapshot(sid)).toBe(a)
+    expect(Object.isFrozen(a) && Object.isFrozen(a.agent) && Object.isFrozen(a.resources)).toBe(true)
+    // an update the log records reaches the next run at once
+    await t.sessions.update(sid, { title: 'Renamed', agent: { tools: [{ type: 'agent_toolset_20260401' }] } })
+    const b = t.sessions.runSnapshot(sid)
+    expect(b).not.toBe(a)
+    expect((b.agent as { tools: { type: string }[] }).tools.map((x) => x.type)).toEqual(['agent_toolset_20260401'])
+    expect(t.sessions.runSnapshot(sid)).toBe(b)
+    // what retrieve says, field for field
+    const full = t.sessions.retrieve(sid)
+    expect({ agent: b.agent, budget: b.budget, resources: b.resources, environment_id: b.environment_id }).toEqual({ agent: full.agent, budget: full.budget ?? null, resources: full.resources, environment_id: full.environment_id })
+    // gone with the session
+    await t.sessions.delete(sid)
+    expect(() => t.sessions.runSnapshot(sid)).toThrow(/not found|was not found/)
+  })
+
+  it("knows a self_hosted environment's sessions are answered by its worker", async () => {
+    const agent = t.agents.create({ name: 'w', model: 'claude-sonnet-4-6' })
+    const env = t.environments.create({ name: 'remote', config: { type: 'self_hosted' } } as never)
+    const sid = (await t.sessions.create({ agent: agent.id, environment_id: env.id })).id
+    const snap = t.sessions.runSnapshot(sid)
+    expect(snap.environment_type).toBe('self_hosted')
+    expect(t.sessions.answeredByWorker(sid, snap)).toBe(true)
+    expect(t.sessions.answeredByWorker(await t.newSession())).toBe(false)
+  })
+})

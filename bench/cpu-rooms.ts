@@ -58,6 +58,23 @@ export async function startCpuProfile(intervalUs = 1000): Promise<() => Promise<
   }
 }
 
+/** The event loop's CPU by room over a window (cpuByRoom scaled by scaleToCpu); `cpuOverSampled` null where the thread's CPU time cannot be read. */
+export type RoomSplit = ReturnType<typeof scaleToCpu>
+
+/**
+ * Opens a window: V8's profiler on and the event-loop thread's CPU time read. The returned
+ * function closes it and gives the window's split by room, scaled to that CPU time.
+ */
+export async function startRoomsWindow(): Promise<() => Promise<RoomSplit>> {
+  const stop = await startCpuProfile()
+  const cpu0 = eventLoopThreadCpuMs()
+  return async () => {
+    const profile = await stop()
+    const cpu1 = eventLoopThreadCpuMs()
+    return scaleToCpu(cpuByRoom(profile), cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined)
+  }
+}
+
 /** The room of a source path (relative to the repository, or a node_modules path), or undefined when it is none of Corral's. */
 export function roomOf(path: string): Room | undefined {
   if (/node_modules\/(quickjs-emscripten|@jitl\/)/.test(path)) return 'workflow_program'

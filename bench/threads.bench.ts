@@ -42,7 +42,7 @@ import { percentile, summary } from './stats'
 import type { ThreadsModelOptions, ThreadsModelRequest } from './threads-model'
 import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../src/main/hands/tool-router'
 import { forkModel } from './child'
-import { cpuByRoom, eventLoopThreadCpuMs, ROOMS_DEFINITION, scaleToCpu, startCpuProfile, type CpuProfile } from './cpu-rooms'
+import { ROOMS_DEFINITION, startRoomsWindow, type RoomSplit } from './cpu-rooms'
 
 const FAN_OUT_DEFINITION =
   'the fan-out runs CORRAL_BENCH_FANOUTS times (default 5) on one engine, each in a new session; `cold` is the first (a fresh process: the JIT has not compiled the engine, the SDK or the HTTP client yet), the top-level figures are the medians over the others (warm: what a desktop that has run for a few minutes does); `runs` has each'
@@ -172,8 +172,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const rssBefore = process.memoryUsage()
       const statements = process.env.CORRAL_BENCH_SQL && last ? countStatements(engine) : undefined
       const stopProfile = last ? await profileWindow() : async () => {}
-      const stopRooms = rooms ? await startCpuProfile() : undefined
-      const loopCpu0 = eventLoopThreadCpuMs()
+      const stopRooms = rooms ? await startRoomsWindow() : undefined
       const modelCpu0 = await model.cpuMs()
       const elu0 = performance.eventLoopUtilization()
       const cpu0 = process.cpuUsage()
@@ -184,8 +183,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const wallMs = performance.now() - started
       const elu = performance.eventLoopUtilization(elu0)
       const cpu = process.cpuUsage(cpu0)
-      const roomsProfile: CpuProfile | undefined = await stopRooms?.()
-      const loopCpu1 = eventLoopThreadCpuMs()
+      const split: RoomSplit | undefined = await stopRooms?.()
       const modelCpuMs = (await model.cpuMs()) - modelCpu0
       await stopProfile()
       const sqlStatements = statements?.stop()
@@ -240,11 +238,11 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
           rss_per_idle_child_mb: Number(((rssAfter.rss - rssBefore.rss) / children / 2 ** 20).toFixed(3)),
           heap_per_idle_child_mb: Number(((rssAfter.heapUsed - rssBefore.heapUsed) / children / 2 ** 20).toFixed(3)),
           lead_requests: requests.filter((r) => r.role === 'lead').length,
-          ...(roomsProfile
-            ? ((split) => ({
+          ...(split
+            ? {
                 cpu_by_room_ms_per_request: Object.fromEntries(Object.entries(split.byRoom).map(([k, v]) => [k, Number((v / modelRequests).toFixed(3))])),
                 cpu_over_sampled: split.cpuOverSampled === null ? null : Number(split.cpuOverSampled.toFixed(2)),
-              }))(scaleToCpu(cpuByRoom(roomsProfile), loopCpu0 !== undefined && loopCpu1 !== undefined ? loopCpu1 - loopCpu0 : undefined))
+              }
             : {}),
         },
       }

@@ -29,7 +29,7 @@ import { createRunSession, field, WORKER } from '../test/support/workflow-crash-
 import { measureBareRun, BARE_RUN_DEFINITION, type BareRun } from './bare-run'
 import { idealRunMs, slotRefillsMs, type WorkerRequest } from './run-figures'
 import { forkModel } from './child'
-import { cpuByRoom, eventLoopThreadCpuMs, ROOMS_DEFINITION, scaleToCpu, startCpuProfile, type CpuProfile } from './cpu-rooms'
+import { eventLoopThreadCpuMs, ROOMS_DEFINITION, startRoomsWindow, type RoomSplit } from './cpu-rooms'
 
 const PER_PHASE = 500
 const AGENTS = 2 * PER_PHASE
@@ -136,7 +136,7 @@ async function once(log: (msg: string) => void, profiled = false): Promise<Recor
     const statements = process.env.CORRAL_BENCH_SQL ? countStatements(engine) : undefined
     const modelCpu0 = await model.cpuMs()
     const stopProfile = await profileWindow()
-    const stopRooms = profiled ? await startCpuProfile() : undefined
+    const stopRooms = profiled ? await startRoomsWindow() : undefined
     const elu0 = performance.eventLoopUtilization()
     const cpu0 = process.cpuUsage()
     const loopCpu0 = eventLoopThreadCpuMs()
@@ -147,7 +147,7 @@ async function once(log: (msg: string) => void, profiled = false): Promise<Recor
     const cpu = process.cpuUsage(cpu0)
     const loopCpu1 = eventLoopThreadCpuMs()
     const t1 = now()
-    const roomsProfile: CpuProfile | undefined = await stopRooms?.()
+    const rooms: RoomSplit | undefined = await stopRooms?.()
     const modelCpuMs = (await model.cpuMs()) - modelCpu0
     await stopProfile()
     const sqlStatements = statements?.stop()
@@ -231,7 +231,7 @@ async function once(log: (msg: string) => void, profiled = false): Promise<Recor
       rss_peak_mb: round(rssPeak / 2 ** 20, 1),
       stricter_readings: { run_overhead_share: 0.05, agent_call_overhead_share: 0.05 },
       load_average_1m: round(loadavg()[0]),
-      ...(roomsProfile ? { cpu_by_room: roomFigures(scaleToCpu(cpuByRoom(roomsProfile), loopCpu0 !== undefined && loopCpu1 !== undefined ? loopCpu1 - loopCpu0 : undefined), wallMs) } : {}),
+      ...(rooms ? { cpu_by_room: roomFigures(rooms, wallMs) } : {}),
     }
     log(JSON.stringify(result))
     return result
@@ -248,7 +248,7 @@ const TARGETS_DEFINITION =
 const WORKFLOW_ROOMS_DEFINITION = `${PROFILED_RUNS} more warm runs after the timed ones, profiled (the profiler's cost is in none of the timed figures), the median of each figure (\`runs\`: each run's): per agent, ${ROOMS_DEFINITION}; \`scheduler_and_journal_ms_per_agent\` is \`workflow_driver_and_journal\` and \`scheduler\`, \`scheduler_and_journal_share_of_wall\` their time over the profiled run's wall, \`with_program_share_of_wall\` the same with \`workflow_program\` (the program's own run in QuickJS) added (issue #12 names "scheduler and journal overhead per agent call (target ≤ 5 % of wall time)"; \`run_overhead_share\` counts everything that is not the model's time, the SDK's, Node's and the log's included); \`run_overhead_share\` and \`wall_ms\` here are the profiled runs'`
 
 /** The profiled run's time by room (bench/cpu-rooms.ts), per agent, and the scheduler's and journal's share of its wall. */
-function roomFigures({ byRoom, cpuOverSampled }: ReturnType<typeof scaleToCpu>, wallMs: number) {
+function roomFigures({ byRoom, cpuOverSampled }: RoomSplit, wallMs: number) {
   const schedulerAndJournal = byRoom.workflow_driver_and_journal + byRoom.scheduler
   return {
     ms_per_agent: Object.fromEntries(Object.entries(byRoom).map(([k, v]) => [k, round(v / AGENTS, 3)])),

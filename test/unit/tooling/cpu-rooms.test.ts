@@ -5,26 +5,29 @@ import { cpuByRoom, roomOf, scaleToCpu, type CpuProfile } from '../../../bench/c
 // issue #12's "scheduler and journal overhead" is read from it, so its charging rules are pinned here.
 describe('the CPU split by room', () => {
   it('names the room of each source file', () => {
-    expect(roomOf('/w/src/main/orchestrator/workflow-runs.ts')).toBe('workflow_driver_and_journal')
-    expect(roomOf('../../src/main/harness/workflows/execution.ts')).toBe('workflow_driver_and_journal')
-    expect(roomOf('src/main/harness/workflows/tools.ts')).toBe('workflow_driver_and_journal')
-    expect(roomOf('src/main/session/workflow-store.ts')).toBe('workflow_driver_and_journal')
-    expect(roomOf('../../src/main/harness/workflows/program.ts')).toBe('workflow_program')
-    expect(roomOf('/w/node_modules/quickjs-emscripten-core/dist/index.js')).toBe('workflow_program')
-    expect(roomOf('/w/node_modules/@jitl/quickjs-wasmfile-release-sync/dist/emscripten-module.cjs')).toBe('workflow_program')
-    expect(roomOf('wasm://wasm/001eb57a')).toBeUndefined()
-    expect(roomOf('src/main/orchestrator/scheduler.ts')).toBe('scheduler')
-    expect(roomOf('src/main/orchestrator/brains.ts')).toBe('scheduler')
-    expect(roomOf('src/main/session/lease-store.ts')).toBe('scheduler')
-    expect(roomOf('src/main/session/log/append.ts')).toBe('log')
-    expect(roomOf('src/main/session/sqlite-event-log.ts')).toBe('log')
-    expect(roomOf('src/main/harness/harness.ts')).toBe('harness')
-    expect(roomOf('src/shared/api/fold.ts')).toBe('harness')
-    expect(roomOf('src/main/harness/model-transport.ts')).toBe('model_client')
-    expect(roomOf('/w/node_modules/@anthropic-ai/sdk/core/streaming.js')).toBe('model_client')
-    expect(roomOf('/w/node_modules/better-sqlite3/lib/methods/transaction.js')).toBeUndefined()
-    expect(roomOf('bench/workflows.bench.ts')).toBe('other')
-    expect(roomOf('')).toBeUndefined()
+    const rooms: [string, string | undefined][] = [
+      ['/w/src/main/orchestrator/workflow-runs.ts', 'workflow_driver_and_journal'],
+      ['../../src/main/harness/workflows/execution.ts', 'workflow_driver_and_journal'],
+      ['src/main/harness/workflows/tools.ts', 'workflow_driver_and_journal'],
+      ['src/main/session/workflow-store.ts', 'workflow_driver_and_journal'],
+      ['../../src/main/harness/workflows/program.ts', 'workflow_program'],
+      ['/w/node_modules/quickjs-emscripten-core/dist/index.js', 'workflow_program'],
+      ['/w/node_modules/@jitl/quickjs-wasmfile-release-sync/dist/emscripten-module.cjs', 'workflow_program'],
+      ['wasm://wasm/001eb57a', undefined],
+      ['src/main/orchestrator/scheduler.ts', 'scheduler'],
+      ['src/main/orchestrator/brains.ts', 'scheduler'],
+      ['src/main/session/lease-store.ts', 'scheduler'],
+      ['src/main/session/log/append.ts', 'log'],
+      ['src/main/session/sqlite-event-log.ts', 'log'],
+      ['src/main/harness/harness.ts', 'harness'],
+      ['src/shared/api/fold.ts', 'harness'],
+      ['src/main/harness/model-transport.ts', 'model_client'],
+      ['/w/node_modules/@anthropic-ai/sdk/core/streaming.js', 'model_client'],
+      ['/w/node_modules/better-sqlite3/lib/methods/transaction.js', undefined],
+      ['bench/workflows.bench.ts', 'other'],
+      ['', undefined],
+    ]
+    for (const [path, room] of rooms) expect(roomOf(path), path).toBe(room)
   })
 
   it("charges a sample to the innermost frame of Corral's own code, past Node's and native frames", () => {

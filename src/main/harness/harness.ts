@@ -205,7 +205,7 @@ export class Harness {
     let cached = this.cache.get(key)
     if (cached) this.cache.delete(key) // re-inserted below: most recently used last
     else {
-      const workerTools = this.deps.sessions.answeredByWorker?.(sessionId, session as { environment_id?: string; environment_type?: string }) ? WORKER_TOOLSET : undefined
+      const workerTools = this.deps.sessions.answeredByWorker?.(sessionId, session) ? WORKER_TOOLSET : undefined
       cached = { events: [], state: newSessionState(threadKey, { ...(multi ? { statusScope: 'thread', primaryId } : {}), workerTools }), readTo: 0 }
     }
     const entry = cached

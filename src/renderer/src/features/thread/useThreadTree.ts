@@ -68,7 +68,8 @@ export function useThreadTree(sessionId: string, enabled: boolean): ThreadTreeDa
     const stop = followSession(client, sessionId, {}, {
       history: read,
       onHistory: () => {},
-      // back after a drop: the list again (a status that moved meanwhile was in no message)
+      // back after a drop: the list again (a status that moved meanwhile was in no message); the
+      // read sets it itself, as it does for the first history, so there is nothing to do here
       onResync: () => {},
       onMessage: (msg) => {
         if (!alive || msg.kind !== 'event') return

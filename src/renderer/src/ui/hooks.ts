@@ -45,6 +45,26 @@ export function useQuery<T>(load: () => Promise<T>, key: unknown[], intervalMs?:
   return { data, error, loading, reload }
 }
 
+/**
+ * Form fields filled from data the page read (settings, an agent, …). `fill(data)` runs when the
+ * data arrives and each time it is read again, during the render that receives it, so the commit
+ * that shows (and enables) the form already holds the values: filled from an effect, the form was
+ * on screen empty for a frame, and typing in that frame was wiped when the effect ran (CI caught a
+ * fast fill lost that way). Once the person edits (`edited()`), a later read no longer overwrites
+ * the fields until `saved()` says the server holds what they typed.
+ */
+export function useFormFill<T>(data: T | undefined, fill: (data: T) => void): { edited: () => void; saved: () => void } {
+  const [seen, setSeen] = useState<{ data: T | undefined }>({ data: undefined })
+  const [typed, setTyped] = useState(false)
+  if (data !== undefined && data !== seen.data) {
+    setSeen({ data })
+    if (!typed) fill(data)
+  }
+  const edited = useCallback(() => setTyped(true), [])
+  const saved = useCallback(() => setTyped(false), [])
+  return { edited, saved }
+}
+
 /** A value persisted in localStorage (UI preferences only: never anything secret). */
 export function useStoredState<T extends string>(key: string, initial: T): [T, (v: T) => void] {
   const [v, setV] = useState<T>(() => (localStorage.getItem(key) as T | null) ?? initial)

@@ -1,14 +1,14 @@
-import { useEffect, useRef, useState } from 'react'
+import { useState } from 'react'
 import { useClient } from '../../api/context'
 import { ApiError } from '../../api'
 import { signOut } from '../../api/auth'
 import { Button, ErrorNote, Field, Icon, Spinner } from '../../ui/components'
-import { useQuery } from '../../ui/hooks'
+import { useFormFill, useQuery } from '../../ui/hooks'
 import type { ThemeChoice } from '../../ui/theme'
 import { CodeBlock } from '../../ui/Code'
 import { useSetup, type ModelCheck, type SetupSettings } from '../setup/SetupProvider'
 import { builtInTiers, formatAdvisorTiers, parseAdvisorTiers } from './advisor-tiers'
-import { budgetOfCents, parseUsd, usdText, type BudgetLimit } from '../budgets/budget'
+import { budgetOfCents, parseUsd, usdText } from '../budgets/budget'
 
 function sdkSnippet(baseURL: string): string {
   return [
@@ -84,14 +84,12 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
     }
   }
 
-  useEffect(() => {
-    const s = settings.data
-    if (!s) return
+  const form = useFormFill(settings.data, (s) => {
     setBaseUrl(s.model?.base_url ?? '')
     setCompat(!!s.model?.compatibility_mode)
     setDefaultModel(s.model?.default_model ?? '')
     setBackend(s.sandbox_backend ?? 'auto')
-  }, [settings.data])
+  })
 
   const noSettingsApi = missing(settings.error)
   const save = async () => {
@@ -104,6 +102,7 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
         ...(apiKey && !noKeychain ? { api_key: apiKey } : {}),
       })
       if (!noKeychain) setApiKey('')
+      form.saved()
       setSaved(true)
       settings.reload()
       setup.reload()
@@ -166,13 +165,13 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
           >
             <fieldset disabled={noSettingsApi || settings.loading}>
               <Field id="st-base" label="Model endpoint (base URL)" hint={baseUrlHint(settings.data?.endpoint)}>
-                <input id="st-base" type="url" placeholder={envBaseUrl ? `from ANTHROPIC_BASE_URL: ${envBaseUrl}` : 'https://api.anthropic.com'} value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} />
+                <input id="st-base" type="url" placeholder={envBaseUrl ? `from ANTHROPIC_BASE_URL: ${envBaseUrl}` : 'https://api.anthropic.com'} value={baseUrl} onChange={(e) => (form.edited(), setBaseUrl(e.target.value))} />
               </Field>
               <label className="check">
-                <input type="checkbox" checked={compat} onChange={(e) => setCompat(e.target.checked)} /> Compatibility mode (strip prompt caching, betas and server tools for local servers)
+                <input type="checkbox" checked={compat} onChange={(e) => (form.edited(), setCompat(e.target.checked))} /> Compatibility mode (strip prompt caching, betas and server tools for local servers)
               </label>
               <Field id="st-model" label="Default model">
-                <input id="st-model" value={defaultModel} onChange={(e) => setDefaultModel(e.target.value)} placeholder="claude-sonnet-4-5" />
+                <input id="st-model" value={defaultModel} onChange={(e) => (form.edited(), setDefaultModel(e.target.value))} placeholder="claude-sonnet-4-5" />
               </Field>
               <Field
                 id="st-key"
@@ -193,7 +192,7 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
                 <input id="st-key" type="password" autoComplete="off" value={apiKey} onChange={(e) => setApiKey(e.target.value)} placeholder={settings.data?.api_key?.set ? '•••••••• (leave empty to keep)' : 'sk-ant-…'} />
               </Field>
               <Field id="st-backend" label="Default sandbox backend">
-                <select id="st-backend" value={backend} onChange={(e) => setBackend(e.target.value as typeof backend)}>
+                <select id="st-backend" value={backend} onChange={(e) => (form.edited(), setBackend(e.target.value as typeof backend))}>
                   <option value="auto">Automatic</option>
                   <option value="docker">Docker</option>
                   <option value="vm">VM (QEMU)</option>
@@ -228,9 +227,9 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
           <ErrorNote error={err} />
         </section>
 
-        <AdvisorTiersSection saved={settings.data?.advisor_tiers} disabled={noSettingsApi || settings.loading} onSaved={settings.reload} />
+        <AdvisorTiersSection settings={settings.data} disabled={noSettingsApi || settings.loading} onSaved={settings.reload} />
 
-        <DefaultBudgetSection saved={settings.data?.default_budget} disabled={noSettingsApi || settings.loading} onSaved={settings.reload} />
+        <DefaultBudgetSection settings={settings.data} disabled={noSettingsApi || settings.loading} onSaved={settings.reload} />
 
         <section className="card-section" aria-labelledby="s-doctor">
           <h2 id="s-doctor">
@@ -292,12 +291,12 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
  * in a tier at least as high as the model it advises, and at least tier 1). Saved alone, as
  * `advisor_tiers`; agent saves and every consultation start read them.
  */
-function AdvisorTiersSection({ saved, disabled, onSaved }: { saved: Record<string, number> | undefined; disabled: boolean; onSaved: () => void }) {
+function AdvisorTiersSection({ settings, disabled, onSaved }: { settings: CorralSettings | undefined; disabled: boolean; onSaved: () => void }) {
   const client = useClient()
   const [text, setText] = useState('')
   const [err, setErr] = useState<unknown>()
   const [done, setDone] = useState(false)
-  useEffect(() => setText(formatAdvisorTiers(saved)), [saved])
+  const form = useFormFill(settings, (s) => setText(formatAdvisorTiers(s.advisor_tiers)))
   const parsed = parseAdvisorTiers(text)
   const save = async () => {
     setErr(undefined)
@@ -305,6 +304,7 @@ function AdvisorTiersSection({ saved, disabled, onSaved }: { saved: Record<strin
     if ('error' in parsed) return
     try {
       await client.request('settings.update', {}, { advisor_tiers: Object.keys(parsed.tiers).length ? parsed.tiers : null })
+      form.saved()
       setDone(true)
       onSaved()
     } catch (e) {
@@ -331,7 +331,7 @@ function AdvisorTiersSection({ saved, disabled, onSaved }: { saved: Record<strin
             label="Your tier entries"
             hint={'error' in parsed ? <span className="key-problem">{parsed.error}</span> : 'Used by the next agent save and by every advisor consultation from now on.'}
           >
-            <textarea id="st-advisor-tiers" rows={4} className="mono" value={text} placeholder="qwen-3-235b 5" onChange={(e) => setText(e.target.value)} />
+            <textarea id="st-advisor-tiers" rows={4} className="mono" value={text} placeholder="qwen-3-235b 5" onChange={(e) => (form.edited(), setText(e.target.value))} />
           </Field>
           <details>
             <summary>Built-in tiers</summary>
@@ -360,17 +360,12 @@ function AdvisorTiersSection({ saved, disabled, onSaved }: { saved: Record<strin
  * The budget a new session starts with in the new-session dialog (saved alone, as
  * `default_budget`; empty removes it). Sessions created through the API are not affected.
  */
-function DefaultBudgetSection({ saved, disabled, onSaved }: { saved: BudgetLimit | null | undefined; disabled: boolean; onSaved: () => void }) {
+function DefaultBudgetSection({ settings, disabled, onSaved }: { settings: CorralSettings | undefined; disabled: boolean; onSaved: () => void }) {
   const client = useClient()
   const [text, setText] = useState('')
   const [err, setErr] = useState<unknown>()
   const [done, setDone] = useState(false)
-  // the saved value fills the field when the settings arrive (or are read again after a save),
-  // unless the person typed in it since: a first read that lands after their typing kept wiping it
-  const typed = useRef(false)
-  useEffect(() => {
-    if (!typed.current) setText(saved ? usdText(saved.max_list_cost.amount) : '')
-  }, [saved])
+  const form = useFormFill(settings, (s) => setText(s.default_budget ? usdText(s.default_budget.max_list_cost.amount) : ''))
   const parsed = text.trim() ? parseUsd(text) : undefined
   const save = async () => {
     setErr(undefined)
@@ -378,7 +373,7 @@ function DefaultBudgetSection({ saved, disabled, onSaved }: { saved: BudgetLimit
     if (parsed && 'error' in parsed) return
     try {
       await client.request('settings.update', {}, { default_budget: parsed ? budgetOfCents(parsed.cents) : null })
-      typed.current = false
+      form.saved()
       setDone(true)
       onSaved()
     } catch (e) {
@@ -407,7 +402,7 @@ function DefaultBudgetSection({ saved, disabled, onSaved }: { saved: BudgetLimit
               value={text}
               placeholder="no limit"
               onChange={(e) => {
-                typed.current = true
+                form.edited()
                 setText(e.target.value)
               }}
             />

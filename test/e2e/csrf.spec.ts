@@ -57,10 +57,7 @@ test.describe.serial('CSRF from another loopback origin', () => {
   let serve: ServeProcess
   let other: Server
   let otherUrl: string
-  const api = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(`${serve.url}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
-    return (await r.json()) as Record<string, any>
-  }
+  const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) => serve.api<T>(method, path, body)
   const agentNames = async () => ((await api('GET', '/v1/agents?limit=100')).data as { name: string }[]).map((a) => a.name)
 
   test.beforeAll(async () => {

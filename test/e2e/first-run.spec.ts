@@ -35,10 +35,7 @@ test.describe.serial('first run: connect a model, test it, get a first reply', (
   let serve: ServeProcess
   let model: ScriptedModelServer
   let sessionId: string
-  const api = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(`${serve.url}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
-    return (await r.json()) as Record<string, any>
-  }
+  const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) => serve.api<T>(method, path, body)
 
   test.beforeAll(async () => {
     model = await ScriptedModelServer.start(() => say('Hello from the scripted model: connected.'))

@@ -67,11 +67,7 @@ test.describe.serial('the folder picker', () => {
   let folder: string
   let serve: ServeProcess
 
-  const api = async <T = { id: string }>(method: string, path: string, body?: unknown): Promise<T> => {
-    const r = await fetch(`${serve.url}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
-    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`)
-    return (await r.json()) as T
-  }
+  const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) => serve.api<T>(method, path, body)
   const sessionFolders = async (): Promise<string[]> => {
     const list = await api<{ data: { resources: { type: string; host_path?: string }[] }[] }>('GET', '/v1/sessions')
     return list.data.flatMap((s) => s.resources.filter((r) => r.type === 'host_folder').map((r) => r.host_path ?? ''))

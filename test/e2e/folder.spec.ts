@@ -44,10 +44,7 @@ test.describe.serial('a session on a folder of this machine', () => {
   let folder: string
   let model: ScriptedModelServer
   let serve: ServeProcess
-  const api = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(`${serve.url}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
-    return (await r.json()) as Record<string, any>
-  }
+  const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) => serve.api<T>(method, path, body)
 
   test.beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-folder-'))

@@ -46,11 +46,7 @@ test.describe.serial('live tool calls', () => {
   let askerId: string
   let envId: string
 
-  const api = async <T = { id: string }>(method: string, path: string, body?: unknown): Promise<T> => {
-    const r = await fetch(`${serve.url}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
-    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`)
-    return (await r.json()) as T
-  }
+  const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) => serve.api<T>(method, path, body)
   const openSession = async (page: Page, title: string, agent = agentId): Promise<string> => {
     const session = await api('POST', '/v1/sessions', { agent, environment_id: envId, title })
     await page.goto(`${serve.url}/?token=${TOKEN}#/sessions/${session.id}`)

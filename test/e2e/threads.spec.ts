@@ -79,11 +79,7 @@ test.describe.serial('threads: a lead delegating to two agents', () => {
   let serve: ServeProcess
   let sessionId: string
 
-  const api = async <T = { id: string }>(method: string, path: string, body?: unknown): Promise<T> => {
-    const r = await fetch(`${serve.url}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
-    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`)
-    return (await r.json()) as T
-  }
+  const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) => serve.api<T>(method, path, body)
 
   test.beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-threads-'))

@@ -58,11 +58,7 @@ test.describe.serial('uploads by drag and drop', () => {
   let agentId: string
   let envId: string
 
-  const api = async <T = { id: string }>(method: string, path: string, body?: unknown): Promise<T> => {
-    const r = await fetch(`${serve.url}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
-    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`)
-    return (await r.json()) as T
-  }
+  const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) => serve.api<T>(method, path, body)
   const send = async (page: Page, text: string) => {
     await page.getByLabel('Message', { exact: true }).fill(text)
     await page.getByLabel('Message', { exact: true }).press('Enter')

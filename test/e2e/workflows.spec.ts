@@ -72,11 +72,7 @@ test.describe.serial('workflows: a lead running a workflow of four agents in two
   let serve: ServeProcess
   let sessionId: string
 
-  const api = async <T = { id: string }>(method: string, path: string, body?: unknown): Promise<T> => {
-    const r = await fetch(`${serve.url}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
-    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`)
-    return (await r.json()) as T
-  }
+  const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) => serve.api<T>(method, path, body)
 
   test.beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-workflows-'))

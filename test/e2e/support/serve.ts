@@ -9,6 +9,8 @@ export interface ServeProcess {
   output(): string
   /** SIGTERM, then waits for the process to exit (the engine closes cleanly). */
   stop(): Promise<void>
+  /** One API request with the token (JSON in, JSON out); an answer that is not 2xx throws with its status and body. */
+  api<T = Record<string, any>>(method: string, path: string, body?: unknown): Promise<T>
 }
 
 export interface ServeParams {
@@ -67,6 +69,11 @@ export async function startServe(p: ServeParams): Promise<ServeProcess> {
   return {
     url,
     output: () => out,
+    api: async <T,>(method: string, path: string, body?: unknown): Promise<T> => {
+      const r = await fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${p.token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+      if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`)
+      return (await r.json()) as T
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve()

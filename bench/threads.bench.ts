@@ -22,6 +22,8 @@
  * last fan-out (bench/profile.ts); CORRAL_BENCH_SQL=1 counts the SQLite statements it runs (=top also lists the most run ones);
  * CORRAL_BENCH_CHILDREN=n fans out to n children instead of 25 (1 measures an uncontended turn);
  * CORRAL_BENCH_STREAM=<chars>[:<ms>] streams the children's responses (see STREAM).
+ * CORRAL_BENCH_TIMELINE=<file> appends each fan-out's model requests (arrival and end times, in
+ * CLOCK_MONOTONIC ms, by child task) and its reports' commit times to <file>, one JSON line each.
  * After the fan-outs, one more with V8's CPU profiler on gives `cpu_by_room` (bench/cpu-rooms.ts:
  * the event loop's CPU per model request by the part of Corral that spent it), and `turn_floor`
  * (bench/turn-floor.ts) times the same turn done by a bare loop with no engine, against the same
@@ -192,6 +194,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const rssAfter = process.memoryUsage()
       // overhead per thread turn (TURN_OVERHEAD_DEFINITION), of this fan-out's requests only
       const requests = (await model.collect()).filter((r) => r.arrivedAt >= startedMono)
+      if (process.env.CORRAL_BENCH_TIMELINE) appendFileSync(process.env.CORRAL_BENCH_TIMELINE, JSON.stringify({ fan_out_started_at: startedMono, requests, reported_at: Object.fromEntries(reportedAt) }) + '\n')
       const byChild = new Map<string, ThreadsModelRequest[]>()
       for (const r of requests) if (r.role === 'worker' && r.task !== undefined) byChild.set(r.task, [...(byChild.get(r.task) ?? []), r])
       const turns: number[] = []

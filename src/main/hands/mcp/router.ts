@@ -28,21 +28,31 @@ export class McpToolRouter implements ToolRouter {
   private readonly madeWith = new WeakMap<Promise<McpConnection>, string>()
   /** The error type last reported per session and server, until a connection succeeds: a dead server is reported once, not per model request. */
   private readonly reported = new Map<string, Map<string, string>>()
+  /**
+   * The list last given per session, with the connections' tool arrays it was made of: while they
+   * are the same arrays, `tools` gives the same list again (the context view finds a thread's
+   * tool set by its parts' identities; a new array every turn made it serialize every schema).
+   */
+  private readonly lastTools = new Map<string, { parts: readonly McpTool[][]; tools: McpTool[] }>()
 
   constructor(private readonly options: McpToolRouterOptions) {}
 
   /** The MCP tools of a session's servers, and the errors of those that could not be reached. */
   async tools(sessionId: string): Promise<{ tools: McpTool[]; errors: McpErrorObject[] }> {
     const { servers } = await this.options.serversFor(sessionId)
-    const tools: McpTool[] = []
+    const parts: McpTool[][] = []
     const errors: McpErrorObject[] = []
     for (const s of servers) {
       try {
-        tools.push(...(await this.connection(sessionId, s)).tools)
+        parts.push((await this.connection(sessionId, s)).tools)
       } catch (err) {
         errors.push(toErrorObject(s, err))
       }
     }
+    const last = this.lastTools.get(sessionId)
+    if (last && last.parts.length === parts.length && last.parts.every((p, i) => p === parts[i])) return { tools: last.tools, errors }
+    const tools = parts.flat()
+    this.lastTools.set(sessionId, { parts, tools })
     return { tools, errors }
   }
 
@@ -79,6 +89,7 @@ export class McpToolRouter implements ToolRouter {
     const conns = this.connections.get(sessionId)
     this.connections.delete(sessionId)
     this.reported.delete(sessionId)
+    this.lastTools.delete(sessionId)
     for (const c of conns?.values() ?? []) await (await c.catch(() => undefined))?.close()
   }
 
@@ -87,6 +98,7 @@ export class McpToolRouter implements ToolRouter {
     const all = [...this.connections.values()].flatMap((m) => [...m.values()])
     this.connections.clear()
     this.reported.clear()
+    this.lastTools.clear()
     for (const c of all) await (await c.catch(() => undefined))?.close()
   }
 

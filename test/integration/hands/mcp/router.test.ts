@@ -77,6 +77,13 @@ describe.skipIf(!keychainReq.ok)('McpToolRouter with an engine, its vaults and a
     await router.execute({ sessionId, toolUseId: 'sevt_3', name: 'bash', input: { command: 'true' } })
     expect(inner.calls.map((c) => c.name)).toEqual(['bash'])
     expect(await router.recover({ sessionId, toolUseId: 'sevt_1', name: 'docs__echo', input: {} })).toEqual({ state: 'unknown' })
+    // the same connection gives the same list (the context view finds a thread's tool set by identity) …
+    expect((await mcp.tools(sessionId)).tools).toBe(tools)
+    // … and a new connection a new one, with what the server lists now
+    await mcp.release(sessionId)
+    const again = (await mcp.tools(sessionId)).tools
+    expect(again).not.toBe(tools)
+    expect(again).toEqual(tools)
   })
 
   it('reports mcp_authentication_failed_error once and turns the call into a tool error when the vaults hold no credential', async () => {

@@ -50,6 +50,11 @@ export type ScriptStep =
       chunkDelayMs?: number
       /** Characters per text_delta (default 8). */
       chunkSize?: number
+      /**
+       * A tool call's whole input in its content_block_start, with no input_json_delta after it,
+       * as some Anthropic-compatible servers send it (the official SDK's accumulation keeps it).
+       */
+      toolInputAtStart?: boolean
     }
   /** An HTTP error with the API's error envelope (429, 500, 529, 400, ...). */
   | { kind: 'error'; status: number; type?: string; message?: string; retryAfterSec?: number; delayMs?: number }
@@ -250,8 +255,8 @@ export function sseEvents(step: Extract<ScriptStep, { kind: 'message' }>, model:
       out.push({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: b.signature ?? 'sig_scripted' } })
     } else {
       const id = b.id ?? `toolu_scripted_${Math.random().toString(36).slice(2)}`
-      out.push({ type: 'content_block_start', index, content_block: { type: 'tool_use', id, name: b.name, input: {} } })
-      const json = JSON.stringify(b.input)
+      out.push({ type: 'content_block_start', index, content_block: { type: 'tool_use', id, name: b.name, input: step.toolInputAtStart ? b.input : {} } })
+      const json = step.toolInputAtStart ? '' : JSON.stringify(b.input)
       const third = Math.ceil(json.length / 3)
       for (let i = 0; i < json.length; i += third) out.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(i, i + third) } })
     }

@@ -275,7 +275,8 @@ class ResponseAccumulator {
         if (b.type === 'text') block = { type: 'text', text: b.text ?? '' }
         else if (b.type === 'thinking') block = { type: 'thinking', thinking: b.thinking ?? '', signature: b.signature ?? '' }
         else if (b.type === 'redacted_thinking') block = { type: 'redacted_thinking', data: b.data }
-        else if (b.type === 'tool_use') block = { type: 'tool_use', id: b.id, name: b.name, input: {}, partialJson: '' }
+        // (the input comes in input_json_delta events; some compatible servers send it whole here instead)
+        else if (b.type === 'tool_use') block = { type: 'tool_use', id: b.id, name: b.name, input: b.input && typeof b.input === 'object' && !Array.isArray(b.input) ? { ...(b.input as Record<string, unknown>) } : {}, partialJson: '' }
         if (block) {
           this.blocks[event.index] = block
           this.handlers.onBlockStart?.(event.index, block.type)
@@ -300,7 +301,7 @@ class ResponseAccumulator {
         if (block?.type === 'tool_use') {
           const raw = block.partialJson ?? ''
           try {
-            block.input = raw.trim() ? (JSON.parse(raw) as Record<string, unknown>) : {}
+            if (raw.trim()) block.input = JSON.parse(raw) as Record<string, unknown>
             delete block.partialJson
           } catch {
             // Truncated input (max_tokens): the block keeps partialJson and is dropped in finish().

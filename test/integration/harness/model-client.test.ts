@@ -67,6 +67,13 @@ describe.each(clients)('the Anthropic model client (%s)', (_how, makeClient) => 
     expect(r.blocks).toEqual([{ type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'bash', input: { command: 'echo "a b"', n: [1, 2] } }])
   })
 
+  it("keeps a tool call's input sent whole in its content_block_start, as some compatible servers send it", async () => {
+    server = await ScriptedModelServer.start([{ kind: 'message', toolInputAtStart: true, blocks: [{ type: 'tool_use', name: 'bash', input: { command: 'ls -la', n: [3] } }] }])
+    const r = await new AnthropicModelClient({ baseURL: server.url, apiKey: 'k', compatibilityMode: true }).stream(request, { signal: new AbortController().signal })
+    expect(r.stopReason).toBe('tool_use')
+    expect(r.blocks).toEqual([{ type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'bash', input: { command: 'ls -la', n: [3] } }])
+  })
+
   it('gives up on a socket that stays silent before the first byte and says so', async () => {
     server = await ScriptedModelServer.start([say('late', { delayMs: 2000 })])
     const client = new AnthropicModelClient({ baseURL: server.url, apiKey: 'k', stallTimeoutMs: 150 })

@@ -1,14 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import Anthropic, { toFile } from '@anthropic-ai/sdk'
-import Docker from 'dockerode'
-import { afterAll, describe, expect, it } from 'vitest'
-import { Engine } from '../../../src/main/engine'
-import { dockerScopeFor } from '../../../src/main/engine-hands'
-import type { LoggedEvent } from '../../../src/main/session/event-log'
+import { describe, expect, it } from 'vitest'
 import { say, ScriptedModelServer, toolCall, toolResultsOf } from '../../support/model-server'
 import { bwrapReq, dockerReq } from '../hands/support'
+import { engineOnBackend, toolResultTexts, waitForIdle } from './support'
 
 /*
  * A file uploaded with the SDK and attached to a session is read by the agent (bash through the
@@ -29,49 +23,24 @@ function script(): Promise<ScriptedModelServer> {
   })
 }
 
-async function turnsEnded(engine: Engine, sessionId: string, n: number): Promise<LoggedEvent[]> {
-  const deadline = Date.now() + 90_000
-  for (;;) {
-    const events = engine.services.log.read(sessionId, { after: 0, limit: 1000 }).map((r) => r.event)
-    const ended = events.filter((e) => e.type === 'session.status_idle' && (e as unknown as { stop_reason: { type: string } }).stop_reason.type === 'end_turn').length
-    if (ended >= n) return events
-    if (Date.now() > deadline) throw new Error(`the session did not finish: ${events.map((e) => e.type).join(', ')}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
-const results = (events: LoggedEvent[]) =>
-  events.filter((e) => e.type === 'agent.tool_result').map((e) => (e as unknown as { content: { text: string }[] }).content.map((c) => c.text).join(''))
 
 for (const [backend, req] of [
   ['docker', dockerReq()],
   ['bubblewrap', bwrapReq()],
 ] as const) {
   describe.skipIf(!req.ok)(`file resources on ${backend}`, () => {
-    const dataDir = mkdtempSync(join(tmpdir(), `corral-files-${backend}-`))
-    let engine: Engine | undefined
-    let model: ScriptedModelServer | undefined
-    afterAll(async () => {
-      await engine?.close()
-      await model?.close()
-      if (backend === 'docker') {
-        const docker = new Docker()
-        for (const c of await docker.listContainers({ all: true, filters: { label: [`corral.managed=${dockerScopeFor(dataDir)}`] } })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-      }
-      rmSync(dataDir, { recursive: true, force: true })
-    })
+    const fixture = engineOnBackend(backend, 'corral-files')
 
     it('mounts an uploaded file read-only at its mount_path, and a file added to the running session appears in its sandbox', async () => {
-      model = await script()
-      writeFileSync(join(dataDir, 'settings.json'), JSON.stringify({ sandboxBackend: backend }))
-      engine = Engine.open({ dataDir, token: 'test-token', env: { PATH: process.env.PATH, ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, harness: { backoffBaseMs: 5, backoffMaxMs: 40 }, log: () => {} })
-      const client = new Anthropic({ baseURL: (await engine.listen(0)).url, apiKey: 'test-token', maxRetries: 0 })
+      const model = await script()
+      const { engine, client } = await fixture.open(model)
       const upload = await client.beta.files.upload({ file: await toFile(Buffer.from('city,people\nOslo,709000\n'), 'data.csv', { type: 'text/csv' }) })
       const agent = await client.beta.agents.create({ name: 'reader', model: 'claude-sonnet-5-5', tools: [{ type: 'agent_toolset_20260401' }] })
       const environment = await client.beta.environments.create({ name: 'files', config: { type: 'cloud', corral: { backend, pool_size: 0 } } as unknown as Anthropic.Beta.BetaCloudConfigParams })
       const session = await client.beta.sessions.create({ agent: agent.id, environment_id: environment.id, resources: [{ type: 'file', file_id: upload.id, mount_path: '/data.csv' }] })
       await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'read it' }] }] })
-      const first = results(await turnsEnded(engine, session.id, 1))
+      const first = toolResultTexts(await waitForIdle(engine, session.id, 90_000, 1))
       expect(first[0]).toMatch(/^city,people\nOslo,709000\nWRITE_REFUSED\ndata\.csv\s*$/)
       // the stored bytes are untouched
       expect(await (await client.beta.files.download(upload.id)).text()).toBe('city,people\nOslo,709000\n')
@@ -81,7 +50,7 @@ for (const [backend, req] of [
       expect(added.mount_path).toBe('/mnt/session/uploads/later/notes.txt')
       await engine.handsSettled()
       await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'now the second' }] }] })
-      const second = results(await turnsEnded(engine, session.id, 2))
+      const second = toolResultTexts(await waitForIdle(engine, session.id, 90_000, 2))
       expect(second[1]).toBe('added while running')
     })
   })

@@ -1,14 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import Anthropic, { toFile } from '@anthropic-ai/sdk'
-import Docker from 'dockerode'
-import { afterAll, describe, expect, it } from 'vitest'
-import { Engine } from '../../../src/main/engine'
-import { dockerScopeFor } from '../../../src/main/engine-hands'
-import type { LoggedEvent } from '../../../src/main/session/event-log'
+import { describe, expect, it } from 'vitest'
 import { say, ScriptedModelServer, toolCall, toolResultsOf, type RecordedRequest } from '../../support/model-server'
 import { bwrapReq, dockerReq } from '../hands/support'
+import { engineOnBackend, toolResultTexts, waitForIdle } from './support'
 
 /*
  * A skill uploaded with the SDK and listed on an agent is found and read by the agent: the model
@@ -50,49 +44,25 @@ function script(): Promise<ScriptedModelServer> {
   })
 }
 
-async function turnEnded(engine: Engine, sessionId: string): Promise<LoggedEvent[]> {
-  const deadline = Date.now() + 90_000
-  for (;;) {
-    const events = engine.services.log.read(sessionId, { after: 0, limit: 1000 }).map((r) => r.event)
-    if (events.some((e) => e.type === 'session.status_idle' && (e as unknown as { stop_reason: { type: string } }).stop_reason.type === 'end_turn')) return events
-    if (Date.now() > deadline) throw new Error(`the session did not finish: ${events.map((e) => e.type).join(', ')}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
-const results = (events: LoggedEvent[]) =>
-  events.filter((e) => e.type === 'agent.tool_result').map((e) => (e as unknown as { content: { text: string }[] }).content.map((c) => c.text).join(''))
 
 for (const [backend, req] of [
   ['docker', dockerReq()],
   ['bubblewrap', bwrapReq()],
 ] as const) {
   describe.skipIf(!req.ok)(`skills on ${backend}`, () => {
-    const dataDir = mkdtempSync(join(tmpdir(), `corral-skills-${backend}-`))
-    let engine: Engine | undefined
-    let model: ScriptedModelServer | undefined
-    afterAll(async () => {
-      await engine?.close()
-      await model?.close()
-      if (backend === 'docker') {
-        const docker = new Docker()
-        for (const c of await docker.listContainers({ all: true, filters: { label: [`corral.managed=${dockerScopeFor(dataDir)}`] } })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-      }
-      rmSync(dataDir, { recursive: true, force: true })
-    })
+    const fixture = engineOnBackend(backend, 'corral-skills')
 
     it('announces an uploaded skill to the model, which reads its SKILL.md at the announced path and runs its script; the folder is read-only', async () => {
-      model = await script()
-      writeFileSync(join(dataDir, 'settings.json'), JSON.stringify({ sandboxBackend: backend }))
-      engine = Engine.open({ dataDir, token: 'test-token', env: { PATH: process.env.PATH, ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k' }, harness: { backoffBaseMs: 5, backoffMaxMs: 40 }, log: () => {} })
-      const client = new Anthropic({ baseURL: (await engine.listen(0)).url, apiKey: 'test-token', maxRetries: 0 })
+      const model = await script()
+      const { engine, client } = await fixture.open(model)
       const skill = await client.beta.skills.create({ files: [await toFile(Buffer.from(SKILL_MD), 'greeting-maker/SKILL.md'), await toFile(Buffer.from(GREET), 'greeting-maker/scripts/greet.sh')] })
       const agent = await client.beta.agents.create({ name: 'greeter', model: 'claude-sonnet-5-5', tools: [{ type: 'agent_toolset_20260401' }], skills: [{ type: 'custom', skill_id: skill.id }] })
       const environment = await client.beta.environments.create({ name: 'skills', config: { type: 'cloud', corral: { backend, pool_size: 0 } } as unknown as Anthropic.Beta.BetaCloudConfigParams })
       const session = await client.beta.sessions.create({ agent: agent.id, environment_id: environment.id })
       expect(session.agent.skills).toEqual([{ type: 'custom', skill_id: skill.id, version: skill.latest_version_id }])
       await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'greet Ada' }] }] })
-      const out = results(await turnEnded(engine, session.id))
+      const out = toolResultTexts(await waitForIdle(engine, session.id, 90_000))
       const first = model.requests[0]
       const system = (first.body.system ?? []).map((b) => b.text).join('\n')
       expect(system).toContain('<skill name="greeting-maker" path="/mnt/skills/greeting-maker/SKILL.md">')

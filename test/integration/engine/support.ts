@@ -1,15 +1,58 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
-import type { Engine } from '../../../src/main/engine'
+import Docker from 'dockerode'
+import { afterAll } from 'vitest'
+import { Engine } from '../../../src/main/engine'
+import { dockerScopeFor } from '../../../src/main/engine-hands'
 import type { LoggedEvent } from '../../../src/main/session/event-log'
+import type { ScriptedModelServer } from '../../support/model-server'
 
-/** Waits until the session's turn ends (idle with end_turn); returns its events. */
-export async function waitForIdle(engine: Engine, sessionId: string, timeoutMs = 60_000): Promise<LoggedEvent[]> {
+/** Waits until `turns` turns of the session have ended (idle with end_turn, default 1); returns its events. */
+export async function waitForIdle(engine: Engine, sessionId: string, timeoutMs = 60_000, turns = 1): Promise<LoggedEvent[]> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const events = engine.services.log.read(sessionId, { after: 0, limit: 1000 }).map((r) => r.event)
-    if (events.some((e) => e.type === 'session.status_idle' && (e as unknown as { stop_reason: { type: string } }).stop_reason.type === 'end_turn')) return events
+    const ended = events.filter((e) => e.type === 'session.status_idle' && (e as unknown as { stop_reason: { type: string } }).stop_reason.type === 'end_turn').length
+    if (ended >= turns) return events
     if (Date.now() > deadline) throw new Error(`the session did not finish: ${events.map((e) => e.type).join(', ')}`)
     await new Promise((r) => setTimeout(r, 25))
+  }
+}
+
+/** Each tool result's text, in the order the session got them. */
+export function toolResultTexts(events: readonly LoggedEvent[]): string[] {
+  return events.filter((e) => e.type === 'agent.tool_result').map((e) => (e as unknown as { content: { text: string }[] }).content.map((c) => c.text).join(''))
+}
+
+/**
+ * An engine on one sandbox backend for a describe block: a data directory of its own whose settings
+ * choose `backend`, opened against a scripted model by `open`; after the block, the engine and the
+ * model are closed, the Docker containers it made are removed, and the directory is deleted.
+ */
+export function engineOnBackend(backend: 'docker' | 'bubblewrap', prefix: string): { dataDir: string; open(model: ScriptedModelServer): Promise<{ engine: Engine; client: Anthropic }> } {
+  const dataDir = mkdtempSync(join(tmpdir(), `${prefix}-${backend}-`))
+  let engine: Engine | undefined
+  let model: ScriptedModelServer | undefined
+  afterAll(async () => {
+    await engine?.close()
+    await model?.close()
+    if (backend === 'docker') {
+      const docker = new Docker()
+      for (const c of await docker.listContainers({ all: true, filters: { label: [`corral.managed=${dockerScopeFor(dataDir)}`] } })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
+    }
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+  return {
+    dataDir,
+    async open(m) {
+      model = m
+      writeFileSync(join(dataDir, 'settings.json'), JSON.stringify({ sandboxBackend: backend }))
+      engine = Engine.open({ dataDir, token: 'test-token', env: { PATH: process.env.PATH, ANTHROPIC_BASE_URL: m.url, ANTHROPIC_API_KEY: 'k' }, harness: { backoffBaseMs: 5, backoffMaxMs: 40 }, log: () => {} })
+      const client = new Anthropic({ baseURL: (await engine.listen(0)).url, apiKey: 'test-token', maxRetries: 0 })
+      return { engine, client }
+    },
   }
 }
 

@@ -55,6 +55,8 @@ export type ScriptStep =
        * as some Anthropic-compatible servers send it (the official SDK's accumulation keeps it).
        */
       toolInputAtStart?: boolean
+      /** End the body after message_delta, without message_stop (as some compatible servers do). */
+      noMessageStop?: boolean
     }
   /** An HTTP error with the API's error envelope (429, 500, 529, 400, ...). */
   | { kind: 'error'; status: number; type?: string; message?: string; retryAfterSec?: number; delayMs?: number }
@@ -264,7 +266,7 @@ export function sseEvents(step: Extract<ScriptStep, { kind: 'message' }>, model:
   })
   const stop = step.stopReason ?? (step.blocks.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn')
   out.push({ type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: output, input_tokens: input } })
-  out.push({ type: 'message_stop' })
+  if (!step.noMessageStop) out.push({ type: 'message_stop' })
   return out
 }
 

@@ -334,7 +334,9 @@ class ResponseAccumulator {
   }
 
   finish(): ModelResponse {
-    if (!this.stopped) throw new ModelRequestError('stream_cut', 'the model stream ended before message_stop')
+    // A body that ends cleanly after message_delta's stop_reason is whole too (some compatible
+    // servers close the stream without message_stop); one that ends before it was cut.
+    if (!this.stopped && this.stopReason === null) throw new ModelRequestError('stream_cut', 'the model stream ended before message_stop')
     // A tool_use whose input never completed (max_tokens) is dropped rather than run half-formed.
     const blocks = this.blocks.filter((b): b is ResponseBlock & { partialJson?: string } => !!b && !(b.type === 'tool_use' && b.partialJson !== undefined))
     return { blocks: blocks.map(({ partialJson: _p, ...b }) => b as ResponseBlock), stopReason: this.stopReason, usage: { ...this.usage }, model: this.model }

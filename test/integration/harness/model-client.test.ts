@@ -74,6 +74,17 @@ describe.each(clients)('the Anthropic model client (%s)', (_how, makeClient) => 
     expect(r.blocks).toEqual([{ type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'bash', input: { command: 'ls -la', n: [3] } }])
   })
 
+  // (a body that ends before message_delta is a cut stream: model-transport.test.ts)
+  it('takes a response whose body ends after message_delta, without message_stop, as whole', async () => {
+    server = await ScriptedModelServer.start([
+      { kind: 'message', noMessageStop: true, blocks: [{ type: 'text', text: 'all here' }, { type: 'tool_use', name: 'bash', input: { command: 'ls' } }] },
+    ])
+    const client = new AnthropicModelClient({ baseURL: server.url, apiKey: 'k', compatibilityMode: true })
+    const r = await client.stream(request, { signal: new AbortController().signal })
+    expect(r.stopReason).toBe('tool_use')
+    expect(r.blocks).toEqual([{ type: 'text', text: 'all here' }, { type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'bash', input: { command: 'ls' } }])
+  })
+
   it('gives up on a socket that stays silent before the first byte and says so', async () => {
     server = await ScriptedModelServer.start([say('late', { delayMs: 2000 })])
     const client = new AnthropicModelClient({ baseURL: server.url, apiKey: 'k', stallTimeoutMs: 150 })

@@ -1,4 +1,4 @@
-import { useState } from 'react'
+import { useState, type ReactNode } from 'react'
 import { useClient } from '../../api/context'
 import { ApiError } from '../../api'
 import { signOut } from '../../api/auth'
@@ -286,38 +286,55 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
   )
 }
 
+interface SectionProps {
+  settings: CorralSettings | undefined
+  disabled: boolean
+  onSaved: () => void
+}
+
 /**
- * The user's entries of the advisor tier table: which models may advise which (an advisor must be
- * in a tier at least as high as the model it advises, and at least tier 1). Saved alone, as
- * `advisor_tiers`; agent saves and every consultation start read them.
+ * One setting saved on its own (`settings.update` with that field alone): a text field filled from
+ * the settings read, read as it is typed (`read` gives the change to save, or why it cannot be
+ * saved, shown under the field), and its own save button.
  */
-function AdvisorTiersSection({ settings, disabled, onSaved }: { settings: CorralSettings | undefined; disabled: boolean; onSaved: () => void }) {
+function OneSettingSection(p: SectionProps & {
+  id: string
+  title: string
+  intro: ReactNode
+  field: { id: string; label: string; hint: string; placeholder: string; multiline?: boolean; inputMode?: 'decimal' }
+  fill: (settings: CorralSettings) => string
+  read: (text: string) => { change: Record<string, unknown> } | { error: string }
+  submit: string
+  /** Shown under the field, above the save button. */
+  children?: ReactNode
+}) {
   const client = useClient()
   const [text, setText] = useState('')
   const [err, setErr] = useState<unknown>()
   const [done, setDone] = useState(false)
-  const form = useFormFill(settings, (s) => setText(formatAdvisorTiers(s.advisor_tiers)))
-  const parsed = parseAdvisorTiers(text)
+  const form = useFormFill(p.settings, (s) => setText(p.fill(s)))
+  const read = p.read(text)
   const save = async () => {
     setErr(undefined)
     setDone(false)
-    if ('error' in parsed) return
+    if ('error' in read) return
     try {
-      await client.request('settings.update', {}, { advisor_tiers: Object.keys(parsed.tiers).length ? parsed.tiers : null })
+      await client.request('settings.update', {}, read.change)
       form.saved()
       setDone(true)
-      onSaved()
+      p.onSaved()
     } catch (e) {
       setErr(e)
     }
   }
+  const onChange = (e: { target: { value: string } }) => {
+    form.edited()
+    setText(e.target.value)
+  }
   return (
-    <section className="card-section" aria-labelledby="s-advisor">
-      <h2 id="s-advisor">Advisor tiers</h2>
-      <p className="muted">
-        An agent&apos;s advisor must be in a tier at least as high as the agent&apos;s model, and at least tier 1. Any model may advise a model that is in no tier (a local
-        model, for example). Rank your own models here, or move a built-in one: one <code>model-id tier</code> per line.
-      </p>
+    <section className="card-section" aria-labelledby={p.id}>
+      <h2 id={p.id}>{p.title}</h2>
+      <p className="muted">{p.intro}</p>
       <form
         className="form"
         onSubmit={(e) => {
@@ -325,27 +342,18 @@ function AdvisorTiersSection({ settings, disabled, onSaved }: { settings: Corral
           void save()
         }}
       >
-        <fieldset disabled={disabled}>
-          <Field
-            id="st-advisor-tiers"
-            label="Your tier entries"
-            hint={'error' in parsed ? <span className="key-problem">{parsed.error}</span> : 'Used by the next agent save and by every advisor consultation from now on.'}
-          >
-            <textarea id="st-advisor-tiers" rows={4} className="mono" value={text} placeholder="qwen-3-235b 5" onChange={(e) => (form.edited(), setText(e.target.value))} />
+        <fieldset disabled={p.disabled}>
+          <Field id={p.field.id} label={p.field.label} hint={'error' in read ? <span className="key-problem">{read.error}</span> : p.field.hint}>
+            {p.field.multiline ? (
+              <textarea id={p.field.id} rows={4} className="mono" value={text} placeholder={p.field.placeholder} onChange={onChange} />
+            ) : (
+              <input id={p.field.id} inputMode={p.field.inputMode} value={text} placeholder={p.field.placeholder} onChange={onChange} />
+            )}
           </Field>
-          <details>
-            <summary>Built-in tiers</summary>
-            <ul className="tier-list">
-              {builtInTiers().map((t) => (
-                <li key={t.tier}>
-                  <strong>{t.tier}</strong> {t.models.join(', ')}
-                </li>
-              ))}
-            </ul>
-          </details>
+          {p.children}
           <div className="form-actions">
-            <Button type="submit" variant="primary" disabled={'error' in parsed}>
-              Save tiers
+            <Button type="submit" variant="primary" disabled={'error' in read}>
+              {p.submit}
             </Button>
             {done && <span className="ok-note">Saved.</span>}
           </div>
@@ -357,65 +365,63 @@ function AdvisorTiersSection({ settings, disabled, onSaved }: { settings: Corral
 }
 
 /**
+ * The user's entries of the advisor tier table: which models may advise which (an advisor must be
+ * in a tier at least as high as the model it advises, and at least tier 1). Saved alone, as
+ * `advisor_tiers`; agent saves and every consultation start read them.
+ */
+function AdvisorTiersSection(p: SectionProps) {
+  return (
+    <OneSettingSection
+      {...p}
+      id="s-advisor"
+      title="Advisor tiers"
+      intro={
+        <>
+          An agent&apos;s advisor must be in a tier at least as high as the agent&apos;s model, and at least tier 1. Any model may advise a model that is in no tier (a local
+          model, for example). Rank your own models here, or move a built-in one: one <code>model-id tier</code> per line.
+        </>
+      }
+      field={{ id: 'st-advisor-tiers', label: 'Your tier entries', hint: 'Used by the next agent save and by every advisor consultation from now on.', placeholder: 'qwen-3-235b 5', multiline: true }}
+      fill={(s) => formatAdvisorTiers(s.advisor_tiers)}
+      read={(text) => {
+        const parsed = parseAdvisorTiers(text)
+        return 'error' in parsed ? parsed : { change: { advisor_tiers: Object.keys(parsed.tiers).length ? parsed.tiers : null } }
+      }}
+      submit="Save tiers"
+    >
+      <details>
+        <summary>Built-in tiers</summary>
+        <ul className="tier-list">
+          {builtInTiers().map((t) => (
+            <li key={t.tier}>
+              <strong>{t.tier}</strong> {t.models.join(', ')}
+            </li>
+          ))}
+        </ul>
+      </details>
+    </OneSettingSection>
+  )
+}
+
+/**
  * The budget a new session starts with in the new-session dialog (saved alone, as
  * `default_budget`; empty removes it). Sessions created through the API are not affected.
  */
-function DefaultBudgetSection({ settings, disabled, onSaved }: { settings: CorralSettings | undefined; disabled: boolean; onSaved: () => void }) {
-  const client = useClient()
-  const [text, setText] = useState('')
-  const [err, setErr] = useState<unknown>()
-  const [done, setDone] = useState(false)
-  const form = useFormFill(settings, (s) => setText(s.default_budget ? usdText(s.default_budget.max_list_cost.amount) : ''))
-  const parsed = text.trim() ? parseUsd(text) : undefined
-  const save = async () => {
-    setErr(undefined)
-    setDone(false)
-    if (parsed && 'error' in parsed) return
-    try {
-      await client.request('settings.update', {}, { default_budget: parsed ? budgetOfCents(parsed.cents) : null })
-      form.saved()
-      setDone(true)
-      onSaved()
-    } catch (e) {
-      setErr(e)
-    }
-  }
+function DefaultBudgetSection(p: SectionProps) {
   return (
-    <section className="card-section" aria-labelledby="s-budget">
-      <h2 id="s-budget">Default budget</h2>
-      <p className="muted">
-        New sessions started from this app get this budget (you can change it in the new-session dialog). A session pauses when its list cost reaches its budget; raise
-        it from the session&apos;s header to continue.
-      </p>
-      <form
-        className="form"
-        onSubmit={(e) => {
-          e.preventDefault()
-          void save()
-        }}
-      >
-        <fieldset disabled={disabled}>
-          <Field id="st-default-budget" label="Budget for new sessions, in USD" hint={parsed && 'error' in parsed ? <span className="key-problem">{parsed.error}</span> : 'Empty: new sessions have no budget.'}>
-            <input
-              id="st-default-budget"
-              inputMode="decimal"
-              value={text}
-              placeholder="no limit"
-              onChange={(e) => {
-                form.edited()
-                setText(e.target.value)
-              }}
-            />
-          </Field>
-          <div className="form-actions">
-            <Button type="submit" variant="primary" disabled={!!parsed && 'error' in parsed}>
-              Save default budget
-            </Button>
-            {done && <span className="ok-note">Saved.</span>}
-          </div>
-        </fieldset>
-      </form>
-      <ErrorNote error={err} />
-    </section>
+    <OneSettingSection
+      {...p}
+      id="s-budget"
+      title="Default budget"
+      intro="New sessions started from this app get this budget (you can change it in the new-session dialog). A session pauses when its list cost reaches its budget; raise it from the session's header to continue."
+      field={{ id: 'st-default-budget', label: 'Budget for new sessions, in USD', hint: 'Empty: new sessions have no budget.', placeholder: 'no limit', inputMode: 'decimal' }}
+      fill={(s) => (s.default_budget ? usdText(s.default_budget.max_list_cost.amount) : '')}
+      read={(text) => {
+        if (!text.trim()) return { change: { default_budget: null } }
+        const usd = parseUsd(text)
+        return 'error' in usd ? usd : { change: { default_budget: budgetOfCents(usd.cents) } }
+      }}
+      submit="Save default budget"
+    />
   )
 }

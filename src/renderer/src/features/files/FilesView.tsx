@@ -3,6 +3,7 @@ import { useClient } from '../../api/context'
 import type { WorkspaceListing } from '../../api/types'
 import { Button, ErrorNote, Icon, Spinner } from '../../ui/components'
 import { useQuery } from '../../ui/hooks'
+import { saveFile } from './save-file'
 
 /**
  * The session's mounted folders as the sandbox sees them: browse, download a file. (Upload into a
@@ -18,15 +19,7 @@ export function FilesView({ sessionId }: { sessionId: string }) {
     setErr(undefined)
     try {
       const f = await client.request<{ name: string; content_base64: string }>('files.read', { id: sessionId }, { path: p })
-      const bin = atob(f.content_base64)
-      const bytes = new Uint8Array(bin.length)
-      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i)
-      const url = URL.createObjectURL(new Blob([bytes], { type: 'application/octet-stream' }))
-      const a = document.createElement('a')
-      a.href = url
-      a.download = name
-      a.click()
-      setTimeout(() => URL.revokeObjectURL(url), 10_000)
+      saveFile(name, f.content_base64)
     } catch (e) {
       setErr(e)
     }

@@ -2,6 +2,7 @@ import { useState } from 'react'
 import { useClient } from '../../api/context'
 import { Button, ErrorNote, Spinner } from '../../ui/components'
 import { useQuery } from '../../ui/hooks'
+import { saveFile } from './save-file'
 
 interface ApiFile {
   id: string
@@ -46,15 +47,7 @@ export function SessionFilesView({ sessionId }: { sessionId: string }) {
     setErr(undefined)
     try {
       const f = await client.request<{ filename: string; mime_type: string; content_base64: string }>('apiFiles.read', { id })
-      const bin = atob(f.content_base64)
-      const bytes = new Uint8Array(bin.length)
-      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i)
-      const url = URL.createObjectURL(new Blob([bytes], { type: f.mime_type || 'application/octet-stream' }))
-      const a = document.createElement('a')
-      a.href = url
-      a.download = name
-      a.click()
-      setTimeout(() => URL.revokeObjectURL(url), 10_000)
+      saveFile(name, f.content_base64, f.mime_type || undefined)
     } catch (e) {
       setErr(e)
     }

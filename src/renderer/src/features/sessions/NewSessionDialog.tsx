@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react'
+import { useEffect, useState } from 'react'
 import { useClient } from '../../api/context'
 import type { Environment, Session } from '../../api/types'
 import { Button, Dialog, ErrorNote, Field, Icon } from '../../ui/components'
@@ -6,7 +6,7 @@ import { modelIdOf } from '../../ui/format'
 import { DropArea, UploadList, useUploads } from '../files/uploads'
 import { fileMountPath } from '../../../../shared/api/file-paths'
 import { useSessions } from './SessionsProvider'
-import { useQuery } from '../../ui/hooks'
+import { useFormFill, useQuery } from '../../ui/hooks'
 import type { MemoryStore } from '../../../../shared/api/types'
 import { useSetup } from '../setup/SetupProvider'
 import { parseUsd, usdText } from '../budgets/budget'
@@ -56,13 +56,9 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
   const [resources, setResources] = useState<ResourceRow[]>([])
   // the Settings' default budget for new sessions, when there is one (the field can still be cleared)
   const defaultBudget = useSetup().settings?.default_budget
-  const [budget, setBudget] = useState(defaultBudget ? usdText(defaultBudget.max_list_cost.amount) : '')
+  const [budget, setBudget] = useState('')
   // settings read after the dialog opened still fill the field, unless the person typed in it
-  const budgetTouched = useRef(false)
-  const defaultAmount = defaultBudget?.max_list_cost.amount
-  useEffect(() => {
-    if (defaultAmount && !budgetTouched.current) setBudget(usdText(defaultAmount))
-  }, [defaultAmount])
+  const budgetFill = useFormFill(defaultBudget?.max_list_cost.amount || undefined, (amount) => setBudget(usdText(amount)))
   const [busy, setBusy] = useState(false)
   const [err, setErr] = useState<unknown>()
   // The stores a session can attach (archived ones cannot); without any, the id is typed.
@@ -175,7 +171,7 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
               pattern="\d+(\.\d{1,2})?"
               value={budget}
               onChange={(e) => {
-                budgetTouched.current = true
+                budgetFill.edited()
                 setBudget(e.target.value)
               }}
               placeholder="no limit"

@@ -232,6 +232,24 @@ describe('the log commit with its fsync off the event loop', () => {
     expect(onDisk).toEqual([1, 2, 3])
   })
 
+  it('commits a group as soon as the task that appended is done, with every append its promise chains made, before the callbacks already waiting', async () => {
+    const held = heldFsync()
+    const { log, sid } = await setup(held.fn)
+    const msg = (text: string) => [{ type: 'agent.message', content: [{ type: 'text', text }] }]
+    const order: string[] = []
+    log.subscribeCommitted((s) => order.push(`commit ${(s.event as { content: { text: string }[] }).content[0].text}`))
+    // as when the responses of many threads arrive in one poll of the loop: the next one's callback is already waiting
+    const waiting = new Promise<void>((resolve) => setImmediate(() => (order.push('next callback'), resolve())))
+    const one = log.append(sid, msg('one'))
+    const two = Promise.resolve().then(() => log.append(sid, msg('two')))
+    await waiting
+    expect(order).toEqual(['commit one', 'commit two', 'next callback'])
+    // one group: one fsync for both
+    expect(held.calls).toHaveLength(1)
+    held.release()
+    await Promise.all([one, two])
+  })
+
   it("commits what a commit's listener appends in answer right behind it, in the same turn of the event loop, up to a bound", async () => {
     const { log, sid } = await setup()
     const order: string[] = []

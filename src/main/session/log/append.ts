@@ -120,9 +120,10 @@ export interface LogAppenderOptions {
 
 /**
  * The append side of the SQLite event log. Appends are group-committed: every append queued
- * during one turn of the event loop goes into one transaction, so concurrent writers share one
- * fsync; what that commit's `onCommitted` listeners append in answer commits right behind it, in
- * the same turn (up to CHAINED_GROUPS groups). On a file database in WAL mode that fsync runs off
+ * during one task of the event loop (a callback and the microtasks it leads to) goes into one
+ * transaction, committed as soon as that task is done (scheduleFlush), and the groups committed
+ * while an fsync runs share the next one; what that commit's `onCommitted` listeners append in
+ * answer commits right behind it, in the same turn (up to CHAINED_GROUPS groups). On a file database in WAL mode that fsync runs off
  * the event loop (wal-sync.ts): the group commits with synchronous=NORMAL and its appends wait
  * for the WAL's fsync on libuv's thread pool, which every group committed meanwhile shares. A promise resolves only once its events are
  * on disk, `onCommit` hears of them only then, and this log's reads (`visibleBefore`) stop before
@@ -229,11 +230,24 @@ export class LogAppender {
     })
   }
 
+  /**
+   * The group commits once the task that queued its first append is done: a microtask puts the
+   * flush on process.nextTick, which Node runs after the task's microtasks have drained (every
+   * append its promise chains make joins the group) and before the event loop takes its next
+   * callback. It used to wait for setImmediate, after every I/O callback of the loop's poll: when
+   * the responses of many threads arrive together, the first one's events then reached the disk
+   * only after the last one was read, and every thread's turn waited for the whole burst
+   * (issue #11's threads bench; docs/multiagent.md). Groups past CHAINED_GROUPS wait for
+   * setImmediate (flush), so a log kept busy by its own listeners still lets I/O in.
+   */
   private scheduleFlush(): void {
     if (this.flushScheduled) return
     this.flushScheduled = true
-    setImmediate(() => this.flush())
+    queueMicrotask(this.flushAfterTask)
   }
+
+  private readonly flushAfterTask = (): void => process.nextTick(this.flushNow)
+  private readonly flushNow = (): void => this.flush()
 
   /**
    * Runs `write` (synchronous statements on this database, no events) inside the next group
@@ -287,8 +301,9 @@ export class LogAppender {
     try {
       for (let i = 0; i < CHAINED_GROUPS && this.queue.length > 0; i++) this.flushGroup()
     } finally {
-      this.flushScheduled = false
-      if (this.queue.length > 0) this.scheduleFlush()
+      // what is still queued (past CHAINED_GROUPS) waits for the I/O that is ready
+      this.flushScheduled = this.queue.length > 0
+      if (this.flushScheduled) setImmediate(this.flushNow)
     }
   }
 

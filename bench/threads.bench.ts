@@ -13,7 +13,11 @@
  *    instant, so it includes each turn's wait behind the other children's on one event loop;
  *    `busy_ms_per_request` (event-loop busy time over the fan-out per model request) is the work
  *    per turn itself;
- *  - engine RSS (and heap) per idle child thread once all 25 are idle, target ≤ 1 MB.
+ *  - engine RSS (and heap) per idle child thread once all 25 are idle, target ≤ 1 MB, on one more
+ *    fan-out after the timed ones, between two full GCs (MEMORY_DEFINITION: the timed ones force none);
+ *  - `cpu_ms_per_request_by_thread` (Linux): the process's CPU per model request split between the
+ *    event loop's thread and the others (V8's optimizing compiler and GC helpers, libuv's pool where
+ *    the WAL is fsynced): how much the JIT still compiles shows in `others`, fan-out by fan-out.
  * The fan-out runs CORRAL_BENCH_FANOUTS times (default 5) on one engine: the first in a fresh
  * process (cold: nothing compiled by the JIT yet) is reported as `cold`, the targets are held
  * against the medians of the others (warm), as a desktop runs after its first minutes.
@@ -44,10 +48,13 @@ import { percentile, summary } from './stats'
 import type { ThreadsModelOptions, ThreadsModelRequest } from './threads-model'
 import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter } from '../src/main/hands/tool-router'
 import { forkModel } from './child'
-import { ROOMS_DEFINITION, startRoomsWindow, type RoomSplit } from './cpu-rooms'
+import { eventLoopThreadCpuMs, ROOMS_DEFINITION, startRoomsWindow, type RoomSplit } from './cpu-rooms'
 
 const FAN_OUT_DEFINITION =
   'the fan-out runs CORRAL_BENCH_FANOUTS times (default 5) on one engine, each in a new session; `cold` is the first (a fresh process: the JIT has not compiled the engine, the SDK or the HTTP client yet), the top-level figures are the medians over the others (warm: what a desktop that has run for a few minutes does); `runs` has each'
+
+const MEMORY_DEFINITION =
+  "engine RSS and heap per idle child thread: one more fan-out after the others, between two full GCs (before it starts, and once its 25 children are idle), the growth over its children. The timed fan-outs force no GC: a full GC between them threw away the code V8 had optimized for the last one (its objects' maps died with them: `--trace-deopt` showed 60 'weak objects' deoptimizations per forced GC), so every timed fan-out compiled the engine's hot paths again, on the same two cores"
 
 const TURN_OVERHEAD_DEFINITION =
   "per child model response: from its last byte leaving the model server to the child's next model request arriving, minus the tool call's execute() time in between; for the last response, to the commit of the child's report on the primary"
@@ -167,10 +174,14 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       if (e.session_thread_id) taskOfThread.set(e.session_thread_id, e.content[0]?.text ?? '')
       else if (e.from_session_thread_id && taskOfThread.has(e.from_session_thread_id)) reportedAt.set(taskOfThread.get(e.from_session_thread_id)!, monotonicMs())
     })
-    /** One fan-out (a new session of the lead) on this engine, measured. */
-    const fanOut = async (last: boolean, rooms = false) => {
+    /**
+     * One fan-out (a new session of the lead) on this engine, measured. `memory`: between two full
+     * GCs, for the RSS and heap per idle child; the timed fan-outs force none (see MEMORY_DEFINITION).
+     */
+    const fanOut = async (last: boolean, rooms = false, memory = false) => {
       reportedAt = new Map()
-      gc()
+      // what the timed fan-outs left is collected, and the pages it held given back, before the baseline
+      if (memory) for (let i = 0; i < 3; i++) gc(), await new Promise((r) => setTimeout(r, 20))
       const rssBefore = process.memoryUsage()
       const statements = process.env.CORRAL_BENCH_SQL && last ? countStatements(engine) : undefined
       const stopProfile = last ? await profileWindow() : async () => {}
@@ -178,6 +189,7 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const modelCpu0 = await model.cpuMs()
       const elu0 = performance.eventLoopUtilization()
       const cpu0 = process.cpuUsage()
+      const loopCpu0 = eventLoopThreadCpuMs()
       const started = performance.now()
       const startedMono = monotonicMs()
       const sess = await s.sessions.create({ agent: lead.id, environment_id: env.id, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'fan out' }] }] } as never)
@@ -185,12 +197,13 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       const wallMs = performance.now() - started
       const elu = performance.eventLoopUtilization(elu0)
       const cpu = process.cpuUsage(cpu0)
+      const loopCpu1 = eventLoopThreadCpuMs()
       const split: RoomSplit | undefined = await stopRooms?.()
       const modelCpuMs = (await model.cpuMs()) - modelCpu0
       await stopProfile()
       const sqlStatements = statements?.stop()
       if (process.env.CORRAL_BENCH_SQL === 'top' && statements) for (const { sql, n, ms } of statements.top(25)) log(`${n}\t${ms.toFixed(1)} ms\t${sql}`)
-      gc()
+      if (memory) gc()
       const rssAfter = process.memoryUsage()
       // overhead per thread turn (TURN_OVERHEAD_DEFINITION), of this fan-out's requests only
       const requests = (await model.collect()).filter((r) => r.arrivedAt >= startedMono)
@@ -232,14 +245,26 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
           // the work itself: the engine's event-loop busy time over the fan-out, per model request
           busy_ms_per_request: Number((elu.active / modelRequests).toFixed(2)),
           cpu_ms_per_request: Number(((cpu.user + cpu.system) / 1000 / modelRequests).toFixed(2)),
+          ...(loopCpu0 !== undefined && loopCpu1 !== undefined
+            ? {
+                cpu_ms_per_request_by_thread: {
+                  event_loop: Number(((loopCpu1 - loopCpu0) / modelRequests).toFixed(2)),
+                  others: Number(((cpu.user + cpu.system) / 1000 / modelRequests - (loopCpu1 - loopCpu0) / modelRequests).toFixed(2)),
+                },
+              }
+            : {}),
           // the scripted model's process (not the engine's, but on the same two cores: a real model's is not)
           model_cpu_ms_per_request: Number((modelCpuMs / modelRequests).toFixed(2)),
           event_loop_utilization: Number(elu.utilization.toFixed(2)),
           // CORRAL_BENCH_SQL=1: SQLite statements run (reads, writes, BEGIN/COMMIT) per model request, a
           // figure the machine's load does not move (counting them costs a little time of its own)
           ...(sqlStatements !== undefined ? { sql_statements_per_request: Number((sqlStatements / modelRequests).toFixed(1)) } : {}),
-          rss_per_idle_child_mb: Number(((rssAfter.rss - rssBefore.rss) / children / 2 ** 20).toFixed(3)),
-          heap_per_idle_child_mb: Number(((rssAfter.heapUsed - rssBefore.heapUsed) / children / 2 ** 20).toFixed(3)),
+          ...(memory
+            ? {
+                rss_per_idle_child_mb: Number(((rssAfter.rss - rssBefore.rss) / children / 2 ** 20).toFixed(3)),
+                heap_per_idle_child_mb: Number(((rssAfter.heapUsed - rssBefore.heapUsed) / children / 2 ** 20).toFixed(3)),
+              }
+            : {}),
           lead_requests: requests.filter((r) => r.role === 'lead').length,
           ...(split
             ? {
@@ -258,6 +283,8 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
     }
     // one more, profiled (bench/cpu-rooms.ts), after the timed ones so the profiler's cost is in none of them
     const profiled = await fanOut(false, true)
+    // and one between two full GCs, for the memory figures
+    const memoryRun = await fanOut(false, false, true)
     stopWatch()
     const warmRuns = runs.length > 1 ? runs.slice(1) : runs
     const median = (xs: number[]) => percentile(xs, 50)
@@ -282,7 +309,15 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       cpu_ms_per_request: median(warmRuns.map((r) => r.figures.cpu_ms_per_request)),
       model_cpu_ms_per_request: median(warmRuns.map((r) => r.figures.model_cpu_ms_per_request)),
       wall_ms: median(warmRuns.map((r) => r.figures.wall_ms)),
-      rss_per_idle_child_mb: lastRun.figures.rss_per_idle_child_mb,
+      cpu_ms_per_request_by_thread: warmRuns[0].figures.cpu_ms_per_request_by_thread
+        ? {
+            event_loop: median(warmRuns.map((r) => r.figures.cpu_ms_per_request_by_thread?.event_loop ?? NaN)),
+            others: median(warmRuns.map((r) => r.figures.cpu_ms_per_request_by_thread?.others ?? NaN)),
+          }
+        : null,
+      memory_definition: MEMORY_DEFINITION,
+      rss_per_idle_child_mb: memoryRun.figures.rss_per_idle_child_mb,
+      heap_per_idle_child_mb: memoryRun.figures.heap_per_idle_child_mb,
       cpu_by_room: { ...profiled.figures.cpu_by_room_ms_per_request, cpu_over_sampled: profiled.figures.cpu_over_sampled, turn_overhead_p50_ms: profiled.figures.turn_overhead.p50_ms },
       // the process's first fan-out, before the JIT compiled the engine's code
       cold: runs[0].figures,

@@ -337,7 +337,7 @@ export class Harness {
       return agg ? [...batch, ...withUsage(agg, after, () => this.sessionOf(c.sessionId).budget)] : batch
     }
     // committed: the disk is waited for after the commit, so threads ending together share fsyncs
-    await this.deps.log.append(c.sessionId, atCommit, { committed: true })
+    await this.deps.log.append(c.sessionId, atCommit, { committed: true, lazy: options?.lazy })
     if (!options?.committed) await this.deps.log.whenSynced()
   }
 
@@ -649,15 +649,15 @@ export class Harness {
     const startId = newId('event')
     const model = modelId(c.agent)
     // The request goes out first; `running` and the span start are appended a macrotask later,
-    // so the commit's fsync (synchronous, on this thread) overlaps the model's own latency
-    // instead of delaying the request. `context_seq` on the span end records how much of the
+    // lazily (they join the next group another append commits: EventAppendOptions.lazy), so
+    // their commit and fsync overlap the model's own latency instead of delaying the request. `context_seq` on the span end records how much of the
     // log this request saw, so input appended meanwhile is still answered afterwards.
     const contextSeq = c.state.lastSeq
     const prefix = this.runningPrefix(c)
     let started: Promise<unknown> | undefined
     // (resolved at its commit: what follows it — the response's events — is appended after it and
     // waits for the disk itself, and the WAL is synced in order)
-    const startSpan = () => (started ??= this.appendThread(c, [...prefix, { id: startId, type: 'span.model_request_start' }], { committed: true }))
+    const startSpan = () => (started ??= this.appendThread(c, [...prefix, { id: startId, type: 'span.model_request_start' }], { committed: true, lazy: true }))
     setImmediate(startSpan)
     const previews = this.responsePreviews(c)
     const previewIds = new Map<number, string>()

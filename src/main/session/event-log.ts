@@ -55,9 +55,17 @@ export interface EventReadParams {
   includeUnsynced?: boolean
 }
 
-/** How an append resolves: `committed`, as soon as its transaction committed (before the WAL's fsync returns; see EventReadParams.includeUnsynced); by default once it is on disk. */
+/**
+ * How an append resolves: `committed`, as soon as its transaction committed (before the WAL's
+ * fsync returns; see EventReadParams.includeUnsynced); by default once it is on disk. `lazy`: it
+ * joins the next group another append commits, or the one the event loop's check phase commits
+ * (setImmediate) at the latest, instead of committing as soon as the task that made it is done:
+ * for events nothing waits on soon (a model request's span start, appended while the model
+ * answers), which would otherwise each take a commit of their own.
+ */
 export interface EventAppendOptions {
   committed?: boolean
+  lazy?: boolean
 }
 
 /**

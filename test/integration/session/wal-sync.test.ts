@@ -250,6 +250,33 @@ describe('the log commit with its fsync off the event loop', () => {
     await Promise.all([one, two])
   })
 
+  it('commits a lazy append with the next group another append makes, or in the check phase at the latest', async () => {
+    const held = heldFsync()
+    const { log, sid } = await setup(held.fn)
+    const msg = (text: string) => [{ type: 'agent.message', content: [{ type: 'text', text }] }]
+    const order: string[] = []
+    log.subscribeCommitted((s) => order.push((s.event as { content: { text: string }[] }).content[0].text))
+    const afterTask = () => new Promise<void>((r) => process.nextTick(r))
+    const lazy = log.append(sid, msg('lazy'), { committed: true, lazy: true })
+    await afterTask()
+    await afterTask()
+    // a task later it waits still (an append that is not lazy would have committed)
+    expect(order).toEqual([])
+    const now = log.append(sid, msg('now'), { committed: true })
+    await Promise.all([lazy, now])
+    // one group: both in one commit, one fsync
+    expect(order).toEqual(['lazy', 'now'])
+    expect(held.calls).toHaveLength(1)
+    // alone, it commits in the check phase
+    const alone = log.append(sid, msg('alone'), { committed: true, lazy: true })
+    await tick()
+    expect(order).toEqual(['lazy', 'now', 'alone'])
+    await alone
+    held.release(0)
+    held.release(1)
+    await log.whenSynced()
+  })
+
   it("commits what a commit's listener appends in answer right behind it, in the same turn of the event loop, up to a bound", async () => {
     const { log, sid } = await setup()
     const order: string[] = []

@@ -36,6 +36,8 @@ export interface AppendOptions {
    * fsync can no longer reject this append (the log commits with FULL from then on).
    */
   committed?: boolean
+  /** Joins the next group rather than starting one (EventAppendOptions): commits at setImmediate at the latest. */
+  lazy?: boolean
 }
 
 /** EventsAtCommit (../event-log) over the storage's raw events. */
@@ -134,6 +136,8 @@ export interface LogAppenderOptions {
 export class LogAppender {
   private queue: PendingAppend[] = []
   private flushScheduled = false
+  /** A lazy append's setImmediate is on its way (scheduleLazyFlush). */
+  private lazyScheduled = false
   private readonly projectors: EventProjector[] = []
   private readonly batchProjectors: EventBatchProjector[] = []
   /** Per session id: the marked dense types of its current block, as of the last commit of this log. */
@@ -226,7 +230,8 @@ export class LogAppender {
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ sessionId, events, precheck: options.precheck, committed: options.committed, resolve, reject })
-      this.scheduleFlush()
+      if (options.lazy) this.scheduleLazyFlush()
+      else this.scheduleFlush()
     })
   }
 
@@ -248,6 +253,19 @@ export class LogAppender {
 
   private readonly flushAfterTask = (): void => process.nextTick(this.flushNow)
   private readonly flushNow = (): void => this.flush()
+
+  /** A lazy append (AppendOptions.lazy) waits for the next group, committed at setImmediate at the latest. */
+  private scheduleLazyFlush(): void {
+    if (this.flushScheduled || this.lazyScheduled) return
+    this.lazyScheduled = true
+    setImmediate(this.lazyFlush)
+  }
+
+  private readonly lazyFlush = (): void => {
+    this.lazyScheduled = false
+    // a group flushed since took it along (or one is on its way)
+    if (this.queue.length > 0 && !this.flushScheduled) this.flush()
+  }
 
   /**
    * Runs `write` (synchronous statements on this database, no events) inside the next group

@@ -119,20 +119,60 @@ export function toCompatibleRequest(request: ModelRequest): ModelRequest {
  * The official SDK's Messages API client, streaming. The SDK's own retries are off: the harness
  * retries and reports each attempt as events. A stalled socket (no bytes for `stallTimeoutMs`)
  * is aborted and reported as `stalled`.
+ *
+ * Requests leave one at a time (takeTurn): each is built by the SDK and handed to the network
+ * before the next one's building starts, in a later turn of the event loop. When many threads
+ * ask at once (25 children whose tool results committed together), the SDK's awaits otherwise
+ * interleave their building step by step, and the first request's bytes waited for the last one
+ * to be built; their responses then came due together too, and the next turns queued behind each
+ * other again (issue #11's threads bench: p50 5.4 → 4.8 ms over eight alternating pairs).
  */
 export class AnthropicModelClient implements ModelClient {
   private readonly client: Anthropic
   private readonly stallTimeoutMs: number
+  /** Settles when the last request in line has been handed to the network (takeTurn). */
+  private line: Promise<void> = Promise.resolve()
+  /** Lets the next request in line be built: the turn of the request the SDK is building now. */
+  private endTurn: (() => void) | undefined
 
   constructor(private readonly params: AnthropicModelClientParams) {
     this.stallTimeoutMs = params.stallTimeoutMs ?? 120_000
+    const transport = params.fetch ?? (nodeFetch as typeof fetch)
     this.client = new Anthropic({
       apiKey: params.apiKey ?? 'no-key',
       baseURL: params.baseURL || ANTHROPIC_API_URL,
       maxRetries: 0,
       timeout: params.requestTimeoutMs ?? 600_000,
-      fetch: params.fetch ?? (nodeFetch as typeof fetch),
+      // the SDK hands the request it built to the network: the next one in line may be built
+      fetch: ((input: string | URL | Request, init?: RequestInit) => {
+        const end = this.endTurn
+        this.endTurn = undefined
+        end?.()
+        return transport(input, init)
+      }) as typeof fetch,
     })
+  }
+
+  /**
+   * Waits until the requests ahead in line have been handed to the network; the returned function
+   * ends this request's turn (idempotent: the fetch the SDK calls ends it, or a failure before).
+   * The next request starts in a later turn of the event loop (setImmediate), once the socket
+   * write of this one (a nextTick of Node's HTTP client) is done.
+   */
+  private async takeTurn(): Promise<() => void> {
+    const ahead = this.line
+    let next!: () => void
+    this.line = new Promise<void>((resolve) => (next = resolve))
+    await ahead
+    let ended = false
+    const end = () => {
+      if (ended) return
+      ended = true
+      if (this.endTurn === end) this.endTurn = undefined
+      setImmediate(next)
+    }
+    this.endTurn = end
+    return end
   }
 
   /**
@@ -182,7 +222,13 @@ export class AnthropicModelClient implements ModelClient {
     const stopped = new Promise<ModelResponse>((resolve) => (answer = resolve))
     const consume = async (): Promise<ModelResponse> => {
       try {
-        const stream = await this.send(body as MessageCreateParamsBase, { signal: controller.signal, headers })
+        const endTurn = await this.takeTurn()
+        let stream: AsyncIterable<RawMessageStreamEvent>
+        try {
+          stream = await this.send(body as MessageCreateParamsBase, { signal: controller.signal, headers })
+        } finally {
+          endTurn()
+        }
         for await (const event of stream) {
           lastEventAt = performance.now()
           acc.apply(event)

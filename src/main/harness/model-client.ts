@@ -121,11 +121,11 @@ export function toCompatibleRequest(request: ModelRequest): ModelRequest {
  * is aborted and reported as `stalled`.
  *
  * Requests leave one at a time (takeTurn): each is built by the SDK and handed to the network
- * before the next one's building starts, in a later turn of the event loop. When many threads
- * ask at once (25 children whose tool results committed together), the SDK's awaits otherwise
- * interleave their building step by step, and the first request's bytes waited for the last one
- * to be built; their responses then came due together too, and the next turns queued behind each
- * other again (issue #11's threads bench: p50 5.4 → 4.8 ms over eight alternating pairs).
+ * before the next one's building starts. When many threads ask at once (25 children whose tool
+ * results committed together), the SDK's awaits otherwise interleave their building step by step,
+ * and the first request's bytes waited for the last one to be built; their responses then came
+ * due together too, and the next turns queued behind each other again (issue #11's threads bench,
+ * docs/multiagent.md).
  */
 export class AnthropicModelClient implements ModelClient {
   private readonly client: Anthropic
@@ -147,8 +147,11 @@ export class AnthropicModelClient implements ModelClient {
       fetch: ((input: string | URL | Request, init?: RequestInit) => {
         const end = this.endTurn
         this.endTurn = undefined
-        end?.()
-        return transport(input, init)
+        try {
+          return transport(input, init)
+        } finally {
+          end?.()
+        }
       }) as typeof fetch,
     })
   }
@@ -156,8 +159,10 @@ export class AnthropicModelClient implements ModelClient {
   /**
    * Waits until the requests ahead in line have been handed to the network; the returned function
    * ends this request's turn (idempotent: the fetch the SDK calls ends it, or a failure before).
-   * The next request starts in a later turn of the event loop (setImmediate), once the socket
-   * write of this one (a nextTick of Node's HTTP client) is done.
+   * The next request is let go on process.nextTick, behind the tick in which Node's HTTP client
+   * writes this one to its socket, so its bytes leave first. Not setImmediate: one request per
+   * turn of the event loop held 64 workflow agents' requests behind the loop's other work
+   * (slot refill p50 8 → 83 ms in the workflows bench).
    */
   private async takeTurn(): Promise<() => void> {
     const ahead = this.line
@@ -169,7 +174,7 @@ export class AnthropicModelClient implements ModelClient {
       if (ended) return
       ended = true
       if (this.endTurn === end) this.endTurn = undefined
-      setImmediate(next)
+      process.nextTick(next)
     }
     this.endTurn = end
     return end

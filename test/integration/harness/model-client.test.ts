@@ -234,52 +234,48 @@ describe('deprecated models', () => {
 })
 
 describe('requests of many threads at once', () => {
-  /** A client whose requests are recorded as the SDK hands them to the network, with the turn of the event loop they left in. */
+  /**
+   * A client whose requests are recorded as the SDK hands them to the network, and when the
+   * nextTick work queued right behind each runs (Node's HTTP client writes a request to its socket
+   * in a nextTick it queues as the request is handed over).
+   */
   function recordingClient(url: string) {
-    let turn = 0
-    let ticking = true
-    const tick = () => {
-      turn++
-      if (ticking) setImmediate(tick)
-    }
-    setImmediate(tick)
-    const handed: { text: string; turn: number }[] = []
+    const marks: string[] = []
     const client = new AnthropicModelClient({
       baseURL: url,
       apiKey: 'k',
       fetch: ((input: string | URL | Request, init?: RequestInit) => {
-        handed.push({ text: (JSON.parse(String(init?.body)) as { messages: { content: { text: string }[] }[] }).messages[0].content[0].text, turn })
-        return nodeFetch(input, init)
+        const text = (JSON.parse(String(init?.body)) as { messages: { content: { text: string }[] }[] }).messages[0].content[0].text
+        marks.push(`handed ${text}`)
+        const r = nodeFetch(input, init)
+        process.nextTick(() => marks.push(`written ${text}`))
+        return r
       }) as typeof fetch,
     })
     const ask = (text: string, signal = new AbortController().signal) => client.stream({ ...request, messages: [{ role: 'user', content: [{ type: 'text', text }] }] }, { signal })
-    return { handed, ask, stop: () => void (ticking = false) }
+    return { marks, ask }
   }
 
-  it('hands them to the network one at a time, in the order they were asked, each in a turn of the event loop of its own', async () => {
+  it('hands them to the network one at a time, in the order they were asked, each written before the next one is built', async () => {
     server = await ScriptedModelServer.start([say('a'), say('b'), say('c')])
-    const { handed, ask, stop } = recordingClient(server.url)
+    const { marks, ask } = recordingClient(server.url)
     const answers = await Promise.all([ask('one'), ask('two'), ask('three')])
-    stop()
-    expect(handed.map((h) => h.text)).toEqual(['one', 'two', 'three'])
-    // not built together (their first bytes waiting for the last one's): each left in a later turn
-    expect(handed[1].turn).toBeGreaterThan(handed[0].turn)
-    expect(handed[2].turn).toBeGreaterThan(handed[1].turn)
+    // not built together (the first one's bytes waiting for the last one's building)
+    expect(marks).toEqual(['handed one', 'written one', 'handed two', 'written two', 'handed three', 'written three'])
     // the server answered them in the order they arrived
     expect(answers.map((r) => r.blocks)).toEqual([[{ type: 'text', text: 'a' }], [{ type: 'text', text: 'b' }], [{ type: 'text', text: 'c' }]])
   })
 
   it('lets the next request go when one in line fails before it reaches the network', async () => {
     server = await ScriptedModelServer.start([say('a'), say('c')])
-    const { handed, ask, stop } = recordingClient(server.url)
+    const { marks, ask } = recordingClient(server.url)
     const interrupted = new AbortController()
     const asked = [ask('one'), ask('two', interrupted.signal), ask('three')]
     // the second is interrupted while it waits for its turn
     interrupted.abort()
     const settled = await Promise.allSettled(asked)
-    stop()
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
     expect((settled[1] as PromiseRejectedResult).reason).toMatchObject({ kind: 'aborted' })
-    expect(handed.map((h) => h.text)).toEqual(['one', 'three'])
+    expect(marks.filter((m) => m.startsWith('handed'))).toEqual(['handed one', 'handed three'])
   })
 })

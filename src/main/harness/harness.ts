@@ -650,8 +650,9 @@ export class Harness {
     const model = modelId(c.agent)
     // The request goes out first; `running` and the span start are appended a macrotask later,
     // lazily (they join the next group another append commits: EventAppendOptions.lazy), so
-    // their commit and fsync overlap the model's own latency instead of delaying the request. `context_seq` on the span end records how much of the
-    // log this request saw, so input appended meanwhile is still answered afterwards.
+    // their commit and fsync overlap the model's own latency instead of delaying the request.
+    // `context_seq` on the span end records how much of the log this request saw, so input
+    // appended meanwhile is still answered afterwards.
     const contextSeq = c.state.lastSeq
     const prefix = this.runningPrefix(c)
     let started: Promise<unknown> | undefined

@@ -125,10 +125,10 @@ export interface LogAppenderOptions {
  * during one task of the event loop (a callback and the microtasks it leads to) goes into one
  * transaction, committed as soon as that task is done (scheduleFlush), and the groups committed
  * while an fsync runs share the next one; what that commit's `onCommitted` listeners append in
- * answer commits right behind it, in the same turn (up to CHAINED_GROUPS groups). On a file database in WAL mode that fsync runs off
- * the event loop (wal-sync.ts): the group commits with synchronous=NORMAL and its appends wait
- * for the WAL's fsync on libuv's thread pool, which every group committed meanwhile shares. A promise resolves only once its events are
- * on disk, `onCommit` hears of them only then, and this log's reads (`visibleBefore`) stop before
+ * answer commits right behind it, in the same turn (up to CHAINED_GROUPS groups). On a file
+ * database in WAL mode that fsync runs off the event loop (wal-sync.ts): the group commits with
+ * synchronous=NORMAL and its appends wait for the WAL's fsync on libuv's thread pool, which every
+ * group committed meanwhile shares. A promise resolves only once its events are on disk, `onCommit` hears of them only then, and this log's reads (`visibleBefore`) stop before
  * a session's events until then, so nothing is acknowledged or shown that an OS crash could lose.
  * Projectors run inside the transaction. Writes the type marks that reads rely on (see
  * DENSE_EVENT_TYPES in ./read). Dispose with `dispose()` (closes the WAL's descriptor).

@@ -135,6 +135,25 @@ export function Field({ label, hint, children, id }: { label: string; hint?: Rea
   )
 }
 
+/**
+ * A form's notice that what it edits was saved elsewhere after the edits began (useDraft's
+ * `newer`): the edits are still on screen; `onLoad` takes the newer version instead, `onKeep`
+ * keeps the edits to be saved over it.
+ */
+export function ChangedElsewhere({ text, loadLabel, onLoad, onKeep }: { text: string; loadLabel: string; onLoad: () => void; onKeep: () => void }) {
+  return (
+    <div className="note note-warn" role="status" aria-label="Changed elsewhere">
+      <Icon name="warn" size={14} /> <span>{text}</span>{' '}
+      <Button small onClick={onLoad}>
+        {loadLabel}
+      </Button>{' '}
+      <Button small variant="ghost" onClick={onKeep}>
+        Keep my edits
+      </Button>
+    </div>
+  )
+}
+
 export function ErrorNote({ error }: { error: unknown }) {
   if (!error) return null
   const e = error as { type?: string; message?: string }

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useRef, useState } from 'react'
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
 
 export interface Query<T> {
   data: T | undefined
@@ -63,6 +63,53 @@ export function useFormFill<T>(data: T | undefined, fill: (data: T) => void): { 
   const edited = useCallback(() => setTyped(true), [])
   const saved = useCallback(() => setTyped(false), [])
   return { edited, saved }
+}
+
+/**
+ * A form's draft of a stored object the app keeps reading (an agent, an environment: the lists
+ * are polled). While nothing is typed, the draft follows each newer version of the object. Once
+ * the person has edited it, a newer version (saved elsewhere: the SDK, another window) no longer
+ * replaces what they typed: `newer` is that version, for the form to say so and offer `load`
+ * (take it, dropping the edits) or `keep` (keep the edits, to be saved over it). `base` is the
+ * version the draft was made from: what a save names (the agents API refuses a stale version).
+ * The form used to be keyed by the object's version, so a poll that brought one remounted it and
+ * the unsaved edits were gone.
+ */
+export function useDraft<S, D>(source: S | undefined, draftOf: (s: S | undefined) => D, versionOf: (s: S) => string | number): {
+  draft: D
+  setDraft: (update: D | ((d: D) => D)) => void
+  base: S | undefined
+  dirty: boolean
+  newer: S | undefined
+  load: () => void
+  keep: () => void
+  /** After a save: the version the server answered is the draft's base (the next poll brings it, not something newer). */
+  saved: (s: S) => void
+} {
+  const [base, setBase] = useState(source)
+  const [draft, setDraftState] = useState<D>(() => draftOf(source))
+  const baseJson = useMemo(() => JSON.stringify(draftOf(base)), [base, draftOf])
+  const dirty = JSON.stringify(draft) !== baseJson
+  const moved = source !== undefined && base !== undefined && versionOf(source) !== versionOf(base)
+  if (moved && !dirty) {
+    // nothing typed: follow the newer version (during this render, as useFormFill does)
+    setBase(source)
+    setDraftState(draftOf(source))
+  }
+  const load = useCallback(() => {
+    setBase(source)
+    setDraftState(draftOf(source))
+  }, [source, draftOf])
+  const keep = useCallback(() => setBase(source), [source])
+  const saved = useCallback(
+    (s: S) => {
+      setBase(s)
+      // the same object when the server stored what was typed (a form's effects keyed by the draft stay quiet)
+      setDraftState((d) => (JSON.stringify(d) === JSON.stringify(draftOf(s)) ? d : draftOf(s)))
+    },
+    [draftOf],
+  )
+  return { draft, setDraft: setDraftState, base, dirty, newer: moved && dirty ? source : undefined, load, keep, saved }
 }
 
 /** A value persisted in localStorage (UI preferences only: never anything secret). */

@@ -1,10 +1,10 @@
-import { useEffect, useMemo, useState } from 'react'
+import { useState } from 'react'
 import { useClient } from '../../api/context'
 import type { Agent, Page } from '../../api/types'
-import { Button, Empty, ErrorNote, Field, Icon } from '../../ui/components'
+import { Button, ChangedElsewhere, Empty, ErrorNote, Field, Icon } from '../../ui/components'
 import { CodeBlock } from '../../ui/Code'
 import { modelIdOf, relativeTime } from '../../ui/format'
-import { useQuery } from '../../ui/hooks'
+import { useDraft, useQuery } from '../../ui/hooks'
 import { useSessions } from '../sessions/SessionsProvider'
 import { ResourceSidebar } from '../../ui/ResourceSidebar'
 import { TOOLS, toolsetOf, type Policy, type ToolsetState } from './toolset'
@@ -83,7 +83,7 @@ export function AgentsView({ selectedId, onSelect }: { selectedId?: string; onSe
       />
       <div className="pane">
         {creating || selected ? (
-          <AgentEditor key={selected ? `${selected.id}:${selected.version}` : 'new'} agent={selected} onSaved={(a) => { refresh(); onSelect(a.id) }} />
+          <AgentEditor key={selected ? selected.id : 'new'} agent={selected} onSaved={(a) => { refresh(); onSelect(a.id) }} />
         ) : (
           <Empty icon="robot" title="Agents">
             An agent is a model, a system prompt and its tools. Every change makes a new version; a session keeps the version it started with.
@@ -96,21 +96,21 @@ export function AgentsView({ selectedId, onSelect }: { selectedId?: string; onSe
 
 function AgentEditor({ agent, onSaved }: { agent?: Agent; onSaved: (a: Agent) => void }) {
   const client = useClient()
-  const [draft, setDraft] = useState<Draft>(() => draftOf(agent))
+  // a version saved elsewhere (the SDK, another window) while this one is edited does not wipe the edits
+  const { draft, setDraft: setDraftOnly, base, dirty, newer, load, keep, saved: savedAs } = useDraft(agent, draftOf, (a) => a.version)
   const [err, setErr] = useState<unknown>()
   const [busy, setBusy] = useState(false)
   const [saved, setSaved] = useState(false)
   const versions = useQuery(() => (agent ? client.request<Page<Agent>>('agents.versions', { id: agent.id }, { limit: 50 }) : Promise.resolve({ data: [], next_page: null })), [agent?.id, agent?.version])
   const [viewing, setViewing] = useState<Agent>()
-  useEffect(() => setSaved(false), [draft])
-  const dirty = useMemo(() => JSON.stringify(draft) !== JSON.stringify(draftOf(agent)), [draft, agent])
 
   const save = async () => {
     setBusy(true)
     setErr(undefined)
     try {
       const params = paramsOf(draft)
-      const a = agent ? await client.request<Agent>('agents.update', { id: agent.id }, { ...params, version: agent.version }) : await client.request<Agent>('agents.create', {}, params)
+      const a = agent ? await client.request<Agent>('agents.update', { id: agent.id }, { ...params, version: (base ?? agent).version }) : await client.request<Agent>('agents.create', {}, params)
+      if (agent) savedAs(a)
       setSaved(true)
       onSaved(a)
     } catch (e) {
@@ -118,6 +118,11 @@ function AgentEditor({ agent, onSaved }: { agent?: Agent; onSaved: (a: Agent) =>
     } finally {
       setBusy(false)
     }
+  }
+  // an edit makes "Saved." stale (not the draft's identity: a save sets it to the version saved)
+  const setDraft: typeof setDraftOnly = (update) => {
+    setSaved(false)
+    setDraftOnly(update)
   }
   const set = (patch: Partial<Draft>) => setDraft((d) => ({ ...d, ...patch }))
   const setTool = (name: string, patch: Partial<{ enabled: boolean; policy: Policy }>) =>
@@ -155,6 +160,14 @@ function AgentEditor({ agent, onSaved }: { agent?: Agent; onSaved: (a: Agent) =>
         </div>
       </header>
       {saved && <div className="ok-note">Saved.</div>}
+      {newer && base && (
+        <ChangedElsewhere
+          text={`This agent was saved elsewhere: version ${newer.version} is newer than version ${base.version}, which your edits started from.`}
+          loadLabel={`Load version ${newer.version}`}
+          onLoad={load}
+          onKeep={keep}
+        />
+      )}
       <ErrorNote error={err} />
       <form className="form" onSubmit={(e) => { e.preventDefault(); void save() }}>
         <div className="form-row">

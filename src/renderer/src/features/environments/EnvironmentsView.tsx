@@ -1,7 +1,8 @@
 import { useState } from 'react'
 import { useClient } from '../../api/context'
 import type { Environment } from '../../api/types'
-import { Button, Empty, ErrorNote, Field } from '../../ui/components'
+import { Button, ChangedElsewhere, Empty, ErrorNote, Field } from '../../ui/components'
+import { useDraft } from '../../ui/hooks'
 import { relativeTime } from '../../ui/format'
 import { useSessions } from '../sessions/SessionsProvider'
 import { ResourceSidebar } from '../../ui/ResourceSidebar'
@@ -26,7 +27,7 @@ export function EnvironmentsView({ selectedId, onSelect }: { selectedId?: string
       />
       <div className="pane">
         {creating || selected ? (
-          <EnvironmentEditor key={selected ? `${selected.id}:${selected.updated_at}` : 'new'} env={selected} onSaved={(e) => { refresh(); onSelect(e.id) }} onDeleted={() => { refresh(); onSelect('') }} />
+          <EnvironmentEditor key={selected ? selected.id : 'new'} env={selected} onSaved={(e) => { refresh(); onSelect(e.id) }} onDeleted={() => { refresh(); onSelect('') }} />
         ) : (
           <Empty icon="box" title="Environments">
             An environment says where a session&apos;s tools run: a local sandbox (Docker or bubblewrap, no network unless you allow hosts) or a self-hosted worker.
@@ -39,7 +40,8 @@ export function EnvironmentsView({ selectedId, onSelect }: { selectedId?: string
 
 function EnvironmentEditor({ env, onSaved, onDeleted }: { env?: Environment; onSaved: (e: Environment) => void; onDeleted: () => void }) {
   const client = useClient()
-  const [d, setD] = useState<Draft>(() => draftOf(env))
+  // a change saved elsewhere (the SDK, another window) while this one is edited does not wipe the edits
+  const { draft: d, setDraft: setD, newer, load, keep, saved: savedAs } = useDraft(env, draftOf, (e) => e.updated_at)
   const [err, setErr] = useState<unknown>()
   const [busy, setBusy] = useState(false)
   const set = (patch: Partial<Draft>) => setD((x) => ({ ...x, ...patch }))
@@ -51,6 +53,7 @@ function EnvironmentEditor({ env, onSaved, onDeleted }: { env?: Environment; onS
       const saved = env ? await client.request<Environment>('environments.update', { id: env.id }, p) : await client.request<Environment>('environments.create', {}, p)
       // Install the packages now, so the environment's first session does not wait for them.
       if (hasPackages(saved)) await client.request('environments.packages.prepare', { id: saved.id }).catch(() => undefined)
+      if (env) savedAs(saved)
       onSaved(saved)
     } catch (e) {
       setErr(e)
@@ -91,6 +94,14 @@ function EnvironmentEditor({ env, onSaved, onDeleted }: { env?: Environment; onS
           </Button>
         </div>
       </header>
+      {newer && (
+        <ChangedElsewhere
+          text={`This environment was saved elsewhere (${relativeTime(newer.updated_at)}) after your edits began; saving now writes your edits over that change.`}
+          loadLabel="Load the saved version"
+          onLoad={load}
+          onKeep={keep}
+        />
+      )}
       <ErrorNote error={err} />
       <form className="form" onSubmit={(e) => { e.preventDefault(); void save() }}>
         <div className="form-row">

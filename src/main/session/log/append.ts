@@ -128,7 +128,8 @@ export interface LogAppenderOptions {
  * answer commits right behind it, in the same turn (up to CHAINED_GROUPS groups). On a file
  * database in WAL mode that fsync runs off the event loop (wal-sync.ts): the group commits with
  * synchronous=NORMAL and its appends wait for the WAL's fsync on libuv's thread pool, which every
- * group committed meanwhile shares. A promise resolves only once its events are on disk, `onCommit` hears of them only then, and this log's reads (`visibleBefore`) stop before
+ * group committed meanwhile shares. A promise resolves only once its events are on disk,
+ * `onCommit` hears of them only then, and this log's reads (`visibleBefore`) stop before
  * a session's events until then, so nothing is acknowledged or shown that an OS crash could lose.
  * Projectors run inside the transaction. Writes the type marks that reads rely on (see
  * DENSE_EVENT_TYPES in ./read). Dispose with `dispose()` (closes the WAL's descriptor).

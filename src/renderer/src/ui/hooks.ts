@@ -88,28 +88,19 @@ export function useDraft<S, D>(source: S | undefined, draftOf: (s: S | undefined
 } {
   const [base, setBase] = useState(source)
   const [draft, setDraftState] = useState<D>(() => draftOf(source))
+  // a version becomes the base, and the draft is made from it
+  const adopt = (s: S | undefined) => {
+    setBase(s)
+    setDraftState(draftOf(s))
+  }
   const baseJson = useMemo(() => JSON.stringify(draftOf(base)), [base, draftOf])
   const dirty = JSON.stringify(draft) !== baseJson
   const moved = source !== undefined && base !== undefined && versionOf(source) !== versionOf(base)
-  if (moved && !dirty) {
-    // nothing typed: follow the newer version (during this render, as useFormFill does)
-    setBase(source)
-    setDraftState(draftOf(source))
-  }
-  const load = useCallback(() => {
-    setBase(source)
-    setDraftState(draftOf(source))
-  }, [source, draftOf])
-  const keep = useCallback(() => setBase(source), [source])
-  const saved = useCallback(
-    (s: S) => {
-      setBase(s)
-      // the same object when the server stored what was typed (a form's effects keyed by the draft stay quiet)
-      setDraftState((d) => (JSON.stringify(d) === JSON.stringify(draftOf(s)) ? d : draftOf(s)))
-    },
-    [draftOf],
-  )
-  return { draft, setDraft: setDraftState, base, dirty, newer: moved && dirty ? source : undefined, load, keep, saved }
+  // nothing typed: follow the newer version (during this render, as useFormFill does)
+  if (moved && !dirty) adopt(source)
+  const load = () => adopt(source)
+  const keep = () => setBase(source)
+  return { draft, setDraft: setDraftState, base, dirty, newer: moved && dirty ? source : undefined, load, keep, saved: adopt }
 }
 
 /** A value persisted in localStorage (UI preferences only: never anything secret). */

@@ -5,9 +5,10 @@ import { join } from 'node:path'
 import { startServe, type ServeProcess } from './support/serve'
 
 /**
- * The agent and environment editors sit over lists the app polls. A change saved elsewhere (here
- * through the API, as the SDK or another window would) while someone edits must not wipe what
- * they typed: the editor says so and offers to load the saved version or keep the edits.
+ * The agent, environment and schedule editors sit over lists the app polls. A change saved
+ * elsewhere (here through the API, as the SDK or another window would) while someone edits must
+ * not wipe what they typed: the editor says so and offers to load the saved version or keep the
+ * edits. A schedule's pause or run is not a change of what its form edits: it keeps the edits quietly.
  */
 
 const TOKEN = 'e2e_editors_token_0123456789ab'
@@ -84,6 +85,53 @@ test.describe.serial('editors: a change saved elsewhere while editing', () => {
 
     await notice.getByRole('button', { name: 'Load the saved version' }).click()
     await expect(desc).toHaveValue('theirs')
+    await expect(notice).toBeHidden()
+  })
+
+  test('schedule: a pause keeps what was typed; a change saved elsewhere is announced, and a save sends only the edited fields', async ({ page }) => {
+    const agent = await api('POST', '/v1/agents', { name: 'Reporter', model: 'claude-sonnet-4-6' })
+    const env = await api('POST', '/v1/environments', { name: 'reports', config: { type: 'cloud' } })
+    const task = (text: string) => [{ type: 'user.message', content: [{ type: 'text', text }] }]
+    const d = await api('POST', '/v1/deployments', {
+      name: 'Morning',
+      agent: agent.id,
+      environment_id: env.id,
+      initial_events: task('first task'),
+      schedule: { type: 'cron', expression: '0 9 * * 1-5', timezone: 'UTC' },
+    })
+    await page.goto(`${serve.url}/?token=${TOKEN}#/schedules/${d.id}`)
+    const name = page.locator('#sched-name')
+    const taskBox = page.locator('#sched-task')
+    const notice = page.getByRole('status', { name: 'Changed elsewhere' })
+    await expect(name).toHaveValue('Morning')
+
+    // typed, then paused from the page: the list is read again with a newer updated_at, the edits stay, nothing is announced
+    await name.fill('Morning digest')
+    await page.getByRole('button', { name: 'Pause' }).click()
+    await expect(page.locator('.thread-sub .pill')).toHaveText('Paused')
+    await expect(name).toHaveValue('Morning digest')
+    await expect(notice).toBeHidden()
+
+    // the task changed elsewhere (the list is read again at the resume): announced, the typed name kept
+    await api('POST', `/v1/deployments/${d.id}`, { initial_events: task('their task') })
+    await page.getByRole('button', { name: 'Resume' }).click()
+    await expect(notice).toContainText('changed elsewhere')
+    await expect(name).toHaveValue('Morning digest')
+    await expect(taskBox).toHaveValue('first task')
+    // saving sends the name only: their task stays
+    await page.getByRole('button', { name: 'Save', exact: true }).click()
+    await expect.poll(async () => (await api('GET', `/v1/deployments/${d.id}`)).name).toBe('Morning digest')
+    const saved = await api('GET', `/v1/deployments/${d.id}`)
+    expect(saved.initial_events[0].content[0].text).toBe('their task')
+    await expect(notice).toBeHidden()
+    await expect(taskBox).toHaveValue('their task')
+
+    // loading a newer version drops the edits
+    await name.fill('scratch')
+    await api('POST', `/v1/deployments/${d.id}`, { name: 'Their name' })
+    await page.getByRole('button', { name: 'Pause' }).click()
+    await notice.getByRole('button', { name: 'Load the saved schedule' }).click()
+    await expect(name).toHaveValue('Their name')
     await expect(notice).toBeHidden()
   })
 })

@@ -102,6 +102,24 @@ test.describe.serial('skills page', () => {
     expect((await api('GET', `/v1/agents/${agent.id}`)).skills).toEqual([])
   })
 
+  test('a folder chosen for a new version stays chosen while an older version is deleted', async ({ page }) => {
+    const skill = ((await api('GET', '/v1/skills')).data as { id: string; latest_version_id: string }[])[0]
+    await page.goto(`${serve.url}/?token=${TOKEN}#/skills/${skill.id}`)
+    page.on('dialog', (d) => void d.accept())
+    const upload = page.getByRole('region', { name: 'Upload a new version' })
+    const versions = page.getByRole('region', { name: 'Versions' }).locator('.skill-version')
+    await upload.getByLabel('Skill folder').setInputFiles(join(folders, 'csv-report'))
+    await upload.getByRole('button', { name: 'Upload version' }).click()
+    await expect(versions).toHaveCount(2)
+    // chosen, not uploaded yet; deleting the first version reads the skill again (a newer updated_at)
+    await upload.getByLabel('Skill folder').setInputFiles(join(folders, 'csv-report'))
+    await expect(upload.getByText('2 files')).toBeVisible()
+    await page.getByRole('button', { name: `Delete version ${skill.latest_version_id}` }).click()
+    await expect(versions).toHaveCount(1)
+    await expect(upload.getByText('2 files')).toBeVisible()
+    await expect(upload.getByRole('button', { name: 'Upload version' })).toBeEnabled()
+  })
+
   test('deletes a version from the skill’s page, then the skill', async ({ page }) => {
     const skill = ((await api('GET', '/v1/skills')).data as { id: string; latest_version_id: string }[])[0]
     await page.goto(`${serve.url}/?token=${TOKEN}#/skills/${skill.id}`)

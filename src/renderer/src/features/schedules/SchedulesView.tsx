@@ -1,9 +1,9 @@
 import { useMemo, useState } from 'react'
 import { useClient } from '../../api/context'
 import type { Deployment, DeploymentRun, Page } from '../../api/types'
-import { Button, Empty, ErrorNote, Field, Spinner } from '../../ui/components'
+import { Button, ChangedElsewhere, Empty, ErrorNote, Field, Spinner } from '../../ui/components'
 import { relativeTime } from '../../ui/format'
-import { useQuery } from '../../ui/hooks'
+import { useDraft, useQuery } from '../../ui/hooks'
 import { ResourceSidebar } from '../../ui/ResourceSidebar'
 import { useSessions } from '../sessions/SessionsProvider'
 import { CRON_PRESETS, fromNow, instantWords, nextRunsInWords, runTriggerWords, type RunLike } from './schedule-words'
@@ -189,7 +189,7 @@ function ScheduleDetail({ deployment: d, onChanged }: { deployment: Deployment; 
       {!d.archived_at && (
         <section className="schedule-section" aria-label="Edit">
           <h2>Edit</h2>
-          <ScheduleForm key={d.updated_at} deployment={d} onSaved={onChanged} embedded />
+          <ScheduleForm deployment={d} onSaved={onChanged} embedded />
         </section>
       )}
     </div>
@@ -202,24 +202,51 @@ function taskOf(d?: Deployment): string {
   return m?.content?.find((b) => b.type === 'text')?.text ?? ''
 }
 
+/** What the schedule form edits, as one draft (useDraft): '' for an agent or environment is "the first live one". */
+interface ScheduleDraft {
+  name: string
+  agentId: string
+  envId: string
+  task: string
+  scheduled: boolean
+  expression: string
+  timezone: string
+}
+
+function scheduleDraftOf(d: Deployment | undefined): ScheduleDraft {
+  const s = d ? scheduleOf(d) : null
+  return {
+    name: d?.name ?? '',
+    agentId: d?.agent.id ?? '',
+    envId: d?.environment_id ?? '',
+    task: taskOf(d),
+    scheduled: d ? s !== null : true,
+    expression: s?.expression ?? '0 9 * * 1-5',
+    timezone: s?.timezone ?? localZone(),
+  }
+}
+
+/**
+ * A deployment's version as this form sees it: the fields it edits. A pause, a resume or a run
+ * (each moves updated_at) is not a newer version of them, so it neither replaces nor announces
+ * anything; a change of what the form edits, saved elsewhere, is.
+ */
+const editedFieldsOf = (d: Deployment): string => JSON.stringify(scheduleDraftOf(d))
+
 function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployment; onSaved: (d: Deployment) => void; embedded?: boolean }) {
   const client = useClient()
   const { agents, environments } = useSessions()
   const liveAgents = agents.filter((a) => !a.archived_at)
   const liveEnvs = environments.filter((e) => !e.archived_at)
-  const s = deployment ? scheduleOf(deployment) : null
-  const [name, setName] = useState(deployment?.name ?? '')
-  const [agentId, setAgentId] = useState(deployment?.agent.id ?? liveAgents[0]?.id ?? '')
-  const [envId, setEnvId] = useState(deployment?.environment_id ?? liveEnvs[0]?.id ?? '')
-  const [task, setTask] = useState(taskOf(deployment))
-  const [scheduled, setScheduled] = useState(deployment ? s !== null : true)
-  const [expression, setExpression] = useState(s?.expression ?? '0 9 * * 1-5')
-  const [timezone, setTimezone] = useState(s?.timezone ?? localZone())
+  // the deployments list is polled: a change saved elsewhere (the SDK, another window) keeps what was typed
+  const { draft, setDraft, base, newer, load, keep, saved: savedAs } = useDraft(deployment, scheduleDraftOf, editedFieldsOf)
+  const { name, task, scheduled, expression, timezone } = draft
+  const set = (patch: Partial<ScheduleDraft>) => setDraft((x) => ({ ...x, ...patch }))
   const [err, setErr] = useState<unknown>()
   const [busy, setBusy] = useState(false)
   const preview = useMemo(() => nextRunsInWords(expression, timezone, new Date()), [expression, timezone])
-  const agent = agentId || liveAgents[0]?.id || ''
-  const env = envId || liveEnvs[0]?.id || ''
+  const agent = draft.agentId || liveAgents[0]?.id || ''
+  const env = draft.envId || liveEnvs[0]?.id || ''
   const ready = name.trim() && agent && env && task.trim() && (!scheduled || 'runs' in preview)
   const save = async () => {
     setBusy(true)
@@ -227,15 +254,21 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
     try {
       const schedule = scheduled ? { type: 'cron', expression: expression.trim(), timezone } : null
       const initial_events = [{ type: 'user.message', content: [{ type: 'text', text: task }] }]
-      const saved = deployment
-        ? await client.request<Deployment>('deployments.update', { id: deployment.id }, {
-            name,
-            schedule,
-            ...(agent !== deployment.agent.id ? { agent } : {}),
-            ...(env !== deployment.environment_id ? { environment_id: env } : {}),
-            ...(task !== taskOf(deployment) ? { initial_events } : {}),
-          })
-        : await client.request<Deployment>('deployments.create', {}, { name, agent, environment_id: env, initial_events, schedule })
+      let saved: Deployment
+      if (deployment) {
+        // only what was edited since the version the draft was made from: a field changed elsewhere
+        // and not here keeps that change
+        const from = scheduleDraftOf(base ?? deployment)
+        const scheduleEdited = scheduled !== from.scheduled || expression !== from.expression || timezone !== from.timezone
+        saved = await client.request<Deployment>('deployments.update', { id: deployment.id }, {
+          ...(name !== from.name ? { name } : {}),
+          ...(scheduleEdited ? { schedule } : {}),
+          ...(agent !== from.agentId ? { agent } : {}),
+          ...(env !== from.envId ? { environment_id: env } : {}),
+          ...(task !== from.task ? { initial_events } : {}),
+        })
+        savedAs(saved)
+      } else saved = await client.request<Deployment>('deployments.create', {}, { name, agent, environment_id: env, initial_events, schedule })
       onSaved(saved)
     } catch (e) {
       setErr(e)
@@ -250,6 +283,14 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
           <h1>New schedule</h1>
         </header>
       )}
+      {newer && (
+        <ChangedElsewhere
+          text={`This schedule was changed elsewhere (${relativeTime(newer.updated_at)}) after your edits began; saving now writes the fields you edited over that change.`}
+          loadLabel="Load the saved schedule"
+          onLoad={load}
+          onKeep={keep}
+        />
+      )}
       <form
         className="form"
         onSubmit={(e) => {
@@ -259,10 +300,10 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
       >
         <div className="form-row">
           <Field id="sched-name" label="Name">
-            <input id="sched-name" value={name} onChange={(e) => setName(e.target.value)} placeholder="Daily order report" required />
+            <input id="sched-name" value={name} onChange={(e) => set({ name: e.target.value })} placeholder="Daily order report" required />
           </Field>
           <Field id="sched-agent" label="Agent">
-            <select id="sched-agent" value={agent} onChange={(e) => setAgentId(e.target.value)}>
+            <select id="sched-agent" value={agent} onChange={(e) => set({ agentId: e.target.value })}>
               {liveAgents.length === 0 && <option value="">No agent yet</option>}
               {liveAgents.map((a) => (
                 <option key={a.id} value={a.id}>
@@ -272,7 +313,7 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
             </select>
           </Field>
           <Field id="sched-env" label="Environment">
-            <select id="sched-env" value={env} onChange={(e) => setEnvId(e.target.value)}>
+            <select id="sched-env" value={env} onChange={(e) => set({ envId: e.target.value })}>
               {liveEnvs.length === 0 && <option value="">No environment yet</option>}
               {liveEnvs.map((x) => (
                 <option key={x.id} value={x.id}>
@@ -283,27 +324,27 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
           </Field>
         </div>
         <Field id="sched-task" label="Task" hint="The message each session starts with. Nobody is there when it runs: tools that ask for confirmation will wait for you.">
-          <textarea id="sched-task" rows={3} value={task} onChange={(e) => setTask(e.target.value)} placeholder="Compile yesterday's orders into report.md." />
+          <textarea id="sched-task" rows={3} value={task} onChange={(e) => set({ task: e.target.value })} placeholder="Compile yesterday's orders into report.md." />
         </Field>
         <label className="check">
-          <input type="checkbox" checked={scheduled} onChange={(e) => setScheduled(e.target.checked)} /> Run on a schedule (otherwise only when you press Run now)
+          <input type="checkbox" checked={scheduled} onChange={(e) => set({ scheduled: e.target.checked })} /> Run on a schedule (otherwise only when you press Run now)
         </label>
         {scheduled && (
           <fieldset className="cron-helper">
             <legend>When</legend>
             <div className="radio-row" role="group" aria-label="Common schedules">
               {CRON_PRESETS.map((p) => (
-                <Button key={p.expression} small variant={p.expression === expression.trim() ? 'primary' : 'default'} onClick={() => setExpression(p.expression)}>
+                <Button key={p.expression} small variant={p.expression === expression.trim() ? 'primary' : 'default'} onClick={() => set({ expression: p.expression })}>
                   {p.label}
                 </Button>
               ))}
             </div>
             <div className="form-row">
               <Field id="sched-cron" label="Cron expression" hint="minute hour day-of-month month day-of-week, e.g. 0 9 * * 1-5">
-                <input id="sched-cron" className="mono" value={expression} onChange={(e) => setExpression(e.target.value)} aria-describedby="sched-preview" />
+                <input id="sched-cron" className="mono" value={expression} onChange={(e) => set({ expression: e.target.value })} aria-describedby="sched-preview" />
               </Field>
               <Field id="sched-tz" label="Time zone">
-                <input id="sched-tz" value={timezone} onChange={(e) => setTimezone(e.target.value)} placeholder="Europe/Berlin" />
+                <input id="sched-tz" value={timezone} onChange={(e) => set({ timezone: e.target.value })} placeholder="Europe/Berlin" />
               </Field>
             </div>
             <div id="sched-preview" className="cron-preview" aria-live="polite">

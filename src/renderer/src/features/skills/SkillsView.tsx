@@ -49,7 +49,7 @@ export function SkillsView({ selectedId, onSelect }: { selectedId?: string; onSe
         {creating ? (
           <SkillUpload onUploaded={(s) => { skills.reload(); onSelect(s.id) }} />
         ) : selected ? (
-          <SkillDetail key={`${selected.id}:${selected.updated_at}`} skill={selected} onChanged={() => skills.reload()} onDeleted={() => { skills.reload(); onSelect('') }} />
+          <SkillDetail key={selected.id} skill={selected} onChanged={() => skills.reload()} onDeleted={() => { skills.reload(); onSelect('') }} />
         ) : (
           <Empty icon="file" title="Skills">
             A skill is a folder with a SKILL.md (its name and description in the frontmatter) and any scripts or files it needs. An agent that has it finds it at {skillMountPath('<name>')} in its sandbox.

@@ -4,11 +4,12 @@
  * of a 1,000,000-event session, and of a 250,000-event multi-agent session through the session's
  * and a child's stream views. `npm run bench -- session`.
  */
-import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { openDatabase, type Db } from '../src/main/session/database'
-import type { SqliteEventLog } from '../src/main/session/sqlite-event-log'
+import { SqliteEventLog } from '../src/main/session/sqlite-event-log'
 import type { SessionStore } from '../src/main/session/session-store'
 import { openStores } from '../src/main/session/stores'
 import { percentile, summary } from './stats'
@@ -118,6 +119,63 @@ async function bulk(perCall: number, ms: number): Promise<{ appends_per_s: numbe
   }
 }
 
+/**
+ * The WAL's checkpoints against the event loop: `writers` async writers, each appending `perAppend`
+ * events of ≈ 600 bytes and then waiting `thinkMs` (a turn's other work), for `ms`, on a log whose
+ * checkpoints run on a worker thread (`offLoop`, log/wal-checkpoint.ts) or inside the COMMIT that
+ * takes the WAL past wal_autocheckpoint (SQLite's own, on the event loop). Per group commit on the
+ * event loop (its whole flush: BEGIN … COMMIT, and a checkpoint when the COMMIT runs one): p50,
+ * p99, max and how many took over 10 ms; the event loop's longest delay; the WAL file's size.
+ */
+async function checkpointStall(offLoop: boolean, writers: number, perAppend: number, thinkMs: number, ms: number): Promise<Record<string, unknown>> {
+  const f = fixture()
+  try {
+    const ids: string[] = []
+    for (let i = 0; i < writers; i++) ids.push(await f.newSession())
+    // in the COMMIT: as before log/wal-checkpoint.ts, SQLite's own every 4,000 frames (database.ts's backstop is 16,000)
+    if (!offLoop) f.db.pragma('wal_autocheckpoint = 4000')
+    const log = new SqliteEventLog(f.db, { checkpoint: offLoop ? {} : false })
+    const appender = (log as unknown as { appender: { flush: () => void; checkpointer?: { stats: { checkpoints: number; workerMs: number } } } }).appender
+    const origFlush = appender.flush.bind(appender)
+    const flushes: number[] = []
+    appender.flush = () => {
+      const t = performance.now()
+      origFlush()
+      flushes.push(performance.now() - t)
+    }
+    const event = { type: 'agent.tool_result', tool_use_id: 'toolu_bench', content: [{ type: 'text', text: 'ran: '.padEnd(560, 'x') }], is_error: false }
+    const delay = monitorEventLoopDelay({ resolution: 1 })
+    delay.enable()
+    let appends = 0
+    let walMax = 0
+    const start = performance.now()
+    await Promise.all(
+      ids.map(async (sid) => {
+        while (performance.now() - start < ms) {
+          await log.append(sid, Array.from({ length: perAppend }, () => event))
+          appends++
+          if (appends % 256 === 0) walMax = Math.max(walMax, statSync(`${f.db.name}-wal`).size)
+          if (thinkMs > 0) await new Promise((r) => setTimeout(r, thinkMs))
+        }
+      }),
+    )
+    delay.disable()
+    const ck = appender.checkpointer?.stats
+    log.dispose()
+    return {
+      appends_per_s: Math.round(appends / ((performance.now() - start) / 1000)),
+      group_commits: flushes.length,
+      group_commit_ms: { p50: Number(percentile(flushes, 50).toFixed(3)), p99: Number(percentile(flushes, 99).toFixed(2)), max: Number(Math.max(...flushes).toFixed(1)) },
+      group_commits_over_10_ms: flushes.filter((x) => x > 10).length,
+      event_loop_delay_max_ms: Number((delay.max / 1e6).toFixed(1)),
+      wal_max_mb: Number((walMax / 2 ** 20).toFixed(1)),
+      ...(ck ? { worker_checkpoints: ck.checkpoints, worker_checkpoint_ms: Math.round(ck.workerMs) } : {}),
+    }
+  } finally {
+    f.close()
+  }
+}
+
 function median(xs: number[]): number {
   return percentile(xs, 50)
 }
@@ -144,6 +202,22 @@ export async function run(log: (msg: string) => void): Promise<Record<string, un
       runs,
     }
     log(`${label}: ${JSON.stringify(out[label])}`)
+  }
+
+  // The WAL's checkpoints on the event loop or off it (log/wal-checkpoint.ts), alternating, under
+  // the threads bench's shape of load (25 threads, a turn's three events, then its other work) and
+  // under appends back to back (no pause for a checkpoint to finish with nothing after it)
+  for (const [label, writers, perAppend, thinkMs] of [
+    ['checkpoints_25_writers_3_events_2ms_apart', 25, 3, 2],
+    ['checkpoints_64_writers_back_to_back', 64, 1, 0],
+  ] as const) {
+    const byMode: Record<string, Record<string, unknown>[]> = { worker_thread: [], in_commit: [] }
+    for (let r = 0; r < 2; r++) {
+      byMode.in_commit.push(await checkpointStall(false, writers, perAppend, thinkMs, 5000))
+      byMode.worker_thread.push(await checkpointStall(true, writers, perAppend, thinkMs, 5000))
+    }
+    out[label] = byMode
+    log(`${label}: ${JSON.stringify(byMode)}`)
   }
 
   const bulkRuns = []

@@ -31,7 +31,9 @@ export function openDatabase(params: DatabaseOpenParams): Db {
   db.pragma('foreign_keys = ON')
   db.pragma('busy_timeout = 5000')
   db.pragma('cache_size = -65536') // 64 MiB page cache
-  db.pragma('wal_autocheckpoint = 4000')
+  // SQLite's own checkpoint (inside the COMMIT that reaches it, on the committing thread) is a
+  // backstop: the log checkpoints on a worker thread long before (log/wal-checkpoint.ts)
+  db.pragma('wal_autocheckpoint = 16000')
   migrate(db, params.migrations ?? MIGRATIONS)
   return db
 }

@@ -38,7 +38,7 @@ export class SqliteEventLog implements EventLog {
 
   constructor(
     db: Db,
-    options: Pick<LogAppenderOptions, 'clock' | 'syncOffThread' | 'fsync'> & { foreignPollMs?: number } = {},
+    options: Pick<LogAppenderOptions, 'clock' | 'syncOffThread' | 'fsync' | 'checkpoint'> & { foreignPollMs?: number } = {},
   ) {
     // only a file can have another process writing it
     this.foreignPollMs = db.memory ? 0 : (options.foreignPollMs ?? FOREIGN_POLL_MS)

@@ -1,31 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fsync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { openDatabase, type Db } from '../../../src/main/session/database'
-import { SqliteEventLog } from '../../../src/main/session/sqlite-event-log'
-import { AgentStore } from '../../../src/main/session/agent-store'
-import { EnvironmentStore } from '../../../src/main/session/environment-store'
-import { SessionStore } from '../../../src/main/session/session-store'
+import { describe, expect, it } from 'vitest'
+import { fsync } from 'node:fs'
 import type { StoredEvent } from '../../../src/main/session/event-log'
+import { logFiles } from './log-files'
 
 /**
  * The log's commit with its fsync off the event loop (session/log/wal-sync.ts), on a real SQLite
  * file: the WAL's fsync is held by the test where it needs to see the moment between the commit
  * and the disk (the real fs.fsync runs when released).
  */
-let dir: string
-const dbs: Db[] = []
-const logs: SqliteEventLog[] = []
-
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'corral-walsync-'))
-})
-afterAll(() => {
-  for (const l of logs) l.dispose()
-  for (const db of dbs) db.close()
-  rmSync(dir, { recursive: true, force: true })
-})
+const files = logFiles('corral-walsync-')
 
 /** A held fsync: each call waits until the test releases it (then the real fsync runs) or fails it. */
 function heldFsync() {
@@ -43,20 +26,9 @@ function heldFsync() {
   }
 }
 
-async function setup(fsyncFn?: (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void) {
-  const db = openDatabase({ path: join(dir, `corral-${dbs.length}.db`) })
-  dbs.push(db)
+function setup(fsyncFn?: (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void) {
   // the session is created through a log of its own (real fsync), then the log under test takes over
-  const setupLog = new SqliteEventLog(db)
-  logs.push(setupLog)
-  const agents = new AgentStore(db)
-  const environments = new EnvironmentStore(db)
-  const sessions = new SessionStore(db, { log: setupLog, agents, environments })
-  const agent = agents.create({ name: 'a', model: 'claude-sonnet-4-6' })
-  const sid = (await sessions.create({ agent: agent.id, environment_id: environments.create({ name: 'e' }).id })).id
-  const log = new SqliteEventLog(db, fsyncFn ? { fsync: fsyncFn } : {})
-  logs.push(log)
-  return { db, log, sid }
+  return files.open(fsyncFn ? { fsync: fsyncFn } : {})
 }
 
 const tick = () => new Promise((r) => setImmediate(r))

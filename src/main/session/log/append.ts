@@ -6,6 +6,7 @@ import type { Db } from '../database'
 import type { RawEventInput as EventInput, LoggedEvent, StoredEvent } from '../event-log'
 import { DENSE_EVENT_TYPES, FOLLOWED, LISTED, TYPE_BLOCK, UNLISTED } from './read'
 import { WalSync, type FsyncFn } from './wal-sync'
+import { WalCheckpointer, type WalCheckpointOptions } from './wal-checkpoint'
 import type { RecentEvents, RecentRow } from './recent'
 
 /**
@@ -118,6 +119,12 @@ export interface LogAppenderOptions {
   fsync?: FsyncFn
   /** Told of each append's rows right after their commit (before the fsync: reads bound them by visibleBefore). */
   recent?: RecentEvents
+  /**
+   * The WAL's checkpoints on a worker thread (wal-checkpoint.ts), with these options; false:
+   * SQLite's own only, inside the COMMIT that takes the WAL past wal_autocheckpoint. Default on
+   * for a file database in WAL mode.
+   */
+  checkpoint?: WalCheckpointOptions | false
 }
 
 /**
@@ -132,7 +139,8 @@ export interface LogAppenderOptions {
  * `onCommit` hears of them only then, and this log's reads (`visibleBefore`) stop before
  * a session's events until then, so nothing is acknowledged or shown that an OS crash could lose.
  * Projectors run inside the transaction. Writes the type marks that reads rely on (see
- * DENSE_EVENT_TYPES in ./read). Dispose with `dispose()` (closes the WAL's descriptor).
+ * DENSE_EVENT_TYPES in ./read). The WAL's checkpoints run on a worker thread (wal-checkpoint.ts).
+ * Dispose with `dispose()` (closes the WAL's descriptor, stops the checkpoints).
  */
 export class LogAppender {
   private queue: PendingAppend[] = []
@@ -154,6 +162,10 @@ export class LogAppender {
   private readonly savepointTx: (p: PendingAppend, pending: Map<string, Tip>) => StoredEvent[]
   /** Commits without an fsync on the event loop (undefined: synchronous=FULL commits). */
   private wal: WalSync | undefined
+  /** Checkpoints the WAL off the event loop (undefined: SQLite's own, inside a COMMIT). */
+  private readonly checkpointer: WalCheckpointer | undefined
+  /** Group commits wait (the checkpointer copies the WAL's last frames, so the next commit starts it over). */
+  private held = false
   /** Groups committed, waiting for the WAL's fsync, oldest first. */
   private readonly unsynced: UnsyncedGroup[] = []
   private groupCount = 0
@@ -190,6 +202,7 @@ export class LogAppender {
       'SELECT s.rid, s.deleting, (SELECT COALESCE(MAX(e.seq), 0) FROM events e WHERE e.session_rid = s.rid) AS seq FROM sessions s WHERE s.id = ?',
     )
     this.wal = options.syncOffThread === false ? undefined : WalSync.open(db, options.fsync)
+    this.checkpointer = options.checkpoint === false ? undefined : WalCheckpointer.open(db, { hold: () => (this.held = true), release: () => this.release() }, options.checkpoint)
   }
 
   /** Whether some committed group is not on disk yet (reads stop before it: see visibleBefore). */
@@ -208,6 +221,7 @@ export class LogAppender {
   /** Closes the WAL's descriptor; appends still waiting for their fsync settle when it returns. */
   dispose(): void {
     this.wal?.dispose()
+    this.checkpointer?.dispose()
   }
 
   /** Adds a projection run inside every append transaction. */
@@ -254,6 +268,13 @@ export class LogAppender {
 
   private readonly flushAfterTask = (): void => process.nextTick(this.flushNow)
   private readonly flushNow = (): void => this.flush()
+
+  /** The checkpointer let the group commits go: what waited commits now. */
+  private release(): void {
+    this.held = false
+    if (this.flushScheduled && this.queue.length > 0) setImmediate(this.flushNow)
+    else this.flushScheduled = false
+  }
 
   /** A lazy append (AppendOptions.lazy) waits for the next group, committed at setImmediate at the latest. */
   private scheduleLazyFlush(): void {
@@ -317,6 +338,8 @@ export class LogAppender {
   private flush(): void {
     // appends made meanwhile are flushed by the loop below, not by another immediate
     this.flushScheduled = true
+    // (release() flushes what waited)
+    if (this.held) return
     try {
       for (let i = 0; i < CHAINED_GROUPS && this.queue.length > 0; i++) this.flushGroup()
     } finally {
@@ -588,6 +611,7 @@ export class LogAppender {
 
   /** After a commit: the marks it wrote become what later appends of this log build on. */
   private committed(pending: Map<string, Tip>): void {
+    this.checkpointer?.noteCommit()
     for (const [sessionId, tip] of pending) {
       if (!tip.marked) continue
       if (this.markedBlocks.size >= MAX_MARKED_SESSIONS && !this.markedBlocks.has(sessionId)) this.markedBlocks.clear()

@@ -1,6 +1,7 @@
 import http from 'node:http'
 import https from 'node:https'
 import type { IncomingMessage } from 'node:http'
+import { StringDecoder } from 'node:string_decoder'
 
 /**
  * The model client's HTTP transport: the `fetch` the official SDK is given, over Node's own
@@ -18,6 +19,10 @@ import type { IncomingMessage } from 'node:http'
  * than http/https, a `Request` object) goes to the global fetch unchanged. Errors are Node's own:
  * a refused connection keeps its `code` (ECONNREFUSED…) for the error classification, an abort
  * is an `AbortError` as the SDK expects.
+ *
+ * An event stream whose events carry no `event:` line (only `data:`, which SSE allows and some
+ * Anthropic-compatible proxies and local servers send) gets one, named after its data's `type`:
+ * the SDK drops every event without one, and the response read as cut short (`eventStreamBody`).
  */
 
 const agents = {
@@ -65,8 +70,11 @@ class NodeResponse {
     this.headers = headers
   }
 
-  get body(): IncomingMessage {
-    return this.res
+  private stream: AsyncIterable<Uint8Array> | undefined
+
+  get body(): AsyncIterable<Uint8Array> {
+    this.stream ??= /^text\/event-stream\b/i.test(this.res.headers['content-type'] ?? '') ? eventStreamBody(this.res) : this.res
+    return this.stream
   }
 
   get bodyUsed(): boolean {
@@ -93,6 +101,105 @@ class NodeResponse {
     for await (const c of this.res) chunks.push(c as Buffer)
     return Buffer.concat(chunks)
   }
+}
+
+/**
+ * An event stream's body as the SDK reads it. The first event with data decides: with an `event:`
+ * line (the Messages API's own streams) every chunk passes as it came; with only `data:` lines, each event
+ * without an `event:` line gets one naming its data's `type` (`message_start`, …), since the SDK
+ * skips an event that has none. Chunks go on as they arrive either way.
+ */
+export async function* eventStreamBody(res: AsyncIterable<Buffer>): AsyncGenerator<Uint8Array> {
+  const chunks = res[Symbol.asyncIterator]()
+  const held: Buffer[] = []
+  let head = ''
+  let named = true
+  try {
+    for (;;) {
+      const r = await chunks.next()
+      if (!r.done) {
+        held.push(r.value)
+        head += r.value.toString('latin1') // only ASCII field names are looked for
+      }
+      // the first event with data (before it: comments, a retry field), whole
+      const first = firstDataEvent(head, r.done === true)
+      if (first !== undefined || r.done || head.length > 65_536) {
+        named = first === undefined || /^event:/m.test(first)
+        break
+      }
+    }
+    if (named) {
+      yield* held
+      for (;;) {
+        const r = await chunks.next()
+        if (r.done) return
+        yield r.value
+      }
+    }
+    const decoder = new StringDecoder('utf8')
+    let rest = ''
+    const feed = (text: string, last: boolean): Buffer | undefined => {
+      const { out, left } = withEventLines(rest + text, last)
+      rest = left
+      return out ? Buffer.from(out, 'utf8') : undefined
+    }
+    for (const c of held) {
+      const out = feed(decoder.write(c), false)
+      if (out) yield out
+    }
+    for (;;) {
+      const r = await chunks.next()
+      const out = r.done ? feed(decoder.end(), true) : feed(decoder.write(r.value), false)
+      if (out) yield out
+      if (r.done) return
+    }
+  } finally {
+    await chunks.return?.()
+  }
+}
+
+/** The first whole event of `text` with a `data:` line (the rest of the text, when `last`), or undefined. */
+function firstDataEvent(text: string, last: boolean): string | undefined {
+  let from = 0
+  const blank = /\r\n\r\n|\n\n|\r\r/g
+  for (let m = blank.exec(text); m; m = blank.exec(text)) {
+    const event = text.slice(from, m.index)
+    if (/^data:/m.test(event)) return event
+    from = m.index + m[0].length
+  }
+  const rest = text.slice(from)
+  return last && /^data:/m.test(rest) ? rest : undefined
+}
+
+/** The whole events in `text` (up to its last blank line; all of it when `last`), each given an `event:` line it lacked. */
+function withEventLines(text: string, last: boolean): { out: string; left: string } {
+  let out = ''
+  let from = 0
+  const blank = /\r\n\r\n|\n\n|\r\r/g
+  for (let m = blank.exec(text); m; m = blank.exec(text)) {
+    out += `${withEventLine(text.slice(from, m.index))}\n\n`
+    from = m.index + m[0].length
+  }
+  const left = text.slice(from)
+  if (last && left.trim() !== '') return { out: `${out}${withEventLine(left)}\n\n`, left: '' }
+  return { out, left }
+}
+
+function withEventLine(event: string): string {
+  const lines = event.split(/\r\n|\n|\r/)
+  if (lines.some((l) => l.startsWith('event:'))) return event
+  const data = lines
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => l.slice(l.startsWith('data: ') ? 6 : 5))
+    .join('\n')
+  if (data === '') return event
+  let type: unknown
+  try {
+    type = (JSON.parse(data) as { type?: unknown }).type
+  } catch {
+    return event
+  }
+  return typeof type === 'string' && /^[\w.-]+$/.test(type) ? `event: ${type}\n${event}` : event
 }
 
 /** `fetch(url, init)` for the SDK over node:http/https (see the module's comment). */

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AnthropicModelClient, ModelRequestError, type ModelRequest } from '../../../src/main/harness/model-client'
-import { nodeFetch } from '../../../src/main/harness/model-transport'
+import { eventStreamBody, nodeFetch } from '../../../src/main/harness/model-transport'
 import { sseEvents } from '../../support/model-server'
 
 // The SDK's transport (harness/model-transport.ts): node:http with keep-alive under the official
@@ -127,5 +127,33 @@ describe('the model transport (node:http under the SDK)', () => {
     controller.abort()
     await expect(nodeFetch(`${s.url}/v1/x`, { method: 'POST', body: 'x', signal: controller.signal })).rejects.toMatchObject({ name: 'AbortError' })
     expect(s.bodies).toEqual(['{"a":1}', 'streamed'])
+  })
+
+  it('reads a stream whose events have only data: lines (some compatible servers send no event: line), cut anywhere, and passes a named one as it came', async () => {
+    const text = 'héllo 🌍 from a local server'
+    const wire = (named: boolean, eol: string) =>
+      sseEvents({ kind: 'message', blocks: [{ type: 'text', text }, { type: 'tool_use', name: 'bash', input: { command: 'ls' } }] }, 'local-model')
+        .map((e) => `${named ? `event: ${e.type}${eol}` : ''}data: ${JSON.stringify(e)}${eol}${eol}`)
+        .join('')
+    for (const eol of ['\n', '\r\n']) {
+      const bytes = Buffer.from(`: a comment first${eol}${eol}${wire(false, eol)}`, 'utf8')
+      // in pieces of 7 bytes: lines, the blank lines between events and the emoji's four bytes all split
+      const s = await serve((_body, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' })
+        for (let i = 0; i < bytes.length; i += 7) res.write(bytes.subarray(i, i + 7))
+        res.end()
+      })
+      const r = await new AnthropicModelClient({ baseURL: s.url, apiKey: 'k' }).stream(request, { signal: new AbortController().signal })
+      expect(r).toMatchObject({ blocks: [{ type: 'text', text }, { type: 'tool_use', name: 'bash', input: { command: 'ls' } }], stopReason: 'tool_use' })
+      server?.closeAllConnections()
+      await new Promise<void>((res) => server!.close(() => res()))
+      server = undefined
+    }
+    // the Messages API's own streams: the same chunks, untouched
+    const chunks = [Buffer.from(wire(true, '\n').slice(0, 50)), Buffer.from(wire(true, '\n').slice(50))]
+    const out: Uint8Array[] = []
+    for await (const c of eventStreamBody((async function* () { yield* chunks })())) out.push(c)
+    expect(out).toEqual(chunks)
+    expect(out[0]).toBe(chunks[0])
   })
 })

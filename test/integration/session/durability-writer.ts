@@ -3,15 +3,23 @@
  * SESSIONS sessions, then has WRITERS concurrent writers append through the group-committed log
  * forever. After each append resolves (= committed, and its WAL fsynced: log/wal-sync.ts) it prints
  * `ack <sessionId> <seq> <eventId>` per event. Stdout is a pipe, which Node writes synchronously
- * on Linux, so a printed ack has left the process before any later kill.
+ * on Linux, so a printed ack has left the process before any later kill. With argv[3] `checkpoints`
+ * the appends go through a log whose WAL checkpoints (log/wal-checkpoint.ts) start at a few frames,
+ * so worker checkpoints and held group commits happen all through the run (`ckpt` printed per one).
  */
 import { openStoresAt } from '../../../src/main/session/stores'
+import { SqliteEventLog } from '../../../src/main/session/sqlite-event-log'
 
 const SESSIONS = 4
 const WRITERS = 8
 
 async function main(): Promise<void> {
-  const { db, log, agents, environments, sessions } = openStoresAt(process.argv[2])
+  const stores = openStoresAt(process.argv[2])
+  const { db, agents, environments, sessions } = stores
+  const log =
+    process.argv[3] === 'checkpoints'
+      ? new SqliteEventLog(db, { checkpoint: { minFrames: 8, restartFrames: 24, pollMs: 2, onCheckpoint: () => process.stdout.write('ckpt\n') } })
+      : stores.log
   let ids = (db.prepare('SELECT id FROM sessions ORDER BY rid').all() as { id: string }[]).map((r) => r.id)
   if (ids.length < SESSIONS) {
     const agent = agents.create({ name: 'durable', model: 'claude-sonnet-4-6' })

@@ -40,9 +40,9 @@ interface Ack {
  * Runs the writer and SIGKILLs it `killAfterMs` after it reported ready (its database open and
  * migrated), so the kill lands among appends; resolves with the acks it printed.
  */
-function runAndKill(killAfterMs: number): Promise<{ acks: Ack[]; ready: boolean; stderr: string }> {
+function runAndKill(killAfterMs: number, mode = ''): Promise<{ acks: Ack[]; ready: boolean; stderr: string; checkpoints: number }> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [bundle, dbPath], { env: { ...process.env, NODE_PATH: join(ROOT, 'node_modules') }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [bundle, dbPath, mode], { env: { ...process.env, NODE_PATH: join(ROOT, 'node_modules') }, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     let stderr = ''
     let timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
@@ -67,62 +67,80 @@ function runAndKill(killAfterMs: number): Promise<{ acks: Ack[]; ready: boolean;
         const [kind, sessionId, seq, id] = line.split(' ')
         if (kind === 'ack') acks.push({ sessionId, seq: Number(seq), id })
       }
-      resolvePromise({ acks, ready: lines.includes('ready'), stderr })
+      resolvePromise({ acks, ready: lines.includes('ready'), stderr, checkpoints: lines.filter((l) => l === 'ckpt').length })
     })
   })
 }
 
-describe('the session log under kill -9', () => {
-  it(`keeps every acknowledged event across ${KILLS} kills at random instants (seed ${SEED})`, async () => {
-    const rand = mulberry32(SEED)
-    const acked = new Map<string, Map<number, string>>()
-    let totalAcks = 0
-    let killsMidAppend = 0
-    for (let k = 0; k < KILLS; k++) {
-      // 0–100 ms into the appending: mid-transaction, mid-fsync, between commit and ack, ...
-      const { acks, stderr } = await runAndKill(Math.floor(rand() * 100))
-      expect(stderr, `kill ${k}: the writer reported an error`).toBe('')
-      if (acks.length > 0) killsMidAppend++
-      for (const a of acks) {
-        let m = acked.get(a.sessionId)
-        if (!m) acked.set(a.sessionId, (m = new Map()))
-        const prior = m.get(a.seq)
-        expect(prior === undefined || prior === a.id, `kill ${k}: seq ${a.seq} of ${a.sessionId} acknowledged twice with different ids`).toBe(true)
-        m.set(a.seq, a.id)
-      }
-      totalAcks += acks.length
-
-      const db = new Database(dbPath)
-      try {
-        expect(db.pragma('integrity_check', { simple: true }), `kill ${k}: integrity_check`).toBe('ok')
-        if (!db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'events'").get()) {
-          // Killed before the first migration committed: nothing can have been acknowledged.
-          expect(totalAcks).toBe(0)
-          continue
-        }
-        const find = db.prepare('SELECT e.id FROM events e JOIN sessions s ON s.rid = e.session_rid WHERE s.id = ? AND e.seq = ?').pluck()
-        for (const a of acks) expect(find.get(a.sessionId, a.seq), `kill ${k}: acknowledged event ${a.sessionId}#${a.seq} is missing`).toBe(a.id)
-        const perSession = db.prepare('SELECT session_rid AS rid, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM events GROUP BY session_rid').all() as { rid: number; n: number; lo: number; hi: number }[]
-        for (const s of perSession) expect({ lo: s.lo, hi: s.hi }, `kill ${k}: session rid ${s.rid} has a gap`).toEqual({ lo: 1, hi: s.n })
-        const ids = db.prepare('SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS d FROM events').get() as { n: number; d: number }
-        expect(ids.d, `kill ${k}: duplicate event ids`).toBe(ids.n)
-      } finally {
-        db.close()
-      }
+/** `kills` runs of the writer (`mode`: its argv[3]), each killed at a random instant, checked after each kill and at the end. */
+async function killAndCheck(kills: number, mode: string, seed: number): Promise<{ killsMidAppend: number; totalAcks: number; checkpoints: number }> {
+  const rand = mulberry32(seed)
+  let checkpoints = 0
+  const acked = new Map<string, Map<number, string>>()
+  let totalAcks = 0
+  let killsMidAppend = 0
+  for (let k = 0; k < kills; k++) {
+    // 0–100 ms into the appending: mid-transaction, mid-fsync, between commit and ack, ...
+    const { acks, stderr, checkpoints: c } = await runAndKill(Math.floor(rand() * 100), mode)
+    expect(stderr, `kill ${k}: the writer reported an error`).toBe('')
+    checkpoints += c
+    if (acks.length > 0) killsMidAppend++
+    for (const a of acks) {
+      let m = acked.get(a.sessionId)
+      if (!m) acked.set(a.sessionId, (m = new Map()))
+      const prior = m.get(a.seq)
+      expect(prior === undefined || prior === a.id, `kill ${k}: seq ${a.seq} of ${a.sessionId} acknowledged twice with different ids`).toBe(true)
+      m.set(a.seq, a.id)
     }
+    totalAcks += acks.length
 
-    // Finally every acknowledgement from every run, all at once.
-    const db = new Database(dbPath, { readonly: true })
+    const db = new Database(dbPath)
     try {
+      expect(db.pragma('integrity_check', { simple: true }), `kill ${k}: integrity_check`).toBe('ok')
+      if (!db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'events'").get()) {
+        // Killed before the first migration committed: nothing can have been acknowledged.
+        expect(totalAcks).toBe(0)
+        continue
+      }
       const find = db.prepare('SELECT e.id FROM events e JOIN sessions s ON s.rid = e.session_rid WHERE s.id = ? AND e.seq = ?').pluck()
-      for (const [sid, m] of acked) for (const [seq, id] of m) expect(find.get(sid, seq)).toBe(id)
+      for (const a of acks) expect(find.get(a.sessionId, a.seq), `kill ${k}: acknowledged event ${a.sessionId}#${a.seq} is missing`).toBe(a.id)
+      const perSession = db.prepare('SELECT session_rid AS rid, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM events GROUP BY session_rid').all() as { rid: number; n: number; lo: number; hi: number }[]
+      for (const s of perSession) expect({ lo: s.lo, hi: s.hi }, `kill ${k}: session rid ${s.rid} has a gap`).toEqual({ lo: 1, hi: s.n })
+      const ids = db.prepare('SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS d FROM events').get() as { n: number; d: number }
+      expect(ids.d, `kill ${k}: duplicate event ids`).toBe(ids.n)
     } finally {
       db.close()
     }
-    console.log(`[durability] ${KILLS} kills, ${killsMidAppend} while appending, ${totalAcks} acknowledged events verified`)
+  }
+
+  // Finally every acknowledgement from every run, all at once.
+  const db = new Database(dbPath, { readonly: true })
+  try {
+    const find = db.prepare('SELECT e.id FROM events e JOIN sessions s ON s.rid = e.session_rid WHERE s.id = ? AND e.seq = ?').pluck()
+    for (const [sid, m] of acked) for (const [seq, id] of m) expect(find.get(sid, seq)).toBe(id)
+  } finally {
+    db.close()
+  }
+  console.log(`[durability] ${kills} kills${mode ? ` (${mode})` : ''}, ${killsMidAppend} while appending, ${totalAcks} acknowledged events verified, ${checkpoints} worker checkpoints`)
+  return { killsMidAppend, totalAcks, checkpoints }
+}
+
+describe('the session log under kill -9', () => {
+  it(`keeps every acknowledged event across ${KILLS} kills at random instants (seed ${SEED})`, async () => {
+    const { killsMidAppend } = await killAndCheck(KILLS, '', SEED)
     // Most kills must land while appends are in flight (a kill in the first ms after `ready`
     // acknowledges nothing yet; under CPU contention more of them do). Half is a floor that a
     // loaded 2-core CI machine still clears, with ≥ 100 kills mid-append.
     expect(killsMidAppend).toBeGreaterThanOrEqual(KILLS * 0.5)
+  }, 300_000)
+
+  it('keeps them too with the WAL checkpointed on a worker thread and group commits held for it, all through each run', async () => {
+    rmSync(dbPath, { force: true })
+    for (const ext of ['-wal', '-shm']) rmSync(dbPath + ext, { force: true })
+    const kills = Math.max(20, Math.round(KILLS / 4))
+    const { killsMidAppend, checkpoints } = await killAndCheck(kills, 'checkpoints', SEED + 1)
+    expect(killsMidAppend).toBeGreaterThanOrEqual(kills * 0.5)
+    // kills landed among checkpoints (a run killed in its first tens of ms may see none: the worker starts at the first)
+    expect(checkpoints).toBeGreaterThanOrEqual(kills / 4)
   }, 300_000)
 })

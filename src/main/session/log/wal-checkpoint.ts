@@ -248,8 +248,12 @@ export class WalCheckpointer {
     this.letGo()
     if (this.disposed) return
     if (m.type === 'failed') return this.fail(new Error(m.message))
-    // (the WAL may have started over while it ran: the next tick sees it shorter)
-    this.backfilled = Math.max(this.backfilled, m.checkpointedFrames)
+    // shorter now than when it ran: the WAL has started over since (what it copied is of the old one)
+    const now = this.walFrames()
+    if (now !== undefined && now < m.walFrames) {
+      this.backfilled = 0
+      this.lastFrames = now
+    } else this.backfilled = Math.max(this.backfilled, m.checkpointedFrames)
     this.stats.checkpoints++
     this.stats.frames += m.checkpointedFrames
     this.stats.workerMs += m.ms

@@ -126,10 +126,22 @@ test.describe.serial('editors: a change saved elsewhere while editing', () => {
     await expect(notice).toBeHidden()
     await expect(taskBox).toHaveValue('their task')
 
+    // keeping the edits shows the newer version's other fields under them
+    await name.fill('Evening digest')
+    await api('POST', `/v1/deployments/${d.id}`, { initial_events: task('task three') })
+    await page.getByRole('button', { name: 'Pause' }).click()
+    await notice.getByRole('button', { name: 'Keep my edits' }).click()
+    await expect(notice).toBeHidden()
+    await expect(name).toHaveValue('Evening digest')
+    await expect(taskBox).toHaveValue('task three')
+    await page.getByRole('button', { name: 'Save', exact: true }).click()
+    await expect.poll(async () => (await api('GET', `/v1/deployments/${d.id}`)).name).toBe('Evening digest')
+    expect((await api('GET', `/v1/deployments/${d.id}`)).initial_events[0].content[0].text).toBe('task three')
+
     // loading a newer version drops the edits
     await name.fill('scratch')
     await api('POST', `/v1/deployments/${d.id}`, { name: 'Their name' })
-    await page.getByRole('button', { name: 'Pause' }).click()
+    await page.getByRole('button', { name: 'Resume' }).click()
     await notice.getByRole('button', { name: 'Load the saved schedule' }).click()
     await expect(name).toHaveValue('Their name')
     await expect(notice).toBeHidden()

@@ -242,6 +242,14 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
   const { draft, setDraft, base, newer, load, keep, saved: savedAs } = useDraft(deployment, scheduleDraftOf, editedFieldsOf)
   const { name, task, scheduled, expression, timezone } = draft
   const set = (patch: Partial<ScheduleDraft>) => setDraft((x) => ({ ...x, ...patch }))
+  // keeping the edits over a newer version: its fields, with the ones edited here on top
+  const keepEdits = () => {
+    if (!newer || !base) return keep()
+    const from = scheduleDraftOf(base)
+    const edited = Object.fromEntries(Object.entries(draft).filter(([k, v]) => v !== from[k as keyof ScheduleDraft]))
+    keep()
+    setDraft({ ...scheduleDraftOf(newer), ...edited })
+  }
   const [err, setErr] = useState<unknown>()
   const [busy, setBusy] = useState(false)
   const preview = useMemo(() => nextRunsInWords(expression, timezone, new Date()), [expression, timezone])
@@ -285,10 +293,10 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
       )}
       {newer && (
         <ChangedElsewhere
-          text={`This schedule was changed elsewhere (${relativeTime(newer.updated_at)}) after your edits began; saving now writes the fields you edited over that change.`}
+          text={`This schedule was changed elsewhere (${relativeTime(newer.updated_at)}) after your edits began. Saving sends only the fields you edited: the others keep that change.`}
           loadLabel="Load the saved schedule"
           onLoad={load}
-          onKeep={keep}
+          onKeep={keepEdits}
         />
       )}
       <form

@@ -158,31 +158,31 @@ export async function* eventStreamBody(res: AsyncIterable<Buffer>): AsyncGenerat
   }
 }
 
-/** The first whole event of `text` with a `data:` line (the rest of the text, when `last`), or undefined. */
-function firstDataEvent(text: string, last: boolean): string | undefined {
+/** The whole events of an event stream's text (each ends at a blank line) and what follows the last. */
+function splitEvents(text: string): { events: string[]; left: string } {
+  const events: string[] = []
   let from = 0
   const blank = /\r\n\r\n|\n\n|\r\r/g
   for (let m = blank.exec(text); m; m = blank.exec(text)) {
-    const event = text.slice(from, m.index)
-    if (/^data:/m.test(event)) return event
+    events.push(text.slice(from, m.index))
     from = m.index + m[0].length
   }
-  const rest = text.slice(from)
-  return last && /^data:/m.test(rest) ? rest : undefined
+  return { events, left: text.slice(from) }
+}
+
+const hasData = (event: string) => /^data:/m.test(event)
+
+/** The first whole event of `text` with a `data:` line (the rest of the text, when `last`), or undefined. */
+function firstDataEvent(text: string, last: boolean): string | undefined {
+  const { events, left } = splitEvents(text)
+  return events.find(hasData) ?? (last && hasData(left) ? left : undefined)
 }
 
 /** The whole events in `text` (up to its last blank line; all of it when `last`), each given an `event:` line it lacked. */
 function withEventLines(text: string, last: boolean): { out: string; left: string } {
-  let out = ''
-  let from = 0
-  const blank = /\r\n\r\n|\n\n|\r\r/g
-  for (let m = blank.exec(text); m; m = blank.exec(text)) {
-    out += `${withEventLine(text.slice(from, m.index))}\n\n`
-    from = m.index + m[0].length
-  }
-  const left = text.slice(from)
-  if (last && left.trim() !== '') return { out: `${out}${withEventLine(left)}\n\n`, left: '' }
-  return { out, left }
+  const { events, left } = splitEvents(text)
+  if (last && left.trim() !== '') events.push(left)
+  return { out: events.map((e) => `${withEventLine(e)}\n\n`).join(''), left: last ? '' : left }
 }
 
 function withEventLine(event: string): string {

@@ -233,6 +233,11 @@ function scheduleDraftOf(d: Deployment | undefined): ScheduleDraft {
  */
 const editedFieldsOf = (d: Deployment): string => JSON.stringify(scheduleDraftOf(d))
 
+/** The fields of `draft` that differ from `from` (what was edited since the version the draft started from). */
+function editedSince(draft: ScheduleDraft, from: ScheduleDraft): Partial<ScheduleDraft> {
+  return Object.fromEntries(Object.entries(draft).filter(([k, v]) => v !== from[k as keyof ScheduleDraft]))
+}
+
 function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployment; onSaved: (d: Deployment) => void; embedded?: boolean }) {
   const client = useClient()
   const { agents, environments } = useSessions()
@@ -245,8 +250,7 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
   // keeping the edits over a newer version: its fields, with the ones edited here on top
   const keepEdits = () => {
     if (!newer || !base) return keep()
-    const from = scheduleDraftOf(base)
-    const edited = Object.fromEntries(Object.entries(draft).filter(([k, v]) => v !== from[k as keyof ScheduleDraft]))
+    const edited = editedSince(draft, scheduleDraftOf(base))
     keep()
     setDraft({ ...scheduleDraftOf(newer), ...edited })
   }
@@ -266,14 +270,14 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
       if (deployment) {
         // only what was edited since the version the draft was made from: a field changed elsewhere
         // and not here keeps that change
-        const from = scheduleDraftOf(base ?? deployment)
-        const scheduleEdited = scheduled !== from.scheduled || expression !== from.expression || timezone !== from.timezone
+        const edited = editedSince(draft, scheduleDraftOf(base ?? deployment))
+        const scheduleEdited = 'scheduled' in edited || 'expression' in edited || 'timezone' in edited
         saved = await client.request<Deployment>('deployments.update', { id: deployment.id }, {
-          ...(name !== from.name ? { name } : {}),
+          ...('name' in edited ? { name } : {}),
           ...(scheduleEdited ? { schedule } : {}),
-          ...(agent !== from.agentId ? { agent } : {}),
-          ...(env !== from.envId ? { environment_id: env } : {}),
-          ...(task !== from.task ? { initial_events } : {}),
+          ...('agentId' in edited ? { agent } : {}),
+          ...('envId' in edited ? { environment_id: env } : {}),
+          ...('task' in edited ? { initial_events } : {}),
         })
         savedAs(saved)
       } else saved = await client.request<Deployment>('deployments.create', {}, { name, agent, environment_id: env, initial_events, schedule })

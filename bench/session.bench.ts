@@ -61,6 +61,22 @@ function fsyncCost(): ReturnType<typeof summary> {
 }
 
 /**
+ * Times each flush of `log`'s append side (log/append.ts): one commit group each, its whole time
+ * on the event loop (BEGIN … COMMIT, and a checkpoint when the COMMIT runs one).
+ */
+function timeFlushes(log: SqliteEventLog): number[] {
+  const appender = (log as unknown as { appender: { flush: () => void } }).appender
+  const flush = appender.flush.bind(appender)
+  const ms: number[] = []
+  appender.flush = () => {
+    const t = performance.now()
+    flush()
+    ms.push(performance.now() - t)
+  }
+  return ms
+}
+
+/**
  * `writers` async writers each appending one event at a time for `ms`; appends/s and CPU per append.
  * With `mixed`, each writer cycles through TYPES (dense and other types alike) instead of one
  * agent.message.
@@ -70,14 +86,7 @@ async function durable(writers: number, sessionCount: number, ms: number, mixed 
   try {
     const ids: string[] = []
     for (let i = 0; i < sessionCount; i++) ids.push(await f.newSession())
-    let groups = 0
-    // each flush of the append side (log/append.ts) is one commit group
-    const appender = (f.log as unknown as { appender: { flush: () => void } }).appender
-    const origFlush = appender.flush.bind(appender)
-    appender.flush = () => {
-      groups++
-      origFlush()
-    }
+    const flushes = timeFlushes(f.log)
     let n = 0
     const cpu0 = process.cpuUsage()
     const start = performance.now()
@@ -93,7 +102,7 @@ async function durable(writers: number, sessionCount: number, ms: number, mixed 
     )
     const secs = (performance.now() - start) / 1000
     const cpu = process.cpuUsage(cpu0)
-    return { appends_per_s: Math.round(n / secs), cpu_us_per_append: Math.round(((cpu.user + cpu.system) / n) * 10) / 10, commit_groups: groups }
+    return { appends_per_s: Math.round(n / secs), cpu_us_per_append: Math.round(((cpu.user + cpu.system) / n) * 10) / 10, commit_groups: flushes.length }
   } finally {
     f.close()
   }
@@ -135,14 +144,7 @@ async function checkpointStall(offLoop: boolean, writers: number, perAppend: num
     // in the COMMIT: as before log/wal-checkpoint.ts, SQLite's own every 4,000 frames (database.ts's backstop is 16,000)
     if (!offLoop) f.db.pragma('wal_autocheckpoint = 4000')
     const log = new SqliteEventLog(f.db, { checkpoint: offLoop ? {} : false })
-    const appender = (log as unknown as { appender: { flush: () => void; checkpointer?: { stats: { checkpoints: number; workerMs: number } } } }).appender
-    const origFlush = appender.flush.bind(appender)
-    const flushes: number[] = []
-    appender.flush = () => {
-      const t = performance.now()
-      origFlush()
-      flushes.push(performance.now() - t)
-    }
+    const flushes = timeFlushes(log)
     const event = { type: 'agent.tool_result', tool_use_id: 'toolu_bench', content: [{ type: 'text', text: 'ran: '.padEnd(560, 'x') }], is_error: false }
     const delay = monitorEventLoopDelay({ resolution: 1 })
     delay.enable()
@@ -160,7 +162,7 @@ async function checkpointStall(offLoop: boolean, writers: number, perAppend: num
       }),
     )
     delay.disable()
-    const ck = appender.checkpointer?.stats
+    const ck = (log as unknown as { appender: { checkpointer?: { stats: { checkpoints: number; workerMs: number } } } }).appender.checkpointer?.stats
     log.dispose()
     return {
       appends_per_s: Math.round(appends / ((performance.now() - start) / 1000)),

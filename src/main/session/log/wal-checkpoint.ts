@@ -123,7 +123,7 @@ export class WalCheckpointer {
   /** The worker could not start or failed: SQLite's own checkpoints only. */
   private off = false
   private disposed = false
-  readonly stats = { checkpoints: 0, frames: 0, workerMs: 0 }
+  readonly stats = { checkpoints: 0, workerMs: 0 }
 
   private readonly path: string
 
@@ -255,7 +255,6 @@ export class WalCheckpointer {
       this.lastFrames = now
     } else this.backfilled = Math.max(this.backfilled, m.checkpointedFrames)
     this.stats.checkpoints++
-    this.stats.frames += m.checkpointedFrames
     this.stats.workerMs += m.ms
     this.options.onCheckpoint?.({ busy: m.busy, walFrames: m.walFrames, checkpointedFrames: m.checkpointedFrames, ms: m.ms })
   }

@@ -19,6 +19,7 @@ import type { HandsRouter } from './hands/router'
 import type { ModelClient } from './harness/model-client'
 import { Vault, type VaultOptions } from './vault/vault'
 import { McpToolRouter } from './hands/mcp/router'
+import { validateMcpOAuthCredential } from './hands/mcp/client'
 import { sessionMcpServers } from './hands/mcp/servers'
 import type { Keychain } from './vault/keychain'
 import type { SafeStorageLike } from './vault/safe-storage-keychain'
@@ -246,6 +247,12 @@ export class Engine {
       // A credential archived, rotated or taken out of a session's vaults is not used by an open MCP connection again.
       const mcp = this.mcp
       for (const store of [vaults, sessions]) this.disposers.push(store.changes.subscribe(() => mcp.refreshCredentials()))
+      const keychain = config.keychain
+      this.services.validateMcpOAuth = (vaultId, credentialId) => {
+        const credential = vaults.retrieveCredential(vaultId, credentialId)
+        if (credential.archived_at) throw new CorralError('invalid_request_error', `credential ${credentialId} is archived: an archived credential is never used, so there is nothing to validate`)
+        return validateMcpOAuthCredential(credential, { keychain, log: config.log })
+      }
     }
     this.router = engineToolRouter({ toolset: config.toolRouter ?? this.hands, mcp: this.mcp })
     this.brains = new Brains({

@@ -7,6 +7,7 @@ import type { SessionStore } from '../session/session-store'
 import type { EventLog } from '../session/event-log'
 import type { MessageSearchHit, MessageSearchParams } from '../session/message-search'
 import type { VaultStore } from '../session/vault-store'
+import type { BetaManagedAgentsCredentialValidation } from '@anthropic-ai/sdk/resources/beta/vaults/credentials'
 import type { ThreadStore } from '../session/thread-store'
 import type { MemoryStore } from '../session/memory-store'
 import type { FileStore } from '../session/file-store'
@@ -29,6 +30,12 @@ export interface ApiServices {
   threads: ThreadStore
   /** Vaults and credentials (metadata; secrets go to its SecretSink). */
   vaults: VaultStore
+  /**
+   * `credentials.mcpOAuthValidate`: probes an mcp_oauth credential against its MCP server with the
+   * secrets the keychain holds (hands/mcp/client.ts). Absent in an engine without a keychain, which
+   * keeps no secret to probe with.
+   */
+  validateMcpOAuth?: (vaultId: string, credentialId: string) => Promise<BetaManagedAgentsCredentialValidation>
   /** Memory stores, memories and their versions (`/v1/memory_stores`). */
   memory: MemoryStore
   /** Messages whose text contains a query, across sessions, newest first (`/v1/corral/search`). */

@@ -1,5 +1,6 @@
 import type { Hono } from 'hono'
 import { credentialCreateSchema, credentialUpdateSchema, includeArchivedQuerySchema, vaultCreateSchema, vaultUpdateSchema } from '../../../shared/api/schemas'
+import { CorralError } from '../../../shared/errors'
 import type { ApiServices } from '../services'
 import { validate } from '../validate'
 import { noQuery, readJson, query } from './common'
@@ -23,4 +24,14 @@ export function vaultRoutes(app: Hono, s: ApiServices): void {
   )
   app.delete('/v1/vaults/:id/credentials/:credentialId', async (c) => (noQuery(c), c.json(await s.vaults.deleteCredential(c.req.param('id'), c.req.param('credentialId')))))
   app.post('/v1/vaults/:id/credentials/:credentialId/archive', (c) => (noQuery(c), c.json(s.vaults.archiveCredential(c.req.param('id'), c.req.param('credentialId')))))
+  // a live probe of an mcp_oauth credential against its MCP server (hands/mcp/client.ts); no body
+  app.post('/v1/vaults/:id/credentials/:credentialId/mcp_oauth_validate', async (c) => {
+    noQuery(c)
+    const [vaultId, credentialId] = [c.req.param('id'), c.req.param('credentialId')]
+    if (!s.validateMcpOAuth) {
+      s.vaults.retrieveCredential(vaultId, credentialId) // 404 first
+      throw new CorralError('keychain_error', `credential ${credentialId} cannot be validated: this Corral runs without a keychain, so it holds none of its secrets`)
+    }
+    return c.json(await s.validateMcpOAuth(vaultId, credentialId))
+  })
 }

@@ -1,5 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js'
 import type { StoredCredential } from '../../session/vault-store'
 import type { ToolOutcome } from '../tool-router'
 import type { BetaManagedAgentsCredentialValidation } from '@anthropic-ai/sdk/resources/beta/vaults/credentials'
@@ -189,9 +190,14 @@ interface HttpCapture {
   status_code: number
 }
 
+/** A captured body: at most CAPTURED_BODY_CHARS characters. */
+const CAPTURED_BODY_CHARS = 4096
+function truncated(text: string): { body: string; body_truncated: boolean } {
+  return { body: text.slice(0, CAPTURED_BODY_CHARS), body_truncated: text.length > CAPTURED_BODY_CHARS }
+}
+
 async function capture(res: Response, secrets: readonly string[]): Promise<HttpCapture> {
-  const text = scrub(await res.text().catch(() => ''), secrets)
-  return { status_code: res.status, content_type: res.headers.get('content-type') ?? '', body: text.slice(0, 4096), body_truncated: text.length > 4096 }
+  return { status_code: res.status, content_type: res.headers.get('content-type') ?? '', ...truncated(scrub(await res.text().catch(() => ''), secrets)) }
 }
 
 /**
@@ -238,31 +244,73 @@ export async function refreshAccessToken(
 
 type Probe = { ok: true } | { ok: false; auth: boolean; probe: { method: string; http_response: HttpCapture | null } }
 
-/** Sends MCP `initialize` with the token; 2xx is a working credential. */
+/**
+ * The MCP session a client opens, step by step, with `token` as its bearer: `initialize`, the
+ * `notifications/initialized` that must follow it, and `tools/list` (what a session connecting to
+ * the server does first). A server may answer `initialize` without looking at the token, so a
+ * working credential is one that gets through `tools/list`. The first step that fails names the
+ * method; a 401 or 403 is the credential's fault (`auth`), anything else (no answer, another
+ * status, a JSON-RPC error) leaves it unknown. The session the server opened is ended (DELETE).
+ */
 async function probeMcp(url: string, token: string, options: McpClientOptions): Promise<Probe> {
-  let res: Response
+  const f = options.fetch ?? fetch
+  const timeoutMs = options.timeoutMs ?? 30_000
+  let sessionId: string | undefined
+  const headers = () => ({
+    authorization: `Bearer ${token}`,
+    accept: 'application/json, text/event-stream',
+    ...(sessionId ? { 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION } : {}),
+  })
+  const steps: { method: string; body: { id?: number; [k: string]: unknown } }[] = [
+    { method: 'initialize', body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'corral', version: '0.1.0' } } } },
+    { method: 'notifications/initialized', body: { jsonrpc: '2.0', method: 'notifications/initialized' } },
+    { method: 'tools/list', body: { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} } },
+  ]
   try {
-    res = await (options.fetch ?? fetch)(url, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'corral', version: '0.1.0' } } }),
-      signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
-    })
-  } catch {
-    return { ok: false, auth: false, probe: { method: 'initialize', http_response: null } }
-  }
-  if (res.ok) {
-    await res.body?.cancel().catch(() => {})
+    for (const step of steps) {
+      let res: Response
+      try {
+        res = await f(url, { method: 'POST', headers: { ...headers(), 'content-type': 'application/json' }, body: JSON.stringify(step.body), signal: AbortSignal.timeout(timeoutMs) })
+      } catch {
+        return { ok: false, auth: false, probe: { method: step.method, http_response: null } }
+      }
+      if (!res.ok) return { ok: false, auth: res.status === 401 || res.status === 403, probe: { method: step.method, http_response: await capture(res, [token]) } }
+      sessionId ??= res.headers.get('mcp-session-id') ?? undefined
+      if (step.body.id === undefined) {
+        await res.body?.cancel().catch(() => {})
+        continue
+      }
+      // the JSON-RPC answer (a JSON body, or an event stream carrying it): an error is no success
+      const text = await res.text().catch(() => '')
+      if (jsonRpcAnswer(text, res.headers.get('content-type') ?? '', step.body.id)?.error !== undefined) {
+        return { ok: false, auth: false, probe: { method: step.method, http_response: { status_code: res.status, content_type: res.headers.get('content-type') ?? '', ...truncated(scrub(text, [token])) } } }
+      }
+    }
     return { ok: true }
+  } finally {
+    if (sessionId) await f(url, { method: 'DELETE', headers: headers(), signal: AbortSignal.timeout(timeoutMs) }).then((r) => r.body?.cancel(), () => undefined).catch(() => undefined)
   }
-  return { ok: false, auth: res.status === 401 || res.status === 403, probe: { method: 'initialize', http_response: await capture(res, [token]) } }
+}
+
+/** The JSON-RPC message answering request `id` in a response body (JSON, or SSE `data:` lines), if any. */
+function jsonRpcAnswer(text: string, contentType: string, id: number): { result?: unknown; error?: unknown } | undefined {
+  const payloads = /text\/event-stream/i.test(contentType) ? text.split(/\r\n|\n|\r/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5)) : [text]
+  for (const p of payloads) {
+    try {
+      const m = JSON.parse(p) as { id?: unknown; result?: unknown; error?: unknown }
+      if (m && m.id === id) return m
+    } catch {
+      // not JSON: not the answer
+    }
+  }
+  return undefined
 }
 
 /**
  * Live-probes an mcp_oauth credential against its MCP server, as the API's
- * `credentials.mcpOAuthValidate` does: `valid` when the server accepts the access token (after
- * a refresh if the first try got 401/403), `invalid` when it rejects it and a refresh did not
- * help or no access token is stored, `unknown` when the server or the token endpoint could not
+ * `credentials.mcpOAuthValidate` does (probeMcp: `initialize`, then `tools/list`): `valid` when
+ * the server accepts the access token (after a refresh if the first try got 401/403), `invalid`
+ * when it rejects it and a refresh did not help or no access token is stored, `unknown` when the server or the token endpoint could not
  * be reached. Captured bodies are scrubbed of every secret of the credential.
  */
 export async function validateMcpOAuthCredential(c: StoredCredential, options: McpClientOptions & { now?: () => Date }): Promise<BetaManagedAgentsCredentialValidation> {

@@ -10,8 +10,12 @@ export const ACCESS_NEW = 'canary-mcp-access-fresh-22'
 export const REFRESH = 'canary-mcp-refresh-33'
 export const CLIENT_SECRET = 'canary-mcp-client-secret-44'
 
-/** A real streamable-HTTP MCP server on 127.0.0.1 that demands a bearer token; /token refreshes. */
-export async function mcpTestServer() {
+/**
+ * A real streamable-HTTP MCP server on 127.0.0.1 that demands a bearer token; /token refreshes.
+ * `openHandshake`: `initialize` and its notification pass without a token (some servers check
+ * the token only from the first real request on).
+ */
+export async function mcpTestServer(opts: { openHandshake?: boolean } = {}) {
   const valid = new Set<string>([BEARER, ACCESS_NEW])
   const refreshCalls: string[] = []
   const server = http.createServer(async (req, res) => {
@@ -29,7 +33,14 @@ export async function mcpTestServer() {
       return res.end(JSON.stringify({ access_token: ACCESS_NEW, token_type: 'Bearer', expires_in: 3600 }))
     }
     const auth = String(req.headers.authorization ?? '')
-    if (!valid.has(auth.replace(/^Bearer /, ''))) {
+    let parsed: { method?: string } | undefined
+    if (opts.openHandshake && req.method === 'POST') {
+      let body = ''
+      for await (const c of req) body += String(c)
+      parsed = JSON.parse(body) as { method?: string }
+    }
+    const handshake = parsed?.method === 'initialize' || parsed?.method === 'notifications/initialized'
+    if (!handshake && !valid.has(auth.replace(/^Bearer /, ''))) {
       res.writeHead(401, { 'www-authenticate': 'Bearer', 'content-type': 'application/json' })
       return res.end('{"error":"unauthorized"}')
     }
@@ -40,7 +51,7 @@ export async function mcpTestServer() {
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
     res.on('close', () => void transport.close())
     await mcp.connect(transport)
-    await transport.handleRequest(req, res)
+    await transport.handleRequest(req, res, parsed)
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`

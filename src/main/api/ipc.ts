@@ -12,6 +12,8 @@ import { z } from 'zod'
 import {
   agentCreateSchema,
   agentUpdateSchema,
+  credentialCreateSchema,
+  credentialUpdateSchema,
   describeZodError,
   environmentCreateSchema,
   environmentUpdateSchema,
@@ -19,6 +21,8 @@ import {
   sessionCreateSchema,
   sessionResourceAddSchema,
   sessionUpdateSchema,
+  vaultCreateSchema,
+  vaultUpdateSchema,
 } from '../../shared/api/schemas'
 import {
   OPERATIONS,
@@ -56,11 +60,15 @@ const BODY_SCHEMAS: Partial<Record<OperationName, z.ZodType>> = {
   'memories.update': memoryUpdateSchema,
   'skills.upload': corralSkillUploadSchema,
   'skills.versions.upload': corralSkillVersionUploadSchema,
+  'vaults.create': vaultCreateSchema,
+  'vaults.update': vaultUpdateSchema,
+  'credentials.create': credentialCreateSchema,
+  'credentials.update': credentialUpdateSchema,
 }
 
 const opSchema = z.enum(OPERATION_NAMES as [OperationName, ...OperationName[]])
 const idSchema = z.string().regex(PATH_PARAM_PATTERN, 'an id: letters, digits and _')
-const pathParamsSchema = z.strictObject({ id: idSchema.optional(), threadId: idSchema.optional(), keyId: idSchema.optional(), memoryId: idSchema.optional(), versionId: idSchema.optional(), runId: idSchema.optional() })
+const pathParamsSchema = z.strictObject({ id: idSchema.optional(), threadId: idSchema.optional(), keyId: idSchema.optional(), memoryId: idSchema.optional(), versionId: idSchema.optional(), runId: idSchema.optional(), credentialId: idSchema.optional() })
 const queryPrimitive = z.union([z.string().max(4096), z.number(), z.boolean()])
 const querySchema = z.record(z.string().max(64), z.union([queryPrimitive, z.array(queryPrimitive).max(100), z.null(), z.undefined()]))
 const uploadSchema = z.strictObject({

@@ -18,6 +18,7 @@ import { SettingsView } from './features/settings/SettingsView'
 import { SchedulesView } from './features/schedules/SchedulesView'
 import { MemoryView } from './features/memory/MemoryView'
 import { SkillsView } from './features/skills/SkillsView'
+import { VaultsView } from './features/vaults/VaultsView'
 import { ErrorBoundary } from './ui/ErrorBoundary'
 import { SetupProvider } from './features/setup/SetupProvider'
 import { ModelNotice, SandboxBanner } from './features/setup/SetupNotices'
@@ -114,6 +115,7 @@ const SECTIONS = [
   { id: 'skills', label: 'Skills', icon: 'file' },
   { id: 'schedules', label: 'Schedules', icon: 'history' },
   { id: 'memory', label: 'Memory', icon: 'brain' },
+  { id: 'vaults', label: 'Vaults', icon: 'lock' },
   { id: 'settings', label: 'Settings', icon: 'gear' },
 ] as const
 
@@ -217,6 +219,7 @@ function Shell() {
         {section === 'skills' && <SkillsView selectedId={route[1]} onSelect={(id) => go(id ? `/skills/${id}` : '/skills')} />}
         {section === 'schedules' && <SchedulesView selectedId={route[1]} onSelect={(id) => go(id ? `/schedules/${id}` : '/schedules')} />}
         {section === 'memory' && <MemoryView storeId={route[1]} memoryId={route[2]} onGo={go} />}
+        {section === 'vaults' && <VaultsView selectedId={route[1]} onSelect={(id) => go(id ? `/vaults/${id}` : '/vaults')} />}
         {section === 'settings' && <SettingsView theme={theme} setTheme={setTheme} />}
         {showQueue && (
           <QueueDrawer

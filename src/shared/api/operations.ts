@@ -56,6 +56,18 @@ export const OPERATIONS = {
   'deploymentRuns.list': { method: 'GET', path: '/v1/deployment_runs' },
   'deploymentRuns.retrieve': { method: 'GET', path: '/v1/deployment_runs/:id' },
 
+  'vaults.list': { method: 'GET', path: '/v1/vaults' },
+  'vaults.create': { method: 'POST', path: '/v1/vaults' },
+  'vaults.update': { method: 'POST', path: '/v1/vaults/:id' },
+  'vaults.archive': { method: 'POST', path: '/v1/vaults/:id/archive' },
+  'vaults.delete': { method: 'DELETE', path: '/v1/vaults/:id' },
+  'credentials.list': { method: 'GET', path: '/v1/vaults/:id/credentials' },
+  'credentials.create': { method: 'POST', path: '/v1/vaults/:id/credentials' },
+  'credentials.update': { method: 'POST', path: '/v1/vaults/:id/credentials/:credentialId' },
+  'credentials.archive': { method: 'POST', path: '/v1/vaults/:id/credentials/:credentialId/archive' },
+  'credentials.delete': { method: 'DELETE', path: '/v1/vaults/:id/credentials/:credentialId' },
+  'credentials.mcpOAuthValidate': { method: 'POST', path: '/v1/vaults/:id/credentials/:credentialId/mcp_oauth_validate' },
+
   'skills.list': { method: 'GET', path: '/v1/skills' },
   'skills.retrieve': { method: 'GET', path: '/v1/skills/:id' },
   'skills.delete': { method: 'DELETE', path: '/v1/skills/:id' },

@@ -28,6 +28,7 @@ const ICONS: Record<string, string> = {
   keyboard: 'M3 6h18v12H3zM7 10h.01M11 10h.01M15 10h.01M7 14h10',
   history: 'M3 12a9 9 0 1 0 3-6.7L3 8M3 3v5h5M12 7v5l3 2',
   dot: 'M12 10a2 2 0 1 0 0 4a2 2 0 0 0 0-4z',
+  lock: 'M6 11h12v10H6zM8 11V8a4 4 0 0 1 8 0v3M12 15v2',
 }
 
 export function Icon({ name, size = 16, label }: { name: keyof typeof ICONS | string; size?: number; label?: string }) {

@@ -7,7 +7,7 @@ import { DropArea, UploadList, useUploads } from '../files/uploads'
 import { fileMountPath } from '../../../../shared/api/file-paths'
 import { useSessions } from './SessionsProvider'
 import { useFormFill, useQuery } from '../../ui/hooks'
-import type { MemoryStore } from '../../../../shared/api/types'
+import type { MemoryStore, Vault } from '../../../../shared/api/types'
 import { useSetup } from '../setup/SetupProvider'
 import { parseUsd, usdText } from '../budgets/budget'
 
@@ -64,6 +64,9 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
   // The stores a session can attach (archived ones cannot); without any, the id is typed.
   const stores = useQuery(() => client.request<{ data: MemoryStore[] }>('memoryStores.list', {}, { limit: 100 }), [])
   const memoryStores = stores.data?.data ?? []
+  // The vaults whose credentials the session's MCP servers and sandbox may use, in the order ticked (the first wins a clash).
+  const vaults = useQuery(() => client.request<{ data: Vault[] }>('vaults.list', {}, { limit: 100 }), [])
+  const [vaultIds, setVaultIds] = useState<string[]>([])
 
   const createDefaultEnv = async () => {
     setErr(undefined)
@@ -86,6 +89,7 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
         environment_id: envId,
         title: title.trim() || (text ? text.split('\n')[0].slice(0, 80) : null),
         ...(resources.length ? { resources: resources.map(resourceParams) } : {}),
+        ...(vaultIds.length ? { vault_ids: vaultIds } : {}),
         // The API's amounts are in minor units: "500" is $5.00.
         ...(budget.trim() ? { budget: { type: 'limit', max_list_cost: { amount: budgetCents(budget), currency: 'USD' } } } : {}),
         ...(text ? { initial_events: [{ type: 'user.message', content: [{ type: 'text', text }] }] } : {}),
@@ -272,6 +276,25 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
               Memory store
             </Button>
           </div>
+        </fieldset>
+        <fieldset className="vault-pick">
+          <legend>Vaults</legend>
+          {(vaults.data?.data ?? []).length === 0 ? (
+            <p className="muted">
+              No vaults yet: credentials for MCP servers and secrets for the sandbox live in a vault.{' '}
+              <button type="button" className="link-btn" onClick={() => onGo('/vaults/new')}>
+                Create a vault
+              </button>
+            </p>
+          ) : (
+            <div className="radio-row" role="group" aria-label="Vaults the session may use">
+              {(vaults.data?.data ?? []).map((v) => (
+                <label key={v.id} className="check">
+                  <input type="checkbox" checked={vaultIds.includes(v.id)} onChange={(e) => setVaultIds((ids) => (e.target.checked ? [...ids, v.id] : ids.filter((x) => x !== v.id)))} /> {v.display_name}
+                </label>
+              ))}
+            </div>
+          )}
         </fieldset>
         <ErrorNote error={err} />
         <footer className="dialog-foot">

@@ -14,7 +14,7 @@ import { MemoryKeychain } from '../../../src/main/vault/memory-keychain'
 import { KeychainSecretSink } from '../../../src/main/vault/vault-services'
 import { RecordingToolRouter } from '../../support/harness-tool-router'
 import { runToolRouterContract, type ToolRouterSubject } from '../../support/tool-router.contract'
-import { BEARER, mcpTestServer } from './mcp/helpers'
+import { BEARER, mcpTestServer } from '../../support/mcp-server'
 import { bwrapReq, dockerReq } from './support'
 
 // The ToolRouter contract (test/support/tool-router.contract.ts) on the routers over real

@@ -7,7 +7,7 @@ import { keychainProbe, requirement } from '../../support/requirements'
 import { Engine } from '../../../src/main/engine'
 import { KeyringKeychain } from '../../../src/main/vault/keyring-keychain'
 import { keychainAccount } from '../../../src/main/vault/keychain'
-import { ACCESS_NEW, ACCESS_OLD, CLIENT_SECRET, REFRESH, mcpTestServer } from '../hands/mcp/helpers'
+import { ACCESS_NEW, ACCESS_OLD, CLIENT_SECRET, REFRESH, mcpTestServer } from '../../support/mcp-server'
 
 const keychain = requirement('keychain', keychainProbe)
 

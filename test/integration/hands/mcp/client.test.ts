@@ -4,7 +4,7 @@ import { KeyringKeychain } from '../../../../src/main/vault/keyring-keychain'
 import { keychainProbe, requirement } from '../../../support/requirements'
 import { KeychainSecretSink } from '../../../../src/main/vault/vault-services'
 import type { StoredCredential } from '../../../../src/main/session/vault-store'
-import { ACCESS_NEW, ACCESS_OLD, BEARER, CLIENT_SECRET, REFRESH, mcpTestServer } from './helpers'
+import { ACCESS_NEW, ACCESS_OLD, BEARER, CLIENT_SECRET, REFRESH, mcpTestServer } from '../../../support/mcp-server'
 
 
 const cred = (id: string, auth: Record<string, unknown>) =>

@@ -10,7 +10,7 @@ import type { LoggedEvent } from '../../../../src/main/session/event-log'
 import { MemoryKeychain } from '../../../../src/main/vault/memory-keychain'
 import { RecordingToolRouter } from '../../../support/harness-tool-router'
 import { ScriptedModelServer, callTool, say, toolResultsOf } from '../../../support/model-server'
-import { BEARER, mcpTestServer } from './helpers'
+import { BEARER, mcpTestServer } from '../../../support/mcp-server'
 
 type Ev = LoggedEvent & Record<string, unknown>
 

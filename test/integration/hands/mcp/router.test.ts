@@ -11,7 +11,7 @@ import type { McpErrorObject } from '../../../../src/main/hands/mcp/client'
 import { sessionMcpServers } from '../../../../src/main/hands/mcp/servers'
 import { keychainProbe, requirement } from '../../../support/requirements'
 import { RecordingToolRouter } from '../../../support/harness-tool-router'
-import { BEARER, mcpTestServer } from './helpers'
+import { BEARER, mcpTestServer } from '../../../support/mcp-server'
 
 const keychainReq = requirement('keychain', keychainProbe)
 

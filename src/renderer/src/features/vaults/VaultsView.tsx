@@ -133,7 +133,7 @@ function VaultDetail({ vault, onChanged, onDeleted }: { vault: Vault; onChanged:
       </header>
       <ErrorNote error={err ?? credentials.error} />
       {!archived && (
-        <form className="form-row vault-rename" onSubmit={(e) => { e.preventDefault(); void run(() => client.request('vaults.update', { id: vault.id }, { display_name: name.trim() }), onChanged) }}>
+        <form className="vault-rename" onSubmit={(e) => { e.preventDefault(); void run(() => client.request('vaults.update', { id: vault.id }, { display_name: name.trim() }), onChanged) }}>
           <Field id="vault-rename" label="Name">
             <input id="vault-rename" value={name} onChange={(e) => setName(e.target.value)} maxLength={255} required />
           </Field>

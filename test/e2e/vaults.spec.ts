@@ -183,6 +183,25 @@ test.describe.serial('vaults page', () => {
     await noSecretShown(page, [JSON.stringify(events)])
   })
 
+  test("a schedule's sessions get the vaults ticked in its form, and unticking one saves only that", async ({ page }) => {
+    const vault = (await api<{ data: { id: string }[] }>('GET', '/v1/vaults')).data[0]
+    await page.goto(`${serve.url}/?token=${TOKEN}#/schedules/new`)
+    await page.getByLabel('Name').fill('Nightly docs')
+    await page.getByLabel('Task').fill('Read the docs.')
+    await page.getByRole('group', { name: 'Vaults the session may use' }).getByLabel('Project X').check()
+    await page.getByRole('button', { name: 'Create schedule' }).click()
+    await expect(page).toHaveURL(/#\/schedules\/depl_/)
+    const id = /#\/schedules\/(depl_\w+)/.exec(page.url())![1]
+    expect((await api<{ vault_ids: string[] }>('GET', `/v1/deployments/${id}`)).vault_ids).toEqual([vault.id])
+    const box = page.getByRole('group', { name: 'Vaults the session may use' }).getByLabel('Project X')
+    await expect(box).toBeChecked()
+    await box.uncheck()
+    await page.getByRole('button', { name: 'Save', exact: true }).click()
+    await expect.poll(async () => (await api<{ vault_ids: string[]; name: string }>('GET', `/v1/deployments/${id}`)).vault_ids).toEqual([])
+    expect((await api<{ name: string }>('GET', `/v1/deployments/${id}`)).name).toBe('Nightly docs')
+    await api('POST', `/v1/deployments/${id}/archive`)
+  })
+
   test('deletes the vault, and its credentials with it', async ({ page }) => {
     const vault = (await api<{ data: { id: string }[] }>('GET', '/v1/vaults')).data[0]
     await page.goto(`${serve.url}/?token=${TOKEN}#/vaults/${vault.id}`)

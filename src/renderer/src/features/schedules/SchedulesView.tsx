@@ -5,6 +5,7 @@ import { Button, ChangedElsewhere, Empty, ErrorNote, Field, Spinner } from '../.
 import { relativeTime } from '../../ui/format'
 import { useDraft, useQuery } from '../../ui/hooks'
 import { ResourceSidebar } from '../../ui/ResourceSidebar'
+import { VaultPicker } from '../vaults/VaultPicker'
 import { useSessions } from '../sessions/SessionsProvider'
 import { CRON_PRESETS, fromNow, instantWords, nextRunsInWords, runTriggerWords, type RunLike } from './schedule-words'
 
@@ -211,6 +212,8 @@ interface ScheduleDraft {
   scheduled: boolean
   expression: string
   timezone: string
+  /** The vault ids in order, comma-joined (a string, so that an unchanged list compares equal). */
+  vaults: string
 }
 
 function scheduleDraftOf(d: Deployment | undefined): ScheduleDraft {
@@ -223,6 +226,7 @@ function scheduleDraftOf(d: Deployment | undefined): ScheduleDraft {
     scheduled: d ? s !== null : true,
     expression: s?.expression ?? '0 9 * * 1-5',
     timezone: s?.timezone ?? localZone(),
+    vaults: (d?.vault_ids ?? []).join(','),
   }
 }
 
@@ -260,6 +264,7 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
   const agent = draft.agentId || liveAgents[0]?.id || ''
   const env = draft.envId || liveEnvs[0]?.id || ''
   const ready = name.trim() && agent && env && task.trim() && (!scheduled || 'runs' in preview)
+  const vaultIds = draft.vaults ? draft.vaults.split(',') : []
   const save = async () => {
     setBusy(true)
     setErr(undefined)
@@ -278,9 +283,10 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
           ...('agentId' in edited ? { agent } : {}),
           ...('envId' in edited ? { environment_id: env } : {}),
           ...('task' in edited ? { initial_events } : {}),
+          ...('vaults' in edited ? { vault_ids: vaultIds } : {}),
         })
         savedAs(saved)
-      } else saved = await client.request<Deployment>('deployments.create', {}, { name, agent, environment_id: env, initial_events, schedule })
+      } else saved = await client.request<Deployment>('deployments.create', {}, { name, agent, environment_id: env, initial_events, schedule, ...(vaultIds.length ? { vault_ids: vaultIds } : {}) })
       onSaved(saved)
     } catch (e) {
       setErr(e)
@@ -338,6 +344,7 @@ function ScheduleForm({ deployment, onSaved, embedded }: { deployment?: Deployme
         <Field id="sched-task" label="Task" hint="The message each session starts with. Nobody is there when it runs: tools that ask for confirmation will wait for you.">
           <textarea id="sched-task" rows={3} value={task} onChange={(e) => set({ task: e.target.value })} placeholder="Compile yesterday's orders into report.md." />
         </Field>
+        <VaultPicker selected={vaultIds} onChange={(ids) => set({ vaults: ids.join(',') })} />
         <label className="check">
           <input type="checkbox" checked={scheduled} onChange={(e) => set({ scheduled: e.target.checked })} /> Run on a schedule (otherwise only when you press Run now)
         </label>

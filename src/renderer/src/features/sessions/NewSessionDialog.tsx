@@ -7,7 +7,8 @@ import { DropArea, UploadList, useUploads } from '../files/uploads'
 import { fileMountPath } from '../../../../shared/api/file-paths'
 import { useSessions } from './SessionsProvider'
 import { useFormFill, useQuery } from '../../ui/hooks'
-import type { MemoryStore, Vault } from '../../../../shared/api/types'
+import type { MemoryStore } from '../../../../shared/api/types'
+import { VaultPicker } from '../vaults/VaultPicker'
 import { useSetup } from '../setup/SetupProvider'
 import { parseUsd, usdText } from '../budgets/budget'
 
@@ -65,7 +66,6 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
   const stores = useQuery(() => client.request<{ data: MemoryStore[] }>('memoryStores.list', {}, { limit: 100 }), [])
   const memoryStores = stores.data?.data ?? []
   // The vaults whose credentials the session's MCP servers and sandbox may use, in the order ticked (the first wins a clash).
-  const vaults = useQuery(() => client.request<{ data: Vault[] }>('vaults.list', {}, { limit: 100 }), [])
   const [vaultIds, setVaultIds] = useState<string[]>([])
 
   const createDefaultEnv = async () => {
@@ -277,25 +277,7 @@ export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => 
             </Button>
           </div>
         </fieldset>
-        <fieldset className="vault-pick">
-          <legend>Vaults</legend>
-          {(vaults.data?.data ?? []).length === 0 ? (
-            <p className="muted">
-              No vaults yet: credentials for MCP servers and secrets for the sandbox live in a vault.{' '}
-              <button type="button" className="link-btn" onClick={() => onGo('/vaults/new')}>
-                Create a vault
-              </button>
-            </p>
-          ) : (
-            <div className="radio-row" role="group" aria-label="Vaults the session may use">
-              {(vaults.data?.data ?? []).map((v) => (
-                <label key={v.id} className="check">
-                  <input type="checkbox" checked={vaultIds.includes(v.id)} onChange={(e) => setVaultIds((ids) => (e.target.checked ? [...ids, v.id] : ids.filter((x) => x !== v.id)))} /> {v.display_name}
-                </label>
-              ))}
-            </div>
-          )}
-        </fieldset>
+        <VaultPicker selected={vaultIds} onChange={setVaultIds} onCreate={() => onGo('/vaults/new')} />
         <ErrorNote error={err} />
         <footer className="dialog-foot">
           <span className="muted">Ctrl+Enter to start</span>

@@ -158,12 +158,20 @@ test.describe.serial('vaults page', () => {
 
   test("a session started with the vault from the new-session dialog reaches the agent's MCP server with the vault's token", async ({ page }, info) => {
     const vault = (await api<{ data: { id: string }[] }>('GET', '/v1/vaults')).data[0]
-    await api('POST', '/v1/agents', {
-      name: 'Docs reader',
-      model: 'claude-sonnet-4-6',
-      mcp_servers: [{ type: 'url', name: 'docs', url: `${mcp.url}/mcp` }],
-      tools: [{ type: 'mcp_toolset', mcp_server_name: 'docs', default_config: { permission_policy: { type: 'always_allow' } } }],
-    })
+    // the agent, with its MCP server, made in the agent editor
+    await page.goto(`${serve.url}/?token=${TOKEN}#/agents/new`)
+    await page.getByLabel('Name', { exact: true }).fill('Docs reader')
+    await page.getByRole('button', { name: 'MCP server', exact: true }).click()
+    await page.getByLabel('MCP server 1 name').fill('docs')
+    await page.getByLabel('MCP server 1 URL').fill(`${mcp.url}/mcp`)
+    await page.getByLabel('MCP server 1 permission').selectOption('always_allow')
+    await page.getByRole('button', { name: 'Create agent' }).click()
+    await expect(page).toHaveURL(/#\/agents\/agent_/)
+    const agent = (await api<{ data: { name: string; mcp_servers: unknown[]; tools: { type: string }[] }[] }>('GET', '/v1/agents')).data.find((a) => a.name === 'Docs reader')!
+    expect(agent.mcp_servers).toEqual([{ type: 'url', name: 'docs', url: `${mcp.url}/mcp` }])
+    expect(agent.tools.find((t) => t.type === 'mcp_toolset')).toMatchObject({ mcp_server_name: 'docs', default_config: { permission_policy: { type: 'always_allow' } } })
+    await page.getByRole('group', { name: 'MCP servers' }).scrollIntoViewIfNeeded()
+    await shot(page, info, 'vaults-03a-agent-mcp')
     await api('POST', '/v1/environments', { name: 'Local', config: { type: 'cloud', networking: { type: 'limited', allow_mcp_servers: true } } })
     await page.goto(`${serve.url}/?token=${TOKEN}#/sessions`)
     await page.getByRole('button', { name: 'New session' }).first().click()
@@ -179,7 +187,7 @@ test.describe.serial('vaults page', () => {
     const events = await api<{ data: { type: string; content?: { text?: string }[] }[] }>('GET', `/v1/sessions/${sessionId}/events?limit=100`)
     const result = events.data.find((e) => e.type === 'agent.mcp_tool_result')
     expect(result?.content?.[0]?.text).toBe('echo: from the vault')
-    await shot(page, info, 'vaults-03-session')
+    await shot(page, info, 'vaults-03b-session')
     await noSecretShown(page, [JSON.stringify(events)])
   })
 

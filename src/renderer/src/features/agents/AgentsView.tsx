@@ -9,6 +9,7 @@ import { useSessions } from '../sessions/SessionsProvider'
 import { ResourceSidebar } from '../../ui/ResourceSidebar'
 import { TOOLS, toolsetOf, type Policy, type ToolsetState } from './toolset'
 import { SkillPicker, skillsOf, type SkillChoice } from './SkillPicker'
+import { mcpParamsOf, mcpRowsOf, mcpRowsProblem, type McpPolicy, type McpRow } from './mcp-servers'
 
 const MODELS = ['claude-sonnet-5-5', 'claude-opus-5-5', 'claude-haiku-5-5', 'claude-sonnet-4-6', 'claude-opus-4-6', 'claude-haiku-4-5']
 /** A new agent's model: a current one (the SDK warns on every request to a deprecated model). */
@@ -20,39 +21,38 @@ interface Draft {
   description: string
   system: string
   toolset: ToolsetState
-  /** mcp_toolset / custom tools and mcp_servers, edited as JSON. */
+  /** MCP servers, each with the mcp_toolset that offers its tools (mcp-servers.ts). */
+  mcp: McpRow[]
+  /** The other tools (custom tools, toolsets of servers not listed), edited as JSON. */
   otherTools: string
-  mcpServers: string
   /** Custom skills: each by id, pinned to a version or following the latest (null). */
   skills: SkillChoice[]
 }
 
 function draftOf(agent: Agent | undefined): Draft {
+  const mcp = mcpRowsOf(agent)
   return {
     name: agent?.name ?? '',
     model: modelIdOf(agent?.model) ?? DEFAULT_MODEL,
     description: agent?.description ?? '',
     system: agent?.system ?? '',
     toolset: toolsetOf(agent),
-    otherTools: JSON.stringify(agent?.tools.filter((t) => t.type !== 'agent_toolset_20260401') ?? [], null, 2),
-    mcpServers: JSON.stringify(agent?.mcp_servers ?? [], null, 2),
+    mcp: mcp.rows,
+    otherTools: JSON.stringify(mcp.otherTools, null, 2),
     skills: skillsOf(agent),
   }
 }
 
 function paramsOf(d: Draft): Record<string, unknown> {
   let other: unknown[]
-  let mcp: unknown[]
   try {
     other = JSON.parse(d.otherTools || '[]')
   } catch (e) {
-    throw new Error(`MCP and custom tools: not valid JSON (${(e as Error).message})`)
+    throw new Error(`Other tools: not valid JSON (${(e as Error).message})`)
   }
-  try {
-    mcp = JSON.parse(d.mcpServers || '[]')
-  } catch (e) {
-    throw new Error(`MCP servers: not valid JSON (${(e as Error).message})`)
-  }
+  const problem = mcpRowsProblem(d.mcp)
+  if (problem) throw new Error(`${problem} is needed`)
+  const mcp = mcpParamsOf(d.mcp)
   const tools: unknown[] = []
   if (d.toolset.enabled) {
     tools.push({
@@ -61,8 +61,8 @@ function paramsOf(d: Draft): Record<string, unknown> {
       configs: TOOLS.map((name) => ({ name, enabled: d.toolset.tools[name].enabled, permission_policy: { type: d.toolset.tools[name].policy } })),
     })
   }
-  tools.push(...other)
-  return { name: d.name.trim(), model: d.model.trim(), description: d.description.trim() || null, system: d.system || null, tools, mcp_servers: mcp, skills: d.skills.map((k) => ({ type: 'custom', skill_id: k.skill_id, version: k.version })) }
+  tools.push(...mcp.tools, ...other)
+  return { name: d.name.trim(), model: d.model.trim(), description: d.description.trim() || null, system: d.system || null, tools, mcp_servers: mcp.mcp_servers, skills: d.skills.map((k) => ({ type: 'custom', skill_id: k.skill_id, version: k.version })) }
 }
 
 /** Agents: list, create, edit (each save is a new version), archive, and the version history. */
@@ -232,12 +232,10 @@ function AgentEditor({ agent, onSaved }: { agent?: Agent; onSaved: (a: Agent) =>
           )}
         </fieldset>
         <SkillPicker value={draft.skills} onChange={(skills) => set({ skills })} />
+        <McpServersEditor rows={draft.mcp} onChange={(mcp) => set({ mcp })} />
         <details className="advanced">
-          <summary>MCP servers and custom tools (JSON)</summary>
-          <Field id="ag-mcp" label="MCP servers" hint='[{"type":"url","name":"docs","url":"https://…"}]'>
-            <textarea id="ag-mcp" rows={4} className="mono" value={draft.mcpServers} onChange={(e) => set({ mcpServers: e.target.value })} />
-          </Field>
-          <Field id="ag-tools" label="MCP toolsets and custom tools" hint='[{"type":"custom","name":"lookup","description":"…","input_schema":{"type":"object"}}]'>
+          <summary>Custom tools (JSON)</summary>
+          <Field id="ag-tools" label="Custom tools and other tools" hint='[{"type":"custom","name":"lookup","description":"…","input_schema":{"type":"object"}}]'>
             <textarea id="ag-tools" rows={6} className="mono" value={draft.otherTools} onChange={(e) => set({ otherTools: e.target.value })} />
           </Field>
         </details>
@@ -275,5 +273,43 @@ function AgentEditor({ agent, onSaved }: { agent?: Agent; onSaved: (a: Agent) =>
         </section>
       )}
     </div>
+  )
+}
+
+/**
+ * The agent's MCP servers: a name and a URL each, whether the model is offered its tools and
+ * whether their calls ask first. The server's token goes in a vault (the Vaults page); a session
+ * uses the vaults picked when it starts.
+ */
+function McpServersEditor({ rows, onChange }: { rows: McpRow[]; onChange: (rows: McpRow[]) => void }) {
+  const setRow = (i: number, patch: Partial<McpRow>) => onChange(rows.map((r, j) => (j === i ? { ...r, ...patch } : r)))
+  return (
+    <fieldset className="mcp-servers">
+      <legend>MCP servers</legend>
+      <p className="field-hint">
+        Remote MCP servers (streamable HTTP) whose tools the agent may call. Put a server&apos;s token or OAuth credential in a vault, and pick the vault when you start a session; a local sandbox&apos;s environment must allow the server&apos;s host (Allowed hosts, or Allow the agent&apos;s MCP servers).
+      </p>
+      {rows.map((r, i) => (
+        <div key={i} className="resource-row mcp-row">
+          <input aria-label={`MCP server ${i + 1} name`} placeholder="docs" value={r.name} onChange={(e) => setRow(i, { name: e.target.value })} maxLength={128} />
+          <input aria-label={`MCP server ${i + 1} URL`} className="resource-main mono" type="url" placeholder="https://mcp.example.com/mcp" value={r.url} onChange={(e) => setRow(i, { url: e.target.value })} />
+          <label className="check">
+            <input type="checkbox" checked={r.offered} onChange={(e) => setRow(i, { offered: e.target.checked })} /> Offer its tools
+          </label>
+          <select aria-label={`MCP server ${i + 1} permission`} value={r.policy} disabled={!r.offered} onChange={(e) => setRow(i, { policy: e.target.value as McpPolicy })}>
+            <option value="always_ask">Ask me</option>
+            <option value="always_allow">Always allow</option>
+          </select>
+          <button type="button" className="icon-btn" aria-label={`Remove MCP server ${i + 1}`} onClick={() => onChange(rows.filter((_, j) => j !== i))}>
+            <Icon name="x" />
+          </button>
+        </div>
+      ))}
+      <div className="resource-add">
+        <Button small icon="plus" onClick={() => onChange([...rows, { name: '', url: '', offered: true, policy: 'always_ask' }])}>
+          MCP server
+        </Button>
+      </div>
+    </fieldset>
   )
 }

@@ -36,6 +36,26 @@ describe('the IPC adapter (the desktop renderer\'s transport)', () => {
     expect(added).toMatchObject({ ok: true, data: { type: 'file', file_id: id, mount_path: '/mnt/session/uploads/notes.txt' } })
   })
 
+  it("carries the Vaults page's operations: a vault and a credential made, listed without a secret, a bad body's 400 naming the field, validate, archive, delete", async () => {
+    const vault = (await ipc.call('vaults.create', {}, { display_name: 'Via IPC' })) as { ok: true; data: { id: string } }
+    expect(vault).toMatchObject({ ok: true, data: { type: 'vault', display_name: 'Via IPC' } })
+    const id = vault.data.id
+    const bad = await ipc.call('credentials.create', { id }, { auth: { type: 'static_bearer', mcp_server_url: 'not a url', token: 't' } })
+    expect(bad).toMatchObject({ ok: false, status: 400, error: { type: 'invalid_request_error', message: expect.stringMatching(/mcp_server_url/) } })
+    const made = (await ipc.call('credentials.create', { id }, { display_name: 'Docs', auth: { type: 'mcp_oauth', mcp_server_url: 'https://mcp.example.com/mcp', access_token: 'canary-ipc-access-88' } })) as { ok: true; data: { id: string } }
+    expect(made).toMatchObject({ ok: true, data: { type: 'vault_credential', vault_id: id, display_name: 'Docs', auth: { type: 'mcp_oauth', mcp_server_url: 'https://mcp.example.com/mcp' } } })
+    const credentialId = made.data.id
+    const listed = await ipc.call('credentials.list', { id }, { limit: 100, include_archived: true })
+    expect(listed).toMatchObject({ ok: true, data: { data: [{ id: credentialId }] } })
+    expect(JSON.stringify(listed)).not.toContain('canary')
+    // this engine has no keychain: the probe has no secret to use, and says so
+    expect(await ipc.call('credentials.mcpOAuthValidate', { id, credentialId }, undefined)).toMatchObject({ ok: false, status: 503, error: { message: expect.stringMatching(/without a keychain/) } })
+    expect(await ipc.call('credentials.update', { id, credentialId }, { display_name: 'Docs (renamed)' })).toMatchObject({ ok: true, data: { display_name: 'Docs (renamed)' } })
+    expect(await ipc.call('credentials.archive', { id, credentialId }, undefined)).toMatchObject({ ok: true, data: { archived_at: expect.any(String) } })
+    expect(await ipc.call('credentials.delete', { id, credentialId }, undefined)).toMatchObject({ ok: true, data: { type: 'vault_credential_deleted', id: credentialId } })
+    expect(await ipc.call('vaults.delete', { id }, undefined)).toMatchObject({ ok: true, data: { type: 'vault_deleted', id } })
+  })
+
   it('answers an upload without bytes or name with a 400 naming the field, and keeps nothing', async () => {
     const before = ((await (await api.fetch('/v1/files')).json()) as { data: unknown[] }).data.length
     const res = await ipc.uploadFile({ name: 'x.txt', bytes: 'not bytes' })

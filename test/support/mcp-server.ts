@@ -13,11 +13,14 @@ export const CLIENT_SECRET = 'canary-mcp-client-secret-44'
 /**
  * A real streamable-HTTP MCP server on 127.0.0.1 that demands a bearer token; /token refreshes.
  * `openHandshake`: `initialize` and its notification pass without a token (some servers check
- * the token only from the first real request on).
+ * the token only from the first real request on). `rotate`: the token endpoint takes each
+ * refresh token once and answers a new one with the new access token (refresh-token rotation).
  */
-export async function mcpTestServer(opts: { openHandshake?: boolean } = {}) {
+export async function mcpTestServer(opts: { openHandshake?: boolean; rotate?: boolean } = {}) {
   const valid = new Set<string>([BEARER, ACCESS_NEW])
   const refreshCalls: string[] = []
+  let refreshToken = REFRESH
+  let rotations = 0
   const server = http.createServer(async (req, res) => {
     if (req.url === '/token') {
       let body = ''
@@ -25,12 +28,15 @@ export async function mcpTestServer(opts: { openHandshake?: boolean } = {}) {
       const form = new URLSearchParams(body)
       refreshCalls.push(form.get('grant_type') ?? '')
       const basic = `Basic ${Buffer.from(`corral-client:${CLIENT_SECRET}`).toString('base64')}`
-      if (form.get('refresh_token') !== REFRESH || req.headers.authorization !== basic) {
+      if (form.get('refresh_token') !== refreshToken || req.headers.authorization !== basic) {
         res.writeHead(400, { 'content-type': 'application/json' })
         return res.end('{"error":"invalid_grant"}')
       }
+      // a slow endpoint, so that refreshes asked for together overlap
+      await new Promise((r) => setTimeout(r, 50))
+      if (opts.rotate) refreshToken = `${REFRESH}-rotated-${++rotations}`
       res.writeHead(200, { 'content-type': 'application/json' })
-      return res.end(JSON.stringify({ access_token: ACCESS_NEW, token_type: 'Bearer', expires_in: 3600 }))
+      return res.end(JSON.stringify({ access_token: ACCESS_NEW, token_type: 'Bearer', expires_in: 3600, ...(opts.rotate ? { refresh_token: refreshToken } : {}) }))
     }
     const auth = String(req.headers.authorization ?? '')
     let parsed: { method?: string } | undefined

@@ -200,15 +200,33 @@ async function capture(res: Response, secrets: readonly string[]): Promise<HttpC
   return { status_code: res.status, content_type: res.headers.get('content-type') ?? '', ...truncated(scrub(await res.text().catch(() => ''), secrets)) }
 }
 
+type RefreshResult = { status: 'succeeded' | 'failed' | 'connect_error' | 'no_refresh_token'; http_response: HttpCapture | null }
+
+/** The refresh in flight per credential (one keychain per process: the engine's). */
+const refreshing = new Map<string, Promise<RefreshResult>>()
+
 /**
  * Exchanges an mcp_oauth credential's refresh token for a new access token at its token
  * endpoint and stores the new tokens in the keychain. Never throws for the endpoint's answer.
+ * One exchange per credential at a time: a caller that asks while one is in flight gets its
+ * result. Token endpoints that rotate refresh tokens accept each once, so two sessions (or a
+ * session and a Check) refreshing together would otherwise lose one of them to `invalid_grant`.
  */
-export async function refreshAccessToken(
-  c: StoredCredential,
-  options: McpClientOptions,
-  remember: (t: string | undefined) => string | undefined = (t) => t,
-): Promise<{ status: 'succeeded' | 'failed' | 'connect_error' | 'no_refresh_token'; http_response: HttpCapture | null }> {
+export function refreshAccessToken(c: StoredCredential, options: McpClientOptions, remember: (t: string | undefined) => string | undefined = (t) => t): Promise<RefreshResult> {
+  const inFlight = refreshing.get(c.id)
+  if (inFlight) {
+    // the tokens it stores are this caller's to scrub too
+    return inFlight.then(async (r) => {
+      if (r.status === 'succeeded') remember(await options.keychain.get(keychainAccount.credential(c.id, 'access_token')).catch(() => undefined))
+      return r
+    })
+  }
+  const run = exchangeRefreshToken(c, options, remember).finally(() => refreshing.delete(c.id))
+  refreshing.set(c.id, run)
+  return run
+}
+
+async function exchangeRefreshToken(c: StoredCredential, options: McpClientOptions, remember: (t: string | undefined) => string | undefined): Promise<RefreshResult> {
   const k = options.keychain
   const r = c.auth.type === 'mcp_oauth' ? c.auth.refresh : undefined
   const refreshToken = r ? remember(await k.get(keychainAccount.credential(c.id, 'refresh_token'))) : undefined

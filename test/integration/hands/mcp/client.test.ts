@@ -120,6 +120,30 @@ describe.skipIf(!keychainReq.ok)('McpConnection (streamable HTTP, credentials fr
     })
   })
 
+  it('refreshes once when several connections find the access token expired together, so a rotating token endpoint loses none of them', async () => {
+    const rotating = await mcpTestServer({ rotate: true })
+    const oauth = cred('vcrd_rotating', {
+      type: 'mcp_oauth',
+      mcp_server_url: `${rotating.url}/mcp`,
+      refresh: { client_id: 'corral-client', token_endpoint: `${rotating.url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } },
+    })
+    await sink.put('vcrd_rotating', 'mcp_oauth', { access_token: ACCESS_OLD, refresh_token: REFRESH, client_secret: CLIENT_SECRET })
+    try {
+      const conns = await Promise.all([1, 2, 3].map(() => McpConnection.connect({ name: 'docs', url: `${rotating.url}/mcp` }, [oauth], { keychain })))
+      expect(rotating.refreshCalls).toEqual(['refresh_token'])
+      for (const c of conns) expect((await c.callTool('docs__echo', { text: 'ok' })).content).toBe('echo: ok')
+      await Promise.all(conns.map((c) => c.close()))
+      // the rotated refresh token is the one kept: a later refresh works
+      expect(await keychain.get('credential/vcrd_rotating/refresh_token')).toBe(`${REFRESH}-rotated-1`)
+      await keychain.set('credential/vcrd_rotating/access_token', ACCESS_OLD)
+      expect(await validateMcpOAuthCredential(oauth, { keychain })).toMatchObject({ status: 'valid', refresh: { status: 'succeeded' } })
+      expect(rotating.refreshCalls).toEqual(['refresh_token', 'refresh_token'])
+    } finally {
+      await sink.delete('vcrd_rotating')
+      await rotating.close()
+    }
+  })
+
   it('never logs a token', () => {
     expect(logs.length).toBeGreaterThan(1)
     expect(logs.join('\n')).not.toMatch(/canary/)

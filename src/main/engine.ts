@@ -234,8 +234,11 @@ export class Engine {
       onInternalError: (err) => (config.log ?? console.error)(`[corral] internal error: ${(err as Error).stack ?? String(err)}`),
     })
     if (config.keychain) {
+      // a refreshed access token's expiry goes on its credential (auth.expires_at)
+      const onRefreshed = (credentialId: string, expiresAt: string | null) => vaults.recordTokenExpiry(credentialId, expiresAt)
       this.mcp = new McpToolRouter({
         keychain: config.keychain,
+        onRefreshed,
         serversFor: (sessionId) => sessionMcpServers(vaults, sessions.retrieve(sessionId)),
         // an unreachable server or a refused credential is the session's error (never a token: the client scrubs)
         onServerError: (sessionId, error) => {
@@ -251,7 +254,7 @@ export class Engine {
       this.services.validateMcpOAuth = (vaultId, credentialId) => {
         const credential = vaults.retrieveCredential(vaultId, credentialId)
         if (credential.archived_at) throw new CorralError('invalid_request_error', `credential ${credentialId} is archived: an archived credential is never used, so there is nothing to validate`)
-        return validateMcpOAuthCredential(credential, { keychain, log: config.log })
+        return validateMcpOAuthCredential(credential, { keychain, onRefreshed, log: config.log })
       }
     }
     this.router = engineToolRouter({ toolset: config.toolRouter ?? this.hands, mcp: this.mcp })

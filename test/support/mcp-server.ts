@@ -21,6 +21,8 @@ export async function mcpTestServer(opts: { openHandshake?: boolean; rotate?: bo
   const refreshCalls: string[] = []
   let refreshToken = REFRESH
   let rotations = 0
+  /** Requests refused for their token (401). */
+  const refused = { count: 0 }
   const server = http.createServer(async (req, res) => {
     if (req.url === '/token') {
       let body = ''
@@ -47,6 +49,7 @@ export async function mcpTestServer(opts: { openHandshake?: boolean; rotate?: bo
     }
     const handshake = parsed?.method === 'initialize' || parsed?.method === 'notifications/initialized'
     if (!handshake && !valid.has(auth.replace(/^Bearer /, ''))) {
+      refused.count++
       res.writeHead(401, { 'www-authenticate': 'Bearer', 'content-type': 'application/json' })
       return res.end('{"error":"unauthorized"}')
     }
@@ -61,6 +64,6 @@ export async function mcpTestServer(opts: { openHandshake?: boolean; rotate?: bo
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { url, refreshCalls, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
+  return { url, refreshCalls, refused, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
 }
 

@@ -258,6 +258,18 @@ export class VaultStore {
     return updated
   }
 
+  /**
+   * Records when an mcp_oauth credential's access token, refreshed by Corral, expires
+   * (`auth.expires_at`; null when the token endpoint did not say). Not an API write: `updated_at`
+   * stays, and nothing is notified (an open connection keeps the token it just refreshed). A
+   * credential deleted or changed to another kind meanwhile is left alone.
+   */
+  recordTokenExpiry(id: string, expiresAt: string | null): void {
+    this.db
+      .prepare("UPDATE credentials SET data = json_set(data, '$.auth.expires_at', ?) WHERE id = ? AND json_extract(data, '$.auth.type') = 'mcp_oauth'")
+      .run(expiresAt, id)
+  }
+
   archiveCredential(vaultId: string, id: string): StoredCredential {
     const cur = this.retrieveCredential(vaultId, id)
     if (cur.archived_at) return cur

@@ -68,6 +68,10 @@ describe.skipIf(!keychain.ok)('credentials.mcpOAuthValidate (the SDK, the keycha
     const v = await client.beta.vaults.credentials.mcpOAuthValidate(c.id, { vault_id: c.vaultId })
     expect(v).toMatchObject({ status: 'valid', has_refresh_token: true, mcp_probe: null, refresh: { status: 'succeeded', http_response: null } })
     expect(await k.get(keychainAccount.credential(c.id, 'access_token'))).toBe(ACCESS_NEW)
+    // the token endpoint said the new token lives an hour: the credential says so now, and its updated_at (an API write's) stays
+    const after = await client.beta.vaults.credentials.retrieve(c.id, { vault_id: c.vaultId })
+    expect(after.auth.type === 'mcp_oauth' && Math.abs(Date.parse(after.auth.expires_at ?? '') - (Date.now() + 3600_000))).toBeLessThan(60_000)
+    expect(after.updated_at).toBe(c.updated_at)
   })
 
   it('says invalid when the refresh is refused, the probe and the token endpoint captured without a secret', async () => {

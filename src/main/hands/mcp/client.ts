@@ -71,6 +71,12 @@ export interface McpClientOptions {
   retryDelayMs?: number
   /** Told of each failed attempt that will be retried (`retry_status: retrying`). */
   onRetry?: (error: McpServerError) => void
+  /**
+   * Told when an mcp_oauth credential's access token was refreshed: when the new one expires
+   * (from the token endpoint's `expires_in`; null when it did not say), for the credential's
+   * `auth.expires_at`.
+   */
+  onRefreshed?: (credentialId: string, expiresAt: string | null) => void
   log?: (line: string) => void
 }
 
@@ -173,15 +179,25 @@ function tokenSource(c: StoredCredential, options: McpClientOptions): TokenSourc
   if (c.auth.type === 'static_bearer') {
     return { current: async () => remember(await k.get(keychainAccount.credential(c.id, 'token'))), known: () => known }
   }
+  const auth = c.auth
+  const refresh = async () => (await refreshAccessToken(c, options, remember)).status === 'succeeded'
   return {
-    current: async () => remember(await k.get(keychainAccount.credential(c.id, 'access_token'))),
-    known: () => known,
-    refresh: async () => {
-      const r = await refreshAccessToken(c, options, remember)
-      return r.status === 'succeeded'
+    current: async () => {
+      // an access token known to have expired (or to expire within the minute) is refreshed
+      // before it is sent, not after the server refuses it
+      const expires = tokenExpiry.get(c.id) ?? (auth.type === 'mcp_oauth' && auth.expires_at ? Date.parse(auth.expires_at) : null)
+      if (auth.type === 'mcp_oauth' && auth.refresh && expires !== null && expires - EXPIRY_MARGIN_MS <= Date.now()) await refresh()
+      return remember(await k.get(keychainAccount.credential(c.id, 'access_token')))
     },
+    known: () => known,
+    refresh,
   }
 }
+
+/** An access token this close to its expiry is refreshed before it is used. */
+const EXPIRY_MARGIN_MS = 60_000
+/** When each credential's access token expires, as the last refresh in this process learned it (null: not said). */
+const tokenExpiry = new Map<string, number | null>()
 
 interface HttpCapture {
   body: string
@@ -256,6 +272,10 @@ async function exchangeRefreshToken(c: StoredCredential, options: McpClientOptio
   if (typeof body.access_token !== 'string' || !body.access_token) return { status: 'failed', http_response: null }
   await k.set(keychainAccount.credential(c.id, 'access_token'), remember(body.access_token)!)
   if (typeof body.refresh_token === 'string' && body.refresh_token) await k.set(keychainAccount.credential(c.id, 'refresh_token'), remember(body.refresh_token)!)
+  const lifetime = Number((body as { expires_in?: unknown }).expires_in)
+  const expiresAt = Number.isFinite(lifetime) && lifetime > 0 ? Date.now() + lifetime * 1000 : null
+  tokenExpiry.set(c.id, expiresAt)
+  options.onRefreshed?.(c.id, expiresAt === null ? null : new Date(expiresAt).toISOString())
   options.log?.(`mcp credential ${c.id}: access token refreshed`)
   return { status: 'succeeded', http_response: null }
 }

@@ -12,6 +12,8 @@ export interface McpToolRouterOptions {
   connectAttempts?: number
   timeoutMs?: number
   retryDelayMs?: number
+  /** See McpClientOptions.onRefreshed. */
+  onRefreshed?: (credentialId: string, expiresAt: string | null) => void
   log?: (line: string) => void
 }
 
@@ -151,6 +153,7 @@ export class McpToolRouter implements ToolRouter {
           connectAttempts: this.options.connectAttempts,
           timeoutMs: this.options.timeoutMs,
           retryDelayMs: this.options.retryDelayMs,
+          onRefreshed: this.options.onRefreshed,
           log: this.options.log,
           // The session hears `retrying` while its first connection to a server keeps failing;
           // a server already reported as failed is not reported again on every reconnect.

@@ -120,6 +120,33 @@ describe.skipIf(!keychainReq.ok)('McpConnection (streamable HTTP, credentials fr
     })
   })
 
+  it('refreshes an access token known to have expired before sending it, not after the server refuses it, and says when the new one expires', async () => {
+    const fresh = await mcpTestServer()
+    const expired = cred('vcrd_expired', {
+      type: 'mcp_oauth',
+      mcp_server_url: `${fresh.url}/mcp`,
+      expires_at: new Date(Date.now() - 5_000).toISOString(),
+      refresh: { client_id: 'corral-client', token_endpoint: `${fresh.url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } },
+    })
+    await sink.put('vcrd_expired', 'mcp_oauth', { access_token: ACCESS_OLD, refresh_token: REFRESH, client_secret: CLIENT_SECRET })
+    const told: [string, string | null][] = []
+    try {
+      const conn = await McpConnection.connect({ name: 'docs', url: `${fresh.url}/mcp` }, [expired], { keychain, onRefreshed: (id, at) => told.push([id, at]) })
+      expect(fresh.refused.count).toBe(0)
+      expect(fresh.refreshCalls).toEqual(['refresh_token'])
+      expect(told).toHaveLength(1)
+      expect(told[0][0]).toBe('vcrd_expired')
+      expect(Math.abs(Date.parse(told[0][1]!) - (Date.now() + 3600_000))).toBeLessThan(60_000)
+      // the new expiry is an hour away: no further refresh
+      expect((await conn.callTool('docs__echo', { text: 'later' })).content).toBe('echo: later')
+      expect(fresh.refreshCalls).toEqual(['refresh_token'])
+      await conn.close()
+    } finally {
+      await sink.delete('vcrd_expired')
+      await fresh.close()
+    }
+  })
+
   it('refreshes once when several connections find the access token expired together, so a rotating token endpoint loses none of them', async () => {
     const rotating = await mcpTestServer({ rotate: true })
     const oauth = cred('vcrd_rotating', {

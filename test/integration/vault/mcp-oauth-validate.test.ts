@@ -1,3 +1,5 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -91,6 +93,32 @@ describe.skipIf(!keychain.ok)('credentials.mcpOAuthValidate (the SDK, the keycha
     expect(v).toMatchObject({ status: 'invalid', refresh: { status: 'no_refresh_token' }, mcp_probe: { method: 'tools/list', http_response: { status_code: 401 } } })
     const ok = await oauth(`${lax.url}/mcp`, ACCESS_NEW)
     expect((await client.beta.vaults.credentials.mcpOAuthValidate(ok.id, { vault_id: ok.vaultId })).status).toBe('valid')
+  })
+
+  it('speaks the protocol version the server answered initialize with', async () => {
+    // an older server: it answers 2025-03-26 and refuses any other version on later requests
+    const seen: string[] = []
+    const old = http.createServer(async (req, res) => {
+      let body = ''
+      for await (const c of req) body += String(c)
+      if (req.method === 'DELETE') return res.writeHead(200).end()
+      if (req.headers.authorization !== `Bearer ${ACCESS_NEW}`) return res.writeHead(401).end()
+      const m = JSON.parse(body) as { id?: number; method: string }
+      seen.push(`${m.method} ${req.headers['mcp-protocol-version'] ?? '-'}`)
+      if (m.method !== 'initialize' && req.headers['mcp-protocol-version'] !== '2025-03-26') return res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"unsupported protocol version"}')
+      if (m.id === undefined) return res.writeHead(202).end()
+      const result = m.method === 'initialize' ? { protocolVersion: '2025-03-26', capabilities: { tools: {} }, serverInfo: { name: 'old', version: '1' } } : { tools: [] }
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'old-1' }).end(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }))
+    })
+    await new Promise<void>((r) => old.listen(0, '127.0.0.1', r))
+    try {
+      const c = await oauth(`http://127.0.0.1:${(old.address() as AddressInfo).port}/mcp`, ACCESS_NEW)
+      expect((await client.beta.vaults.credentials.mcpOAuthValidate(c.id, { vault_id: c.vaultId })).status).toBe('valid')
+      expect(seen).toEqual(['initialize -', 'notifications/initialized 2025-03-26', 'tools/list 2025-03-26'])
+    } finally {
+      old.closeAllConnections()
+      await new Promise((r) => old.close(r))
+    }
   })
 
   it('says unknown when the MCP server does not answer', async () => {

@@ -185,8 +185,10 @@ function tokenSource(c: StoredCredential, options: McpClientOptions): TokenSourc
     current: async () => {
       // an access token known to have expired (or to expire within the minute) is refreshed
       // before it is sent, not after the server refuses it
-      const expires = tokenExpiry.get(c.id) ?? (auth.type === 'mcp_oauth' && auth.expires_at ? Date.parse(auth.expires_at) : null)
-      if (auth.type === 'mcp_oauth' && auth.refresh && expires !== null && expires - EXPIRY_MARGIN_MS <= Date.now()) await refresh()
+      const learned = tokenExpiry.get(expiryKey(c))
+      const expires = learned !== undefined ? learned : auth.type === 'mcp_oauth' && auth.expires_at ? Date.parse(auth.expires_at) : null
+      // a refresh that fails is not tried before every request: the server's 401 decides from then on
+      if (auth.type === 'mcp_oauth' && auth.refresh && expires !== null && expires - EXPIRY_MARGIN_MS <= Date.now() && !(await refresh())) tokenExpiry.set(expiryKey(c), null)
       return remember(await k.get(keychainAccount.credential(c.id, 'access_token')))
     },
     known: () => known,
@@ -196,8 +198,13 @@ function tokenSource(c: StoredCredential, options: McpClientOptions): TokenSourc
 
 /** An access token this close to its expiry is refreshed before it is used. */
 const EXPIRY_MARGIN_MS = 60_000
-/** When each credential's access token expires, as the last refresh in this process learned it (null: not said). */
+/**
+ * When each credential's access token expires, as the last refresh in this process learned it
+ * (null: not said, or the refresh failed), by credential version: an API update (a new token,
+ * a new expiry) starts from what it says.
+ */
 const tokenExpiry = new Map<string, number | null>()
+const expiryKey = (c: StoredCredential) => `${c.id}@${c.updated_at}`
 
 interface HttpCapture {
   body: string
@@ -274,7 +281,7 @@ async function exchangeRefreshToken(c: StoredCredential, options: McpClientOptio
   if (typeof body.refresh_token === 'string' && body.refresh_token) await k.set(keychainAccount.credential(c.id, 'refresh_token'), remember(body.refresh_token)!)
   const lifetime = Number((body as { expires_in?: unknown }).expires_in)
   const expiresAt = Number.isFinite(lifetime) && lifetime > 0 ? Date.now() + lifetime * 1000 : null
-  tokenExpiry.set(c.id, expiresAt)
+  tokenExpiry.set(expiryKey(c), expiresAt)
   options.onRefreshed?.(c.id, expiresAt === null ? null : new Date(expiresAt).toISOString())
   options.log?.(`mcp credential ${c.id}: access token refreshed`)
   return { status: 'succeeded', http_response: null }
@@ -294,10 +301,13 @@ async function probeMcp(url: string, token: string, options: McpClientOptions): 
   const f = options.fetch ?? fetch
   const timeoutMs = options.timeoutMs ?? 30_000
   let sessionId: string | undefined
+  /** The version the server answered `initialize` with, sent on every later request. */
+  let version: string | undefined
   const headers = () => ({
     authorization: `Bearer ${token}`,
     accept: 'application/json, text/event-stream',
-    ...(sessionId ? { 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION } : {}),
+    ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
+    ...(version ? { 'mcp-protocol-version': version } : {}),
   })
   const steps: { method: string; body: { id?: number; [k: string]: unknown } }[] = [
     { method: 'initialize', body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'corral', version: '0.1.0' } } } },
@@ -320,9 +330,12 @@ async function probeMcp(url: string, token: string, options: McpClientOptions): 
       }
       // the JSON-RPC answer (a JSON body, or an event stream carrying it): an error is no success
       const text = await res.text().catch(() => '')
-      if (jsonRpcAnswer(text, res.headers.get('content-type') ?? '', step.body.id)?.error !== undefined) {
+      const answer = jsonRpcAnswer(text, res.headers.get('content-type') ?? '', step.body.id)
+      if (answer?.error !== undefined) {
         return { ok: false, auth: false, probe: { method: step.method, http_response: { status_code: res.status, content_type: res.headers.get('content-type') ?? '', ...truncated(scrub(text, [token])) } } }
       }
+      const negotiated = (answer?.result as { protocolVersion?: unknown } | undefined)?.protocolVersion
+      if (step.method === 'initialize' && typeof negotiated === 'string') version = negotiated
     }
     return { ok: true }
   } finally {

@@ -89,7 +89,7 @@ function NewVault({ onCreated }: { onCreated: (v: Vault) => void }) {
 
 function VaultDetail({ vault, onChanged, onDeleted }: { vault: Vault; onChanged: () => void; onDeleted: () => void }) {
   const client = useClient()
-  const credentials = useQuery(() => client.request<Page<Credential>>('credentials.list', { id: vault.id }, { limit: 100, include_archived: true }), [vault.id])
+  const credentials = useQuery(() => client.request<Page<Credential>>('credentials.list', { id: vault.id }, { limit: 100, include_archived: true }), [vault.id, vault.archived_at])
   const [err, setErr] = useState<unknown>()
   const [name, setName] = useState(vault.display_name)
   const run = async (work: () => Promise<unknown>, after: () => void) => {
@@ -161,20 +161,20 @@ function VaultDetail({ vault, onChanged, onDeleted }: { vault: Vault; onChanged:
 function CredentialRow({ vaultId, credential: c, onChanged }: { vaultId: string; credential: Credential; onChanged: () => void }) {
   const client = useClient()
   const [err, setErr] = useState<unknown>()
-  const [busy, setBusy] = useState(false)
+  const [busy, setBusy] = useState<'check' | 'change'>()
   const [check, setCheck] = useState<CredentialValidation>()
   const [replacing, setReplacing] = useState(false)
   const ids = { id: vaultId, credentialId: c.id }
   const title = credentialTitle(c)
-  const act = async (work: () => Promise<void>) => {
-    setBusy(true)
+  const act = async (work: () => Promise<void>, kind: 'check' | 'change' = 'change') => {
+    setBusy(kind)
     setErr(undefined)
     try {
       await work()
     } catch (e) {
       setErr(e)
     } finally {
-      setBusy(false)
+      setBusy(undefined)
     }
   }
   const archived = c.archived_at !== null
@@ -197,8 +197,8 @@ function CredentialRow({ vaultId, credential: c, onChanged }: { vaultId: string;
         <div className="thread-actions">
           {archived && <span className="pill">archived</span>}
           {!archived && auth.type === 'mcp_oauth' && (
-            <Button small icon="check" disabled={busy} onClick={() => void act(async () => setCheck(await client.request<CredentialValidation>('credentials.mcpOAuthValidate', ids)))}>
-              {busy ? 'Checking…' : 'Check'}
+            <Button small icon="check" disabled={busy !== undefined} onClick={() => void act(async () => setCheck(await client.request<CredentialValidation>('credentials.mcpOAuthValidate', ids)), 'check')}>
+              {busy === 'check' ? 'Checking…' : 'Check'}
             </Button>
           )}
           {!archived && (

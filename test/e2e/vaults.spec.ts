@@ -26,6 +26,9 @@ const SECRETS = [BEARER, ACCESS_OLD, ACCESS_NEW, REFRESH, CLIENT_SECRET, ENV_SEC
 const keychain = requirement('keychain', keychainProbe)
 
 function respond(req: RecordedRequest): ScriptStep {
+  // the MCP server's tools are offered only once Corral could connect to it with the vault's token
+  const offered = (req.body.tools ?? []).some((t) => t.name === 'docs__echo')
+  if (!offered) return say('The docs are out of reach.')
   return toolResultsOf(req).length === 0 ? callTool('docs__echo', { text: 'from the vault' }, 'Reading the docs.') : say('Done.')
 }
 
@@ -182,6 +185,7 @@ test.describe.serial('vaults page', () => {
     await expect(page).toHaveURL(/#\/sessions\/sesn_/)
     const sessionId = /sesn_[A-Za-z0-9]+/.exec(page.url())![0]
     expect((await api<{ vault_ids: string[] }>('GET', `/v1/sessions/${sessionId}`)).vault_ids).toEqual([vault.id])
+    await expect(page.getByRole('link', { name: 'Project X' })).toHaveAttribute('href', `#/vaults/${vault.id}`)
     await expect(page.getByRole('article', { name: 'Tool call echo: Done' })).toBeVisible({ timeout: 30_000 })
     await expect(page.getByText('Done.')).toBeVisible({ timeout: 30_000 })
     const events = await api<{ data: { type: string; content?: { text?: string }[] }[] }>('GET', `/v1/sessions/${sessionId}/events?limit=100`)
@@ -208,6 +212,21 @@ test.describe.serial('vaults page', () => {
     await expect.poll(async () => (await api<{ vault_ids: string[]; name: string }>('GET', `/v1/deployments/${id}`)).vault_ids).toEqual([])
     expect((await api<{ name: string }>('GET', `/v1/deployments/${id}`)).name).toBe('Nightly docs')
     await api('POST', `/v1/deployments/${id}/archive`)
+  })
+
+  test('a vault whose token the MCP server refuses: the session says so, with the way to the Vaults page', async ({ page }, info) => {
+    const wrong = await api<{ id: string }>('POST', '/v1/vaults', { display_name: 'Wrong token' })
+    await api('POST', `/v1/vaults/${wrong.id}/credentials`, { auth: { type: 'static_bearer', mcp_server_url: `${mcp.url}/mcp`, token: WRONG_ACCESS } })
+    const agent = (await api<{ data: { id: string; name: string }[] }>('GET', '/v1/agents')).data.find((a) => a.name === 'Docs reader')!
+    const env = (await api<{ data: { id: string }[] }>('GET', '/v1/environments')).data[0]
+    const session = await api<{ id: string }>('POST', '/v1/sessions', { agent: agent.id, environment_id: env.id, vault_ids: [wrong.id], title: 'Refused', initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'Read the docs.' }] }] })
+    await page.goto(`${serve.url}/?token=${TOKEN}#/sessions/${session.id}`)
+    const error = page.getByRole('alert').filter({ hasText: 'mcp authentication failed error' })
+    await expect(error).toContainText('rejected the credential from the session', { timeout: 30_000 })
+    await expect(error.getByRole('link', { name: 'Open Vaults' })).toHaveAttribute('href', '#/vaults')
+    await shot(page, info, 'vaults-05-refused')
+    await noSecretShown(page, [JSON.stringify(await api('GET', `/v1/sessions/${session.id}/events?limit=100`))])
+    await api('DELETE', `/v1/vaults/${wrong.id}`)
   })
 
   test('deletes the vault, and its credentials with it', async ({ page }) => {

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
 import { useClient } from '../../api/context'
-import type { Session } from '../../api/types'
+import type { Page, Session } from '../../api/types'
+import type { Vault } from '../../../../shared/api/types'
 import { Button, Empty, ErrorNote, Icon, Spinner, StatusBadge } from '../../ui/components'
 import { money, modelIdOf, relativeTime, sessionCost, tokens } from '../../ui/format'
 import { useQuery } from '../../ui/hooks'
@@ -328,6 +329,7 @@ function ThreadHeader({
               <Icon name="box" size={13} /> {envName ?? session.environment_id}
             </span>
             <span title={session.updated_at}>updated {relativeTime(session.updated_at)}</span>
+            {session.vault_ids.length > 0 && <VaultChips ids={session.vault_ids} />}
             {session.resources.map((r, i) => (
               <span key={i} className="chip-static" title={JSON.stringify(r)}>
                 <Icon name={resourceChip(r as unknown as Record<string, unknown>).icon} size={12} />
@@ -526,3 +528,19 @@ function TitleEditor({ session, onRenamed }: { session: Session; onRenamed: (s: 
   )
 }
 
+
+/** The vaults a session uses, by name, each a link to its page. */
+function VaultChips({ ids }: { ids: readonly string[] }) {
+  const client = useClient()
+  const vaults = useQuery(() => client.request<Page<Vault>>('vaults.list', {}, { limit: 100, include_archived: true }), [ids.join(',')])
+  const names = new Map((vaults.data?.data ?? []).map((v) => [v.id, v.display_name]))
+  return (
+    <>
+      {ids.map((id) => (
+        <a key={id} className="chip-static" href={`#/vaults/${id}`} title={`Vault ${id}: its credentials are this session's`}>
+          <Icon name="lock" size={12} /> {names.get(id) ?? id}
+        </a>
+      ))}
+    </>
+  )
+}

@@ -467,6 +467,13 @@ function ErrorRow({ item }: { item: Extract<TimelineItem, { kind: 'error' }> }) 
           {state ? `${state} — ` : ''}
           {item.message}
         </div>
+        {item.errorType === 'mcp_authentication_failed_error' && (
+          <div className="event-error-actions">
+            <a className="link-btn" href="#/vaults">
+              Open Vaults
+            </a>
+          </div>
+        )}
         {model && (
           <div className="event-error-actions">
             {item.retry === 'exhausted' && (

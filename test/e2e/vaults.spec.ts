@@ -168,6 +168,12 @@ test.describe.serial('vaults page', () => {
     await page.getByLabel('MCP server 1 name').fill('docs')
     await page.getByLabel('MCP server 1 URL').fill(`${mcp.url}/mcp`)
     await page.getByLabel('MCP server 1 permission').selectOption('always_allow')
+    await expect(page.getByText('Credential in Project X: pick that vault when you start a session.')).toBeVisible()
+    await page.getByLabel('MCP server 1 URL').fill(`${mcp.url}/elsewhere`)
+    await expect(page.getByText('No vault holds a credential for this URL')).toBeVisible()
+    await page.getByLabel('MCP server 1 URL').fill(`${mcp.url}/mcp/`)
+    await expect(page.getByText('Credential in Project X: pick that vault when you start a session.')).toBeVisible()
+    await page.getByLabel('MCP server 1 URL').fill(`${mcp.url}/mcp`)
     await page.getByRole('button', { name: 'Create agent' }).click()
     await expect(page).toHaveURL(/#\/agents\/agent_/)
     const agent = (await api<{ data: { name: string; mcp_servers: unknown[]; tools: { type: string }[] }[] }>('GET', '/v1/agents')).data.find((a) => a.name === 'Docs reader')!

@@ -5,6 +5,7 @@ import type { StoredCredential } from '../../session/vault-store'
 import type { ToolOutcome } from '../tool-router'
 import type { BetaManagedAgentsCredentialValidation } from '@anthropic-ai/sdk/resources/beta/vaults/credentials'
 import { CorralError } from '../../../shared/errors'
+import { sameMcpUrl } from '../../../shared/api/mcp-url'
 import { keychainAccount, type Keychain } from '../../vault/keychain'
 
 /*
@@ -152,18 +153,9 @@ export class McpConnection {
 
 /** The credential a connection to `server` uses: the first live static_bearer or mcp_oauth one for its URL, in vault order. */
 export function mcpCredentialFor(server: McpServerSpec, credentials: readonly StoredCredential[]): StoredCredential | undefined {
-  return credentials.find((c) => !c.archived_at && (c.auth.type === 'static_bearer' || c.auth.type === 'mcp_oauth') && sameUrl(c.auth.mcp_server_url, server.url))
+  return credentials.find((c) => !c.archived_at && (c.auth.type === 'static_bearer' || c.auth.type === 'mcp_oauth') && sameMcpUrl(c.auth.mcp_server_url, server.url))
 }
 
-function sameUrl(a: string, b: string): boolean {
-  try {
-    const x = new URL(a)
-    const y = new URL(b)
-    return x.origin === y.origin && x.pathname.replace(/\/$/, '') === y.pathname.replace(/\/$/, '')
-  } catch {
-    return a === b
-  }
-}
 
 function scrub(text: string, secrets: readonly string[]): string {
   return secrets.filter(Boolean).reduce((t, s) => t.split(s).join('[redacted by corral]'), text)

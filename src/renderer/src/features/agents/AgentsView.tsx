@@ -10,6 +10,8 @@ import { ResourceSidebar } from '../../ui/ResourceSidebar'
 import { TOOLS, toolsetOf, type Policy, type ToolsetState } from './toolset'
 import { SkillPicker, skillsOf, type SkillChoice } from './SkillPicker'
 import { mcpParamsOf, mcpRowsOf, mcpRowsProblem, type McpPolicy, type McpRow } from './mcp-servers'
+import { sameMcpUrl } from '../../../../shared/api/mcp-url'
+import type { Credential, Vault } from '../../../../shared/api/types'
 
 const MODELS = ['claude-sonnet-5-5', 'claude-opus-5-5', 'claude-haiku-5-5', 'claude-sonnet-4-6', 'claude-opus-4-6', 'claude-haiku-4-5']
 /** A new agent's model: a current one (the SDK warns on every request to a deprecated model). */
@@ -283,6 +285,7 @@ function AgentEditor({ agent, onSaved }: { agent?: Agent; onSaved: (a: Agent) =>
  */
 function McpServersEditor({ rows, onChange }: { rows: McpRow[]; onChange: (rows: McpRow[]) => void }) {
   const setRow = (i: number, patch: Partial<McpRow>) => onChange(rows.map((r, j) => (j === i ? { ...r, ...patch } : r)))
+  const held = useVaultCredentials(rows.length > 0)
   return (
     <fieldset className="mcp-servers">
       <legend>MCP servers</legend>
@@ -303,6 +306,7 @@ function McpServersEditor({ rows, onChange }: { rows: McpRow[]; onChange: (rows:
           <button type="button" className="icon-btn" aria-label={`Remove MCP server ${i + 1}`} onClick={() => onChange(rows.filter((_, j) => j !== i))}>
             <Icon name="x" />
           </button>
+          {held && /^https?:\/\/./i.test(r.url.trim()) && <CredentialHint vaults={held.filter((h) => sameMcpUrl(h.url, r.url.trim())).map((h) => h.vault)} />}
         </div>
       ))}
       <div className="resource-add">
@@ -312,4 +316,31 @@ function McpServersEditor({ rows, onChange }: { rows: McpRow[]; onChange: (rows:
       </div>
     </fieldset>
   )
+}
+
+/** Which vaults hold a credential for the server: a session picks them to reach it. */
+function CredentialHint({ vaults }: { vaults: string[] }) {
+  return (
+    <p className="field-hint mcp-credential">
+      {vaults.length ? (
+        <>Credential in {[...new Set(vaults)].join(', ')}: pick that vault when you start a session.</>
+      ) : (
+        <>
+          No vault holds a credential for this URL; a server that needs one refuses the session. <a href="#/vaults">Add one in Vaults</a>.
+        </>
+      )}
+    </p>
+  )
+}
+
+/** The live MCP credentials of the live vaults (their URLs and vault names), once `enabled`. */
+function useVaultCredentials(enabled: boolean): { url: string; vault: string }[] | undefined {
+  const client = useClient()
+  const q = useQuery(async () => {
+    if (!enabled) return undefined
+    const vaults = (await client.request<Page<Vault>>('vaults.list', {}, { limit: 100 })).data
+    const lists = await Promise.all(vaults.map(async (v) => ({ v, creds: (await client.request<Page<Credential>>('credentials.list', { id: v.id }, { limit: 100 })).data })))
+    return lists.flatMap(({ v, creds }) => creds.flatMap((c) => (c.auth.type === 'environment_variable' ? [] : [{ url: c.auth.mcp_server_url, vault: v.display_name }])))
+  }, [enabled])
+  return q.data
 }

@@ -156,7 +156,6 @@ export function mcpCredentialFor(server: McpServerSpec, credentials: readonly St
   return credentials.find((c) => !c.archived_at && (c.auth.type === 'static_bearer' || c.auth.type === 'mcp_oauth') && sameMcpUrl(c.auth.mcp_server_url, server.url))
 }
 
-
 function scrub(text: string, secrets: readonly string[]): string {
   return secrets.filter(Boolean).reduce((t, s) => t.split(s).join('[redacted by corral]'), text)
 }
@@ -212,7 +211,12 @@ function truncated(text: string): { body: string; body_truncated: boolean } {
 }
 
 async function capture(res: Response, secrets: readonly string[]): Promise<HttpCapture> {
-  return { status_code: res.status, content_type: res.headers.get('content-type') ?? '', ...truncated(scrub(await res.text().catch(() => ''), secrets)) }
+  return captured(res, await res.text().catch(() => ''), secrets)
+}
+
+/** What a response said, its body (already read) scrubbed of `secrets` and cut. */
+function captured(res: Response, text: string, secrets: readonly string[]): HttpCapture {
+  return { status_code: res.status, content_type: res.headers.get('content-type') ?? '', ...truncated(scrub(text, secrets)) }
 }
 
 type RefreshResult = { status: 'succeeded' | 'failed' | 'connect_error' | 'no_refresh_token'; http_response: HttpCapture | null }
@@ -323,9 +327,7 @@ async function probeMcp(url: string, token: string, options: McpClientOptions): 
       // the JSON-RPC answer (a JSON body, or an event stream carrying it): an error is no success
       const text = await res.text().catch(() => '')
       const answer = jsonRpcAnswer(text, res.headers.get('content-type') ?? '', step.body.id)
-      if (answer?.error !== undefined) {
-        return { ok: false, auth: false, probe: { method: step.method, http_response: { status_code: res.status, content_type: res.headers.get('content-type') ?? '', ...truncated(scrub(text, [token])) } } }
-      }
+      if (answer?.error !== undefined) return { ok: false, auth: false, probe: { method: step.method, http_response: captured(res, text, [token]) } }
       const negotiated = (answer?.result as { protocolVersion?: unknown } | undefined)?.protocolVersion
       if (step.method === 'initialize' && typeof negotiated === 'string') version = negotiated
     }
@@ -353,8 +355,8 @@ function jsonRpcAnswer(text: string, contentType: string, id: number): { result?
  * Live-probes an mcp_oauth credential against its MCP server, as the API's
  * `credentials.mcpOAuthValidate` does (probeMcp: `initialize`, then `tools/list`): `valid` when
  * the server accepts the access token (after a refresh if the first try got 401/403), `invalid`
- * when it rejects it and a refresh did not help or no access token is stored, `unknown` when the server or the token endpoint could not
- * be reached. Captured bodies are scrubbed of every secret of the credential.
+ * when it rejects it and a refresh did not help or no access token is stored, `unknown` when the
+ * server or the token endpoint could not be reached. Captured bodies are scrubbed of every secret of the credential.
  */
 export async function validateMcpOAuthCredential(c: StoredCredential, options: McpClientOptions & { now?: () => Date }): Promise<BetaManagedAgentsCredentialValidation> {
   if (c.auth.type !== 'mcp_oauth') throw new CorralError('invalid_request_error', `credential ${c.id} is ${c.auth.type}: only mcp_oauth credentials can be validated`)

@@ -45,6 +45,33 @@ export function useQuery<T>(load: () => Promise<T>, key: unknown[], intervalMs?:
   return { data, error, loading, reload }
 }
 
+export interface Action {
+  /** What is running (the `what` given to `run`), or undefined. */
+  busy: string | undefined
+  /** The last run's failure, until the next run starts. */
+  error: unknown
+  /** Runs `work`: clears the error, marks `what` busy until it settles, keeps its failure. */
+  run: (work: () => Promise<unknown>, what?: string) => Promise<void>
+}
+
+/** A button's action on the engine: what runs now and the error it left, for the form to show. */
+export function useAction(): Action {
+  const [busy, setBusy] = useState<string>()
+  const [error, setError] = useState<unknown>()
+  const run = useCallback(async (work: () => Promise<unknown>, what = 'busy') => {
+    setBusy(what)
+    setError(undefined)
+    try {
+      await work()
+    } catch (e) {
+      setError(e)
+    } finally {
+      setBusy(undefined)
+    }
+  }, [])
+  return { busy, error, run }
+}
+
 /**
  * Form fields filled from data the page read (settings, an agent, …). `fill(data)` runs when the
  * data arrives and each time it is read again, during the render that receives it, so the commit

@@ -3,7 +3,7 @@ import { useClient } from '../../api/context'
 import type { Deployment, DeploymentRun, Page } from '../../api/types'
 import { Button, ChangedElsewhere, Empty, ErrorNote, Field, Spinner } from '../../ui/components'
 import { relativeTime } from '../../ui/format'
-import { useDraft, useQuery } from '../../ui/hooks'
+import { useAction, useDraft, useQuery } from '../../ui/hooks'
 import { ResourceSidebar } from '../../ui/ResourceSidebar'
 import { VaultPicker } from '../vaults/VaultPicker'
 import { useSessions } from '../sessions/SessionsProvider'
@@ -89,24 +89,17 @@ export function SchedulesView({ selectedId, onSelect }: { selectedId?: string; o
 
 function ScheduleDetail({ deployment: d, onChanged }: { deployment: Deployment; onChanged: () => void }) {
   const client = useClient()
-  const [err, setErr] = useState<unknown>()
-  const [busy, setBusy] = useState(false)
+  const action = useAction()
+  const busy = action.busy !== undefined
   const runs = useQuery(() => client.request<Page<Run>>('deploymentRuns.list', {}, { deployment_id: d.id, limit: 50 }), [d.id, d.updated_at], 5_000)
   const s = scheduleOf(d)
   const now = new Date()
-  const act = async (op: 'deployments.pause' | 'deployments.unpause' | 'deployments.archive' | 'deployments.run') => {
-    setBusy(true)
-    setErr(undefined)
-    try {
+  const act = (op: 'deployments.pause' | 'deployments.unpause' | 'deployments.archive' | 'deployments.run') =>
+    action.run(async () => {
       await client.request(op, { id: d.id })
       onChanged()
       runs.reload()
-    } catch (e) {
-      setErr(e)
-    } finally {
-      setBusy(false)
-    }
-  }
+    })
   const paused = pausedWords(d)
   return (
     <div className="editor">
@@ -139,7 +132,7 @@ function ScheduleDetail({ deployment: d, onChanged }: { deployment: Deployment; 
           </div>
         )}
       </header>
-      <ErrorNote error={err} />
+      <ErrorNote error={action.error} />
       <section className="schedule-section" aria-label="Schedule">
         <h2>Schedule</h2>
         {s ? (

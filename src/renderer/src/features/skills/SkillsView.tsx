@@ -3,7 +3,7 @@ import { useClient } from '../../api/context'
 import type { Page, Skill, SkillVersion } from '../../api/types'
 import { Button, Empty, ErrorNote, Field, Icon } from '../../ui/components'
 import { relativeTime } from '../../ui/format'
-import { useQuery } from '../../ui/hooks'
+import { useAction, useQuery } from '../../ui/hooks'
 import { skillMountPath } from '../../../../shared/api/skills'
 import { readChosen, uploadBody } from './skill-upload'
 
@@ -65,12 +65,9 @@ function SkillUpload({ skill, onUploaded }: { skill?: Skill; onUploaded: (s: Ski
   const input = useRef<HTMLInputElement>(null)
   const [displayName, setDisplayName] = useState('')
   const [chosen, setChosen] = useState<File[]>([])
-  const [err, setErr] = useState<unknown>()
-  const [busy, setBusy] = useState(false)
-  const upload = async () => {
-    setBusy(true)
-    setErr(undefined)
-    try {
+  const action = useAction()
+  const upload = () =>
+    action.run(async () => {
       const files = await readChosen(chosen)
       if (skill) {
         await client.request<SkillVersion>('skills.versions.upload', { id: skill.id }, { files: uploadBody(files).files })
@@ -80,17 +77,12 @@ function SkillUpload({ skill, onUploaded }: { skill?: Skill; onUploaded: (s: Ski
       }
       setChosen([])
       if (input.current) input.current.value = ''
-    } catch (e) {
-      setErr(e)
-    } finally {
-      setBusy(false)
-    }
-  }
+    })
   const folder = chosen[0]?.webkitRelativePath.split('/')[0]
   return (
     <section className={skill ? 'versions' : 'editor'} aria-label={skill ? 'Upload a new version' : 'Upload a skill'}>
       {skill ? <h2>Upload a new version</h2> : <h1>Upload a skill</h1>}
-      <ErrorNote error={err} />
+      <ErrorNote error={action.error} />
       <form className="form" onSubmit={(e) => { e.preventDefault(); void upload() }}>
         {!skill && (
           <Field id="sk-display" label="Display name" hint="Optional; the SKILL.md's name when left empty.">
@@ -113,8 +105,8 @@ function SkillUpload({ skill, onUploaded }: { skill?: Skill; onUploaded: (s: Ski
           </p>
         )}
         <div className="thread-actions">
-          <Button variant="primary" icon="plus" type="submit" disabled={busy || chosen.length === 0}>
-            {busy ? 'Uploading…' : skill ? 'Upload version' : 'Upload skill'}
+          <Button variant="primary" icon="plus" type="submit" disabled={action.busy !== undefined || chosen.length === 0}>
+            {action.busy ? 'Uploading…' : skill ? 'Upload version' : 'Upload skill'}
           </Button>
         </div>
       </form>
@@ -125,28 +117,22 @@ function SkillUpload({ skill, onUploaded }: { skill?: Skill; onUploaded: (s: Ski
 function SkillDetail({ skill, onChanged, onDeleted }: { skill: Skill; onChanged: () => void; onDeleted: () => void }) {
   const client = useClient()
   const versions = useQuery(() => client.request<Page<SkillVersion>>('skills.versions.list', { id: skill.id }, { limit: 100 }), [skill.id, skill.updated_at])
-  const [err, setErr] = useState<unknown>()
+  const action = useAction()
   const list = versions.data?.data ?? []
   const deleteVersion = async (v: SkillVersion) => {
     if (!window.confirm(`Delete version ${v.id} of ${skill.display_name}? Agents pinned to it can no longer start sessions.`)) return
-    setErr(undefined)
-    try {
+    await action.run(async () => {
       await client.request('skills.versions.delete', { id: skill.id, versionId: v.id })
       versions.reload()
       onChanged()
-    } catch (e) {
-      setErr(e)
-    }
+    })
   }
   const deleteSkill = async () => {
     if (!window.confirm(`Delete ${skill.display_name}?`)) return
-    setErr(undefined)
-    try {
+    await action.run(async () => {
       await client.request('skills.delete', { id: skill.id })
       onDeleted()
-    } catch (e) {
-      setErr(e)
-    }
+    })
   }
   return (
     <div className="editor">
@@ -165,7 +151,7 @@ function SkillDetail({ skill, onChanged, onDeleted }: { skill: Skill; onChanged:
           </Button>
         </div>
       </header>
-      <ErrorNote error={err ?? versions.error} />
+      <ErrorNote error={action.error ?? versions.error} />
       <section className="versions" aria-label="Versions">
         <h2>
           <Icon name="history" /> Versions

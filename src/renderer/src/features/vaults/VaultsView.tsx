@@ -5,7 +5,7 @@ import type { Page } from '../../api/types'
 import type { Credential, Vault } from '../../../../shared/api/types'
 import { Button, Empty, ErrorNote, Field, Icon } from '../../ui/components'
 import { relativeTime } from '../../ui/format'
-import { useQuery } from '../../ui/hooks'
+import { useAction, useQuery } from '../../ui/hooks'
 import { ResourceSidebar } from '../../ui/ResourceSidebar'
 import { useSetup } from '../setup/SetupProvider'
 import { checkWords, createBody, credentialTitle, emptyDraft, KIND_LABELS, kindText, missing, replaceBody, targetText, type CredentialDraft, type CredentialKind, type Replacement } from './credential-draft'
@@ -56,29 +56,18 @@ function KeychainNotice() {
 function NewVault({ onCreated }: { onCreated: (v: Vault) => void }) {
   const client = useClient()
   const [name, setName] = useState('')
-  const [err, setErr] = useState<unknown>()
-  const [busy, setBusy] = useState(false)
-  const create = async () => {
-    setBusy(true)
-    setErr(undefined)
-    try {
-      onCreated(await client.request<Vault>('vaults.create', {}, { display_name: name.trim() }))
-    } catch (e) {
-      setErr(e)
-    } finally {
-      setBusy(false)
-    }
-  }
+  const action = useAction()
+  const create = () => action.run(async () => onCreated(await client.request<Vault>('vaults.create', {}, { display_name: name.trim() })))
   return (
     <section className="editor" aria-label="New vault">
       <h1>New vault</h1>
-      <ErrorNote error={err} />
+      <ErrorNote error={action.error} />
       <form className="form" onSubmit={(e) => { e.preventDefault(); void create() }}>
         <Field id="vault-name" label="Name" hint="For example the project or the person the credentials belong to.">
           <input id="vault-name" value={name} onChange={(e) => setName(e.target.value)} maxLength={255} required autoFocus />
         </Field>
         <div className="thread-actions">
-          <Button variant="primary" icon="plus" type="submit" disabled={busy || !name.trim()}>
+          <Button variant="primary" icon="plus" type="submit" disabled={action.busy !== undefined || !name.trim()}>
             Create vault
           </Button>
         </div>
@@ -90,17 +79,13 @@ function NewVault({ onCreated }: { onCreated: (v: Vault) => void }) {
 function VaultDetail({ vault, onChanged, onDeleted }: { vault: Vault; onChanged: () => void; onDeleted: () => void }) {
   const client = useClient()
   const credentials = useQuery(() => client.request<Page<Credential>>('credentials.list', { id: vault.id }, { limit: 100, include_archived: true }), [vault.id, vault.archived_at])
-  const [err, setErr] = useState<unknown>()
   const [name, setName] = useState(vault.display_name)
-  const run = async (work: () => Promise<unknown>, after: () => void) => {
-    setErr(undefined)
-    try {
+  const action = useAction()
+  const run = (work: () => Promise<unknown>, after: () => void) =>
+    action.run(async () => {
       await work()
       after()
-    } catch (e) {
-      setErr(e)
-    }
-  }
+    })
   const list = credentials.data?.data ?? []
   const archived = vault.archived_at !== null
   return (
@@ -131,7 +116,7 @@ function VaultDetail({ vault, onChanged, onDeleted }: { vault: Vault; onChanged:
           </Button>
         </div>
       </header>
-      <ErrorNote error={err ?? credentials.error} />
+      <ErrorNote error={action.error ?? credentials.error} />
       {!archived && (
         <form className="vault-rename" onSubmit={(e) => { e.preventDefault(); void run(() => client.request('vaults.update', { id: vault.id }, { display_name: name.trim() }), onChanged) }}>
           <Field id="vault-rename" label="Name">
@@ -160,23 +145,12 @@ function VaultDetail({ vault, onChanged, onDeleted }: { vault: Vault; onChanged:
 
 function CredentialRow({ vaultId, credential: c, onChanged }: { vaultId: string; credential: Credential; onChanged: () => void }) {
   const client = useClient()
-  const [err, setErr] = useState<unknown>()
-  const [busy, setBusy] = useState<'check' | 'change'>()
+  const action = useAction()
   const [check, setCheck] = useState<CredentialValidation>()
   const [replacing, setReplacing] = useState(false)
   const ids = { id: vaultId, credentialId: c.id }
   const title = credentialTitle(c)
-  const act = async (work: () => Promise<void>, kind: 'check' | 'change' = 'change') => {
-    setBusy(kind)
-    setErr(undefined)
-    try {
-      await work()
-    } catch (e) {
-      setErr(e)
-    } finally {
-      setBusy(undefined)
-    }
-  }
+  const act = action.run
   const archived = c.archived_at !== null
   // a credential made while no keychain answered has metadata and no secret (Corral's marker)
   const noSecret = (c as Credential & { corral?: { secret_stored?: boolean } }).corral?.secret_stored === false
@@ -197,8 +171,8 @@ function CredentialRow({ vaultId, credential: c, onChanged }: { vaultId: string;
         <div className="thread-actions">
           {archived && <span className="pill">archived</span>}
           {!archived && auth.type === 'mcp_oauth' && (
-            <Button small icon="check" disabled={busy !== undefined} onClick={() => void act(async () => setCheck(await client.request<CredentialValidation>('credentials.mcpOAuthValidate', ids)), 'check')}>
-              {busy === 'check' ? 'Checking…' : 'Check'}
+            <Button small icon="check" disabled={action.busy !== undefined} onClick={() => void act(async () => setCheck(await client.request<CredentialValidation>('credentials.mcpOAuthValidate', ids)), 'check')}>
+              {action.busy === 'check' ? 'Checking…' : 'Check'}
             </Button>
           )}
           {!archived && (
@@ -225,7 +199,7 @@ function CredentialRow({ vaultId, credential: c, onChanged }: { vaultId: string;
         </div>
       </div>
       {noSecret && !archived && <p className="note note-warn">No secret is stored for this credential (no keychain answered when it was saved). Replace the secret to use it.</p>}
-      <ErrorNote error={err} />
+      <ErrorNote error={action.error} />
       {check && <CheckResult check={check} />}
       {replacing && (
         <ReplaceSecret
@@ -296,35 +270,27 @@ function ReplaceSecret({ credential: c, onSave }: { credential: Credential; onSa
 function AddCredential({ vaultId, onAdded }: { vaultId: string; onAdded: () => void }) {
   const client = useClient()
   const [d, setD] = useState<CredentialDraft>(emptyDraft())
-  const [err, setErr] = useState<unknown>()
-  const [busy, setBusy] = useState(false)
+  const action = useAction()
   const [added, setAdded] = useState<string>()
   const set = (patch: Partial<CredentialDraft>) => {
     setAdded(undefined)
     setD((x) => ({ ...x, ...patch }))
   }
   const lacking = missing(d)
-  const add = async () => {
-    setBusy(true)
-    setErr(undefined)
-    try {
+  const add = () =>
+    action.run(async () => {
       const c = await client.request<Credential>('credentials.create', { id: vaultId }, createBody(d))
       // the secrets leave the page once the keychain has them; the next credential starts blank
       setD(emptyDraft(d.kind))
       setAdded(credentialTitle(c))
       onAdded()
-    } catch (e) {
-      setErr(e)
-    } finally {
-      setBusy(false)
-    }
-  }
+    })
   return (
     <section className="versions" aria-label="Add a credential">
       <h2>
         <Icon name="plus" /> Add a credential
       </h2>
-      <ErrorNote error={err} />
+      <ErrorNote error={action.error} />
       {added && (
         <p className="ok-note" role="status">
           Added {added}. Its secret is in the keychain.
@@ -443,8 +409,8 @@ function AddCredential({ vaultId, onAdded }: { vaultId: string; onAdded: () => v
         )}
         <div className="thread-actions">
           {lacking && <span className="muted">Still needed: {lacking}.</span>}
-          <Button variant="primary" icon="plus" type="submit" disabled={busy || lacking !== undefined}>
-            {busy ? 'Adding…' : 'Add credential'}
+          <Button variant="primary" icon="plus" type="submit" disabled={action.busy !== undefined || lacking !== undefined}>
+            {action.busy ? 'Adding…' : 'Add credential'}
           </Button>
         </div>
       </form>

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { CorralError } from '../../shared/errors'
-import { MIGRATIONS, type Migration } from './migrations'
+import { MIGRATIONS, type Migration, type MigrationStep } from './migrations'
 
 export type Db = Database.Database
 
@@ -19,12 +19,23 @@ export interface DatabaseOpenParams {
  * The caller owns the handle and must `close()` it.
  */
 export function openDatabase(params: DatabaseOpenParams): Db {
-  if (params.path !== ':memory:') mkdirSync(dirname(params.path), { recursive: true })
+  const db = connect(params.path)
+  try {
+    migrate(db, params.migrations ?? MIGRATIONS)
+  } catch (err) {
+    db.close()
+    throw err
+  }
+  return db
+}
+
+function connect(path: string): Db {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   let db: Db
   try {
-    db = new Database(params.path)
+    db = new Database(path)
   } catch (cause) {
-    throw new CorralError('api_error', `cannot open the database at ${params.path}: ${(cause as Error).message}`, { cause })
+    throw new CorralError('api_error', `cannot open the database at ${path}: ${(cause as Error).message}`, { cause })
   }
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = FULL')
@@ -34,24 +45,77 @@ export function openDatabase(params: DatabaseOpenParams): Db {
   // SQLite's own checkpoint (inside the COMMIT that reaches it, on the committing thread) is a
   // backstop: the log checkpoints on a worker thread long before (log/wal-checkpoint.ts)
   db.pragma('wal_autocheckpoint = 16000')
-  migrate(db, params.migrations ?? MIGRATIONS)
   return db
+}
+
+/** A stepped migration's progress, as `upgradeDatabase` reports it. */
+export interface UpgradeProgress extends MigrationStep {
+  version: number
+  name: string
+  /** Since the upgrade began. */
+  elapsedMs: number
+}
+
+function pending(db: Db, migrations: Migration[]): { current: number; todo: Migration[] } {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)')
+  const current = (db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number }).v
+  return { current, todo: [...migrations].sort((a, b) => a.version - b.version).filter((m) => m.version > current) }
+}
+
+function record(db: Db, m: Migration): void {
+  db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString())
 }
 
 /** Applies every migration newer than the recorded version, each in its own transaction. */
 export function migrate(db: Db, migrations: Migration[]): number {
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)')
-  const current = (db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number }).v
-  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
-  const sorted = [...migrations].sort((a, b) => a.version - b.version)
+  const { current, todo } = pending(db, migrations)
   let applied = current
-  for (const m of sorted) {
-    if (m.version <= current) continue
+  for (const m of todo) {
     db.transaction(() => {
-      db.exec(m.sql)
-      record.run(m.version, m.name, new Date().toISOString())
+      if (m.sql) db.exec(m.sql)
+      if (m.steps) for (const _ of m.steps(db)) void _
+      record(db, m)
     })()
     applied = m.version
   }
   return applied
+}
+
+/**
+ * Brings the database at `path` up to date before the engine opens it, with the event loop free
+ * between a stepped migration's steps (so a window or a terminal can show `onProgress`). Each
+ * migration is still one transaction: a process stopped half-way leaves the database as it was,
+ * and the next start begins that migration again. Returns the versions before and after.
+ */
+export async function upgradeDatabase(
+  path: string,
+  options: { migrations?: Migration[]; onProgress?: (progress: UpgradeProgress) => void } = {},
+): Promise<{ from: number; to: number }> {
+  const db = connect(path)
+  const started = performance.now()
+  try {
+    const { current, todo } = pending(db, options.migrations ?? MIGRATIONS)
+    let applied = current
+    for (const m of todo) {
+      db.exec('BEGIN IMMEDIATE')
+      try {
+        if (m.sql) db.exec(m.sql)
+        if (m.steps) {
+          for (const step of m.steps(db)) {
+            options.onProgress?.({ version: m.version, name: m.name, ...step, elapsedMs: performance.now() - started })
+            await new Promise((resolve) => setImmediate(resolve))
+          }
+        }
+        record(db, m)
+        db.exec('COMMIT')
+      } catch (err) {
+        if (db.inTransaction) db.exec('ROLLBACK')
+        throw err
+      }
+      applied = m.version
+    }
+    return { from: current, to: applied }
+  } finally {
+    db.close()
+  }
 }

@@ -1,3 +1,5 @@
+import type Database from 'better-sqlite3'
+
 /**
  * Versioned schema migrations. Each entry runs once, in order, inside a transaction; the
  * applied version is recorded in `schema_migrations`. Never edit a shipped migration: add one.
@@ -5,7 +7,79 @@
 export interface Migration {
   version: number
   name: string
-  sql: string
+  /** The migration as SQL (run as one batch). */
+  sql?: string
+  /**
+   * A migration that moves data in steps (rebuilding a table of the whole log): each yield says
+   * how far it is. It runs in the same one transaction as `sql` (after it); `upgradeDatabase`
+   * (database.ts) lets the event loop turn between steps so a progress display can draw.
+   */
+  steps?: (db: Database.Database) => Iterable<MigrationStep>
+}
+
+/** How far a stepped migration is: `done` of `total` `unit`s in its current `stage`. */
+export interface MigrationStep {
+  stage: string
+  done: number
+  total: number
+  unit: string
+}
+
+/** Rows copied per step when a migration rebuilds the event log (about 0.1 s each here). */
+const EVENT_COPY_STEP = 25_000
+
+const EVENT_INDEXES_AND_TRIGGERS = `
+  CREATE UNIQUE INDEX events_seq ON events(session_rid, seq);
+  CREATE UNIQUE INDEX events_id ON events(id);
+  CREATE INDEX events_thread ON events(session_rid, thread_id, seq) WHERE thread_id IS NOT NULL;
+  CREATE INDEX events_type_marks ON events(session_rid, type, seq, type_mark) WHERE type_mark IS NOT 0;
+  CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+  BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END;
+  CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+  WHEN NOT EXISTS (SELECT 1 FROM sessions WHERE rid = OLD.session_rid AND deleting = 1)
+  BEGIN SELECT RAISE(ABORT, 'events are append-only: DELETE refused'); END;
+`
+
+/**
+ * Migration 14: the event log becomes a rowid table. As a WITHOUT ROWID table ordered by
+ * (session, seq), the appends of many sessions at once landed in the middle of its B-tree (a page
+ * split each time a page filled), and an event over ~1 KB (an index B-tree's largest cell on a
+ * 4 KB page) spilled to overflow pages. A rowid table appends at its end; (session, seq) stays
+ * unique through an index of its own. Copied in (session, seq) order, in steps, then the old
+ * table is dropped and the indexes and append-only triggers are made again.
+ */
+function* rebuildEventsAsRowidTable(db: Database.Database): Iterable<MigrationStep> {
+  const total = db.prepare('SELECT COUNT(*) FROM events').pluck().get() as number
+  db.exec(`
+    CREATE TABLE events_rowid (
+      session_rid INTEGER NOT NULL,
+      seq INTEGER NOT NULL,
+      id TEXT NOT NULL,
+      thread_id TEXT,
+      type TEXT NOT NULL,
+      processed_at TEXT NOT NULL,
+      data TEXT NOT NULL,
+      type_mark INTEGER,
+      primary_visible INTEGER
+    );
+  `)
+  const stage = 'copying the event log'
+  yield { stage, done: 0, total, unit: 'events' }
+  const columns = 'session_rid, seq, id, thread_id, type, processed_at, data, type_mark, primary_visible'
+  const first = db.prepare(`INSERT INTO events_rowid (${columns}) SELECT ${columns} FROM events ORDER BY session_rid, seq LIMIT ?`)
+  const after = db.prepare(`INSERT INTO events_rowid (${columns}) SELECT ${columns} FROM events WHERE (session_rid, seq) > (?, ?) ORDER BY session_rid, seq LIMIT ?`)
+  const lastCopied = db.prepare('SELECT session_rid AS rid, seq FROM events_rowid ORDER BY rowid DESC LIMIT 1')
+  let done = 0
+  let key: { rid: number; seq: number } | undefined
+  for (;;) {
+    const copied = (key ? after.run(key.rid, key.seq, EVENT_COPY_STEP) : first.run(EVENT_COPY_STEP)).changes
+    if (copied === 0) break
+    done += copied
+    key = lastCopied.get() as { rid: number; seq: number }
+    yield { stage, done, total, unit: 'events' }
+  }
+  yield { stage: 'indexing the event log', done, total, unit: 'events' }
+  db.exec(`DROP TABLE events; ALTER TABLE events_rowid RENAME TO events; ${EVENT_INDEXES_AND_TRIGGERS}`)
 }
 
 export const MIGRATIONS: Migration[] = [
@@ -416,5 +490,10 @@ export const MIGRATIONS: Migration[] = [
         PRIMARY KEY (run_id, line)
       ) WITHOUT ROWID;
     `,
+  },
+  {
+    version: 14,
+    name: 'event log: a rowid table, appended at its end',
+    steps: rebuildEventsAsRowidTable,
   },
 ]

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import type { Hono } from 'hono'
 import type { SecretSink } from './session/vault-store'
-import { openStoresAt, type Stores } from './session/stores'
+import { openStoresAt, upgradeDatabase, type Stores, type UpgradeProgress } from './session/stores'
 import { PreviewBus, type ApiServices, type CorralSettingsView, type ModelCheckView, type SandboxStatusView } from './api/services'
 import { probeModel } from './harness/model-probe'
 import { createApiApp, listen, type ListeningServer } from './api/server'
@@ -37,6 +37,11 @@ export interface EngineConfig {
   /** Routes mounted before the API's 404 (the renderer in serve mode). */
   extendApp?: (app: Hono) => void
   log?: (msg: string) => void
+  /**
+   * How far an upgrade of the database is that must run before the engine opens (a migration
+   * that rebuilds the event log); only `openWithKeychain` upgrades in steps and reports here.
+   */
+  onUpgrade?: (progress: UpgradeProgress) => void
   /**
    * Where credential secrets go. Default: a sink that keeps nothing (credentials are then marked
    * `corral.secret_stored: false`) until the keychain-backed sink is wired in.
@@ -363,6 +368,8 @@ export class Engine {
     const keychain = config.keychain ?? openKeychain({ dataDir: config.dataDir, env, safeStorage: config.safeStorage })
     const found = await resolveEngineSecrets(keychain, env)
     if (found.keychainProblem) (config.log ?? console.warn)(`[corral] the keychain could not be read (${found.keychainProblem}); using environment variables and the token file`)
+    // a migration that copies the whole log runs here, with the event loop free to show its progress
+    await upgradeDatabase(join(config.dataDir, 'corral.db'), { onProgress: config.onUpgrade })
     return Engine.open({
       ...config,
       keychain,

@@ -14,6 +14,7 @@ import { extname, join, normalize, sep } from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { resolveDataDir } from './config'
 import { Engine } from './engine'
+import { upgradeProgressLines, type UpgradeProgress } from './session/stores'
 import { createIpcAdapter, type IpcAdapter } from './api/ipc'
 import { answerPickFolder } from './api/folder-picker'
 import { IPC_CHANNELS, type IpcResult } from '../shared/api/operations'
@@ -180,6 +181,28 @@ function createWindow(): void {
   void win.loadURL(DEV_URL ?? `${APP_ORIGIN}/index.html`)
 }
 
+/**
+ * A small window while the database is upgraded before the engine opens (a migration that copies
+ * the whole event log: seconds per million events), shown once it has taken more than a moment.
+ * A static page (no script, no preload) redrawn with each line of progress, and the progress bar.
+ */
+function upgradeWindow(): { show: (p: UpgradeProgress) => void; close: () => void } {
+  let win: BrowserWindow | undefined
+  const print = upgradeProgressLines((line) => {
+    const page = `<!doctype html><meta charset="utf-8"><title>Corral</title><body style="font:14px system-ui,sans-serif;background:#15171c;color:#e6e6e6;padding:18px;margin:0">${line.replace(/[<>&]/g, (c) => `&#${c.charCodeAt(0)};`)}</body>`
+    win ??= new BrowserWindow({ width: 560, height: 140, resizable: false, minimizable: false, maximizable: false, title: 'Corral', backgroundColor: '#15171c', webPreferences: { sandbox: true, contextIsolation: true, javascript: false } })
+    void win.loadURL(`data:text/html;charset=utf-8,${encodeURIComponent(page)}`)
+  }, 250)
+  return {
+    show: (p) => {
+      if (!win && p.elapsedMs < 400) return
+      print(p)
+      win?.setProgressBar(p.total > 0 && p.done < p.total ? p.done / p.total : 2)
+    },
+    close: () => win?.destroy(),
+  }
+}
+
 function buildMenu(): void {
   const isMac = process.platform === 'darwin'
   Menu.setApplicationMenu(
@@ -212,7 +235,12 @@ else {
     registerAppProtocol()
     // The API key and the local token live in the keychain (safeStorage in the app); the engine
     // wakes every session that was running when the app last quit.
-    engine = await Engine.openWithKeychain({ dataDir: resolveDataDir(process.env, app.getPath('userData')), safeStorage })
+    const upgrade = upgradeWindow()
+    try {
+      engine = await Engine.openWithKeychain({ dataDir: resolveDataDir(process.env, app.getPath('userData')), safeStorage, onUpgrade: upgrade.show })
+    } finally {
+      upgrade.close()
+    }
     apiUrl = (await engine.listen(0)).url
     adapter = createIpcAdapter({ app: engine.app, token: engine.token, services: engine.services })
     registerIpc()

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { upgradeProgressLines } from '../session/stores'
 import { Command, InvalidArgumentError } from 'commander'
 import { DEFAULT_PORT, resolveDataDir } from '../config'
 import { Engine } from '../engine'
@@ -25,7 +26,7 @@ program
   .option('--data-dir <dir>', 'data directory (default: $CORRAL_DATA_DIR or the XDG data home)')
   .action(async (opts: { port: number; dataDir?: string }) => {
     const dataDir = opts.dataDir ?? resolveDataDir()
-    const engine = await Engine.openWithKeychain({ dataDir, extendApp: (app) => serveRenderer(app) })
+    const engine = await Engine.openWithKeychain({ dataDir, extendApp: (app) => serveRenderer(app), onUpgrade: upgradeProgressLines((line) => process.stderr.write(`${line}\n`)) })
     const server = await engine.listen(opts.port)
     console.log(`Corral is serving on ${server.url}  (data: ${dataDir})`)
     // Like Jupyter: the full sign-in address, so the first run is one click (the token stays on this machine's terminal).

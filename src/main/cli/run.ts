@@ -1,3 +1,4 @@
+import { upgradeProgressLines } from '../session/stores'
 import type { Command } from 'commander'
 import { createInterface } from 'node:readline/promises'
 import { resolveDataDir } from '../config'
@@ -181,7 +182,7 @@ export function registerRunCommand(program: Command): void {
       const dataDir = opts.dataDir ?? resolveDataDir()
       const log = (m: string) => process.stderr.write(m + '\n')
       // The engine's default hands: Docker first, then bubblewrap (disposed by engine.close()).
-      const engine = await Engine.openWithKeychain({ dataDir, log })
+      const engine = await Engine.openWithKeychain({ dataDir, log, onUpgrade: upgradeProgressLines(log) })
       const rl = createInterface({ input: process.stdin, output: process.stderr })
       let interrupted = false
       let sessionId: string | undefined

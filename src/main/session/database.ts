@@ -119,3 +119,26 @@ export async function upgradeDatabase(
     db.close()
   }
 }
+
+/** One line for a person watching an upgrade: what is being done and how far it is. */
+export function describeUpgradeProgress(p: UpgradeProgress): string {
+  const n = (x: number) => x.toLocaleString('en-US')
+  const share = p.total > 0 ? ` (${Math.floor((100 * p.done) / p.total)}%)` : ''
+  return `Upgrading Corral's data (migration ${p.version}: ${p.name}): ${p.stage}, ${n(p.done)} of ${n(p.total)} ${p.unit}${share}`
+}
+
+/**
+ * Progress of an upgrade as lines for a person (a terminal, the desktop's upgrade window): one when
+ * a stage begins, then one per `intervalMs` at most, and the stage's last. `write` gets each line.
+ */
+export function upgradeProgressLines(write: (line: string) => void, intervalMs = 1000): (p: UpgradeProgress) => void {
+  let stage = ''
+  let writtenAt = -Infinity
+  return (p) => {
+    const key = `${p.version}:${p.stage}`
+    if (key === stage && p.done < p.total && p.elapsedMs - writtenAt < intervalMs) return
+    stage = key
+    writtenAt = p.elapsedMs
+    write(describeUpgradeProgress(p))
+  }
+}

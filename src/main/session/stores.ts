@@ -118,6 +118,9 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
   }
 }
 
+/** Upgrading a database before its stores open (engine start-up, with progress): session/database.ts. */
+export { upgradeDatabase, upgradeProgressLines, type UpgradeProgress } from './database'
+
 /** Opens (creating and migrating as needed) the database file at `path` and wires its stores. */
 export function openStoresAt(path: string, options: StoresOptions = {}): Stores {
   return openStores(openDatabase({ path }), { filesDir: join(dirname(path), 'files'), skillsDir: join(dirname(path), 'skills'), ...options })

@@ -4,6 +4,9 @@ import { mkdtempSync, rmSync, statSync, readFileSync, existsSync, utimesSync } f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
+import { openDatabase } from '../../../src/main/session/database'
+import { MIGRATIONS } from '../../../src/main/session/migrations'
+import { openStores } from '../../../src/main/session/stores'
 
 const children: ChildProcess[] = []
 const dirs: string[] = []
@@ -95,6 +98,43 @@ describe('corral serve', () => {
     const again = await new Anthropic({ baseURL: second.url, apiKey: 't' }).beta.agents.retrieve(agent.id)
     expect(again.name).toBe('kept')
   })
+
+  it('upgrades an older data directory before it serves, printing the progress of the event log copy, and serves its sessions as before', async () => {
+    const dataDir = tempDir()
+    // a data directory as the release before the rowid event log left it (schema version 13)
+    const stores = openStores(openDatabase({ path: join(dataDir, 'corral.db'), migrations: MIGRATIONS.filter((m) => m.version <= 13) }), {
+      filesDir: join(dataDir, 'files'),
+      skillsDir: join(dataDir, 'skills'),
+    })
+    const agent = stores.agents.create({ name: 'before', model: 'claude-sonnet-4-6' })
+    const env = stores.environments.create({ name: 'before' })
+    const session = await stores.sessions.create({ agent: agent.id, environment_id: env.id })
+    const texts = Array.from({ length: 30_000 }, (_, i) => `note ${i}`)
+    for (let i = 0; i < texts.length; i += 1000) {
+      await stores.log.append(session.id, texts.slice(i, i + 1000).map((text) => ({ type: 'user.message', content: [{ type: 'text', text }] })))
+    }
+    const events = stores.db.prepare('SELECT COUNT(*) FROM events').pluck().get() as number
+    stores.close()
+
+    const { url, output } = await startServe({ CORRAL_DATA_DIR: dataDir, CORRAL_TOKEN: 'upgrade-token' })
+    const printed = output()
+    const n = events.toLocaleString('en-US')
+    const lines = printed.split('\n').filter((l) => l.startsWith("Upgrading Corral's data"))
+    expect(lines[0]).toBe(`Upgrading Corral's data (migration 14: event log: a rowid table, appended at its end): copying the event log, 0 of ${n} events (0%)`)
+    expect(lines).toContain(`Upgrading Corral's data (migration 14: event log: a rowid table, appended at its end): copying the event log, ${n} of ${n} events (100%)`)
+    expect(lines.at(-1)).toBe(`Upgrading Corral's data (migration 14: event log: a rowid table, appended at its end): indexing the event log, ${n} of ${n} events (100%)`)
+    expect(printed.indexOf('indexing the event log')).toBeLessThan(printed.indexOf('serving on'))
+
+    const client = new Anthropic({ baseURL: url, apiKey: 'upgrade-token' })
+    const listed = []
+    for await (const e of client.beta.sessions.events.list(session.id, { limit: 1000 })) listed.push(e)
+    const notes = listed.filter((e) => e.type === 'user.message').map((e) => (e as { content: { text: string }[] }).content[0].text)
+    expect(notes).toEqual(texts)
+    // and the log goes on where it was
+    await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.interrupt' }] })
+    const last = (await client.beta.sessions.events.list(session.id, { limit: 1, order: 'desc' })).data[0]
+    expect(last.type).toBe('user.interrupt')
+  }, 120_000)
 
   it('refuses a port that is not a number with a message naming the option', async () => {
     const child = spawn(process.execPath, [CLI, 'serve', '--port', 'abc'], { stdio: ['ignore', 'pipe', 'pipe'] })

@@ -54,7 +54,7 @@ export function keychainFix(platform: NodeJS.Platform = process.platform): strin
   return (
     'run a Secret Service (gnome-keyring or KWallet) in your D-Bus session; on a headless machine start Corral inside one: ' +
     "dbus-run-session -- sh -c 'echo -n <a password> | gnome-keyring-daemon --unlock --components=secrets >/dev/null; npm run serve' " +
-    '(apt-get install gnome-keyring dbus), or set ANTHROPIC_API_KEY in the environment for the model key'
+    '(apt-get install gnome-keyring dbus)'
   )
 }
 
@@ -70,7 +70,9 @@ export function isKeychainUnreachable(reason: string): boolean {
 export function keychainError(action: string, account: string, cause: unknown): CorralError {
   const reason = cause instanceof Error ? cause.message : String(cause)
   if (isKeychainUnreachable(reason)) {
-    return new CorralError('keychain_error', `no OS keychain is available, so Corral could not ${action} ${account} (${reason}); to fix: ${keychainFix()}`, { cause })
+    // the model key alone has a way around the keychain: the environment
+    const orEnv = account === keychainAccount.anthropicApiKey ? ', or set ANTHROPIC_API_KEY in the environment instead' : ''
+    return new CorralError('keychain_error', `no OS keychain is available, so Corral could not ${action} ${account} (${reason}); to fix: ${keychainFix()}${orEnv}`, { cause })
   }
   return new CorralError('keychain_error', `the keychain could not ${action} ${account}: ${reason}`, { cause })
 }

@@ -13,6 +13,7 @@ import { CorralError } from '../shared/errors'
 import { advisorTierTable } from '../shared/api/advisor-tiers'
 import { keychainAccount, keychainFix } from './vault/keychain'
 import { Brains, type BrainsOptions } from './orchestrator/brains'
+import { DreamRunner } from './orchestrator/dream-runner'
 import { DeploymentScheduler, type SchedulerClock } from './orchestrator/deployment-scheduler'
 import type { ToolRouter } from './hands/tool-router'
 import type { HandsRouter } from './hands/router'
@@ -101,6 +102,8 @@ export class Engine {
   readonly brains: Brains
   /** Fires deployments on their cron (and finishes runs a crash left half-started). */
   readonly deploymentScheduler: DeploymentScheduler
+  /** Starts dreams' sessions and settles them (orchestrator/dream-runner.ts). */
+  readonly dreamRunner: DreamRunner
   /** The keychain and the egress proxy; present when the engine was given a keychain. */
   readonly vault?: Vault
   /** The engine's own hands, when it built them (no `toolRouter` given, `defaultHands` not false). */
@@ -191,7 +194,7 @@ export class Engine {
       const refresh = () => vault.refreshSessionEgress()
       for (const store of [environments, vaults, sessions]) this.disposers.push(store.changes.subscribe(refresh))
     }
-    this.services = { log, agents, environments, sessions, threads, vaults, memory: stores.memory, work: stores.work, deployments: stores.deployments, searchMessages: stores.searchMessages, previews: new PreviewBus(), sessionResources: stores.sessionResources, workflows: stores.workflows }
+    this.services = { log, agents, environments, sessions, threads, vaults, memory: stores.memory, work: stores.work, deployments: stores.deployments, dreams: stores.dreams, searchMessages: stores.searchMessages, previews: new PreviewBus(), sessionResources: stores.sessionResources, workflows: stores.workflows }
     if (stores.skills) this.services.skills = stores.skills
     if (stores.files) {
       stores.files.collectExpired()
@@ -279,6 +282,19 @@ export class Engine {
       options: config.harness,
       onError: config.log,
     })
+    this.dreamRunner = new DreamRunner({
+      dreams: stores.dreams,
+      // a dream's session ends for good: interrupted if it runs, archived (its hands released,
+      // their last memory sync into the store included), then the dream takes its final status
+      stopSession: async (sessionId) => {
+        const session = sessions.retrieve(sessionId)
+        if (session.archived_at) return
+        if (session.status === 'running') await sessions.sendEvents(sessionId, [{ type: 'user.interrupt' }])
+        await sessions.archive(sessionId)
+        await this.handsSettled()
+      },
+      onError: (err) => (config.log ?? console.error)(`[corral] dreams: ${(err as Error).stack ?? String(err)}`),
+    })
     this.deploymentScheduler = new DeploymentScheduler({
       deployments: stores.deployments,
       clock: config.deployments?.clock,
@@ -295,6 +311,8 @@ export class Engine {
     engine.brains.start()
     // finishes half-started deployment runs, then catches up what was missed while closed
     if (config.deployments?.enabled !== false) engine.deploymentScheduler.start()
+    // starts the dreams still pending and settles those whose sessions ended while closed
+    engine.dreamRunner.start()
     engine.sweepHands()
     return engine
   }
@@ -517,6 +535,8 @@ export class Engine {
     this.closed = true
     await this.server?.close()
     await this.deploymentScheduler.dispose()
+    this.dreamRunner.dispose()
+    await this.dreamRunner.settled()
     await this.brains.stop()
     await this.handsSettled()
     await this.mcp?.dispose()

@@ -50,12 +50,14 @@ export class CorralError extends Error {
   readonly code: CorralErrorCode
   /** Fields the API's error object carries beside `type` and `message` (e.g. `conflicting_path`, `details`). */
   readonly fields: Readonly<Record<string, unknown>>
+  private readonly retry: boolean | undefined
 
-  constructor(code: CorralErrorCode, message: string, options?: { cause?: unknown; fields?: Record<string, unknown> }) {
+  constructor(code: CorralErrorCode, message: string, options?: { cause?: unknown; fields?: Record<string, unknown>; shouldRetry?: boolean }) {
     super(message, options)
     this.name = 'CorralError'
     this.code = code
     this.fields = options?.fields ?? {}
+    this.retry = options?.shouldRetry
   }
 
   /**
@@ -63,6 +65,7 @@ export class CorralError extends Error {
    * a 409 unless the response says `x-should-retry: false`); undefined = the client decides.
    */
   get shouldRetry(): boolean | undefined {
+    if (this.retry !== undefined) return this.retry
     return this.code === 'memory_precondition_failed_error' || this.code === 'memory_path_conflict_error' || this.code === 'state_conflict' ? false : undefined
   }
 

@@ -22,6 +22,7 @@ import { fileRoutes } from './routes/files'
 import { skillRoutes } from './routes/skills'
 import { sessionResourceRoutes } from './routes/session-resources'
 import { deploymentRoutes } from './routes/deployments'
+import { dreamRoutes } from './routes/dreams'
 
 export const SESSION_COOKIE = 'corral_token'
 
@@ -85,6 +86,7 @@ export function createApiApp(params: ApiAppParams): Hono {
   skillRoutes(app, services)
   sessionResourceRoutes(app, services)
   deploymentRoutes(app, services)
+  dreamRoutes(app, services)
   corralRoutes(app, services)
   workspaceRoutes(app, services)
   searchRoutes(app, services)

@@ -15,6 +15,7 @@ import type { SkillStore } from '../session/skill-store'
 import type { SessionResourceStore } from '../session/session-resources'
 import type { WorkStore } from '../session/work-store'
 import type { DeploymentStore } from '../session/deployment-store'
+import type { DreamStore } from '../session/dream-store'
 import type { WorkflowStore } from '../session/workflow-store'
 
 /**
@@ -46,6 +47,8 @@ export interface ApiServices {
   sessionResources?: SessionResourceStore
   /** Deployments and their runs (`/v1/deployments`, `/v1/deployment_runs`). */
   deployments: DeploymentStore
+  /** Dreams (`/v1/dreams`); absent in engines built without them (answered 404 naming that). */
+  dreams?: DreamStore
   /** Files (`/v1/files`) and the user's upload cap; absent in engines opened without a data directory. */
   files?: { store: FileStore; maxBytes(): number }
   /** Skills and their versions (`/v1/skills`); absent in engines opened without a data directory. */

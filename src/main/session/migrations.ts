@@ -496,4 +496,35 @@ export const MIGRATIONS: Migration[] = [
     name: 'event log: a rowid table, appended at its end',
     steps: rebuildEventsAsRowidTable,
   },
+  {
+    version: 15,
+    name: 'dreams: jobs that reorganize a memory store from past sessions',
+    // A row per dream (spec resources.md §11, docs/dreams.md). status: pending | running |
+    // completed | failed | canceled. target_store_id: the input store when the dream updates it
+    // (update_existing), for the one-at-a-time rule. reserved_session_id: the id its session is
+    // created with (its transcripts are files scoped to it before the session exists); session_id
+    // is written in the session's own transaction. finishing: how a running dream ended (JSON
+    // {status, error?}), written in the transaction of the session's final status event; the
+    // dream takes that status once its session's hands are released (their last memory sync).
+    sql: `
+      CREATE TABLE dreams (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        status TEXT NOT NULL,
+        archived_at TEXT,
+        ended_at TEXT,
+        input_store_id TEXT NOT NULL,
+        target_store_id TEXT,
+        output_store_id TEXT,
+        reserved_session_id TEXT NOT NULL,
+        session_id TEXT,
+        finishing TEXT,
+        error TEXT,
+        data TEXT NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX dreams_listing ON dreams(created_at, id);
+      CREATE INDEX dreams_session ON dreams(session_id) WHERE session_id IS NOT NULL;
+      CREATE INDEX dreams_open ON dreams(status, target_store_id) WHERE status IN ('pending', 'running');
+    `,
+  },
 ]

@@ -14,6 +14,7 @@ import { BlobStore } from './blob-store'
 import { FileStore } from './file-store'
 import { SkillStore } from './skill-store'
 import { DeploymentStore, type DeploymentStoreOptions } from './deployment-store'
+import { DreamStore } from './dream-store'
 import { SessionResourceStore, type SessionResourceStoreOptions } from './session-resources'
 import { dirname, join } from 'node:path'
 import { searchMessages, type MessageSearchHit, type MessageSearchParams } from './message-search'
@@ -69,6 +70,8 @@ export interface Stores {
   readonly sessionResources: SessionResourceStore
   /** Deployments and their runs (`/v1/deployments`, `/v1/deployment_runs`). */
   readonly deployments: DeploymentStore
+  /** Dreams (`/v1/dreams`): jobs that reorganize a memory store from past sessions. */
+  readonly dreams: DreamStore
   /** Messages (user and agent) whose text contains a query, across sessions, newest first. */
   searchMessages(params: MessageSearchParams): { data: MessageSearchHit[]; next_page: string | null }
   /** Closes the database (drain the log first: appends still queued would fail). */
@@ -110,6 +113,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     skills,
     sessionResources: new SessionResourceStore(db, { sessions, files: hooks?.files, secrets: hooks?.resourceSecrets, clock, onChange: options.onResourceChange }),
     deployments: new DeploymentStore(db, { agents, environments, sessions, vaults, memory, files: hooks?.files, clock: options.deploymentsClock ?? clock, afterRunRecorded: options.afterDeploymentRunRecorded }),
+    dreams: new DreamStore(db, { agents, environments, sessions, memory, files, log, clock }),
     searchMessages: (params) => searchMessages(db, params),
     close: () => {
       log.dispose()

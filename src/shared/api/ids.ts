@@ -23,6 +23,7 @@ export const ID_PREFIX = {
   deployment: 'depl_',
   deploymentRun: 'drun_',
   outcome: 'outc_',
+  dream: 'drm_',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

@@ -62,6 +62,8 @@ export type {
   CredentialUpdateParams,
 } from '@anthropic-ai/sdk/resources/beta/vaults/credentials'
 
+export type { BetaDream as Dream, BetaDreamStatus as DreamStatus, BetaDreamUsage as DreamUsage } from '@anthropic-ai/sdk/resources/beta/dreams'
+
 export type {
   BetaManagedAgentsDeployment as Deployment,
   BetaManagedAgentsDeploymentPausedReason as DeploymentPausedReason,

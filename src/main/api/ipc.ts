@@ -40,6 +40,7 @@ import { isOnThreadStream, threadKeyOf, type ThreadKey } from '../../shared/api/
 import { changesRevertSchema } from '../../shared/api/workspace'
 import { deploymentCreateSchema, deploymentUpdateSchema } from '../../shared/api/deployment-schemas'
 import { memoryCreateSchema, memoryUpdateSchema } from '../../shared/api/memory-schemas'
+import { dreamCreateSchema } from '../../shared/api/dream-schemas'
 import { corralSkillUploadSchema, corralSkillVersionUploadSchema } from '../../shared/api/skill-schemas'
 import type { ApiServices } from './services'
 
@@ -58,6 +59,7 @@ const BODY_SCHEMAS: Partial<Record<OperationName, z.ZodType>> = {
   'deployments.update': deploymentUpdateSchema,
   'memories.create': memoryCreateSchema,
   'memories.update': memoryUpdateSchema,
+  'dreams.create': dreamCreateSchema,
   'skills.upload': corralSkillUploadSchema,
   'skills.versions.upload': corralSkillVersionUploadSchema,
   'vaults.create': vaultCreateSchema,

@@ -109,6 +109,11 @@ export const OPERATIONS = {
   'memoryVersions.list': { method: 'GET', path: '/v1/memory_stores/:id/memory_versions' },
   'memoryVersions.retrieve': { method: 'GET', path: '/v1/memory_stores/:id/memory_versions/:versionId' },
   'memoryVersions.redact': { method: 'POST', path: '/v1/memory_stores/:id/memory_versions/:versionId/redact' },
+  'dreams.list': { method: 'GET', path: '/v1/dreams', arrayKeys: ['statuses'] },
+  'dreams.create': { method: 'POST', path: '/v1/dreams' },
+  'dreams.retrieve': { method: 'GET', path: '/v1/dreams/:id' },
+  'dreams.cancel': { method: 'POST', path: '/v1/dreams/:id/cancel' },
+  'dreams.archive': { method: 'POST', path: '/v1/dreams/:id/archive' },
   /** The files API's list (`/v1/files`; `files.list` above is a session folder's listing). */
   'apiFiles.list': { method: 'GET', path: '/v1/files', arrayKeys: ['ids'] },
   /** A file's bytes as base64 JSON (Corral addition: the one download both transports can carry). */

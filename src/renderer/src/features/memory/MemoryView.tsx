@@ -5,6 +5,7 @@ import { Button, Dialog, Empty, ErrorNote, Spinner } from '../../ui/components'
 import { DiffView } from '../../ui/Code'
 import { useQuery } from '../../ui/hooks'
 import { actorLabel, memoryTree } from './memory-tree'
+import { DreamsPanel } from './DreamsPanel'
 
 interface Page<T> {
   data: T[]
@@ -44,13 +45,13 @@ export function MemoryView({ storeId, memoryId, onGo }: { storeId?: string; memo
         </ul>
       </aside>
       <main className="pane memory-main" id="main">
-        {current ? <StorePane key={current} storeId={current} memoryId={memoryId} onGo={onGo} /> : null}
+        {current ? <StorePane key={current} storeId={current} store={stores.data?.data.find((s) => s.id === current)} memoryId={memoryId} onGo={onGo} onStoresChanged={stores.reload} /> : null}
       </main>
     </div>
   )
 }
 
-function StorePane({ storeId, memoryId, onGo }: { storeId: string; memoryId?: string; onGo: (path: string) => void }) {
+function StorePane({ storeId, store, memoryId, onGo, onStoresChanged }: { storeId: string; store?: MemoryStore; memoryId?: string; onGo: (path: string) => void; onStoresChanged: () => void }) {
   const client = useClient()
   const memories = useQuery(() => client.request<Page<MemoryListItem>>('memories.list', { id: storeId }, { limit: 100 }), [storeId])
   const items = (memories.data?.data ?? []).filter((m): m is Extract<MemoryListItem, { type: 'memory' }> => m.type === 'memory')
@@ -76,6 +77,7 @@ function StorePane({ storeId, memoryId, onGo }: { storeId: string; memoryId?: st
             ),
           )}
         </ul>
+        {store ? <DreamsPanel store={store} onOutputs={onStoresChanged} /> : null}
       </nav>
       <section className="memory-detail">
         {memoryId ? <MemoryPane key={memoryId} storeId={storeId} memoryId={memoryId} onGo={onGo} onSaved={memories.reload} /> : <p className="muted">Choose a memory to read, edit, or see its history.</p>}

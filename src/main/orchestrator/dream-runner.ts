@@ -1,7 +1,7 @@
 import type { DreamChange, DreamStore } from '../session/dream-store'
 
 export interface DreamRunnerParams {
-  dreams: Pick<DreamStore, 'subscribe' | 'start' | 'finish' | 'unsettled' | 'sessionOf'>
+  dreams: Pick<DreamStore, 'subscribe' | 'start' | 'finish' | 'unsettled' | 'sessionOf' | 'endedSessionOf'>
   /**
    * Stops a dream's session for good: interrupted if it runs, archived, and resolved once its
    * hands are released (their last memory sync has reached the store).
@@ -48,8 +48,10 @@ export class DreamRunner {
     if (change.kind === 'created') this.enqueue(id, async () => void (await this.p.dreams.start(id)))
     else if (change.kind === 'finishing') {
       this.enqueue(id, async () => {
-        const sessionId = this.p.dreams.sessionOf(id)
-        if (sessionId) await this.p.stopSession(sessionId)
+        // only an ending that committed (a rolled-back append may have told of one)
+        const sessionId = this.p.dreams.endedSessionOf(id)
+        if (!sessionId) return
+        await this.p.stopSession(sessionId)
         this.p.dreams.finish(id)
       })
     } else {

@@ -233,6 +233,12 @@ export class DreamStore {
     return this.row(id).session_id
   }
 
+  /** The session of a running dream whose session has ended (recorded, committed), else undefined. */
+  endedSessionOf(id: string): string | undefined {
+    const row = this.row(id)
+    return row.status === 'running' && row.finishing && row.session_id ? row.session_id : undefined
+  }
+
   /**
    * Starts a pending dream: its output store (a copy of the input store, for create_new), the
    * transcripts of its sessions as files, then its session (with the id it reserved; session_id

@@ -121,15 +121,55 @@ describe('the memory mount sync', () => {
     expect(content('/later.md')).toBe('written after the call returned')
   })
 
-  it('mounts into the same directory again (emptied first), so a re-attached container keeps its bind', async () => {
+  it('mounts into the same directory again, so a re-attached container keeps its bind; a folder without its recorded state starts fresh', async () => {
     const { store, folder } = await mount()
     writeFileSync(join(folder, 'stale.md'), 'left by a crashed run')
     const inode = statSync(folder).ino
+    rmSync(`${folder}.mount.json`)
     const [again] = await mounts.prepare(SESSION, [{ type: 'memory_store', memory_store_id: store.id, access: 'read_write', mount_path: '/mnt/memory/team-notes' }])
     expect(again.source).toBe(folder)
     expect(statSync(folder).ino).toBe(inode) // the same directory, not a new one at the same path
     expect(existsSync(join(folder, 'stale.md'))).toBe(false)
     expect(readFileSync(join(folder, 'a.md'), 'utf8')).toBe('a1')
+  })
+
+  it('takes over the folder a killed process left: what the sandbox wrote there and never synced reaches the store, the store\'s own changes win', async () => {
+    const { store, folder, content } = await mount()
+    // the sandbox writes, the process dies before the sync (no release, no dispose)
+    writeFileSync(join(folder, 'unsynced.md'), 'written just before the kill')
+    writeFileSync(join(folder, 'a.md'), 'a2 from the sandbox')
+    const b = stores.memory.snapshot(store.id).find((m) => m.path === '/dir/b.md')!
+    stores.memory.updateMemory(store.id, b.id, { content: 'b2 from the API' }, api) // while no process ran the session
+    const inode = statSync(folder).ino
+    const next = new MemoryMounts({ store: () => stores.memory, root: join(dir, 'mounts'), followUpMs: 50, now: () => clock })
+    try {
+      const [bind] = await next.prepare(SESSION, [{ type: 'memory_store', memory_store_id: store.id, access: 'read_write', mount_path: '/mnt/memory/team-notes' }])
+      expect(bind.source).toBe(folder)
+      expect(statSync(folder).ino).toBe(inode)
+      expect(content('/unsynced.md')).toBe('written just before the kill')
+      expect(content('/a.md')).toBe('a2 from the sandbox')
+      expect(readFileSync(join(folder, 'dir', 'b.md'), 'utf8')).toBe('b2 from the API')
+      const versions = stores.memory.listVersions(store.id, { limit: 10 } as never).data
+      expect(versions.filter((v) => v.created_by.type === 'session_actor').map((v) => v.path).sort()).toEqual(['/a.md', '/unsynced.md'])
+    } finally {
+      next.dispose()
+    }
+  })
+
+  it('applies at release, in the next process, a deletion that was still waiting when the process was killed', async () => {
+    const { store, folder, content } = await mount()
+    unlinkSync(join(folder, 'dir', 'b.md'))
+    expect(await mounts.sync(SESSION)).toMatchObject({ deleted: 0 }) // waits its 30 s
+    expect(content('/dir/b.md')).toBe('b1')
+    // killed: the next process never mounted the session; archiving it releases its hands
+    const next = new MemoryMounts({ store: () => stores.memory, root: join(dir, 'mounts'), followUpMs: 50, now: () => clock })
+    expect(next.has(SESSION)).toBe(false)
+    await next.release(SESSION)
+    expect(content('/dir/b.md')).toBeUndefined()
+    expect(content('/a.md')).toBe('a1')
+    expect(existsSync(folder)).toBe(false)
+    expect(existsSync(join(dir, 'mounts', SESSION))).toBe(false)
+    expect(stores.memory.snapshot(store.id).map((m) => m.path)).toEqual(['/a.md'])
   })
 
   it('starts the sandbox without a store deleted since the session attached it', async () => {

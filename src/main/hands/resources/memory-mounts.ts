@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { chmod, lstat, mkdir, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises'
+import { chmod, lstat, mkdir, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises'
 import type { BigIntStats } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { MAX_MEMORY_BYTES, memoryPathProblem } from '../../../shared/api/memory-schemas'
@@ -11,6 +11,8 @@ import type { FolderMount } from '../sandbox'
 interface Mount {
   storeId: string
   dir: string
+  /** Where the sandbox sees it (the resource's mount_path). */
+  target: string
   readOnly: boolean
   /** memory path → content_sha256 last agreed between the folder and the store */
   baseline: Map<string, string>
@@ -73,19 +75,36 @@ export class MemoryMounts {
 
   constructor(private readonly o: MemoryMountsOptions) {}
 
-  /** Writes the session's stores to fresh host folders; returns them as sandbox binds. */
+  /**
+   * Writes the session's stores to host folders; returns them as sandbox binds. A folder an
+   * earlier process of this data directory left for the session (it was killed, or stopped with
+   * the session's container still running) is taken over with the baseline it recorded, and
+   * synced at once: what the sandbox wrote or deleted there that never reached the store does now.
+   * Other folders start fresh from the store.
+   */
   async prepare(sessionId: string, resources: readonly Record<string, unknown>[] | undefined): Promise<FolderMount[]> {
     const attached = (resources ?? []).map((r, index) => ({ r, index })).filter(({ r }) => r.type === 'memory_store' && typeof r.mount_path === 'string')
     if (attached.length === 0) return []
     const mounts: Mount[] = []
     const binds: FolderMount[] = []
+    let adopted = false
     for (const { r, index } of attached) {
       const target = String(r.mount_path)
-      const dir = join(this.o.root, sessionId, target.split('/').pop() || String(r.memory_store_id))
+      const storeId = String(r.memory_store_id)
+      const dir = join(this.o.root, sessionId, target.split('/').pop() || storeId)
+      const readOnly = r.access === 'read_only'
+      const left = await readMountState(dir)
+      if (left && left.storeId === storeId && left.target === target && left.readOnly === readOnly && (await isDir(dir))) {
+        const mount: Mount = { storeId, dir, target, readOnly, baseline: new Map(Object.entries(left.baseline)), hashed: new Map(), missingSince: new Map() }
+        mounts.push(mount)
+        binds.push({ index, source: dir, target, readOnly })
+        adopted = true
+        continue
+      }
       // Emptied, not replaced: a container this process re-attaches to still binds this directory.
       await makeDir(dir)
       for (const entry of await readdir(dir)) await rm(join(dir, entry), { recursive: true, force: true })
-      const mount: Mount = { storeId: String(r.memory_store_id), dir, readOnly: r.access === 'read_only', baseline: new Map(), hashed: new Map(), missingSince: new Map() }
+      const mount: Mount = { storeId, dir, target, readOnly, baseline: new Map(), hashed: new Map(), missingSince: new Map() }
       let memories
       try {
         memories = this.o.store().snapshot(mount.storeId)
@@ -101,10 +120,12 @@ export class MemoryMounts {
         const st = await lstat(join(dir, m.path.slice(1)), { bigint: true })
         mount.hashed.set(m.path, { stamp: stampOf(st), sha: m.content_sha256 })
       }
+      await writeMountState(mount)
       mounts.push(mount)
-      binds.push({ index, source: dir, target, readOnly: mount.readOnly })
+      binds.push({ index, source: dir, target, readOnly })
     }
     this.sessions.set(sessionId, mounts)
+    if (adopted) await this.sync(sessionId)
     return binds
   }
 
@@ -137,15 +158,35 @@ export class MemoryMounts {
     this.followUps.clear()
   }
 
-  /** A last sync, then the session's folders are removed. */
+  /**
+   * A last sync, then the session's folders are removed. Folders an earlier process left for the
+   * session (killed before its release) are synced a last time too, from the baseline they recorded.
+   */
   async release(sessionId: string): Promise<void> {
     clearTimeout(this.followUps.get(sessionId))
     this.followUps.delete(sessionId)
-    if (!this.sessions.has(sessionId)) return
+    if (!this.sessions.has(sessionId)) {
+      const left = await this.leftBehind(sessionId)
+      if (left.length === 0) return
+      this.sessions.set(sessionId, left)
+    }
     await this.sync(sessionId, { final: true }).catch((err: Error) => this.o.log?.(`[memory] last sync of ${sessionId} failed: ${err.message}`))
     this.sessions.delete(sessionId)
     this.queue.delete(sessionId)
     await rm(join(this.o.root, sessionId), { recursive: true, force: true })
+  }
+
+  /** The mounts an earlier process recorded for the session (each folder with its state file). */
+  private async leftBehind(sessionId: string): Promise<Mount[]> {
+    const root = join(this.o.root, sessionId)
+    const out: Mount[] = []
+    for (const name of await readdir(root).catch(() => [] as string[])) {
+      if (!name.endsWith(STATE_SUFFIX)) continue
+      const dir = join(root, name.slice(0, -STATE_SUFFIX.length))
+      const state = await readMountState(dir)
+      if (state && (await isDir(dir))) out.push({ storeId: state.storeId, dir, target: state.target, readOnly: state.readOnly, baseline: new Map(Object.entries(state.baseline)), hashed: new Map(), missingSince: new Map() })
+    }
+    return out
   }
 
   /** Whether the session has stores mounted by this process. */
@@ -155,7 +196,11 @@ export class MemoryMounts {
 
   private async syncNow(sessionId: string, final: boolean): Promise<MemorySyncReport> {
     const report: MemorySyncReport = { pushed: 0, pulled: 0, deleted: 0, refused: [] }
-    for (const mount of this.sessions.get(sessionId) ?? []) await this.syncMount({ sessionId, mount, report, final })
+    for (const mount of this.sessions.get(sessionId) ?? []) {
+      await this.syncMount({ sessionId, mount, report, final })
+      // the baseline this sync agreed on outlives the process (a restart takes the folder over)
+      await writeMountState(mount)
+    }
     return report
   }
 
@@ -233,6 +278,39 @@ export class MemoryMounts {
       report.pulled++
     }
   }
+}
+
+/**
+ * Beside each mounted folder (outside what the sandbox binds): `<folder>.mount.json`, the store it
+ * mounts, how, and the baseline (memory path → content_sha256) its last sync agreed on.
+ */
+const STATE_SUFFIX = '.mount.json'
+interface MountState {
+  storeId: string
+  target: string
+  readOnly: boolean
+  baseline: Record<string, string>
+}
+
+async function readMountState(dir: string): Promise<MountState | undefined> {
+  try {
+    const state = JSON.parse(await readFile(dir + STATE_SUFFIX, 'utf8')) as MountState
+    return typeof state.storeId === 'string' && typeof state.baseline === 'object' && state.baseline ? state : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Written whole to a temporary file and renamed over the old one: a kill leaves one or the other. */
+async function writeMountState(mount: Mount): Promise<void> {
+  const file = mount.dir + STATE_SUFFIX
+  const state: MountState = { storeId: mount.storeId, target: mount.target, readOnly: mount.readOnly, baseline: Object.fromEntries(mount.baseline) }
+  await writeFile(`${file}.tmp`, JSON.stringify(state), { mode: 0o600 })
+  await rename(`${file}.tmp`, file)
+}
+
+async function isDir(path: string): Promise<boolean> {
+  return (await lstat(path).catch(() => undefined))?.isDirectory() === true
 }
 
 /** What says a file is the one last hashed: inode, size, modification and change times (ns). */

@@ -131,6 +131,10 @@ test.describe.serial('dreams from the Memory page', () => {
     await expect(row).toContainText('Dreaming', { timeout: 30_000 })
     await expect(row).toContainText('updates this store')
     await expect(row.getByRole('link', { name: 'Watch its session' })).toBeVisible()
+    // its session says it is a dream's and leads back to the store
+    await row.getByRole('link', { name: 'Watch its session' }).click()
+    await expect(page.getByRole('link', { name: 'Dream', exact: true })).toHaveAttribute('href', `#/memory/${storeId}`)
+    await page.getByRole('link', { name: 'Dream', exact: true }).click()
     await row.getByRole('button', { name: 'Cancel' }).click()
     await expect(row).toContainText('Canceled')
     await shot(page, info, 'dreams-04-canceled')

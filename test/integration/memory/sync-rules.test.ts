@@ -150,7 +150,7 @@ describe('the memory mount sync', () => {
       expect(content('/a.md')).toBe('a2 from the sandbox')
       expect(readFileSync(join(folder, 'dir', 'b.md'), 'utf8')).toBe('b2 from the API')
       const versions = stores.memory.listVersions(store.id, { limit: 10 } as never).data
-      expect(versions.filter((v) => v.created_by.type === 'session_actor').map((v) => v.path).sort()).toEqual(['/a.md', '/unsynced.md'])
+      expect(versions.filter((v) => v.created_by?.type === 'session_actor').map((v) => v.path).sort()).toEqual(['/a.md', '/unsynced.md'])
     } finally {
       next.dispose()
     }

@@ -330,6 +330,7 @@ function ThreadHeader({
             </span>
             <span title={session.updated_at}>updated {relativeTime(session.updated_at)}</span>
             {session.vault_ids.length > 0 && <VaultChips ids={session.vault_ids} />}
+            {session.metadata?.corral_dream_id && <DreamChip dreamId={session.metadata.corral_dream_id} resources={session.resources} />}
             {session.resources.map((r, i) => (
               <span key={i} className="chip-static" title={JSON.stringify(r)}>
                 <Icon name={resourceChip(r as unknown as Record<string, unknown>).icon} size={12} />
@@ -530,6 +531,16 @@ function TitleEditor({ session, onRenamed }: { session: Session; onRenamed: (s: 
 
 
 /** The vaults a session uses, by name, each a link to its page. */
+/** A dream's session (docs/dreams.md): says so, and leads to the store it writes on the Memory page. */
+function DreamChip({ dreamId, resources }: { dreamId: string; resources: readonly { type: string }[] }) {
+  const store = resources.find((r): r is { type: 'memory_store'; memory_store_id: string } => r.type === 'memory_store')
+  return (
+    <a className="chip-static" href={store ? `#/memory/${store.memory_store_id}` : '#/memory'} title={`This session runs dream ${dreamId}; the store it writes is on the Memory page`}>
+      <Icon name="moon" size={12} /> Dream
+    </a>
+  )
+}
+
 function VaultChips({ ids }: { ids: readonly string[] }) {
   const client = useClient()
   const vaults = useQuery(() => client.request<Page<Vault>>('vaults.list', {}, { limit: 100, include_archived: true }), [ids.join(',')])

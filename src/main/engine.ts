@@ -288,10 +288,14 @@ export class Engine {
       // their last memory sync into the store included), then the dream takes its final status
       stopSession: async (sessionId) => {
         const session = sessions.retrieve(sessionId)
-        if (session.archived_at) return
-        if (session.status === 'running') await sessions.sendEvents(sessionId, [{ type: 'user.interrupt' }])
-        await sessions.archive(sessionId)
-        await this.handsSettled()
+        if (!session.archived_at) {
+          if (session.status === 'running') await sessions.sendEvents(sessionId, [{ type: 'user.interrupt' }])
+          await sessions.archive(sessionId)
+        }
+        // archived by an earlier process that was stopped before its hands were released: release
+        // them here (a memory folder it left is synced a last time); otherwise joins the release
+        // the archive began
+        await this.releaseSessionHands(sessionId)
       },
       onError: (err) => (config.log ?? console.error)(`[corral] dreams: ${(err as Error).stack ?? String(err)}`),
     })
@@ -334,12 +338,25 @@ export class Engine {
   /** An archived or deleted session's hands: no container, workspace or egress is left behind. */
   private releaseHands(sessionId: string): void {
     if (this.closed) return
-    this.trackHands(
-      (async () => {
-        await this.router.release(sessionId, { removeWorkspace: true })
-        await this.vault?.releaseSessionEgress(sessionId)
-      })(),
-    )
+    this.trackHands(this.releaseSessionHands(sessionId))
+  }
+
+  /** Sessions whose hands are being released: a second ask joins the first. */
+  private readonly releasing = new Map<string, Promise<void>>()
+
+  /**
+   * Releases a session's hands (its sandbox, folders and egress; memory mounts synced a last time,
+   * including folders an earlier process left) and resolves when that is done. Safe to repeat.
+   */
+  private releaseSessionHands(sessionId: string): Promise<void> {
+    const running = this.releasing.get(sessionId)
+    if (running) return running
+    const work = (async () => {
+      await this.router.release(sessionId, { removeWorkspace: true })
+      await this.vault?.releaseSessionEgress(sessionId)
+    })().finally(() => this.releasing.delete(sessionId))
+    this.releasing.set(sessionId, work)
+    return work
   }
 
   private trackHands(work: Promise<unknown>): void {

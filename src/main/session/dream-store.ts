@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3'
 import type { z } from 'zod'
 import type { Agent, Dream, DreamStatus, DreamUsage, Environment, Session, SessionUsage } from '../../shared/api/types'
 import type { dreamCreateSchema, dreamListQuerySchema } from '../../shared/api/dream-schemas'
@@ -98,8 +99,9 @@ export class DreamStore {
     private readonly o: DreamStoreOptions,
   ) {
     this.clock = o.clock ?? (() => new Date())
-    const running = db.prepare("SELECT d.id FROM dreams d JOIN sessions s ON s.id = d.session_id WHERE s.rid = ? AND d.status = 'running' AND d.finishing IS NULL").pluck()
-    const setFinishing = db.prepare("UPDATE dreams SET finishing = ? WHERE id = ? AND status = 'running' AND finishing IS NULL")
+    // prepared at the first final status event (stores opened over an older schema, as tests do, never need them)
+    let running: Database.Statement | undefined
+    let setFinishing: Database.Statement | undefined
     const finished: string[] = []
     o.log.addBatchProjector((rid, stored) => {
       for (const { event } of stored) {
@@ -107,8 +109,10 @@ export class DreamStore {
         if (e.type !== 'session.status_idle' && e.type !== 'session.status_terminated') continue
         const outcome = finishingOf(e)
         if (!outcome) continue
+        running ??= db.prepare("SELECT d.id FROM dreams d JOIN sessions s ON s.id = d.session_id WHERE s.rid = ? AND d.status = 'running' AND d.finishing IS NULL").pluck()
         const id = running.get(rid) as string | undefined
         if (!id) continue
+        setFinishing ??= db.prepare("UPDATE dreams SET finishing = ? WHERE id = ? AND status = 'running' AND finishing IS NULL")
         setFinishing.run(JSON.stringify(outcome), id)
         finished.push(id)
       }

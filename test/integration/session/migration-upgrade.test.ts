@@ -8,6 +8,7 @@ import { SqliteEventLog } from '../../../src/main/session/sqlite-event-log'
 import { AgentStore } from '../../../src/main/session/agent-store'
 import { EnvironmentStore } from '../../../src/main/session/environment-store'
 
+const LATEST = MIGRATIONS[MIGRATIONS.length - 1].version
 let db: Db | undefined
 afterEach(() => {
   db?.close()
@@ -138,9 +139,9 @@ describe('migration 14 (the event log as a rowid table)', () => {
     db.close()
     db = undefined
     expect(snapshot(path, sessions)).toEqual(before)
-    expect((await upgradeDatabase(path)).to).toBe(14)
+    expect((await upgradeDatabase(path)).to).toBe(LATEST)
     expect(snapshot(path, sessions)).toEqual(before)
     // nothing left to do
-    expect(await upgradeDatabase(path)).toEqual({ from: 14, to: 14 })
+    expect(await upgradeDatabase(path)).toEqual({ from: LATEST, to: LATEST })
   })
 })

@@ -43,9 +43,9 @@ describe.skipIf(!bwrap.ok)('dreams across kill -9 of the engine', () => {
     rmSync(dataDir, { recursive: true, force: true })
   })
 
-  const start = (): Promise<Anthropic> =>
+  const start = (env: NodeJS.ProcessEnv = {}): Promise<Anthropic> =>
     new Promise((resolve, reject) => {
-      const c = (child = spawn(process.execPath, ['--import', 'tsx', CHILD, dataDir, model!.url], { stdio: ['ignore', 'pipe', 'pipe'] }))
+      const c = (child = spawn(process.execPath, ['--import', 'tsx', CHILD, dataDir, model!.url], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } }))
       let out = ''
       let err = ''
       c.stderr!.on('data', (b: Buffer) => (err += b.toString()))
@@ -60,8 +60,8 @@ describe.skipIf(!bwrap.ok)('dreams across kill -9 of the engine', () => {
     })
 
   const kill = async () => {
-    const c = child!
-    if (c.exitCode !== null || c.signalCode !== null) return
+    const c = child
+    if (!c || c.exitCode !== null || c.signalCode !== null) return
     await new Promise<void>((resolve) => {
       c.once('exit', () => resolve())
       c.kill('SIGKILL')
@@ -130,4 +130,30 @@ describe.skipIf(!bwrap.ok)('dreams across kill -9 of the engine', () => {
       stores.close()
     }
   }, 240_000)
+
+  it('completes a dream whose session a killed process archived before it released its hands, with the sandbox\'s last changes in the store', async () => {
+    model ??= await ScriptedModelServer.start(respond)
+    await kill()
+    let client = await start({ CORRAL_TEST_KILL_AFTER_DREAM_ARCHIVE: '1' })
+    const agent = await client.beta.agents.create({ name: 'helper 2', model: 'claude-sonnet-5-5' })
+    const env = await client.beta.environments.create({ name: 'plain 2' })
+    const s = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, title: 'remember: ship on Fridays' })
+    const store = await client.beta.memoryStores.create({ name: 'archived before release' })
+    await client.beta.memoryStores.memories.create(store.id, { path: '/old.md', content: 'ship on Mondays\n' })
+    const exited = new Promise<void>((resolve) => child!.once('exit', () => resolve()))
+    const d = await client.beta.dreams.create({ inputs: [{ type: 'memory_store', memory_store_id: store.id }, { type: 'sessions', session_ids: [s.id] }], model: DREAMER })
+    await exited // the dream ran, its session ended and was archived, and the process died there
+    client = await start()
+    let got = await client.beta.dreams.retrieve(d.id)
+    for (let i = 0; i < 600 && (got.status === 'pending' || got.status === 'running'); i++) {
+      await new Promise((r) => setTimeout(r, 50))
+      got = await client.beta.dreams.retrieve(d.id)
+    }
+    expect(got.status).toBe('completed')
+    const out: string[] = []
+    for await (const m of client.beta.memoryStores.memories.list(got.outputs[0].memory_store_id, { limit: 100 })) if (m.type === 'memory') out.push(m.path)
+    // the rm of old.md waited its 30 s in the killed process; the release here applied it
+    expect(out).toEqual(['/decisions.md'])
+    await kill()
+  }, 120_000)
 })

@@ -62,6 +62,11 @@ function pending(db: Db, migrations: Migration[]): { current: number; todo: Migr
   return { current, todo: [...migrations].sort((a, b) => a.version - b.version).filter((m) => m.version > current) }
 }
 
+/** Whether another connection applied `m` since `pending` looked (checked inside the migration's write transaction). */
+function alreadyApplied(db: Db, m: Migration): boolean {
+  return (db.prepare('SELECT COUNT(*) FROM schema_migrations WHERE version >= ?').pluck().get(m.version) as number) > 0
+}
+
 function record(db: Db, m: Migration): void {
   db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString())
 }
@@ -72,10 +77,11 @@ export function migrate(db: Db, migrations: Migration[]): number {
   let applied = current
   for (const m of todo) {
     db.transaction(() => {
+      if (alreadyApplied(db, m)) return
       if (m.sql) db.exec(m.sql)
       if (m.steps) for (const _ of m.steps(db)) void _
       record(db, m)
-    })()
+    }).immediate()
     applied = m.version
   }
   return applied
@@ -99,6 +105,12 @@ export async function upgradeDatabase(
     for (const m of todo) {
       db.exec('BEGIN IMMEDIATE')
       try {
+        // another process (the desktop and a `corral serve` on one data directory) may have done it
+        if (alreadyApplied(db, m)) {
+          db.exec('COMMIT')
+          applied = m.version
+          continue
+        }
         if (m.sql) db.exec(m.sql)
         if (m.steps) {
           for (const step of m.steps(db)) {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -143,5 +144,29 @@ describe('migration 14 (the event log as a rowid table)', () => {
     expect(snapshot(path, sessions)).toEqual(before)
     // nothing left to do
     expect(await upgradeDatabase(path)).toEqual({ from: LATEST, to: LATEST })
+  })
+
+  it('is done once when two processes upgrade the same database at once: the second waits, then finds it done', async () => {
+    const { path, sessions } = version13()
+    const before = snapshot(path, sessions)
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '../../support/upgrade-child.ts'), path], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    child.stderr!.on('data', (b: Buffer) => (err += b.toString()))
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+    // once the other process is copying the log (inside its write transaction), this one upgrades too
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (b: Buffer) => {
+        out += b.toString()
+        if (out.includes('step copying the event log 25000')) resolve()
+      })
+      void exited.then(() => reject(new Error(`the other upgrade ended first:\n${out}${err}`)))
+    })
+    expect(await upgradeDatabase(path)).toEqual({ from: 13, to: LATEST })
+    expect(await exited).toBe(0)
+    expect(out).toContain(`done 13 ${LATEST}`)
+    expect(snapshot(path, sessions)).toEqual(before)
+    db = openDatabase({ path, migrations: [] })
+    expect(db.prepare('SELECT version FROM schema_migrations WHERE version > 13 ORDER BY version').pluck().all()).toEqual(MIGRATIONS.filter((m) => m.version > 13).map((m) => m.version))
   })
 })

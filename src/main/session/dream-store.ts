@@ -254,15 +254,17 @@ export class DreamStore {
     let row = this.row(id)
     if (row.status !== 'pending') return this.view(row)
     try {
-      if (!row.output_store_id) row = this.copyStore(row)
-      const data = JSON.parse(row.data) as DreamData
-      const files = await this.writeTranscripts(row, data)
-      if (this.row(id).status !== 'pending') return this.retrieve(id)
+      // its session exists only if session_id was written with it (one transaction): checked
+      // anyway, before the transcripts are made again, so a recovery never touches a live session's files
       const existing = this.sessionIfAny(row.reserved_session_id)
       if (existing) {
         this.db.prepare("UPDATE dreams SET session_id = ?, status = 'running' WHERE id = ? AND status = 'pending'").run(existing.id, id)
         return this.retrieve(id)
       }
+      if (!row.output_store_id) row = this.copyStore(row)
+      const data = JSON.parse(row.data) as DreamData
+      const files = await this.writeTranscripts(row, data)
+      if (this.row(id).status !== 'pending') return this.retrieve(id)
       const { agent, environment } = this.dreamAgent(data.model.id)
       const output = this.o.memory.retrieveStore(row.output_store_id!)
       await this.o.sessions.create(

@@ -22,8 +22,12 @@ export function DreamsPanel({ store, onOutputs }: { store: MemoryStore; onOutput
   const client = useClient()
   const [starting, setStarting] = useState(false)
   const action = useAction()
-  const all = useQuery(() => client.request<Page<Dream>>('dreams.list', {}, { limit: 100 }), [store.id], 1500)
+  // read every 1.5 s while a dream of this store may still change, else every 10 s (one started elsewhere)
+  const [watching, setWatching] = useState(false)
+  const all = useQuery(() => client.request<Page<Dream>>('dreams.list', {}, { limit: 100 }), [store.id], watching ? 1500 : 10_000)
   const dreams = (all.data?.data ?? []).filter((d) => dreamReads(d, store.id))
+  const anyOpen = dreams.some(dreamOpen)
+  useEffect(() => setWatching(anyOpen), [anyOpen])
   // a dream that made a store: the page's list of stores reads again, so the new one is there
   const outputs = dreams.flatMap((d) => d.outputs.map((o) => o.memory_store_id)).join(',')
   useEffect(() => {

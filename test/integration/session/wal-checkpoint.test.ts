@@ -1,5 +1,8 @@
 import { describe, expect, it, vi } from 'vitest'
-import { statSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { SqliteEventLog } from '../../../src/main/session/sqlite-event-log'
 import { logFiles } from './log-files'
 import type { WalCheckpointOptions, WalCheckpointResult } from '../../../src/main/session/log/wal-checkpoint'
@@ -114,4 +117,28 @@ describe('the WAL checkpointed off the event loop', () => {
       errors.mockRestore()
     }
   })
+
+  it('lets the process exit once its work is done, without a dispose, after the worker has run', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'corral-walckpt-exit-'))
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '../../support/checkpoint-exit-child.ts'), join(dir, 'corral.db')], { stdio: ['ignore', 'pipe', 'pipe'] })
+      let out = ''
+      child.stdout!.on('data', (b: Buffer) => (out += b.toString()))
+      child.stderr!.on('data', (b: Buffer) => (out += b.toString()))
+      const code = await new Promise<number | string>((resolve) => {
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL')
+          resolve('still running 15 s after its work')
+        }, 15_000)
+        child.once('exit', (c) => {
+          clearTimeout(timer)
+          resolve(c ?? -1)
+        })
+      })
+      expect(out).toContain('checkpointed')
+      expect(code, out).toBe(0)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 30_000)
 })

@@ -219,12 +219,14 @@ export class WalCheckpointer {
       } catch (err) {
         return this.fail(err)
       }
-      worker.unref()
       worker.on('message', (m: FromWorker) => this.heard(m))
       worker.on('error', (err) => this.fail(err))
       worker.on('exit', () => {
         if (!this.disposed) this.fail(new Error('the checkpoint worker exited'))
       })
+      // after the listeners: a 'message' listener added later refs the worker's port again, and a
+      // process that never disposed its log (a CLI command, a bench) then never exited
+      worker.unref()
     }
     this.inFlight = true
     if (hold) {

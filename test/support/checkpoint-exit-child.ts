@@ -1,5 +1,6 @@
 /**
- * A process that appends until the log's checkpoint worker has run once, prints `checkpointed`,
+ * A process that appends back to back until the log's checkpoint worker has run three times (the
+ * appends wait on it while it holds a commit, and nothing else keeps the process alive), prints `checkpointed`,
  * and then simply ends its work without disposing the log: it must exit by itself (the worker
  * thread may not keep it alive). Usage: node --import tsx checkpoint-exit-child.ts <database path>
  */
@@ -14,11 +15,14 @@ async function main(): Promise<void> {
   let checkpointed = false
   const log = new SqliteEventLog(stores.db, { checkpoint: { minFrames: 8, restartFrames: 64, pollMs: 5, onCheckpoint: () => (checkpointed = true) } })
   const text = 'x'.repeat(4000)
-  for (let i = 0; i < 2000 && !checkpointed; i++) {
+  // back to back, nothing else alive in the process: past restartFrames the log holds a commit
+  // while the worker copies, and only the worker keeps the process going until it answers
+  let held = 0
+  for (let i = 0; i < 3000 && held < 3; i++) {
     await log.append(session.id, [{ type: 'agent.message', content: [{ type: 'text', text }] }] as never)
-    if (i % 20 === 19) await new Promise((r) => setTimeout(r, 10))
+    if (checkpointed) held++, (checkpointed = false)
   }
-  process.stdout.write(checkpointed ? 'checkpointed\n' : 'never checkpointed\n')
+  process.stdout.write(held >= 3 ? 'checkpointed\n' : 'never checkpointed\n')
 }
 
 void main()

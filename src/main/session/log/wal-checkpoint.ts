@@ -224,10 +224,11 @@ export class WalCheckpointer {
       worker.on('exit', () => {
         if (!this.disposed) this.fail(new Error('the checkpoint worker exited'))
       })
-      // after the listeners: a 'message' listener added later refs the worker's port again, and a
-      // process that never disposed its log (a CLI command, a bench) then never exited
-      worker.unref()
     }
+    // alive for the process only while a checkpoint runs (a held commit waits on it; unref'd when
+    // idle, after the listeners: adding one refs the port again, and a process that never disposed
+    // its log, a script or the session bench, then never exited)
+    worker.ref()
     this.inFlight = true
     if (hold) {
       this.gate.hold()
@@ -247,6 +248,7 @@ export class WalCheckpointer {
 
   private heard(m: FromWorker): void {
     this.inFlight = false
+    this.worker?.unref()
     this.letGo()
     if (this.disposed) return
     if (m.type === 'failed') return this.fail(new Error(m.message))

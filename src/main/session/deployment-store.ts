@@ -512,8 +512,7 @@ export class DeploymentStore {
     if (problem) return this.failRun(row, problem)
     // A session with the reserved id exists only if the run's session_id was written with it (one
     // transaction); checked anyway, so a recovery can never make a second session.
-    const existing = this.sessionIfAny(data.plan.session_id)
-    if (existing) return this.settleRun(row, existing.id)
+    if (this.o.sessions.exists(data.plan.session_id)) return this.settleRun(row, data.plan.session_id)
     try {
       await this.o.sessions.create(data.plan.input, {
         sessionId: data.plan.session_id,
@@ -533,15 +532,6 @@ export class DeploymentStore {
       return this.failRun(row, { type, message: `the session could not be created: ${(err as Error).message}` })
     }
     return this.retrieveRun(row.id)
-  }
-
-  private sessionIfAny(id: string): Session | undefined {
-    try {
-      return this.o.sessions.retrieve(id)
-    } catch (err) {
-      if (isCorralError(err) && err.code === 'not_found_error') return undefined
-      throw err
-    }
   }
 
   private settleRun(row: RunRow, sessionId: string): DeploymentRunView {

@@ -148,12 +148,7 @@ export class DreamStore {
     if (store.archived_at) throw invalid(`inputs[${storeAt}].memory_store_id: memory store ${storeId} is archived; a dream reads a live store`)
     const given = (input.inputs[sessionsAt] as { session_ids: string[] }).session_ids
     given.forEach((id, i) => {
-      try {
-        this.o.sessions.retrieve(id)
-      } catch (err) {
-        if (isCorralError(err) && err.code === 'not_found_error') throw new CorralError('not_found_error', `inputs[${sessionsAt}].session_ids[${i}]: session ${JSON.stringify(id)} was not found`)
-        throw err
-      }
+      if (!this.o.sessions.exists(id)) throw new CorralError('not_found_error', `inputs[${sessionsAt}].session_ids[${i}]: session ${JSON.stringify(id)} was not found`)
     })
     const updateExisting = input.output_behavior?.type === 'update_existing'
     const now = this.clock().toISOString()
@@ -256,9 +251,8 @@ export class DreamStore {
     try {
       // its session exists only if session_id was written with it (one transaction): checked
       // anyway, before the transcripts are made again, so a recovery never touches a live session's files
-      const existing = this.sessionIfAny(row.reserved_session_id)
-      if (existing) {
-        this.db.prepare("UPDATE dreams SET session_id = ?, status = 'running' WHERE id = ? AND status = 'pending'").run(existing.id, id)
+      if (this.o.sessions.exists(row.reserved_session_id)) {
+        this.db.prepare("UPDATE dreams SET session_id = ?, status = 'running' WHERE id = ? AND status = 'pending'").run(row.reserved_session_id, id)
         return this.retrieve(id)
       }
       if (!row.output_store_id) row = this.copyStore(row)
@@ -397,15 +391,6 @@ export class DreamStore {
     for (let page = list(); ; page = list(page.next_page!)) {
       const found = page.data.find(mine)
       if (found || !page.next_page) return found
-    }
-  }
-
-  private sessionIfAny(id: string): Session | undefined {
-    try {
-      return this.o.sessions.retrieve(id)
-    } catch (err) {
-      if (isCorralError(err) && err.code === 'not_found_error') return undefined
-      throw err
     }
   }
 

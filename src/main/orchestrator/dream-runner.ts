@@ -1,7 +1,7 @@
 import type { DreamChange, DreamStore } from '../session/dream-store'
 
 export interface DreamRunnerParams {
-  dreams: Pick<DreamStore, 'subscribe' | 'start' | 'finish' | 'unsettled' | 'sessionOf' | 'endedSessionOf'>
+  dreams: Pick<DreamStore, 'changes' | 'start' | 'finish' | 'unsettled' | 'sessionOf' | 'endedSessionOf'>
   /**
    * Stops a dream's session for good: interrupted if it runs, archived, and resolved once its
    * hands are released (their last memory sync has reached the store).
@@ -26,7 +26,7 @@ export class DreamRunner {
   constructor(private readonly p: DreamRunnerParams) {}
 
   start(): void {
-    this.unsubscribe = this.p.dreams.subscribe((change) => this.heard(change))
+    this.unsubscribe = this.p.dreams.changes.subscribe((change) => this.heard(change))
     const left = this.p.dreams.unsettled()
     for (const id of left.pending) this.heard({ kind: 'created', id })
     for (const id of left.finishing) this.heard({ kind: 'finishing', id })

@@ -14,6 +14,7 @@ import type { FileStore } from './file-store'
 import type { SqliteEventLog } from './sqlite-event-log'
 import { createdAtFilters, keysetList, type Page } from './pagination'
 import { renderTranscript, TRANSCRIPT_EVENT_TYPES } from './dream-transcript'
+import { StoreChanges } from './store-changes'
 
 export type DreamCreateInput = z.infer<typeof dreamCreateSchema>
 export type DreamListQuery = z.infer<typeof dreamListQuerySchema>
@@ -92,7 +93,8 @@ const ZERO_USAGE: DreamUsage = { input_tokens: 0, output_tokens: 0, cache_creati
  */
 export class DreamStore {
   private readonly clock: () => Date
-  private readonly listeners = new Set<(change: DreamChange) => void>()
+  /** Each start, ending and cancel, told after its commit (the dream runner listens). */
+  readonly changes = new StoreChanges<DreamChange>((err) => console.error('[corral] a dream listener failed:', err))
 
   constructor(
     private readonly db: Db,
@@ -119,24 +121,8 @@ export class DreamStore {
     })
     // told after the commit (a listener may read the row the projector wrote)
     o.log.subscribeCommitted(() => {
-      for (const id of finished.splice(0)) this.notify({ kind: 'finishing', id })
+      for (const id of finished.splice(0)) this.changes.notify({ kind: 'finishing', id })
     })
-  }
-
-  /** Hears each change after its commit; returns the unsubscribe. */
-  subscribe(listener: (change: DreamChange) => void): () => void {
-    this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
-  }
-
-  private notify(change: DreamChange): void {
-    for (const l of [...this.listeners]) {
-      try {
-        l(change)
-      } catch (err) {
-        console.error('[corral] a dream listener failed:', err)
-      }
-    }
   }
 
   create(input: DreamCreateInput): Dream {
@@ -175,7 +161,7 @@ export class DreamStore {
         )
         .run(id, now, storeId, updateExisting ? storeId : null, updateExisting ? storeId : null, newId('session', Date.parse(now)), JSON.stringify(data))
     })()
-    this.notify({ kind: 'created', id })
+    this.changes.notify({ kind: 'created', id })
     return this.retrieve(id)
   }
 
@@ -211,7 +197,7 @@ export class DreamStore {
     if (row.status === 'canceled') return this.view(row)
     if (row.status === 'completed' || row.status === 'failed') throw invalid(`dream ${id} has ${row.status === 'completed' ? 'completed' : 'failed'}: only a pending or running dream can be canceled`)
     const changed = this.db.prepare("UPDATE dreams SET status = 'canceled', ended_at = ? WHERE id = ? AND status IN ('pending', 'running')").run(this.clock().toISOString(), id).changes
-    if (changed) this.notify({ kind: 'canceled', id })
+    if (changed) this.changes.notify({ kind: 'canceled', id })
     return this.retrieve(id)
   }
 

@@ -4,7 +4,7 @@ export interface StoreChange {
   id: string
 }
 
-export type StoreChangeListener = (change: StoreChange) => void
+export type StoreChangeListener<C = StoreChange> = (change: C) => void
 
 /**
  * A store's change signal: the store calls `notify` after a write has committed and before the
@@ -13,18 +13,18 @@ export type StoreChangeListener = (change: StoreChange) => void
  * subscription order; they must not throw (a throw is reported through `onListenerError` and the
  * other listeners still run: the write is committed either way).
  */
-export class StoreChanges {
-  private readonly listeners = new Set<StoreChangeListener>()
+export class StoreChanges<C = StoreChange> {
+  private readonly listeners = new Set<StoreChangeListener<C>>()
 
   constructor(private readonly onListenerError: (err: unknown) => void = (err) => console.error('[corral] a store change listener failed:', err)) {}
 
   /** Adds a listener; the returned function removes it. */
-  subscribe(listener: StoreChangeListener): () => void {
+  subscribe(listener: StoreChangeListener<C>): () => void {
     this.listeners.add(listener)
     return () => this.listeners.delete(listener)
   }
 
-  notify(change: StoreChange): void {
+  notify(change: C): void {
     for (const l of [...this.listeners]) {
       try {
         l(change)

@@ -20,6 +20,8 @@ interface Mount {
   hashed: Map<string, { stamp: string; sha: string }>
   /** memory path → when a sync first found the file of a known memory missing (its delete waits) */
   missingSince: Map<string, number>
+  /** The state file's content as last written (a sync that agreed on nothing new writes none). */
+  saved?: string
 }
 
 /** A file of the folder as a sync sees it: its hash, and its text when it must be pushed. */
@@ -95,7 +97,7 @@ export class MemoryMounts {
       const readOnly = r.access === 'read_only'
       const left = await readMountState(dir)
       if (left && left.storeId === storeId && left.target === target && left.readOnly === readOnly && (await isDir(dir))) {
-        const mount: Mount = { storeId, dir, target, readOnly, baseline: new Map(Object.entries(left.baseline)), hashed: new Map(), missingSince: new Map() }
+        const mount = mountFromState(dir, left)
         mounts.push(mount)
         binds.push({ index, source: dir, target, readOnly })
         adopted = true
@@ -184,7 +186,7 @@ export class MemoryMounts {
       if (!name.endsWith(STATE_SUFFIX)) continue
       const dir = join(root, name.slice(0, -STATE_SUFFIX.length))
       const state = await readMountState(dir)
-      if (state && (await isDir(dir))) out.push({ storeId: state.storeId, dir, target: state.target, readOnly: state.readOnly, baseline: new Map(Object.entries(state.baseline)), hashed: new Map(), missingSince: new Map() })
+      if (state && (await isDir(dir))) out.push(mountFromState(dir, state))
     }
     return out
   }
@@ -301,12 +303,21 @@ async function readMountState(dir: string): Promise<MountState | undefined> {
   }
 }
 
-/** Written whole to a temporary file and renamed over the old one: a kill leaves one or the other. */
+/** A mount taken over from the state an earlier process left beside its folder. */
+function mountFromState(dir: string, state: MountState): Mount {
+  const text = JSON.stringify(state)
+  return { storeId: state.storeId, dir, target: state.target, readOnly: state.readOnly, baseline: new Map(Object.entries(state.baseline)), hashed: new Map(), missingSince: new Map(), saved: text }
+}
+
+/** Written whole to a temporary file and renamed over the old one (a kill leaves one or the other); only when it changed. */
 async function writeMountState(mount: Mount): Promise<void> {
-  const file = mount.dir + STATE_SUFFIX
   const state: MountState = { storeId: mount.storeId, target: mount.target, readOnly: mount.readOnly, baseline: Object.fromEntries(mount.baseline) }
-  await writeFile(`${file}.tmp`, JSON.stringify(state), { mode: 0o600 })
+  const text = JSON.stringify(state)
+  if (text === mount.saved) return
+  const file = mount.dir + STATE_SUFFIX
+  await writeFile(`${file}.tmp`, text, { mode: 0o600 })
   await rename(`${file}.tmp`, file)
+  mount.saved = text
 }
 
 async function isDir(path: string): Promise<boolean> {

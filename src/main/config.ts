@@ -86,7 +86,20 @@ export interface Settings {
   maxFileBytes?: number
   /** The budget the desktop's new-session dialog starts with, in whole US cents (absent: no budget). API clients are not affected. */
   defaultBudgetCents?: string
+  /** How long a dream may run, in minutes from its creation (default DEFAULT_DREAM_TIME_LIMIT_MINUTES); past it, it fails with `timeout`. */
+  dreamTimeLimitMinutes?: number
   [key: string]: unknown
+}
+
+/** A dream's time limit when the settings name none: an hour. */
+export const DEFAULT_DREAM_TIME_LIMIT_MINUTES = 60
+
+/** settings.json's dreamTimeLimitMinutes in milliseconds (the default when absent); throws naming a value that is not a positive number of minutes. */
+export function dreamTimeLimitMs(settings: Settings): number {
+  const v = settings.dreamTimeLimitMinutes
+  if (v === undefined || v === null) return DEFAULT_DREAM_TIME_LIMIT_MINUTES * 60_000
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new Error(`dreamTimeLimitMinutes must be a positive number of minutes (got ${JSON.stringify(v)})`)
+  return Math.round(v * 60_000)
 }
 
 export function readSettings(dataDir: string): Settings {

@@ -5,7 +5,7 @@ import { openStoresAt, upgradeDatabase, type Stores, type UpgradeProgress } from
 import { PreviewBus, type ApiServices, type CorralSettingsView, type ModelCheckView, type SandboxStatusView } from './api/services'
 import { probeModel } from './harness/model-probe'
 import { createApiApp, listen, type ListeningServer } from './api/server'
-import { DEFAULT_MAX_FILE_BYTES, readSettings, resolveApiToken, writeSettings, type Settings } from './config'
+import { DEFAULT_MAX_FILE_BYTES, dreamTimeLimitMs, readSettings, resolveApiToken, writeSettings, type Settings } from './config'
 import { runDoctor } from './doctor'
 import type { z } from 'zod'
 import type { corralModelTestSchema, corralSettingsUpdateSchema } from '../shared/api/schemas'
@@ -153,6 +153,12 @@ export class Engine {
     // bad file stops the start without leaving corral.db open in this process.
     this.settings = readSettings(config.dataDir)
     tiers()
+    let dreamLimitMs: number
+    try {
+      dreamLimitMs = dreamTimeLimitMs(this.settings)
+    } catch (err) {
+      throw new CorralError('api_error', `settings file ${join(config.dataDir, 'settings.json')}: ${(err as Error).message}`)
+    }
     // A repository's authorization_token goes to the keychain (for the egress proxy); without one it is refused.
     const resourceKeychain = config.keychain && new KeychainResourceSecrets(config.keychain)
     const stores = (this.stores = openStoresAt(join(config.dataDir, 'corral.db'), {
@@ -284,6 +290,7 @@ export class Engine {
     })
     this.dreamRunner = new DreamRunner({
       dreams: stores.dreams,
+      timeLimitMs: dreamLimitMs,
       // a dream's session ends for good: interrupted if it runs, archived (its hands released,
       // their last memory sync into the store included), then the dream takes its final status
       stopSession: async (sessionId) => {

@@ -1,7 +1,12 @@
+import { DEFAULT_DREAM_TIME_LIMIT_MINUTES } from '../config'
 import type { DreamChange, DreamStore } from '../session/dream-store'
 
 export interface DreamRunnerParams {
-  dreams: Pick<DreamStore, 'changes' | 'start' | 'finish' | 'unsettled' | 'sessionOf' | 'endedSessionOf'>
+  dreams: Pick<DreamStore, 'changes' | 'start' | 'finish' | 'unsettled' | 'sessionOf' | 'endedSessionOf' | 'firstUnended' | 'unendedBefore' | 'timeOut'>
+  /** How long a dream may take from its creation; past it, it fails with `timeout` (default DEFAULT_DREAM_TIME_LIMIT_MINUTES). */
+  timeLimitMs?: number
+  /** Now, in ms since the epoch (tests). */
+  now?: () => number
   /**
    * Stops a dream's session for good: interrupted if it runs, archived, and resolved once its
    * hands are released (their last memory sync has reached the store).
@@ -17,13 +22,25 @@ export interface DreamRunnerParams {
  * session and gives the dream its final status; a canceled dream's session is stopped. The work
  * of one dream is done one step after another; at `start()` it picks up what a stopped process
  * left: pending dreams, ended sessions not yet settled, canceled dreams' sessions still open.
+ *
+ * A dream not ended `timeLimitMs` after its creation is timed out (DreamStore.timeOut): its
+ * session is stopped like any ended one and the dream fails with `timeout`. The limit counts from
+ * the dream's creation time in the database, so a dream whose process was stopped is timed out
+ * by the next one at its start, or when its time comes.
  */
 export class DreamRunner {
   private readonly queues = new Map<string, Promise<void>>()
   private unsubscribe?: () => void
   private disposed = false
+  private readonly timeLimitMs: number
+  private readonly now: () => number
+  /** Fires when the first unended dream reaches its time limit (armDeadline). */
+  private deadline?: NodeJS.Timeout
 
-  constructor(private readonly p: DreamRunnerParams) {}
+  constructor(private readonly p: DreamRunnerParams) {
+    this.timeLimitMs = p.timeLimitMs ?? DEFAULT_DREAM_TIME_LIMIT_MINUTES * 60_000
+    this.now = p.now ?? Date.now
+  }
 
   start(): void {
     this.unsubscribe = this.p.dreams.changes.subscribe((change) => this.heard(change))
@@ -31,6 +48,7 @@ export class DreamRunner {
     for (const id of left.pending) this.heard({ kind: 'created', id })
     for (const id of left.finishing) this.heard({ kind: 'finishing', id })
     for (const sessionId of left.canceledSessions) this.enqueue(sessionId, () => this.p.stopSession(sessionId))
+    this.armDeadline()
   }
 
   /** Resolves once every step begun so far has finished (tests, shutdown). */
@@ -41,10 +59,37 @@ export class DreamRunner {
   dispose(): void {
     this.disposed = true
     this.unsubscribe?.()
+    if (this.deadline) clearTimeout(this.deadline)
+  }
+
+  /**
+   * Sets the timer for the first unended dream's time limit (none when every dream ended). When it
+   * fires, every dream past its limit is timed out, each behind the steps already queued for it
+   * (its start, say), and the timer is set again once they are done. A dream that ended before its
+   * time only makes the timer fire for nothing, and it is set again.
+   */
+  private armDeadline(): void {
+    if (this.deadline) clearTimeout(this.deadline)
+    this.deadline = undefined
+    if (this.disposed) return
+    const first = this.p.dreams.firstUnended()
+    if (!first) return
+    const due = Date.parse(first.created_at) + this.timeLimitMs
+    // setTimeout's longest wait is 2^31 - 1 ms (~24.8 days): a later limit fires early and re-arms
+    const wait = Math.min(Math.max(0, due - this.now()), 2 ** 31 - 1)
+    this.deadline = setTimeout(() => {
+      this.deadline = undefined
+      const cutoff = new Date(this.now() - this.timeLimitMs).toISOString()
+      const steps = this.p.dreams.unendedBefore(cutoff).map((id) => this.enqueue(id, async () => void this.p.dreams.timeOut(id, this.timeLimitMs)))
+      void Promise.all(steps).then(() => this.armDeadline())
+    }, wait)
+    this.deadline.unref()
   }
 
   private heard(change: DreamChange): void {
     const { id } = change
+    // a new dream's limit comes after every other's: the timer is set only when none is
+    if (change.kind === 'created' && !this.deadline) this.armDeadline()
     if (change.kind === 'created') this.enqueue(id, async () => void (await this.p.dreams.start(id)))
     else if (change.kind === 'finishing') {
       this.enqueue(id, async () => {
@@ -62,8 +107,8 @@ export class DreamRunner {
     }
   }
 
-  private enqueue(key: string, step: () => Promise<void>): void {
-    if (this.disposed) return
+  private enqueue(key: string, step: () => Promise<void>): Promise<void> {
+    if (this.disposed) return Promise.resolve()
     const prev = this.queues.get(key) ?? Promise.resolve()
     const next = prev
       .then(() => (this.disposed ? undefined : step()))
@@ -72,5 +117,6 @@ export class DreamRunner {
         if (this.queues.get(key) === next) this.queues.delete(key)
       })
     this.queues.set(key, next)
+    return next
   }
 }

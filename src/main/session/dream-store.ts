@@ -292,6 +292,44 @@ export class DreamStore {
     return this.retrieve(id)
   }
 
+  /**
+   * The dream whose time limit comes first among those not ended: pending, or running with no
+   * ending recorded (the runner arms its timer for it).
+   */
+  firstUnended(): { id: string; created_at: string } | undefined {
+    return this.db
+      .prepare("SELECT id, created_at FROM dreams WHERE status = 'pending' OR (status = 'running' AND finishing IS NULL) ORDER BY created_at, id LIMIT 1")
+      .get() as { id: string; created_at: string } | undefined
+  }
+
+  /** The dreams not ended (as firstUnended) that were created before `before` (an ISO time), oldest first. */
+  unendedBefore(before: string): string[] {
+    return this.db
+      .prepare("SELECT id FROM dreams WHERE (status = 'pending' OR (status = 'running' AND finishing IS NULL)) AND created_at < ? ORDER BY created_at, id")
+      .pluck()
+      .all(before) as string[]
+  }
+
+  /**
+   * Ends a dream that ran past its time limit (`limitMs` from its creation, for the message): a
+   * pending one fails at once; for a running one the timeout is recorded as its session's ending,
+   * and the runner stops the session and finishes the dream as for any ending (what the session
+   * wrote to the output store stays there). False when the dream ended, or its ending was
+   * recorded, meanwhile.
+   */
+  timeOut(id: string, limitMs: number): boolean {
+    const row = this.row(id)
+    const kept = row.output_store_id ? `; what it wrote so far is kept in memory store ${row.output_store_id}` : ''
+    const error = { type: 'timeout', message: `the dream did not finish within its time limit of ${describeDuration(limitMs)} (settings.json dreamTimeLimitMinutes), so its session was stopped${kept}` }
+    if (row.status === 'pending') {
+      return this.db.prepare("UPDATE dreams SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status = 'pending'").run(JSON.stringify(error), this.clock().toISOString(), id).changes > 0
+    }
+    const finishing: Finishing = { status: 'failed', error }
+    const n = this.db.prepare("UPDATE dreams SET finishing = ? WHERE id = ? AND status = 'running' AND finishing IS NULL").run(JSON.stringify(finishing), id).changes
+    if (n > 0) this.changes.notify({ kind: 'finishing', id })
+    return n > 0
+  }
+
   private fail(id: string, error: { type: string; message: string }): void {
     this.db.prepare("UPDATE dreams SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status IN ('pending', 'running')").run(JSON.stringify(error), this.clock().toISOString(), id)
   }
@@ -427,6 +465,15 @@ export class DreamStore {
       cache_creation_input_tokens: (cc?.ephemeral_5m_input_tokens ?? 0) + (cc?.ephemeral_1h_input_tokens ?? 0),
     }
   }
+}
+
+/** "1 hour", "90 minutes", "45 seconds", "300 ms": a time limit as a person reads it. */
+function describeDuration(ms: number): string {
+  const plural = (n: number, unit: string) => `${n} ${unit}${n === 1 ? '' : 's'}`
+  if (ms % 3_600_000 === 0) return plural(ms / 3_600_000, 'hour')
+  if (ms % 60_000 === 0) return plural(ms / 60_000, 'minute')
+  if (ms % 1000 === 0) return plural(ms / 1000, 'second')
+  return `${ms} ms`
 }
 
 /** How a dream's session ending ends the dream (undefined: not an ending, e.g. waiting on a confirmation). */

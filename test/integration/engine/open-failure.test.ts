@@ -44,6 +44,15 @@ describe.skipIf(process.platform !== 'linux')('an engine start that fails on its
     expect(openFilesUnder(dir)).toEqual([])
   })
 
+  it('names a dream time limit of settings.json that is not a positive number of minutes', () => {
+    for (const bad of [0, -5, '30', true]) {
+      const dir = dataDir()
+      writeFileSync(join(dir, 'settings.json'), JSON.stringify({ dreamTimeLimitMinutes: bad }))
+      expect(() => open(dir)).toThrow(new RegExp(`settings file .*settings\\.json: dreamTimeLimitMinutes must be a positive number of minutes \\(got ${JSON.stringify(bad)}\\)`))
+      expect(openFilesUnder(dir)).toEqual([])
+    }
+  })
+
   it('names a settings file that is not JSON and holds no file of the data directory open', () => {
     const dir = dataDir()
     writeFileSync(join(dir, 'settings.json'), '{ not json')

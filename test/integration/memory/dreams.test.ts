@@ -22,16 +22,23 @@ type Block = { type: string; text?: string; content?: unknown }
 const blocksOf = (m: RecordedRequest['body']['messages'][number]) => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : (m.content as Block[]))
 const textOf = (b: Block): string => (typeof b.text === 'string' ? b.text : Array.isArray(b.content) ? (b.content as Block[]).map(textOf).join('') : typeof b.content === 'string' ? b.content : '')
 
-/** Holds the dream's first model request until `open()` (a dream kept running for a test). */
+/**
+ * Holds the dream's model requests (from the one that carries `from` tool results on) from
+ * `close()` until `open()`, a dream kept running for a test; it can be closed again after.
+ */
 class Gate {
-  private release!: () => void
-  private readonly opened = new Promise<void>((r) => (this.release = r))
+  private release: () => void = () => {}
+  private opened = Promise.resolve()
   closed = false
-  wait = (): Promise<void> => (this.closed ? this.opened : Promise.resolve())
-  close(): void {
+  private from = 0
+  wait = (results: number): Promise<void> => (this.closed && results >= this.from ? this.opened : Promise.resolve())
+  close(from = 0): void {
     this.closed = true
+    this.from = from
+    this.opened = new Promise<void>((r) => (this.release = r))
   }
   open(): void {
+    this.closed = false
     this.release()
   }
 }
@@ -43,13 +50,13 @@ class Gate {
 function model(gate: Gate) {
   return async (req: RecordedRequest): Promise<ScriptStep> => {
     if (req.body.model !== DREAM_MODEL) return say('Noted.')
-    await gate.wait()
+    const results = req.body.messages.flatMap((m) => blocksOf(m).filter((b) => b.type === 'tool_result'))
+    await gate.wait(results.length)
     const system = (req.body.system ?? []).map((s) => s.text).join('\n')
     const mount = /<memory_store [^>]*path="([^"]+)"/.exec(system)?.[1]
     if (!mount) throw new Error(`dream model: no memory store path in the system prompt:\n${system}`)
     const ask = blocksOf(req.body.messages[0]).map(textOf).join('\n')
     const transcripts = ask.match(/\/mnt\/session\/uploads\/transcripts\/\S+\.md/g) ?? []
-    const results = req.body.messages.flatMap((m) => blocksOf(m).filter((b) => b.type === 'tool_result'))
     switch (results.length) {
       case 0:
         return toolCall(req, 'read', { file_path: transcripts[0] })
@@ -282,4 +289,59 @@ describe.skipIf(!bwrap.ok)('dreams (bubblewrap hands)', () => {
     await expect(client.beta.dreams.retrieve('drm_nope')).rejects.toBeInstanceOf(Anthropic.NotFoundError)
     expect((await client.beta.dreams.list({ include_archived: true, limit: 100 })).data.length).toBe(before)
   })
+
+  it('fails a dream that runs past its time limit with `timeout`: its session is stopped and archived, what it wrote is kept; the limit holds across an engine restart', async () => {
+    const settingsFile = join(dataDir, 'settings.json')
+    const restartWith = async (settings: Record<string, unknown>) => {
+      await engine.close()
+      writeFileSync(settingsFile, JSON.stringify({ sandboxBackend: 'bubblewrap', ...settings }))
+      await open()
+    }
+    const LIMIT_MS = 3000
+    await restartWith({ dreamTimeLimitMinutes: LIMIT_MS / 60_000 })
+    try {
+      // the dream reads a transcript and writes decisions.md, then its next model request is held
+      const store = await storeWithNotes('slow notes')
+      gate.close(2)
+      const d = await client.beta.dreams.create({ inputs: [{ type: 'memory_store', memory_store_id: store.id }, { type: 'sessions', session_ids: [pastSessions[0]] }], model: DREAM_MODEL })
+      const running = await until(d.id, ['running'])
+      const failed = await until(d.id, ['completed', 'failed', 'canceled'], 30_000)
+      expect(failed).toMatchObject({
+        status: 'failed',
+        error: { type: 'timeout', message: expect.stringMatching(/did not finish within its time limit of 3 seconds \(settings\.json dreamTimeLimitMinutes\).*kept in memory store/) },
+        outputs: running.outputs,
+        session_id: running.session_id,
+      })
+      expect(Date.parse(failed.ended_at!) - Date.parse(failed.created_at)).toBeGreaterThanOrEqual(LIMIT_MS)
+      expect((await client.beta.sessions.retrieve(running.session_id!)).archived_at).not.toBeNull()
+      // what the session wrote before it was stopped is in the output store; the input store is untouched
+      expect(await memories(running.outputs[0].memory_store_id)).toEqual([
+        ['/decisions.md', '# Decisions\n- we deploy on Fridays\n'],
+        ['/keep.md', 'Team: blue.\n'],
+        ['/old.md', 'We deploy on Mondays.\n'],
+      ])
+      expect(await memories(store.id)).toEqual([
+        ['/keep.md', 'Team: blue.\n'],
+        ['/old.md', 'We deploy on Mondays.\n'],
+      ])
+
+      // a dream whose engine stopped before its limit is timed out by the next engine once the limit has passed
+      gate.close(0)
+      const second = await client.beta.dreams.create({ inputs: [{ type: 'memory_store', memory_store_id: store.id }, { type: 'sessions', session_ids: [pastSessions[1]] }], model: DREAM_MODEL })
+      const secondRunning = await until(second.id, ['running'])
+      await engine.close()
+      await new Promise((r) => setTimeout(r, LIMIT_MS + 200))
+      await open()
+      const late = await until(second.id, ['completed', 'failed', 'canceled'], 30_000)
+      expect(late).toMatchObject({ status: 'failed', error: { type: 'timeout' } })
+      expect((await client.beta.sessions.retrieve(secondRunning.session_id!)).archived_at).not.toBeNull()
+    } finally {
+      gate.open()
+      await restartWith({})
+    }
+    // without the short limit a dream runs to its end as before
+    const store = await storeWithNotes('quick notes')
+    const quick = await client.beta.dreams.create({ inputs: [{ type: 'memory_store', memory_store_id: store.id }, { type: 'sessions', session_ids: [pastSessions[0]] }], model: DREAM_MODEL })
+    expect((await until(quick.id, ['completed', 'failed', 'canceled'])).status).toBe('completed')
+  }, 120_000)
 })

@@ -75,8 +75,9 @@ export class DreamRunner {
     const first = this.p.dreams.firstUnended()
     if (!first) return
     const due = Date.parse(first.created_at) + this.timeLimitMs
-    // setTimeout's longest wait is 2^31 - 1 ms (~24.8 days): a later limit fires early and re-arms
-    const wait = Math.min(Math.max(0, due - this.now()), 2 ** 31 - 1)
+    // at most a minute: timers run on the monotonic clock, which stands still while the machine
+    // sleeps, and the limit is on the wall clock (created_at); a timer for nothing just re-arms
+    const wait = Math.min(Math.max(0, due - this.now()), 60_000)
     this.deadline = setTimeout(() => {
       this.deadline = undefined
       const cutoff = new Date(this.now() - this.timeLimitMs).toISOString()

@@ -153,9 +153,8 @@ export class Engine {
     // bad file stops the start without leaving corral.db open in this process.
     this.settings = readSettings(config.dataDir)
     tiers()
-    let dreamLimitMs: number
     try {
-      dreamLimitMs = dreamTimeLimitMs(this.settings)
+      dreamTimeLimitMs(this.settings)
     } catch (err) {
       throw new CorralError('api_error', `settings file ${join(config.dataDir, 'settings.json')}: ${(err as Error).message}`)
     }
@@ -290,7 +289,8 @@ export class Engine {
     })
     this.dreamRunner = new DreamRunner({
       dreams: stores.dreams,
-      timeLimitMs: dreamLimitMs,
+      // read at each look: a change in the settings applies to running dreams (limitChanged)
+      timeLimitMs: () => dreamTimeLimitMs(this.settings),
       // a dream's session ends for good: interrupted if it runs, archived (its hands released,
       // their last memory sync into the store included), then the dream takes its final status
       stopSession: async (sessionId) => {
@@ -437,6 +437,7 @@ export class Engine {
       advisor_tiers: { ...(this.settings.advisorTiers ?? {}) },
       max_file_bytes: this.maxFileBytes(),
       default_budget: typeof this.settings.defaultBudgetCents === 'string' ? { type: 'limit', max_list_cost: { amount: this.settings.defaultBudgetCents, currency: 'USD' } } : null,
+      dream_time_limit_minutes: dreamTimeLimitMs(this.settings) / 60_000,
       api_key: { set: source !== null, source },
       endpoint: {
         base_url: this.env.ANTHROPIC_BASE_URL || m.baseUrl || null,
@@ -483,12 +484,19 @@ export class Engine {
       if (input.default_budget === null) delete next.defaultBudgetCents
       else next.defaultBudgetCents = input.default_budget.max_list_cost.amount
     }
-    const fileFields = input.model || input.sandbox_backend !== undefined || input.advisor_tiers !== undefined || input.max_file_bytes !== undefined || input.default_budget !== undefined
+    if (input.dream_time_limit_minutes !== undefined) {
+      if (input.dream_time_limit_minutes === null) delete next.dreamTimeLimitMinutes
+      else next.dreamTimeLimitMinutes = input.dream_time_limit_minutes
+    }
+    const fileFields =
+      input.model || input.sandbox_backend !== undefined || input.advisor_tiers !== undefined || input.max_file_bytes !== undefined || input.default_budget !== undefined || input.dream_time_limit_minutes !== undefined
     if (fileFields) {
       writeSettings(this.config.dataDir, next)
       // the same object the hands and brains hold: they see the change
       for (const k of Object.keys(this.settings)) delete this.settings[k]
       Object.assign(this.settings, next)
+      // running dreams are held to a new limit at once
+      if (input.dream_time_limit_minutes !== undefined) this.dreamRunner.limitChanged()
     }
     if (input.api_key !== undefined) {
       const keychain = this.config.keychain

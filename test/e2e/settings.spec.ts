@@ -3,10 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startServe, type ServeProcess } from './support/serve'
+import { shot } from './support/screenshots'
 
 /**
- * The Settings page has three forms over one settings read: the model connection, the advisor
- * tiers and the default budget. Saving one reads the settings again; what the person has typed in
+ * The Settings page has forms over one settings read: the model connection, the advisor
+ * tiers, the default budget and the dream time limit. Saving one reads the settings again; what the person has typed in
  * the others and not saved yet must survive that read, and each form's own save must send what is
  * on screen.
  */
@@ -84,5 +85,28 @@ test.describe.serial('Settings: three forms over one read', () => {
     await page.getByRole('button', { name: 'Save settings' }).click()
     await expect(page.getByRole('region', { name: 'Connect a model' }).getByText('Saved.')).toBeVisible()
     expect((await api('GET', '/v1/corral/settings')).model.base_url).toBe('http://127.0.0.1:11434')
+  })
+
+  test('sets the dream time limit: a bad value is named under the field and not saved, empty restores the hour', async ({ page }, info) => {
+    await page.goto(`${serve.url}/?token=${TOKEN}#/settings`)
+    const section = page.getByRole('region', { name: 'Dream time limit' })
+    const field = section.getByLabel('Time limit, in minutes')
+    await expect(field).toBeEnabled()
+    await expect(field).toHaveValue('')
+    await field.fill('1h')
+    await expect(section.getByText('write a number of minutes, e.g. 90')).toBeVisible()
+    await expect(section.getByRole('button', { name: 'Save time limit' })).toBeDisabled()
+    await field.fill('90')
+    await section.getByRole('button', { name: 'Save time limit' }).click()
+    await expect(section.getByText('Saved.')).toBeVisible()
+    expect((await api('GET', '/v1/corral/settings')).dream_time_limit_minutes).toBe(90)
+    await page.reload()
+    await expect(page.getByRole('region', { name: 'Dream time limit' }).getByLabel('Time limit, in minutes')).toHaveValue('90')
+    await page.getByRole('region', { name: 'Dream time limit' }).scrollIntoViewIfNeeded()
+    await shot(page, info, 'settings-dream-limit')
+    await page.getByRole('region', { name: 'Dream time limit' }).getByLabel('Time limit, in minutes').fill('')
+    await page.getByRole('region', { name: 'Dream time limit' }).getByRole('button', { name: 'Save time limit' }).click()
+    await expect(page.getByRole('region', { name: 'Dream time limit' }).getByText('Saved.')).toBeVisible()
+    expect((await api('GET', '/v1/corral/settings')).dream_time_limit_minutes).toBe(60)
   })
 })

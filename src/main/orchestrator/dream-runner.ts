@@ -3,8 +3,8 @@ import type { DreamChange, DreamStore } from '../session/dream-store'
 
 export interface DreamRunnerParams {
   dreams: Pick<DreamStore, 'changes' | 'start' | 'finish' | 'unsettled' | 'sessionOf' | 'endedSessionOf' | 'firstUnended' | 'unendedBefore' | 'timeOut'>
-  /** How long a dream may take from its creation; past it, it fails with `timeout` (default DEFAULT_DREAM_TIME_LIMIT_MINUTES). */
-  timeLimitMs?: number
+  /** How long a dream may take from its creation, read at each look (it may change); past it, the dream fails with `timeout` (default DEFAULT_DREAM_TIME_LIMIT_MINUTES). */
+  timeLimitMs?: () => number
   /** Now, in ms since the epoch (tests). */
   now?: () => number
   /**
@@ -32,17 +32,19 @@ export class DreamRunner {
   private readonly queues = new Map<string, Promise<void>>()
   private unsubscribe?: () => void
   private disposed = false
-  private readonly timeLimitMs: number
+  private readonly timeLimitMs: () => number
   private readonly now: () => number
   /** Fires when the first unended dream reaches its time limit (armDeadline). */
   private deadline?: NodeJS.Timeout
+  private started = false
 
   constructor(private readonly p: DreamRunnerParams) {
-    this.timeLimitMs = p.timeLimitMs ?? DEFAULT_DREAM_TIME_LIMIT_MINUTES * 60_000
+    this.timeLimitMs = p.timeLimitMs ?? (() => DEFAULT_DREAM_TIME_LIMIT_MINUTES * 60_000)
     this.now = p.now ?? Date.now
   }
 
   start(): void {
+    this.started = true
     this.unsubscribe = this.p.dreams.changes.subscribe((change) => this.heard(change))
     const left = this.p.dreams.unsettled()
     for (const id of left.pending) this.heard({ kind: 'created', id })
@@ -62,6 +64,11 @@ export class DreamRunner {
     if (this.deadline) clearTimeout(this.deadline)
   }
 
+  /** The time limit changed: the timer is set again for it (a lower one may have passed already). */
+  limitChanged(): void {
+    if (this.started) this.armDeadline()
+  }
+
   /**
    * Sets the timer for the first unended dream's time limit (none when every dream ended). When it
    * fires, every dream past its limit is timed out, each behind the steps already queued for it
@@ -74,14 +81,15 @@ export class DreamRunner {
     if (this.disposed) return
     const first = this.p.dreams.firstUnended()
     if (!first) return
-    const due = Date.parse(first.created_at) + this.timeLimitMs
+    const due = Date.parse(first.created_at) + this.timeLimitMs()
     // at most a minute: timers run on the monotonic clock, which stands still while the machine
     // sleeps, and the limit is on the wall clock (created_at); a timer for nothing just re-arms
     const wait = Math.min(Math.max(0, due - this.now()), 60_000)
     this.deadline = setTimeout(() => {
       this.deadline = undefined
-      const cutoff = new Date(this.now() - this.timeLimitMs).toISOString()
-      const steps = this.p.dreams.unendedBefore(cutoff).map((id) => this.enqueue(id, async () => void this.p.dreams.timeOut(id, this.timeLimitMs)))
+      const limit = this.timeLimitMs()
+      const cutoff = new Date(this.now() - limit).toISOString()
+      const steps = this.p.dreams.unendedBefore(cutoff).map((id) => this.enqueue(id, async () => void this.p.dreams.timeOut(id, limit)))
       void Promise.all(steps).then(() => this.armDeadline())
     }, wait)
     this.deadline.unref()

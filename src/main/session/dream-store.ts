@@ -320,7 +320,7 @@ export class DreamStore {
   timeOut(id: string, limitMs: number): boolean {
     const row = this.row(id)
     const kept = row.output_store_id ? `; what it wrote so far is kept in memory store ${row.output_store_id}` : ''
-    const error = { type: 'timeout', message: `the dream did not finish within its time limit of ${describeDuration(limitMs)} (settings.json dreamTimeLimitMinutes), so its session was stopped${kept}` }
+    const error = { type: 'timeout', message: `the dream did not finish within its time limit of ${describeDuration(limitMs)} (Settings → Dream time limit; dream_time_limit_minutes in the settings API), so its session was stopped${kept}` }
     if (row.status === 'pending') {
       return this.db.prepare("UPDATE dreams SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status = 'pending'").run(JSON.stringify(error), this.clock().toISOString(), id).changes > 0
     }

@@ -572,6 +572,8 @@ export const corralSettingsUpdateSchema = z.strictObject({
   max_file_bytes: z.number().int('a whole number of bytes').min(1024).max(64 * 1024 ** 3).nullable().optional(),
   /** The budget the desktop's new-session dialog starts with (a session's budget shape); null removes it. API clients are not affected. */
   default_budget: budgetSchema.nullable().optional(),
+  /** How long a dream may run, in minutes from its creation (up to a week); null restores the default (60). Running dreams are held to a new limit at once. */
+  dream_time_limit_minutes: z.number().positive('a positive number of minutes').max(7 * 24 * 60, 'at most a week (10080 minutes)').nullable().optional(),
   api_key: z.string().min(8, 'an API key is at least 8 characters').max(4096).regex(/^\S+$/, 'no whitespace').nullable().optional(),
 })
 

@@ -150,6 +150,8 @@ export interface CorralSettingsView {
   max_file_bytes: number
   /** The budget the desktop's new-session dialog starts with, or null (no default budget). */
   default_budget: { type: 'limit'; max_list_cost: { amount: string; currency: 'USD' } } | null
+  /** How long a dream may run, in minutes from its creation: the user's setting or the default (60). */
+  dream_time_limit_minutes: number
   api_key: { set: boolean; source: 'environment' | 'keychain' | null }
   /**
    * The endpoint in effect (ANTHROPIC_BASE_URL over the settings; null: Anthropic's), where it

@@ -40,6 +40,7 @@ describe('settings API (/v1/corral/settings)', () => {
       advisor_tiers: {},
       max_file_bytes: 500 * 1024 * 1024,
       default_budget: null,
+      dream_time_limit_minutes: 60,
       api_key: { set: false, source: null },
       endpoint: { base_url: null, source: 'default', environment_base_url: null, configured: false },
       model_check: null,
@@ -83,6 +84,25 @@ describe('settings API (/v1/corral/settings)', () => {
     const typo = await call('POST', '/v1/corral/settings', { sandbox: 'docker' })
     expect(typo.status).toBe(400)
     expect(() => readFileSync(join(dataDir, 'settings.json'))).toThrow()
+  })
+
+  it('keeps a dream time limit in settings.json, names a bad one, and null restores the default hour', async () => {
+    const { call, dataDir } = await open({ keychain: new MemoryKeychain() })
+    expect((await call('POST', '/v1/corral/settings', { dream_time_limit_minutes: 90 })).body).toMatchObject({ dream_time_limit_minutes: 90 })
+    expect(JSON.parse(readFileSync(join(dataDir, 'settings.json'), 'utf8')).dreamTimeLimitMinutes).toBe(90)
+    for (const [bad, says] of [
+      [0, 'a positive number of minutes'],
+      [20_000, 'at most a week'],
+      ['90', 'dream_time_limit_minutes'],
+    ] as const) {
+      const r = await call('POST', '/v1/corral/settings', { dream_time_limit_minutes: bad })
+      expect(r.status).toBe(400)
+      expect(r.body.error.message).toMatch(new RegExp(`dream_time_limit_minutes.*${says}|${says}`))
+      expect(r.body.error.message).toContain('dream_time_limit_minutes')
+    }
+    expect((await call('GET', '/v1/corral/settings')).body.dream_time_limit_minutes).toBe(90)
+    expect((await call('POST', '/v1/corral/settings', { dream_time_limit_minutes: null })).body.dream_time_limit_minutes).toBe(60)
+    expect(JSON.parse(readFileSync(join(dataDir, 'settings.json'), 'utf8'))).not.toHaveProperty('dreamTimeLimitMinutes')
   })
 
   it('extends the advisor tier table: a saved entry lets that model advise at once, goes to settings.json, and null removes it', async () => {

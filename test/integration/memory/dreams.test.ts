@@ -290,25 +290,25 @@ describe.skipIf(!bwrap.ok)('dreams (bubblewrap hands)', () => {
     expect((await client.beta.dreams.list({ include_archived: true, limit: 100 })).data.length).toBe(before)
   })
 
-  it('fails a dream that runs past its time limit with `timeout`: its session is stopped and archived, what it wrote is kept; the limit holds across an engine restart', async () => {
-    const settingsFile = join(dataDir, 'settings.json')
-    const restartWith = async (settings: Record<string, unknown>) => {
-      await engine.close()
-      writeFileSync(settingsFile, JSON.stringify({ sandboxBackend: 'bubblewrap', ...settings }))
-      await open()
+  it('fails a dream that runs past its time limit with `timeout`: its session is stopped and archived, what it wrote is kept; a limit set while it runs holds at once, and across an engine restart', async () => {
+    const setLimit = async (minutes: number | null) => {
+      const res = await fetch(`${url}/v1/corral/settings`, { method: 'POST', headers: { 'x-api-key': 'test-token', 'content-type': 'application/json' }, body: JSON.stringify({ dream_time_limit_minutes: minutes }) })
+      expect(res.status).toBe(200)
+      return ((await res.json()) as { dream_time_limit_minutes: number }).dream_time_limit_minutes
     }
     const LIMIT_MS = 3000
-    await restartWith({ dreamTimeLimitMinutes: LIMIT_MS / 60_000 })
     try {
       // the dream reads a transcript and writes decisions.md, then its next model request is held
       const store = await storeWithNotes('slow notes')
       gate.close(2)
       const d = await client.beta.dreams.create({ inputs: [{ type: 'memory_store', memory_store_id: store.id }, { type: 'sessions', session_ids: [pastSessions[0]] }], model: DREAM_MODEL })
       const running = await until(d.id, ['running'])
+      // the default hour would let it wait; the limit set now applies to it
+      expect(await setLimit(LIMIT_MS / 60_000)).toBe(LIMIT_MS / 60_000)
       const failed = await until(d.id, ['completed', 'failed', 'canceled'], 30_000)
       expect(failed).toMatchObject({
         status: 'failed',
-        error: { type: 'timeout', message: expect.stringMatching(/did not finish within its time limit of 3 seconds \(settings\.json dreamTimeLimitMinutes\).*kept in memory store/) },
+        error: { type: 'timeout', message: expect.stringMatching(/did not finish within its time limit of 3 seconds \(Settings → Dream time limit; dream_time_limit_minutes in the settings API\).*kept in memory store/) },
         outputs: running.outputs,
         session_id: running.session_id,
       })
@@ -337,9 +337,9 @@ describe.skipIf(!bwrap.ok)('dreams (bubblewrap hands)', () => {
       expect((await client.beta.sessions.retrieve(secondRunning.session_id!)).archived_at).not.toBeNull()
     } finally {
       gate.open()
-      await restartWith({})
+      expect(await setLimit(null)).toBe(60)
     }
-    // without the short limit a dream runs to its end as before
+    // with the default hour a dream runs to its end as before
     const store = await storeWithNotes('quick notes')
     const quick = await client.beta.dreams.create({ inputs: [{ type: 'memory_store', memory_store_id: store.id }, { type: 'sessions', session_ids: [pastSessions[0]] }], model: DREAM_MODEL })
     expect((await until(quick.id, ['completed', 'failed', 'canceled'])).status).toBe('completed')

@@ -8,6 +8,7 @@ import type { ThemeChoice } from '../../ui/theme'
 import { CodeBlock } from '../../ui/Code'
 import { useSetup, type ModelCheck, type SetupSettings } from '../setup/SetupProvider'
 import { builtInTiers, formatAdvisorTiers, parseAdvisorTiers } from './advisor-tiers'
+import { DEFAULT_DREAM_LIMIT_MINUTES, formatDreamLimit, parseDreamLimit } from './dream-limit'
 import { budgetOfCents, parseUsd, usdText } from '../budgets/budget'
 
 function sdkSnippet(baseURL: string): string {
@@ -231,6 +232,8 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
 
         <DefaultBudgetSection settings={settings.data} disabled={noSettingsApi || settings.loading} onSaved={settings.reload} />
 
+        <DreamLimitSection settings={settings.data} disabled={noSettingsApi || settings.loading} onSaved={settings.reload} />
+
         <section className="card-section" aria-labelledby="s-doctor">
           <h2 id="s-doctor">
             Doctor{' '}
@@ -422,6 +425,22 @@ function DefaultBudgetSection(p: SectionProps) {
         return 'error' in usd ? usd : { change: { default_budget: budgetOfCents(usd.cents) } }
       }}
       submit="Save default budget"
+    />
+  )
+}
+
+/** How long a dream may run (saved alone, as `dream_time_limit_minutes`; empty restores the default hour). */
+function DreamLimitSection(p: SectionProps) {
+  return (
+    <OneSettingSection
+      {...p}
+      id="s-dream-limit"
+      title="Dream time limit"
+      intro="A dream that is still running this long after it was started is stopped and fails with “timeout”; what it wrote so far stays in its output store. A new limit applies to running dreams at once."
+      field={{ id: 'st-dream-limit', label: 'Time limit, in minutes', hint: `Empty: ${DEFAULT_DREAM_LIMIT_MINUTES} minutes.`, placeholder: String(DEFAULT_DREAM_LIMIT_MINUTES), inputMode: 'decimal' }}
+      fill={(s) => formatDreamLimit(s.dream_time_limit_minutes)}
+      read={parseDreamLimit}
+      submit="Save time limit"
     />
   )
 }

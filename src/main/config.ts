@@ -2,6 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
+import { DEFAULT_DREAM_TIME_LIMIT_MINUTES, MAX_DREAM_TIME_LIMIT_MINUTES } from '../shared/api/dream-limits'
 
 export const DEFAULT_PORT = 4610
 
@@ -91,14 +92,13 @@ export interface Settings {
   [key: string]: unknown
 }
 
-/** A dream's time limit when the settings name none: an hour. */
-export const DEFAULT_DREAM_TIME_LIMIT_MINUTES = 60
-
-/** settings.json's dreamTimeLimitMinutes in milliseconds (the default when absent); throws naming a value that is not a positive number of minutes. */
+/** settings.json's dreamTimeLimitMinutes in milliseconds (the default when absent); throws naming a value that is not a positive number of minutes up to a week. */
 export function dreamTimeLimitMs(settings: Settings): number {
   const v = settings.dreamTimeLimitMinutes
   if (v === undefined || v === null) return DEFAULT_DREAM_TIME_LIMIT_MINUTES * 60_000
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new Error(`dreamTimeLimitMinutes must be a positive number of minutes (got ${JSON.stringify(v)})`)
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > MAX_DREAM_TIME_LIMIT_MINUTES) {
+    throw new Error(`dreamTimeLimitMinutes must be a positive number of minutes, at most ${MAX_DREAM_TIME_LIMIT_MINUTES} (a week) (got ${JSON.stringify(v)})`)
+  }
   return Math.round(v * 60_000)
 }
 

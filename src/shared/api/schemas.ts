@@ -7,6 +7,7 @@
 import { z } from 'zod'
 import { parsePlainHttpHosts, PLAIN_HTTP_HOSTS_KEY } from './plain-http-hosts'
 import { OUTCOME_MAX_ITERATIONS, OUTCOME_MAX_RUBRIC_CHARS } from './outcomes'
+import { MAX_DREAM_TIME_LIMIT_MINUTES } from './dream-limits'
 
 const MAX_TEXT = 1_000_000
 export const metadataSchema = z
@@ -573,7 +574,7 @@ export const corralSettingsUpdateSchema = z.strictObject({
   /** The budget the desktop's new-session dialog starts with (a session's budget shape); null removes it. API clients are not affected. */
   default_budget: budgetSchema.nullable().optional(),
   /** How long a dream may run, in minutes from its creation (up to a week); null restores the default (60). Running dreams are held to a new limit at once. */
-  dream_time_limit_minutes: z.number().positive('a positive number of minutes').max(7 * 24 * 60, 'at most a week (10080 minutes)').nullable().optional(),
+  dream_time_limit_minutes: z.number().positive('a positive number of minutes').max(MAX_DREAM_TIME_LIMIT_MINUTES, `at most a week (${MAX_DREAM_TIME_LIMIT_MINUTES} minutes)`).nullable().optional(),
   api_key: z.string().min(8, 'an API key is at least 8 characters').max(4096).regex(/^\S+$/, 'no whitespace').nullable().optional(),
 })
 

@@ -45,10 +45,10 @@ describe.skipIf(process.platform !== 'linux')('an engine start that fails on its
   })
 
   it('names a dream time limit of settings.json that is not a positive number of minutes', () => {
-    for (const bad of [0, -5, '30', true]) {
+    for (const bad of [0, -5, 10_081, '30', true]) {
       const dir = dataDir()
       writeFileSync(join(dir, 'settings.json'), JSON.stringify({ dreamTimeLimitMinutes: bad }))
-      expect(() => open(dir)).toThrow(new RegExp(`settings file .*settings\\.json: dreamTimeLimitMinutes must be a positive number of minutes \\(got ${JSON.stringify(bad)}\\)`))
+      expect(() => open(dir)).toThrow(new RegExp(`settings file .*settings\\.json: dreamTimeLimitMinutes must be a positive number of minutes, at most 10080 \\(a week\\) \\(got ${JSON.stringify(bad)}\\)`))
       expect(openFilesUnder(dir)).toEqual([])
     }
   })

@@ -8,7 +8,8 @@ import type { ThemeChoice } from '../../ui/theme'
 import { CodeBlock } from '../../ui/Code'
 import { useSetup, type ModelCheck, type SetupSettings } from '../setup/SetupProvider'
 import { builtInTiers, formatAdvisorTiers, parseAdvisorTiers } from './advisor-tiers'
-import { DEFAULT_DREAM_LIMIT_MINUTES, formatDreamLimit, parseDreamLimit } from './dream-limit'
+import { formatDreamLimit, parseDreamLimit } from './dream-limit'
+import { DEFAULT_DREAM_TIME_LIMIT_MINUTES } from '../../../../shared/api/dream-limits'
 import { budgetOfCents, parseUsd, usdText } from '../budgets/budget'
 
 function sdkSnippet(baseURL: string): string {
@@ -437,7 +438,7 @@ function DreamLimitSection(p: SectionProps) {
       id="s-dream-limit"
       title="Dream time limit"
       intro="A dream that is still running this long after it was started is stopped and fails with “timeout”; what it wrote so far stays in its output store. A new limit applies to running dreams at once."
-      field={{ id: 'st-dream-limit', label: 'Time limit, in minutes', hint: `Empty: ${DEFAULT_DREAM_LIMIT_MINUTES} minutes.`, placeholder: String(DEFAULT_DREAM_LIMIT_MINUTES), inputMode: 'decimal' }}
+      field={{ id: 'st-dream-limit', label: 'Time limit, in minutes', hint: `Empty: ${DEFAULT_DREAM_TIME_LIMIT_MINUTES} minutes.`, placeholder: String(DEFAULT_DREAM_TIME_LIMIT_MINUTES), inputMode: 'decimal' }}
       fill={(s) => formatDreamLimit(s.dream_time_limit_minutes)}
       read={parseDreamLimit}
       submit="Save time limit"

@@ -130,6 +130,8 @@ test.describe.serial('dreams from the Memory page', () => {
     const row = dreams.getByRole('listitem').first()
     await expect(row).toContainText('Dreaming', { timeout: 30_000 })
     await expect(row).toContainText('updates this store')
+    // how long it has run, against the time limit in the settings
+    await expect(row).toContainText('running under a minute of its 60-minute limit')
     await expect(row.getByRole('link', { name: 'Watch its session' })).toBeVisible()
     // its session says it is a dream's and leads back to the store
     await row.getByRole('link', { name: 'Watch its session' }).click()

@@ -4,7 +4,7 @@ import type { Dream, MemoryStore, Session } from '../../../../shared/api/types'
 import { Button, Dialog, ErrorNote, Field, Spinner } from '../../ui/components'
 import { useAction, useQuery } from '../../ui/hooks'
 import { useSetup } from '../setup/SetupProvider'
-import { DREAM_STATUS_LABEL, dreamCreateBody, dreamDraftProblem, dreamOpen, dreamReads } from './dream-draft'
+import { DREAM_STATUS_LABEL, dreamClock, dreamCreateBody, dreamDraftProblem, dreamOpen, dreamReads } from './dream-draft'
 
 /** A dream's status drawn with the session statuses' colours. */
 const DREAM_STATUS_CLASS: Record<Dream['status'], string> = { pending: 'rescheduling', running: 'running', completed: 'idle', failed: 'terminated', canceled: 'archived' }
@@ -20,6 +20,7 @@ interface Page<T> {
  */
 export function DreamsPanel({ store, onOutputs }: { store: MemoryStore; onOutputs?: () => void }) {
   const client = useClient()
+  const { settings } = useSetup()
   const [starting, setStarting] = useState(false)
   const action = useAction()
   // read every 1.5 s while a dream of this store may still change, else every 10 s (one started elsewhere)
@@ -47,6 +48,7 @@ export function DreamsPanel({ store, onOutputs }: { store: MemoryStore; onOutput
       <ul className="plain-list dream-list">
         {dreams.map((d) => {
           const output = d.outputs[0]?.memory_store_id
+          const clock = dreamClock(d, Date.now(), settings?.dream_time_limit_minutes)
           return (
             <li key={d.id} className="dream-row" aria-label={`Dream ${d.id}`}>
               <span className={`status status-${DREAM_STATUS_CLASS[d.status]}`}>
@@ -54,6 +56,7 @@ export function DreamsPanel({ store, onOutputs }: { store: MemoryStore; onOutput
                 {DREAM_STATUS_LABEL[d.status]}
               </span>{' '}
               <span className="muted small">{new Date(d.created_at).toLocaleString()}</span>
+              {clock ? <span className="muted small"> · {clock}</span> : null}
               <div className="small">
                 {d.inputs.map((i) => (i.type === 'sessions' ? `${i.session_ids.length} session${i.session_ids.length === 1 ? '' : 's'}` : null))}
                 {' · '}

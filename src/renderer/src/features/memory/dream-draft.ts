@@ -47,4 +47,16 @@ export const DREAM_STATUS_LABEL: Record<Dream['status'], string> = {
 }
 
 /** Whether a dream may still change (the page polls while one does). */
-export const dreamOpen = (d: Dream): boolean => d.status === 'pending' || d.status === 'running'
+export const dreamOpen = (d: Pick<Dream, 'status'>): boolean => d.status === 'pending' || d.status === 'running'
+
+/**
+ * How long an open dream has run against its time limit, for its row: "12 min of its 60-minute
+ * limit". Minutes are whole, rounded down (under one: "under a minute"); without a known limit
+ * (an engine without the setting) only the time run. Undefined for an ended dream.
+ */
+export function dreamClock(d: Pick<Dream, 'status' | 'created_at'>, now: number, limitMinutes: number | undefined): string | undefined {
+  if (!dreamOpen(d)) return undefined
+  const ms = Math.max(0, now - Date.parse(d.created_at))
+  const ran = ms < 60_000 ? 'under a minute' : `${Math.floor(ms / 60_000)} min`
+  return limitMinutes === undefined ? `running ${ran}` : `running ${ran} of its ${limitMinutes}-minute limit`
+}

@@ -28,6 +28,7 @@ import { KeychainResourceSecrets, KeychainSecretSink, openKeychain, resolveEngin
 import { defaultFolderRules, defaultSandboxRouter, engineToolRouter } from './engine-hands'
 import { folderMounts, SessionChanges, SandboxImageBuild, defaultImage } from './hands'
 import type { SandboxToolRouter } from './hands'
+import { credentialRefreshLock } from './hands/mcp/refresh-lock'
 
 export interface EngineConfig {
   dataDir: string
@@ -249,9 +250,12 @@ export class Engine {
     if (config.keychain) {
       // a refreshed access token's expiry goes on its credential (auth.expires_at)
       const onRefreshed = (credentialId: string, expiresAt: string | null) => vaults.recordTokenExpiry(credentialId, expiresAt)
+      // one refresh per credential across the engines on this data directory (the desktop and a corral serve)
+      const refreshLock = credentialRefreshLock(vaults)
       this.mcp = new McpToolRouter({
         keychain: config.keychain,
         onRefreshed,
+        refreshLock,
         serversFor: (sessionId) => sessionMcpServers(vaults, sessions.retrieve(sessionId)),
         // an unreachable server or a refused credential is the session's error (never a token: the client scrubs)
         onServerError: (sessionId, error) => {
@@ -267,7 +271,7 @@ export class Engine {
       this.services.validateMcpOAuth = (vaultId, credentialId) => {
         const credential = vaults.retrieveCredential(vaultId, credentialId)
         if (credential.archived_at) throw new CorralError('invalid_request_error', `credential ${credentialId} is archived: an archived credential is never used, so there is nothing to validate`)
-        return validateMcpOAuthCredential(credential, { keychain, onRefreshed, log: config.log })
+        return validateMcpOAuthCredential(credential, { keychain, onRefreshed, refreshLock, log: config.log })
       }
     }
     this.router = engineToolRouter({ toolset: config.toolRouter ?? this.hands, mcp: this.mcp })

@@ -15,8 +15,9 @@ export const CLIENT_SECRET = 'canary-mcp-client-secret-44'
  * `openHandshake`: `initialize` and its notification pass without a token (some servers check
  * the token only from the first real request on). `rotate`: the token endpoint takes each
  * refresh token once and answers a new one with the new access token (refresh-token rotation).
+ * `tokenDelayMs`: how long the token endpoint takes to answer (default 50 ms).
  */
-export async function mcpTestServer(opts: { openHandshake?: boolean; rotate?: boolean } = {}) {
+export async function mcpTestServer(opts: { openHandshake?: boolean; rotate?: boolean; tokenDelayMs?: number } = {}) {
   const valid = new Set<string>([BEARER, ACCESS_NEW])
   const refreshCalls: string[] = []
   let refreshToken = REFRESH
@@ -35,7 +36,7 @@ export async function mcpTestServer(opts: { openHandshake?: boolean; rotate?: bo
         return res.end('{"error":"invalid_grant"}')
       }
       // a slow endpoint, so that refreshes asked for together overlap
-      await new Promise((r) => setTimeout(r, 50))
+      await new Promise((r) => setTimeout(r, opts.tokenDelayMs ?? 50))
       if (opts.rotate) refreshToken = `${REFRESH}-rotated-${++rotations}`
       res.writeHead(200, { 'content-type': 'application/json' })
       return res.end(JSON.stringify({ access_token: ACCESS_NEW, token_type: 'Bearer', expires_in: 3600, ...(opts.rotate ? { refresh_token: refreshToken } : {}) }))

@@ -527,4 +527,19 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX dreams_open ON dreams(status, target_store_id) WHERE status IN ('pending', 'running');
     `,
   },
+  {
+    version: 16,
+    name: 'credential refresh locks: one OAuth refresh per credential across the engines of a data directory',
+    // A row while an engine exchanges a credential's refresh token (hands/mcp/client.ts): another
+    // engine on the same data directory (the desktop and a `corral serve`) waits for it instead of
+    // spending the same refresh token, which a rotating token endpoint accepts once. owner: the
+    // engine's; expires_at_ms: when a lock left by a stopped engine stops counting.
+    sql: `
+      CREATE TABLE credential_refresh_locks (
+        credential_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        expires_at_ms INTEGER NOT NULL
+      ) WITHOUT ROWID;
+    `,
+  },
 ]

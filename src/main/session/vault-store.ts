@@ -264,6 +264,27 @@ export class VaultStore {
    * stays, and nothing is notified (an open connection keeps the token it just refreshed). A
    * credential deleted or changed to another kind meanwhile is left alone.
    */
+  /**
+   * Takes the credential's refresh lock for `owner` (an engine) until `ttlMs` from now, unless
+   * another owner holds one that has not expired; true when `owner` holds it now. A lock of the
+   * same owner is taken again (its engine's own refreshes are one at a time already).
+   */
+  tryLockRefresh(credentialId: string, owner: string, ttlMs: number, now = Date.now()): boolean {
+    const taken = this.db
+      .prepare(
+        `INSERT INTO credential_refresh_locks (credential_id, owner, expires_at_ms) VALUES (?, ?, ?)
+         ON CONFLICT(credential_id) DO UPDATE SET owner = excluded.owner, expires_at_ms = excluded.expires_at_ms
+         WHERE credential_refresh_locks.owner = excluded.owner OR credential_refresh_locks.expires_at_ms <= ?`,
+      )
+      .run(credentialId, owner, now + ttlMs, now).changes
+    return taken > 0
+  }
+
+  /** Gives the credential's refresh lock back (only `owner`'s). */
+  unlockRefresh(credentialId: string, owner: string): void {
+    this.db.prepare('DELETE FROM credential_refresh_locks WHERE credential_id = ? AND owner = ?').run(credentialId, owner)
+  }
+
   recordTokenExpiry(id: string, expiresAt: string | null): void {
     this.db
       .prepare("UPDATE credentials SET data = json_set(data, '$.auth.expires_at', ?) WHERE id = ? AND json_extract(data, '$.auth.type') = 'mcp_oauth'")

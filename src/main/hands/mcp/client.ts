@@ -78,7 +78,22 @@ export interface McpClientOptions {
    * `auth.expires_at`.
    */
   onRefreshed?: (credentialId: string, expiresAt: string | null) => void
+  /**
+   * One refresh per credential across the engines of a data directory (the desktop and a `corral
+   * serve` on one keychain): held around each exchange of a refresh token. Without it, only this
+   * process's refreshes are one at a time.
+   */
+  refreshLock?: RefreshLock
   log?: (line: string) => void
+}
+
+/** A lock per credential shared by the processes that use one keychain (the engine's: session/vault-store.ts, credential_refresh_locks). */
+export interface RefreshLock {
+  /**
+   * Resolves once this process may exchange the credential's refresh token (no other process is
+   * exchanging it); `waited` when another one held the lock meanwhile. `release` gives it back.
+   */
+  acquire(credentialId: string): Promise<{ waited: boolean; release: () => void }>
 }
 
 type TokenSource = {
@@ -221,7 +236,7 @@ function captured(res: Response, text: string, secrets: readonly string[]): Http
 
 type RefreshResult = { status: 'succeeded' | 'failed' | 'connect_error' | 'no_refresh_token'; http_response: HttpCapture | null }
 
-/** The refresh in flight per credential (one keychain per process: the engine's). */
+/** The refresh in flight per credential in this process (one keychain per process: the engine's). */
 const refreshing = new Map<string, Promise<RefreshResult>>()
 
 /**
@@ -230,6 +245,8 @@ const refreshing = new Map<string, Promise<RefreshResult>>()
  * One exchange per credential at a time: a caller that asks while one is in flight gets its
  * result. Token endpoints that rotate refresh tokens accept each once, so two sessions (or a
  * session and a Check) refreshing together would otherwise lose one of them to `invalid_grant`.
+ * Across processes, `options.refreshLock` does the same: a process that had to wait for another's
+ * refresh takes the access token that one stored (when it changed) instead of exchanging again.
  */
 export function refreshAccessToken(c: StoredCredential, options: McpClientOptions, remember: (t: string | undefined) => string | undefined = (t) => t): Promise<RefreshResult> {
   const inFlight = refreshing.get(c.id)
@@ -240,9 +257,32 @@ export function refreshAccessToken(c: StoredCredential, options: McpClientOption
       return r
     })
   }
-  const run = exchangeRefreshToken(c, options, remember).finally(() => refreshing.delete(c.id))
+  const run = exchangeLocked(c, options, remember).finally(() => refreshing.delete(c.id))
   refreshing.set(c.id, run)
   return run
+}
+
+/** exchangeRefreshToken under the cross-process lock, when there is one. */
+async function exchangeLocked(c: StoredCredential, options: McpClientOptions, remember: (t: string | undefined) => string | undefined): Promise<RefreshResult> {
+  const lock = options.refreshLock
+  if (!lock) return exchangeRefreshToken(c, options, remember)
+  const account = keychainAccount.credential(c.id, 'access_token')
+  const before = await options.keychain.get(account).catch(() => undefined)
+  const held = await lock.acquire(c.id)
+  try {
+    if (held.waited) {
+      // another engine refreshed while this one waited: its new access token is in the keychain
+      const now = await options.keychain.get(account).catch(() => undefined)
+      if (now && now !== before) {
+        remember(now)
+        options.log?.(`mcp credential ${c.id}: access token refreshed by another Corral process on this data directory`)
+        return { status: 'succeeded', http_response: null }
+      }
+    }
+    return await exchangeRefreshToken(c, options, remember)
+  } finally {
+    held.release()
+  }
 }
 
 async function exchangeRefreshToken(c: StoredCredential, options: McpClientOptions, remember: (t: string | undefined) => string | undefined): Promise<RefreshResult> {

@@ -1,7 +1,7 @@
 import type { ToolCall, ToolOutcome, ToolRecovery, ToolRouter, ToolTarget } from '../tool-router'
 import type { StoredCredential } from '../../session/vault-store'
 import type { Keychain } from '../../vault/keychain'
-import { McpConnection, McpServerError, mcpCredentialFor, type McpErrorObject, type McpServerSpec, type McpTool } from './client'
+import { McpConnection, McpServerError, mcpCredentialFor, type McpErrorObject, type McpServerSpec, type McpTool, type RefreshLock } from './client'
 import type { McpSessionServers } from './servers'
 
 export interface McpToolRouterOptions {
@@ -14,6 +14,8 @@ export interface McpToolRouterOptions {
   retryDelayMs?: number
   /** See McpClientOptions.onRefreshed. */
   onRefreshed?: (credentialId: string, expiresAt: string | null) => void
+  /** See McpClientOptions.refreshLock. */
+  refreshLock?: RefreshLock
   log?: (line: string) => void
 }
 
@@ -154,6 +156,7 @@ export class McpToolRouter implements ToolRouter {
           timeoutMs: this.options.timeoutMs,
           retryDelayMs: this.options.retryDelayMs,
           onRefreshed: this.options.onRefreshed,
+          refreshLock: this.options.refreshLock,
           log: this.options.log,
           // The session hears `retrying` while its first connection to a server keeps failing;
           // a server already reported as failed is not reported again on every reconnect.

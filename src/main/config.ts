@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { DEFAULT_DREAM_TIME_LIMIT_MINUTES, MAX_DREAM_TIME_LIMIT_MINUTES } from '../shared/api/dream-limits'
+import { DEFAULT_DREAM_TIME_LIMIT_MINUTES, MAX_DREAM_TIME_LIMIT_MINUTES } from '../shared/api/dreams'
 
 export const DEFAULT_PORT = 4610
 

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { say, ScriptedModelServer, toolCall, toolResultsOf, type RecordedRequest, type ScriptStep } from '../support/model-server'
 import { startServe, type ServeProcess } from './support/serve'
 import { shot } from './support/screenshots'
+import { openSection } from './support/navigate'
 
 /**
  * Dreams from the Memory page, in Chromium against the real `corral serve`, a real bubblewrap
@@ -104,6 +105,15 @@ test.describe.serial('dreams from the Memory page', () => {
     await tree.getByRole('link', { name: 'decisions.md' }).click()
     await expect(page.getByLabel('Content of /decisions.md')).toHaveValue('# Decisions\n- reviews need two approvals\n- we deploy on fridays\n')
     await shot(page, info, 'dreams-03-output-store')
+
+    // the agent and environment Corral ran the dream with are not offered for a new session
+    await openSection(page, 'Sessions')
+    await page.keyboard.press('n')
+    const newSession = page.getByRole('dialog', { name: 'New session' })
+    await expect(newSession.getByLabel('Agent').locator('option')).toHaveText([/^Helper · /])
+    await expect(newSession.getByLabel('Environment').locator('option')).toHaveText([/^plain/])
+    expect((await api<{ data: { name: string }[] }>('GET', '/v1/agents')).data.map((a) => a.name)).toContain('Corral dreams')
+    await page.keyboard.press('Escape')
 
     // the store it read is as it was; the finished dream is archived from the page
     await page.goto(`${serve.url}/?token=${TOKEN}#/memory/${storeId}`)

@@ -1,4 +1,4 @@
-import { DEFAULT_DREAM_TIME_LIMIT_MINUTES } from '../../shared/api/dream-limits'
+import { DEFAULT_DREAM_TIME_LIMIT_MINUTES } from '../../shared/api/dreams'
 import type { DreamChange, DreamStore } from '../session/dream-store'
 
 export interface DreamRunnerParams {

@@ -15,6 +15,7 @@ import type { SqliteEventLog } from './sqlite-event-log'
 import { createdAtFilters, keysetList, type Page } from './pagination'
 import { renderTranscript, TRANSCRIPT_EVENT_TYPES } from './dream-transcript'
 import { StoreChanges } from './store-changes'
+import { DREAM_METADATA, isDreamsOwn } from '../../shared/api/dreams'
 
 export type DreamCreateInput = z.infer<typeof dreamCreateSchema>
 export type DreamListQuery = z.infer<typeof dreamListQuerySchema>
@@ -62,8 +63,6 @@ export interface DreamStoreOptions {
   clock?: () => Date
 }
 
-/** The metadata that marks the agent and environment Corral runs dreams with (found again by it). */
-export const DREAM_METADATA = { corral_role: 'dreams' } as const
 const DREAM_AGENT_NAME = 'Corral dreams'
 const DEFAULT_PAGE = 20
 /** Where a dream's session finds the transcripts of the sessions it reads. */
@@ -392,7 +391,7 @@ export class DreamStore {
 
   /** The agent (at the dream's model) and environment Corral runs dreams with, made or mended as needed. */
   private dreamAgent(model: string): { agent: Agent; environment: Environment } {
-    const mine = (x: { metadata?: Record<string, string> | null; archived_at: string | null }) => !x.archived_at && x.metadata?.corral_role === DREAM_METADATA.corral_role
+    const mine = (x: { metadata?: Record<string, string> | null; archived_at: string | null }) => !x.archived_at && isDreamsOwn(x)
     const tools = [{ type: 'agent_toolset_20260401' as const, default_config: { enabled: true, permission_policy: { type: 'always_allow' as const } }, configs: [{ name: 'web_fetch' as const, enabled: false }, { name: 'web_search' as const, enabled: false }] }]
     let agent = this.findMine((page) => this.o.agents.list({ limit: 100, page }) as Page<Agent>, mine)
     if (!agent) agent = this.o.agents.create({ name: DREAM_AGENT_NAME, model, system: DREAM_SYSTEM, tools, metadata: { ...DREAM_METADATA } })

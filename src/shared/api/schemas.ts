@@ -7,7 +7,7 @@
 import { z } from 'zod'
 import { parsePlainHttpHosts, PLAIN_HTTP_HOSTS_KEY } from './plain-http-hosts'
 import { OUTCOME_MAX_ITERATIONS, OUTCOME_MAX_RUBRIC_CHARS } from './outcomes'
-import { MAX_DREAM_TIME_LIMIT_MINUTES } from './dream-limits'
+import { MAX_DREAM_TIME_LIMIT_MINUTES } from './dreams'
 
 const MAX_TEXT = 1_000_000
 export const metadataSchema = z

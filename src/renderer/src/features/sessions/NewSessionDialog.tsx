@@ -11,6 +11,7 @@ import type { MemoryStore } from '../../../../shared/api/types'
 import { VaultPicker } from '../vaults/VaultPicker'
 import { useSetup } from '../setup/SetupProvider'
 import { parseUsd, usdText } from '../budgets/budget'
+import { isDreamsOwn } from '../../../../shared/api/dreams'
 
 type ResourceRow =
   | { type: 'github_repository'; url: string; mount_path: string; branch: string; token: string }
@@ -38,8 +39,9 @@ function resourceParams(r: ResourceRow): Record<string, unknown> {
 export function NewSessionDialog({ onClose, onCreated, onGo }: { onClose: () => void; onCreated: (s: Session) => void; onGo: (path: string) => void }) {
   const client = useClient()
   const { agents, environments, refresh, upsert } = useSessions()
-  const liveAgents = agents.filter((a) => !a.archived_at)
-  const liveEnvs = environments.filter((e) => !e.archived_at)
+  // (not the agent and environment Corral keeps for dreams)
+  const liveAgents = agents.filter((a) => !a.archived_at && !isDreamsOwn(a))
+  const liveEnvs = environments.filter((e) => !e.archived_at && !isDreamsOwn(e))
   const [agentId, setAgentId] = useState(liveAgents[0]?.id ?? '')
   const [envId, setEnvId] = useState(liveEnvs[0]?.id ?? '')
   // lists that arrive after the dialog opened (a slow first load) still choose the first agent and

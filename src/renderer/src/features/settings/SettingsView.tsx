@@ -9,7 +9,7 @@ import { CodeBlock } from '../../ui/Code'
 import { useSetup, type ModelCheck, type SetupSettings } from '../setup/SetupProvider'
 import { builtInTiers, formatAdvisorTiers, parseAdvisorTiers } from './advisor-tiers'
 import { formatDreamLimit, parseDreamLimit } from './dream-limit'
-import { DEFAULT_DREAM_TIME_LIMIT_MINUTES } from '../../../../shared/api/dream-limits'
+import { DEFAULT_DREAM_TIME_LIMIT_MINUTES } from '../../../../shared/api/dreams'
 import { budgetOfCents, parseUsd, usdText } from '../budgets/budget'
 
 function sdkSnippet(baseURL: string): string {

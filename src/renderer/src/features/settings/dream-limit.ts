@@ -3,7 +3,7 @@
  * `GET/POST /v1/corral/settings`). Pure: what the field shows for the saved limit, and the change
  * a text makes (or why it cannot be saved); the engine checks again and answers 400 naming the field.
  */
-import { DEFAULT_DREAM_TIME_LIMIT_MINUTES, MAX_DREAM_TIME_LIMIT_MINUTES } from '../../../../shared/api/dream-limits'
+import { DEFAULT_DREAM_TIME_LIMIT_MINUTES, MAX_DREAM_TIME_LIMIT_MINUTES } from '../../../../shared/api/dreams'
 
 /** The saved limit as the field shows it: empty for the default hour, else the minutes. */
 export function formatDreamLimit(minutes: number | undefined): string {

@@ -92,14 +92,21 @@ export interface Settings {
   [key: string]: unknown
 }
 
-/** settings.json's dreamTimeLimitMinutes in milliseconds (the default when absent); throws naming a value that is not a positive number of minutes up to a week. */
+/** What is wrong with settings.json's dreamTimeLimitMinutes (a positive number of minutes up to a week, or absent), or undefined. The engine's start refuses a bad one. */
+export function dreamTimeLimitProblem(settings: Settings): string | undefined {
+  const v = settings.dreamTimeLimitMinutes
+  if (v === undefined || v === null) return undefined
+  if (typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= MAX_DREAM_TIME_LIMIT_MINUTES) return undefined
+  return `dreamTimeLimitMinutes must be a positive number of minutes, at most ${MAX_DREAM_TIME_LIMIT_MINUTES} (a week) (got ${JSON.stringify(v)})`
+}
+
+/**
+ * settings.json's dreamTimeLimitMinutes in milliseconds: the default when absent, and also when it
+ * is bad (a file edited by hand while the engine runs; the next start names it: dreamTimeLimitProblem).
+ */
 export function dreamTimeLimitMs(settings: Settings): number {
   const v = settings.dreamTimeLimitMinutes
-  if (v === undefined || v === null) return DEFAULT_DREAM_TIME_LIMIT_MINUTES * 60_000
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > MAX_DREAM_TIME_LIMIT_MINUTES) {
-    throw new Error(`dreamTimeLimitMinutes must be a positive number of minutes, at most ${MAX_DREAM_TIME_LIMIT_MINUTES} (a week) (got ${JSON.stringify(v)})`)
-  }
-  return Math.round(v * 60_000)
+  return dreamTimeLimitProblem(settings) === undefined && typeof v === 'number' ? Math.round(v * 60_000) : DEFAULT_DREAM_TIME_LIMIT_MINUTES * 60_000
 }
 
 export function readSettings(dataDir: string): Settings {

@@ -5,7 +5,7 @@ import { openStoresAt, upgradeDatabase, type Stores, type UpgradeProgress } from
 import { PreviewBus, type ApiServices, type CorralSettingsView, type ModelCheckView, type SandboxStatusView } from './api/services'
 import { probeModel } from './harness/model-probe'
 import { createApiApp, listen, type ListeningServer } from './api/server'
-import { DEFAULT_MAX_FILE_BYTES, dreamTimeLimitMs, readSettings, resolveApiToken, writeSettings, type Settings } from './config'
+import { DEFAULT_MAX_FILE_BYTES, dreamTimeLimitMs, dreamTimeLimitProblem, readSettings, resolveApiToken, writeSettings, type Settings } from './config'
 import { runDoctor } from './doctor'
 import type { z } from 'zod'
 import type { corralModelTestSchema, corralSettingsUpdateSchema } from '../shared/api/schemas'
@@ -154,11 +154,8 @@ export class Engine {
     // bad file stops the start without leaving corral.db open in this process.
     this.settings = readSettings(config.dataDir)
     tiers()
-    try {
-      dreamTimeLimitMs(this.settings)
-    } catch (err) {
-      throw new CorralError('api_error', `settings file ${join(config.dataDir, 'settings.json')}: ${(err as Error).message}`)
-    }
+    const dreamLimitProblem = dreamTimeLimitProblem(this.settings)
+    if (dreamLimitProblem) throw new CorralError('api_error', `settings file ${join(config.dataDir, 'settings.json')}: ${dreamLimitProblem}`)
     // A repository's authorization_token goes to the keychain (for the egress proxy); without one it is refused.
     const resourceKeychain = config.keychain && new KeychainResourceSecrets(config.keychain)
     const stores = (this.stores = openStoresAt(join(config.dataDir, 'corral.db'), {

@@ -275,6 +275,9 @@ async function exchangeLocked(c: StoredCredential, options: McpClientOptions, re
       const now = await options.keychain.get(account).catch(() => undefined)
       if (now && now !== before) {
         remember(now)
+        // when it expires is the other engine's to know (it recorded it on the credential): from
+        // here the server's 401 decides, rather than an expiry this process knows to be old
+        tokenExpiry.set(expiryKey(c), null)
         options.log?.(`mcp credential ${c.id}: access token refreshed by another Corral process on this data directory`)
         return { status: 'succeeded', http_response: null }
       }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { afterAll, describe, expect, it } from 'vitest'
-import { McpConnection } from '../../../../src/main/hands/mcp/client'
+import { McpConnection, type RefreshLock } from '../../../../src/main/hands/mcp/client'
 import { credentialRefreshLock } from '../../../../src/main/hands/mcp/refresh-lock'
 import { openStoresAt, type Stores } from '../../../../src/main/session/stores'
 import type { StoredCredential } from '../../../../src/main/session/vault-store'
@@ -132,5 +132,47 @@ describe('the credential refresh lock (one database, two engines)', () => {
         await rotating.close()
       }
     }, 60_000)
+
+    it('takes the access token another engine stored while it waited, and does not refresh again on an expiry it knows to be old', async () => {
+      const service = `corral-test-refresh-wait-${process.pid}-${Date.now()}`
+      const keychain = new KeyringKeychain({ service })
+      const sink = new KeychainSecretSink(keychain)
+      const server = await mcpTestServer({ rotate: true })
+      const credential = {
+        id: 'vcrd_waited',
+        type: 'vault_credential',
+        vault_id: 'vlt_1',
+        // known to have expired: the connection refreshes before its first request
+        auth: {
+          type: 'mcp_oauth',
+          mcp_server_url: `${server.url}/mcp`,
+          expires_at: new Date(Date.now() - 3_600_000).toISOString(),
+          refresh: { client_id: 'corral-client', token_endpoint: `${server.url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } },
+        },
+        metadata: {},
+        created_at: '',
+        updated_at: 'v1',
+        archived_at: null,
+        corral: { secret_stored: true },
+      } as unknown as StoredCredential
+      await sink.put('vcrd_waited', 'mcp_oauth', { access_token: ACCESS_OLD, refresh_token: REFRESH, client_secret: CLIENT_SECRET })
+      // the other engine holds the lock and stores a new access token before it gives it back
+      const otherEngine: RefreshLock = {
+        acquire: async (id) => {
+          await keychain.set(`credential/${id}/access_token`, ACCESS_NEW)
+          return { waited: true, release: () => {} }
+        },
+      }
+      try {
+        const conn = await McpConnection.connect({ name: 'docs', url: `${server.url}/mcp` }, [credential], { keychain, refreshLock: otherEngine })
+        for (const text of ['one', 'two']) expect((await conn.callTool('docs__echo', { text })).content).toBe(`echo: ${text}`)
+        await conn.close()
+        expect(server.refreshCalls).toEqual([])
+        expect(await keychain.get('credential/vcrd_waited/refresh_token')).toBe(REFRESH)
+      } finally {
+        await sink.delete('vcrd_waited')
+        await server.close()
+      }
+    })
   })
 })

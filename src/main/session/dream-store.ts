@@ -7,7 +7,7 @@ import { UPLOADS_DIR } from '../../shared/api/file-paths'
 import { CorralError, invalid, isCorralError, notFound } from '../../shared/errors'
 import type { Db } from './database'
 import type { AgentStore } from './agent-store'
-import type { EnvironmentStore } from './environment-store'
+import type { EnvironmentStore, EnvironmentUpdateInput } from './environment-store'
 import type { SessionStore } from './session-store'
 import type { MemoryStore, MemoryWriteContext } from './memory-store'
 import type { FileStore } from './file-store'
@@ -389,23 +389,30 @@ export class DreamStore {
       .join('\n')
   }
 
-  /** The agent (at the dream's model) and environment Corral runs dreams with, made or mended as needed. */
+  /**
+   * The agent (at the dream's model) and environment Corral runs dreams with, made or mended as
+   * needed: a prompt, model or tools changed on the agent are put back (an update that changes
+   * nothing makes no new version), and so is a network rule changed on the environment.
+   */
   private dreamAgent(model: string): { agent: Agent; environment: Environment } {
     const mine = (x: { metadata?: Record<string, string> | null; archived_at: string | null }) => !x.archived_at && isDreamsOwn(x)
     const tools = [{ type: 'agent_toolset_20260401' as const, default_config: { enabled: true, permission_policy: { type: 'always_allow' as const } }, configs: [{ name: 'web_fetch' as const, enabled: false }, { name: 'web_search' as const, enabled: false }] }]
     let agent = this.findMine((page) => this.o.agents.list({ limit: 100, page }) as Page<Agent>, mine)
     if (!agent) agent = this.o.agents.create({ name: DREAM_AGENT_NAME, model, system: DREAM_SYSTEM, tools, metadata: { ...DREAM_METADATA } })
-    else if (agent.model.id !== model || agent.system !== DREAM_SYSTEM) {
-      agent = this.o.agents.update(agent.id, { version: agent.version, model, system: DREAM_SYSTEM, tools })
-    }
+    else agent = this.o.agents.update(agent.id, { version: agent.version, model, system: DREAM_SYSTEM, tools })
+    const networking = { type: 'limited' as const, allowed_hosts: [], allow_package_managers: false, allow_mcp_servers: false }
     let environment = this.findMine((page) => this.o.environments.list({ limit: 100, page }) as Page<Environment>, mine)
     if (!environment) {
       environment = this.o.environments.create({
         name: 'Corral dreams',
         description: 'The sandbox Corral runs dreams in (no network).',
-        config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: [], allow_package_managers: false, allow_mcp_servers: false } },
+        config: { type: 'cloud', networking },
         metadata: { ...DREAM_METADATA },
       })
+    } else {
+      const n = (environment.config as { networking?: { type?: string; allowed_hosts?: unknown[]; allow_package_managers?: boolean; allow_mcp_servers?: boolean } }).networking
+      const closed = n?.type === 'limited' && !n.allowed_hosts?.length && !n.allow_package_managers && !n.allow_mcp_servers
+      if (!closed) environment = this.o.environments.update(environment.id, { config: { ...environment.config, type: 'cloud', networking } as EnvironmentUpdateInput['config'] })
     }
     return { agent, environment }
   }

@@ -209,6 +209,37 @@ describe.skipIf(!bwrap.ok)('dreams (bubblewrap hands)', () => {
     expect((await client.beta.dreams.list({ include_archived: true })).data.map((d) => d.id)).toContain(done.id)
   }, 90_000)
 
+  it("puts back the dream agent's tools, and its environment's closed network, when someone changed them", async () => {
+    const store = await storeWithNotes('edited notes')
+    const dream = async () => {
+      const d = await client.beta.dreams.create({ inputs: [{ type: 'memory_store', memory_store_id: store.id }, { type: 'sessions', session_ids: [pastSessions[0]] }], model: DREAM_MODEL })
+      return until(d.id, ['completed', 'failed', 'canceled'])
+    }
+    // (a dream made them)
+    expect((await dream()).status).toBe('completed')
+    const agents = (await client.beta.agents.list({ limit: 100 })).data.filter((a) => a.metadata?.corral_role === 'dreams')
+    const envs = (await client.beta.environments.list({ limit: 100 })).data.filter((e) => e.metadata?.corral_role === 'dreams')
+    expect(agents).toHaveLength(1)
+    expect(envs).toHaveLength(1)
+    const [agent] = agents
+    // someone edits them: no bash (the prompt as it was); the network opened
+    const edited = await client.beta.agents.update(agent.id, {
+      version: agent.version,
+      tools: [{ type: 'agent_toolset_20260401', default_config: { enabled: true, permission_policy: { type: 'always_allow' } }, configs: [{ name: 'bash', enabled: false }] }],
+    })
+    await client.beta.environments.update(envs[0].id, { config: { type: 'cloud', networking: { type: 'unrestricted' } } })
+    // the scripted model calls bash (it removes old.md with it): offered again, so the dream completes
+    expect((await dream()).status).toBe('completed')
+    const mended = await client.beta.agents.retrieve(agent.id)
+    expect(mended.version).toBe(edited.version + 1)
+    expect(mended.system).toBe(agent.system)
+    expect(mended.tools).toEqual(agent.tools)
+    expect((await client.beta.environments.retrieve(envs[0].id)).config).toMatchObject({ networking: { type: 'limited', allowed_hosts: [], allow_package_managers: false, allow_mcp_servers: false } })
+    // a dream over an agent that is as it should be makes no new version
+    expect((await dream()).status).toBe('completed')
+    expect((await client.beta.agents.retrieve(agent.id)).version).toBe(mended.version)
+  }, 90_000)
+
   it('updates the input store in place, one such dream at a time (409, not to be retried), and survives an engine restart while it runs', async () => {
     const store = await storeWithNotes('ops notes')
     gate.close()

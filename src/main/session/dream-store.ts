@@ -64,6 +64,8 @@ export interface DreamStoreOptions {
 }
 
 const DREAM_AGENT_NAME = 'Corral dreams'
+/** A dream not ended: pending, or running with no ending recorded (SQL, for its time limit). */
+const UNENDED = "(status = 'pending' OR (status = 'running' AND finishing IS NULL))"
 const DEFAULT_PAGE = 20
 /** Where a dream's session finds the transcripts of the sessions it reads. */
 export const DREAM_TRANSCRIPTS_DIR = `${UPLOADS_DIR}/transcripts`
@@ -94,6 +96,8 @@ export class DreamStore {
   private readonly clock: () => Date
   /** Each start, ending and cancel, told after its commit (the dream runner listens). */
   readonly changes = new StoreChanges<DreamChange>((err) => console.error('[corral] a dream listener failed:', err))
+  /** recordFinishing's statement (prepared at its first use: see the constructor). */
+  private setFinishing: Database.Statement | undefined
 
   constructor(
     private readonly db: Db,
@@ -102,7 +106,6 @@ export class DreamStore {
     this.clock = o.clock ?? (() => new Date())
     // prepared at the first final status event (stores opened over an older schema, as tests do, never need them)
     let running: Database.Statement | undefined
-    let setFinishing: Database.Statement | undefined
     const finished: string[] = []
     o.log.addBatchProjector((rid, stored) => {
       for (const { event } of stored) {
@@ -112,10 +115,7 @@ export class DreamStore {
         if (!outcome) continue
         running ??= db.prepare("SELECT d.id FROM dreams d JOIN sessions s ON s.id = d.session_id WHERE s.rid = ? AND d.status = 'running' AND d.finishing IS NULL").pluck()
         const id = running.get(rid) as string | undefined
-        if (!id) continue
-        setFinishing ??= db.prepare("UPDATE dreams SET finishing = ? WHERE id = ? AND status = 'running' AND finishing IS NULL")
-        setFinishing.run(JSON.stringify(outcome), id)
-        finished.push(id)
+        if (id && this.recordFinishing(id, outcome)) finished.push(id)
       }
     })
     // told after the commit (a listener may read the row the projector wrote)
@@ -296,17 +296,12 @@ export class DreamStore {
    * ending recorded (the runner arms its timer for it).
    */
   firstUnended(): { id: string; created_at: string } | undefined {
-    return this.db
-      .prepare("SELECT id, created_at FROM dreams WHERE status = 'pending' OR (status = 'running' AND finishing IS NULL) ORDER BY created_at, id LIMIT 1")
-      .get() as { id: string; created_at: string } | undefined
+    return this.db.prepare(`SELECT id, created_at FROM dreams WHERE ${UNENDED} ORDER BY created_at, id LIMIT 1`).get() as { id: string; created_at: string } | undefined
   }
 
   /** The dreams not ended (as firstUnended) that were created before `before` (an ISO time), oldest first. */
   unendedBefore(before: string): string[] {
-    return this.db
-      .prepare("SELECT id FROM dreams WHERE (status = 'pending' OR (status = 'running' AND finishing IS NULL)) AND created_at < ? ORDER BY created_at, id")
-      .pluck()
-      .all(before) as string[]
+    return this.db.prepare(`SELECT id FROM dreams WHERE ${UNENDED} AND created_at < ? ORDER BY created_at, id`).pluck().all(before) as string[]
   }
 
   /**
@@ -323,11 +318,20 @@ export class DreamStore {
     if (row.status === 'pending') {
       return this.db.prepare("UPDATE dreams SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status = 'pending'").run(JSON.stringify(error), this.clock().toISOString(), id).changes > 0
     }
-    const finishing: Finishing = { status: 'failed', error }
-    const n = this.db.prepare("UPDATE dreams SET finishing = ? WHERE id = ? AND status = 'running' AND finishing IS NULL").run(JSON.stringify(finishing), id).changes
-    if (n > 0) this.changes.notify({ kind: 'finishing', id })
-    return n > 0
+    const recorded = this.recordFinishing(id, { status: 'failed', error })
+    if (recorded) this.changes.notify({ kind: 'finishing', id })
+    return recorded
   }
+
+  /**
+   * Records how a running dream ended, unless an ending was recorded already (its session's final
+   * status and its time limit race: the first one wins); true when this one was.
+   */
+  private recordFinishing(id: string, f: Finishing): boolean {
+    this.setFinishing ??= this.db.prepare("UPDATE dreams SET finishing = ? WHERE id = ? AND status = 'running' AND finishing IS NULL")
+    return this.setFinishing.run(JSON.stringify(f), id).changes > 0
+  }
+
 
   private fail(id: string, error: { type: string; message: string }): void {
     this.db.prepare("UPDATE dreams SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status IN ('pending', 'running')").run(JSON.stringify(error), this.clock().toISOString(), id)

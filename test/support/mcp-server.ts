@@ -3,12 +3,18 @@ import type { AddressInfo } from 'node:net'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { z } from 'zod'
+import type { StoredCredential } from '../../src/main/session/vault-store'
 
 export const BEARER = 'canary-mcp-bearer-9a1b'
 export const ACCESS_OLD = 'canary-mcp-access-expired-11'
 export const ACCESS_NEW = 'canary-mcp-access-fresh-22'
 export const REFRESH = 'canary-mcp-refresh-33'
 export const CLIENT_SECRET = 'canary-mcp-client-secret-44'
+
+/** A credential as the vault store keeps it (its secrets in the keychain), in vault vlt_1. */
+export function storedCredential(id: string, auth: Record<string, unknown>): StoredCredential {
+  return { id, type: 'vault_credential', vault_id: 'vlt_1', auth, metadata: {}, created_at: '', updated_at: '', archived_at: null, corral: { secret_stored: true } } as unknown as StoredCredential
+}
 
 /**
  * A real streamable-HTTP MCP server on 127.0.0.1 that demands a bearer token; /token refreshes.
@@ -65,6 +71,14 @@ export async function mcpTestServer(opts: { openHandshake?: boolean; rotate?: bo
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { url, refreshCalls, refused, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
+  /** An mcp_oauth credential for this server, refreshed at its /token with client_secret_basic; `auth` adds to its auth (expires_at). */
+  const oauthCredential = (id: string, auth: Record<string, unknown> = {}) =>
+    storedCredential(id, {
+      type: 'mcp_oauth',
+      mcp_server_url: `${url}/mcp`,
+      ...auth,
+      refresh: { client_id: 'corral-client', token_endpoint: `${url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } },
+    })
+  return { url, refreshCalls, refused, oauthCredential, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
 }
 

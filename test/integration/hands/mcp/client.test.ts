@@ -3,12 +3,7 @@ import { McpConnection, McpServerError, validateMcpOAuthCredential } from '../..
 import { KeyringKeychain } from '../../../../src/main/vault/keyring-keychain'
 import { keychainProbe, requirement } from '../../../support/requirements'
 import { KeychainSecretSink } from '../../../../src/main/vault/vault-services'
-import type { StoredCredential } from '../../../../src/main/session/vault-store'
-import { ACCESS_NEW, ACCESS_OLD, BEARER, CLIENT_SECRET, REFRESH, mcpTestServer } from '../../../support/mcp-server'
-
-
-const cred = (id: string, auth: Record<string, unknown>) =>
-  ({ id, type: 'vault_credential', vault_id: 'vlt_1', auth, metadata: {}, created_at: '', updated_at: '', archived_at: null, corral: { secret_stored: true } }) as unknown as StoredCredential
+import { ACCESS_NEW, ACCESS_OLD, BEARER, CLIENT_SECRET, REFRESH, mcpTestServer, storedCredential } from '../../../support/mcp-server'
 
 const keychainReq = requirement('keychain', keychainProbe)
 
@@ -29,7 +24,7 @@ describe.skipIf(!keychainReq.ok)('McpConnection (streamable HTTP, credentials fr
   })
 
   it('lists the server tools under the server name and calls one with the static bearer token', async () => {
-    const conn = await McpConnection.connect({ name: 'docs', url: `${srv.url}/mcp` }, [cred('vcrd_bearer', { type: 'static_bearer', mcp_server_url: `${srv.url}/mcp` })], { keychain, log: (l) => logs.push(l) })
+    const conn = await McpConnection.connect({ name: 'docs', url: `${srv.url}/mcp` }, [storedCredential('vcrd_bearer', { type: 'static_bearer', mcp_server_url: `${srv.url}/mcp` })], { keychain, log: (l) => logs.push(l) })
     try {
       expect(conn.tools.map((t) => t.name).sort()).toEqual(['docs__echo', 'docs__whoami'])
       expect(await conn.callTool('docs__echo', { text: 'hi' })).toMatchObject({ content: 'echo: hi', isError: false })
@@ -41,11 +36,7 @@ describe.skipIf(!keychainReq.ok)('McpConnection (streamable HTTP, credentials fr
   })
 
   it('refreshes an expired mcp_oauth access token, keeps the new one in the keychain, and goes on', async () => {
-    const oauth = cred('vcrd_oauth', {
-      type: 'mcp_oauth',
-      mcp_server_url: `${srv.url}/mcp`,
-      refresh: { client_id: 'corral-client', token_endpoint: `${srv.url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } },
-    })
+    const oauth = srv.oauthCredential('vcrd_oauth')
     const conn = await McpConnection.connect({ name: 'docs', url: `${srv.url}/mcp` }, [oauth], { keychain, log: (l) => logs.push(l) })
     try {
       expect(srv.refreshCalls).toEqual(['refresh_token'])
@@ -57,7 +48,7 @@ describe.skipIf(!keychainReq.ok)('McpConnection (streamable HTTP, credentials fr
   })
 
   it('reports mcp_authentication_failed_error, terminal, when the server rejects the credential, without the token in the message', async () => {
-    const err = await McpConnection.connect({ name: 'docs', url: `${srv.url}/mcp` }, [cred('vcrd_wrong', { type: 'static_bearer', mcp_server_url: `${srv.url}/mcp` })], { keychain }).catch((e: unknown) => e)
+    const err = await McpConnection.connect({ name: 'docs', url: `${srv.url}/mcp` }, [storedCredential('vcrd_wrong', { type: 'static_bearer', mcp_server_url: `${srv.url}/mcp` })], { keychain }).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(McpServerError)
     const obj = (err as McpServerError).toErrorObject()
     expect(obj).toMatchObject({ type: 'mcp_authentication_failed_error', mcp_server_name: 'docs', retry_status: { type: 'terminal' } })
@@ -81,7 +72,7 @@ describe.skipIf(!keychainReq.ok)('McpConnection (streamable HTTP, credentials fr
 
   describe('validateMcpOAuthCredential', () => {
     const oauth = (id: string, url = `${srv.url}/mcp`, refresh = true) =>
-      cred(id, { type: 'mcp_oauth', mcp_server_url: url, ...(refresh ? { refresh: { client_id: 'corral-client', token_endpoint: `${srv.url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } } } : {}) })
+      storedCredential(id, { type: 'mcp_oauth', mcp_server_url: url, ...(refresh ? { refresh: { client_id: 'corral-client', token_endpoint: `${srv.url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } } } : {}) })
 
     it('says valid when the server takes the access token', async () => {
       await sink.put('vcrd_v1', 'mcp_oauth', { access_token: ACCESS_NEW })
@@ -116,18 +107,13 @@ describe.skipIf(!keychainReq.ok)('McpConnection (streamable HTTP, credentials fr
     })
 
     it('refuses a credential that is not mcp_oauth, naming the rule', async () => {
-      await expect(validateMcpOAuthCredential(cred('vcrd_bearer', { type: 'static_bearer', mcp_server_url: `${srv.url}/mcp` }), { keychain })).rejects.toThrow(/only mcp_oauth credentials can be validated/)
+      await expect(validateMcpOAuthCredential(storedCredential('vcrd_bearer', { type: 'static_bearer', mcp_server_url: `${srv.url}/mcp` }), { keychain })).rejects.toThrow(/only mcp_oauth credentials can be validated/)
     })
   })
 
   it('refreshes an access token known to have expired before sending it, not after the server refuses it, and says when the new one expires', async () => {
     const fresh = await mcpTestServer()
-    const expired = cred('vcrd_expired', {
-      type: 'mcp_oauth',
-      mcp_server_url: `${fresh.url}/mcp`,
-      expires_at: new Date(Date.now() - 5_000).toISOString(),
-      refresh: { client_id: 'corral-client', token_endpoint: `${fresh.url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } },
-    })
+    const expired = fresh.oauthCredential('vcrd_expired', { expires_at: new Date(Date.now() - 5_000).toISOString() })
     await sink.put('vcrd_expired', 'mcp_oauth', { access_token: ACCESS_OLD, refresh_token: REFRESH, client_secret: CLIENT_SECRET })
     const told: [string, string | null][] = []
     try {
@@ -149,11 +135,7 @@ describe.skipIf(!keychainReq.ok)('McpConnection (streamable HTTP, credentials fr
 
   it('refreshes once when several connections find the access token expired together, so a rotating token endpoint loses none of them', async () => {
     const rotating = await mcpTestServer({ rotate: true })
-    const oauth = cred('vcrd_rotating', {
-      type: 'mcp_oauth',
-      mcp_server_url: `${rotating.url}/mcp`,
-      refresh: { client_id: 'corral-client', token_endpoint: `${rotating.url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } },
-    })
+    const oauth = rotating.oauthCredential('vcrd_rotating')
     await sink.put('vcrd_rotating', 'mcp_oauth', { access_token: ACCESS_OLD, refresh_token: REFRESH, client_secret: CLIENT_SECRET })
     try {
       const conns = await Promise.all([1, 2, 3].map(() => McpConnection.connect({ name: 'docs', url: `${rotating.url}/mcp` }, [oauth], { keychain })))

@@ -7,7 +7,6 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { McpConnection, type RefreshLock } from '../../../../src/main/hands/mcp/client'
 import { credentialRefreshLock } from '../../../../src/main/hands/mcp/refresh-lock'
 import { openStoresAt, type Stores } from '../../../../src/main/session/stores'
-import type { StoredCredential } from '../../../../src/main/session/vault-store'
 import { KeyringKeychain } from '../../../../src/main/vault/keyring-keychain'
 import { KeychainSecretSink } from '../../../../src/main/vault/vault-services'
 import { ACCESS_NEW, ACCESS_OLD, CLIENT_SECRET, REFRESH, mcpTestServer } from '../../../support/mcp-server'
@@ -81,21 +80,7 @@ describe('the credential refresh lock (one database, two engines)', () => {
       const sink = new KeychainSecretSink(keychain)
       // slow enough that the two refreshes would overlap without the lock
       const rotating = await mcpTestServer({ rotate: true, tokenDelayMs: 400 })
-      const credential = {
-        id: 'vcrd_shared',
-        type: 'vault_credential',
-        vault_id: 'vlt_1',
-        auth: {
-          type: 'mcp_oauth',
-          mcp_server_url: `${rotating.url}/mcp`,
-          refresh: { client_id: 'corral-client', token_endpoint: `${rotating.url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } },
-        },
-        metadata: {},
-        created_at: '',
-        updated_at: '',
-        archived_at: null,
-        corral: { secret_stored: true },
-      } as unknown as StoredCredential
+      const credential = rotating.oauthCredential('vcrd_shared')
       await sink.put('vcrd_shared', 'mcp_oauth', { access_token: ACCESS_OLD, refresh_token: REFRESH, client_secret: CLIENT_SECRET })
       const path = database()
       const stores = open(path)
@@ -138,23 +123,8 @@ describe('the credential refresh lock (one database, two engines)', () => {
       const keychain = new KeyringKeychain({ service })
       const sink = new KeychainSecretSink(keychain)
       const server = await mcpTestServer({ rotate: true })
-      const credential = {
-        id: 'vcrd_waited',
-        type: 'vault_credential',
-        vault_id: 'vlt_1',
-        // known to have expired: the connection refreshes before its first request
-        auth: {
-          type: 'mcp_oauth',
-          mcp_server_url: `${server.url}/mcp`,
-          expires_at: new Date(Date.now() - 3_600_000).toISOString(),
-          refresh: { client_id: 'corral-client', token_endpoint: `${server.url}/token`, token_endpoint_auth: { type: 'client_secret_basic' } },
-        },
-        metadata: {},
-        created_at: '',
-        updated_at: 'v1',
-        archived_at: null,
-        corral: { secret_stored: true },
-      } as unknown as StoredCredential
+      // known to have expired: the connection refreshes before its first request
+      const credential = server.oauthCredential('vcrd_waited', { expires_at: new Date(Date.now() - 3_600_000).toISOString() })
       await sink.put('vcrd_waited', 'mcp_oauth', { access_token: ACCESS_OLD, refresh_token: REFRESH, client_secret: CLIENT_SECRET })
       // the other engine holds the lock and stores a new access token before it gives it back
       const otherEngine: RefreshLock = {

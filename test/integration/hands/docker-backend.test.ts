@@ -115,8 +115,12 @@ describe.skipIf(!docker.ok)('DockerSandboxProvider', () => {
       await sandbox.provision()
       expect(liveContainer(sandbox).id).toBe(pooled[0])
       expect((await sandbox.execute({ toolUseId: 'toolu_p', name: 'write', input: { file_path: 'kept', content: 'pooled' } })).isError).toBe(false)
-      // A replacement container for this session mounts the pooled workspace.
-      await liveContainer(sandbox).kill()
+      // A replacement container for this session mounts the pooled workspace. (docker kill returns
+      // once the signal is sent: waited for until the container has exited, so the next call does
+      // not race into the dying one, which is reported as a call whose outcome is lost.)
+      const dying = liveContainer(sandbox)
+      await dying.kill()
+      await dying.wait()
       expect((await sandbox.execute({ toolUseId: 'toolu_q', name: 'bash', input: { command: 'cat kept' } })).content).toBe('pooled')
       expect((await client.getContainer(containerName(sessionId)).inspect()).State.Running).toBe(true)
     } finally {

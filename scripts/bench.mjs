@@ -32,6 +32,7 @@ const entryPoints = {
   // the processes the benches fork (the scripted models) and the model client's worker thread
   // (harness/model-thread.ts starts model-worker.js beside the module that asks for it)
   'threads-model': 'bench/threads-model.ts',
+  'tool-use-model': 'bench/tool-use-model.ts',
   'workflow-model-process': 'test/support/workflow-model-process.ts',
   'model-server-process': 'test/support/model-server-process.ts',
   'model-worker': 'src/main/harness/model-worker.ts',

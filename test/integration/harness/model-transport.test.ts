@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -69,6 +70,63 @@ describe('the model transport (node:http under the SDK)', () => {
     expect(s.connections()).toBe(1)
     // the body went out whole, as JSON with stream: true
     expect(JSON.parse(s.bodies[4])).toMatchObject({ stream: true, messages: [{ role: 'user', content: [{ type: 'text', text: 'turn 4' }] }] })
+  })
+
+  it("sends every request's tools whole, the same JSON the SDK would send, serializing a tools array once however many turns send it", async () => {
+    const s = await serve((_body, res) => streamText(res, 'ok'))
+    const client = new AnthropicModelClient({ baseURL: s.url, apiKey: 'k' })
+    let serialized = 0
+    const bash = { name: 'bash', description: 'run "it"\n', input_schema: { type: 'object' as const, properties: { command: { type: 'string' } }, required: ['command'] }, toJSON: undefined as unknown }
+    const tools = [bash, { name: 'read', input_schema: { type: 'object' as const, properties: {} }, cache_control: { type: 'ephemeral' as const } }]
+    // counts the serializations of the array (JSON.stringify calls toJSON with the object as `this`)
+    const { toJSON: _t, ...plain } = bash
+    bash.toJSON = () => (serialized++, plain)
+    const other = [{ name: 'glob', input_schema: { type: 'object' as const, properties: {} } }]
+    const turns = [tools, tools, other, tools, tools]
+    // (a model of its own: the first request for a model goes through the SDK's messages.create and its own encoder)
+    const model = 'claude-tools-once'
+    for (const [i, t] of turns.entries()) {
+      const body = { ...request, model, system: [{ type: 'text' as const, text: 'sys' }], messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: `turn ${i}` }] }], tools: t }
+      await client.stream(body, { signal: new AbortController().signal })
+      const sent = JSON.parse(s.bodies[i]) as Record<string, unknown>
+      expect(sent).toEqual({ ...body, tools: t.map((x) => (x === bash ? plain : x)), stream: true })
+    }
+    // once by the SDK's messages.create (the model's first request), once for the three requests after
+    expect(serialized).toBe(2)
+  })
+
+  it("stops a request when its signal aborts, before it is sent or mid-body, and leaves no listener on the signal once it is done", async () => {
+    let cut = false
+    const s = await serve((body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.write('event: ping\ndata: {"type":"ping"}\n\n')
+      if (body === 'hold') res.on('close', () => (cut = true))
+      else res.end()
+    })
+    const listeners = (signal: AbortSignal) => getEventListeners(signal, 'abort').length
+    // a signal shared by many requests (the SDK's own is one per request): nothing stays on it
+    const shared = new AbortController()
+    for (let i = 0; i < 3; i++) {
+      const res = await nodeFetch(`${s.url}/v1/messages`, { method: 'POST', body: 'go', signal: shared.signal })
+      expect(await res.text()).toContain('ping')
+    }
+    await expect.poll(() => listeners(shared.signal)).toBe(0)
+    // aborted mid-body: the body's reader fails (as with http.request's own signal option: the
+    // socket is destroyed under the response, "aborted"), and the server sees the connection go
+    const mid = new AbortController()
+    const res = await nodeFetch(`${s.url}/v1/messages`, { method: 'POST', body: 'hold', signal: mid.signal })
+    const reading = res.text().then(
+      () => 'read whole',
+      (e: unknown) => e,
+    )
+    mid.abort()
+    expect(await reading).toMatchObject({ message: 'aborted', code: 'ECONNRESET' })
+    await expect.poll(() => cut).toBe(true)
+    expect(listeners(mid.signal)).toBe(0)
+    // aborted before: nothing is sent
+    const before = s.bodies.length
+    await expect(nodeFetch(`${s.url}/v1/messages`, { method: 'POST', body: 'go', signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' })
+    expect(s.bodies.length).toBe(before)
   })
 
   it('names a refused connection and its endpoint, as a retryable connection error', async () => {

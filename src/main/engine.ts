@@ -14,6 +14,7 @@ import { advisorTierTable } from '../shared/api/advisor-tiers'
 import { keychainAccount, keychainFix } from './vault/keychain'
 import { Brains, type BrainsOptions } from './orchestrator/brains'
 import { DreamRunner } from './orchestrator/dream-runner'
+import { WebhookService, type WebhookServiceOptions } from './orchestrator/webhooks'
 import { DeploymentScheduler, type SchedulerClock } from './orchestrator/deployment-scheduler'
 import type { ToolRouter } from './hands/tool-router'
 import type { HandsRouter } from './hands/router'
@@ -81,6 +82,8 @@ export interface EngineConfig {
    * replaces the wall clock and its timers (tests).
    */
   deployments?: { enabled?: boolean; clock?: SchedulerClock }
+  /** Webhook delivery's timings (tests shorten them): WebhookServiceOptions. */
+  webhooks?: Pick<WebhookServiceOptions, 'retryDelaysMs' | 'timeoutMs' | 'idlePollMs' | 'now'>
 }
 
 /** How to get Docker running on this platform, for the sandbox banner (no repository script: the user may have none). */
@@ -105,6 +108,8 @@ export class Engine {
   readonly deploymentScheduler: DeploymentScheduler
   /** Starts dreams' sessions and settles them (orchestrator/dream-runner.ts). */
   readonly dreamRunner: DreamRunner
+  /** Webhook endpoints and their delivery; present when the engine was given a keychain (their signing secrets are kept there). */
+  readonly webhooks?: WebhookService
   /** The keychain and the egress proxy; present when the engine was given a keychain. */
   readonly vault?: Vault
   /** The engine's own hands, when it built them (no `toolRouter` given, `defaultHands` not false). */
@@ -265,6 +270,7 @@ export class Engine {
       const mcp = this.mcp
       for (const store of [vaults, sessions]) this.disposers.push(store.changes.subscribe(() => mcp.refreshCredentials()))
       const keychain = config.keychain
+      this.services.webhooks = this.webhooks = new WebhookService({ store: stores.webhooks, keychain, whenSynced: () => log.whenSynced(), log: config.log, ...config.webhooks })
       this.services.validateMcpOAuth = (vaultId, credentialId) => {
         const credential = vaults.retrieveCredential(vaultId, credentialId)
         if (credential.archived_at) throw new CorralError('invalid_request_error', `credential ${credentialId} is archived: an archived credential is never used, so there is nothing to validate`)
@@ -325,6 +331,8 @@ export class Engine {
     if (config.deployments?.enabled !== false) engine.deploymentScheduler.start()
     // starts the dreams still pending and settles those whose sessions ended while closed
     engine.dreamRunner.start()
+    // delivers the webhooks still due (a stopped engine's too), then as events come
+    engine.webhooks?.start()
     engine.sweepHands()
     return engine
   }
@@ -571,6 +579,8 @@ export class Engine {
     this.dreamRunner.dispose()
     await this.dreamRunner.settled()
     await this.brains.stop()
+    // after the brains: their last events' webhooks are enqueued, and delivered by the next start
+    await this.webhooks?.dispose()
     await this.handsSettled()
     await this.mcp?.dispose()
     await this.imageBuild?.dispose()

@@ -14,6 +14,7 @@ import { sessionRoutes } from './routes/sessions'
 import { corralRoutes } from './routes/corral'
 import { workspaceRoutes } from './routes/workspace'
 import { searchRoutes } from './routes/search'
+import { webhookRoutes } from './routes/webhooks'
 import { workflowRunRoutes } from './routes/workflow-runs'
 import { threadRoutes } from './routes/threads'
 import { vaultRoutes } from './routes/vaults'
@@ -91,6 +92,7 @@ export function createApiApp(params: ApiAppParams): Hono {
   workspaceRoutes(app, services)
   searchRoutes(app, services)
   workflowRunRoutes(app, services)
+  webhookRoutes(app, services)
 
   app.notFound((c) => c.json(new CorralError('not_found_error', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404))
   app.onError((err, c) => {

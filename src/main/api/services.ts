@@ -1,5 +1,7 @@
 import type { ChangesRevertParams, ChangesRevertResponse, SessionChangesResponse, WorkspaceListing } from '../../shared/api/workspace'
 import type { CorralSettingsView, ModelCheckView, PackageStatus, SandboxStatusView } from '../../shared/api/types'
+import type { NewWebhookEndpoint, WebhookDelivery, WebhookEndpoint } from '../../shared/api/webhooks'
+import type { WebhookEndpointCreateInput, WebhookEndpointUpdateInput, WebhookListParams } from '../session/webhook-store'
 export type { CorralSettingsView, ModelCheckView, SandboxStatusView } from '../../shared/api/types'
 import type { AgentStore } from '../session/agent-store'
 import type { EnvironmentStore } from '../session/environment-store'
@@ -55,6 +57,8 @@ export interface ApiServices {
   skills?: SkillStore
   /** The workflow runs' journal (their agents' answers, their log lines): Corral's `/v1/corral/sessions/{id}/workflow_runs` routes. */
   workflows?: WorkflowStore
+  /** Webhook endpoints and their deliveries (`/v1/organizations/webhooks`); absent without a keychain. */
+  webhooks?: WebhookServices
   /** Preview (`event_start` / `event_delta`) events: streamed to subscribers, never stored. */
   previews: PreviewBus
   /** Corral's own operations (settings, doctor); absent in engines built without them. */
@@ -66,6 +70,17 @@ export interface ApiServices {
    * the local Docker engine), or undefined. Absent: not checked (no local hands).
    */
   checkImage?: (image: string) => Promise<string | undefined>
+}
+
+/** What the webhook routes reach (orchestrator/webhooks.ts WebhookService). */
+export interface WebhookServices {
+  create(input: WebhookEndpointCreateInput): Promise<NewWebhookEndpoint>
+  retrieve(id: string): WebhookEndpoint
+  list(params: WebhookListParams): { data: WebhookEndpoint[]; has_more: boolean; first_id: string | null; last_id: string | null }
+  update(id: string, input: WebhookEndpointUpdateInput): WebhookEndpoint
+  delete(id: string): Promise<{ id: string; type: 'webhook_endpoint_deleted' }>
+  regenerateSigningSecret(id: string): Promise<{ signing_secret: string }>
+  deliveries(id: string, params: { limit?: number }): { data: WebhookDelivery[] }
 }
 
 /** What `/v1/corral/sessions/{id}/changes` and `/files` answer (hands/changes/session-changes.ts). */

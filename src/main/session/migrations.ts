@@ -542,4 +542,42 @@ export const MIGRATIONS: Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 17,
+    name: 'webhooks: endpoints and their outbox',
+    // An endpoint's signing secret is in the keychain (account webhook/<id>/signing_secret), never
+    // here. The outbox holds one row per event and endpoint, written in the transaction of the
+    // change it tells of (a session's event, its archive), so an event that committed is delivered
+    // even after a crash; orchestrator/webhooks.ts delivers and retries it. claimed_by and
+    // claimed_until_ms: the engine delivering it now (two engines on one data directory deliver
+    // each row once).
+    sql: `
+      CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        data TEXT NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX webhook_endpoints_listing ON webhook_endpoints(created_at, id);
+      CREATE TABLE webhook_outbox (
+        rid INTEGER PRIMARY KEY,
+        endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+        event_id TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at_ms INTEGER,
+        delivered_at TEXT,
+        last_status INTEGER,
+        last_error TEXT,
+        claimed_by TEXT,
+        claimed_until_ms INTEGER,
+        UNIQUE (endpoint_id, event_id)
+      );
+      CREATE INDEX webhook_outbox_due ON webhook_outbox(next_attempt_at_ms) WHERE status = 'pending';
+      CREATE INDEX webhook_outbox_endpoint ON webhook_outbox(endpoint_id, rid);
+    `,
+  },
 ]

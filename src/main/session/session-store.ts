@@ -96,6 +96,12 @@ export interface SessionStoreHooks {
    */
   onRemoved?: (sessionId: string, how: 'archived' | 'deleted') => void
   /**
+   * Runs inside the transaction that creates, archives or deletes a session, so what it writes
+   * commits with the change (the webhooks' outbox: WebhookStore.enqueueSession). Throwing rolls
+   * the change back.
+   */
+  inTransaction?: (sessionId: string, what: 'created' | 'archived' | 'deleted') => void
+  /**
    * Corral's own file store, asked whether a `file` resource's `file_id` names a stored file
    * (openStores wires the FileStore). Without it no file_id names one, and a session with a file
    * resource is refused: a file's bytes never come from anywhere else (never a host path).
@@ -330,6 +336,7 @@ export class SessionStore {
         .run(session.id, agent.id, agent.version, env.id, options.deploymentId ?? null, 'idle', now, now, JSON.stringify(session))
       // a self_hosted session waits on its environment's queue from the moment it exists (spec resources.md §2.3, §5)
       if (env.config.type === 'self_hosted') this.workQueue().enqueueSession(env.id, session.id)
+      this.hooks.inTransaction?.(session.id, 'created')
       options.inCommit?.(session)
     }
     // With initial events, the row and the events commit together: a crash leaves neither.
@@ -528,6 +535,7 @@ export class SessionStore {
       const now = this.clock().toISOString()
       this.db.prepare('UPDATE sessions SET archived_at = ?, updated_at = ? WHERE id = ?').run(now, now, id)
       this.work?.stopSession(id)
+      this.hooks.inTransaction?.(id, 'archived')
     }
     const open = openWorkflowRuns(this.log, id)
     this.refuseRunningRuns(id, open, 'archived')
@@ -580,6 +588,7 @@ export class SessionStore {
       this.db.prepare('DELETE FROM events WHERE session_rid = ?').run(rid)
       this.db.prepare('DELETE FROM sessions WHERE rid = ?').run(rid)
       this.work?.stopSession(id)
+      this.hooks.inTransaction?.(id, 'deleted')
     })()
     this.log.forgetSession(id)
     this.snapshots.delete(id)

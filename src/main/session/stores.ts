@@ -15,6 +15,7 @@ import { FileStore } from './file-store'
 import { SkillStore } from './skill-store'
 import { DeploymentStore, type DeploymentStoreOptions } from './deployment-store'
 import { DreamStore } from './dream-store'
+import { WebhookStore } from './webhook-store'
 import { SessionResourceStore, type SessionResourceStoreOptions } from './session-resources'
 import { dirname, join } from 'node:path'
 import { searchMessages, type MessageSearchHit, type MessageSearchParams } from './message-search'
@@ -72,6 +73,8 @@ export interface Stores {
   readonly deployments: DeploymentStore
   /** Dreams (`/v1/dreams`): jobs that reorganize a memory store from past sessions. */
   readonly dreams: DreamStore
+  /** Webhook endpoints and their outbox (delivered by orchestrator/webhooks.ts). */
+  readonly webhooks: WebhookStore
   /** Messages (user and agent) whose text contains a query, across sessions, newest first. */
   searchMessages(params: MessageSearchParams): { data: MessageSearchHit[]; next_page: string | null }
   /** Closes the database (drain the log first: appends still queued would fail). */
@@ -93,7 +96,13 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
   const work = new WorkStore(db, { ...options.work, clock })
   const files = options.filesDir ? new FileStore(db, { blobs: new BlobStore(options.filesDir), clock }) : undefined
   // a `file` resource's file_id is checked against the file store (unless the caller brings its own check)
-  const hooks = files ? { files, ...options.sessionHooks } : options.sessionHooks
+  const webhooks = new WebhookStore(db, { log, clock })
+  // a session's creation, archive and deletion enqueue their webhooks in their own transaction
+  const inTransaction = (id: string, what: 'created' | 'archived' | 'deleted') => {
+    webhooks.enqueueSession(id, what)
+    options.sessionHooks?.inTransaction?.(id, what)
+  }
+  const hooks = { ...(files ? { files } : {}), ...options.sessionHooks, inTransaction }
   const sessions = new SessionStore(db, { log, agents, environments, memory, work, skills, clock, hooks })
   const vaults = new VaultStore(db, { secrets: options.secrets, clock })
   return {
@@ -114,6 +123,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     sessionResources: new SessionResourceStore(db, { sessions, files: hooks?.files, secrets: hooks?.resourceSecrets, clock, onChange: options.onResourceChange }),
     deployments: new DeploymentStore(db, { agents, environments, sessions, vaults, memory, files: hooks?.files, clock: options.deploymentsClock ?? clock, afterRunRecorded: options.afterDeploymentRunRecorded }),
     dreams: new DreamStore(db, { agents, environments, sessions, memory, files, log, clock }),
+    webhooks,
     searchMessages: (params) => searchMessages(db, params),
     close: () => {
       log.dispose()

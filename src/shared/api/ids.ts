@@ -24,6 +24,10 @@ export const ID_PREFIX = {
   deploymentRun: 'drun_',
   outcome: 'outc_',
   dream: 'drm_',
+  /** Corral's own (the hosted API's is unpublished): a webhook endpoint. */
+  webhookEndpoint: 'whep_',
+  /** Corral's own: a webhook event (the payload's `id`, the `webhook-id` header). */
+  webhookEvent: 'wevt_',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

@@ -164,6 +164,8 @@ export class WebhookService {
   }
 
   private async pass(): Promise<void> {
+    // secrets are read again once per pass: another engine on this data directory may have regenerated one
+    this.secrets.clear()
     try {
       await this.o.whenSynced?.()
       for (;;) {

@@ -219,7 +219,8 @@ export class WebhookStore {
     this.enqueueStmt ??= this.db.prepare(
       `INSERT OR IGNORE INTO webhook_outbox (endpoint_id, event_id, event_type, resource_id, payload, created_at, status, next_attempt_at_ms)
        SELECT e.id, @eventId, @type, @resourceId, @payload, @at, 'pending', @due FROM webhook_endpoints e
-       WHERE json_extract(e.data, '$.state') = 'enabled' AND EXISTS (SELECT 1 FROM json_each(e.data, '$.enabled_events') WHERE value = @type)`,
+       WHERE json_extract(e.data, '$.state') = 'enabled' AND EXISTS (SELECT 1 FROM json_each(e.data, '$.enabled_events') WHERE value = @type)
+       ORDER BY e.created_at, e.id`,
     )
     const eventId = newId('webhookEvent')
     const payload: WebhookPayload = {

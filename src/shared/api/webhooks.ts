@@ -23,6 +23,7 @@ export const SENT_WEBHOOK_EVENTS = [
   'session.idled',
   'session.requires_action',
   'session.budget_reached',
+  'session.updated',
   'session.archived',
   'session.deleted',
   'session.status_run_started',
@@ -39,7 +40,6 @@ export const SENT_WEBHOOK_EVENTS = [
 export const WEBHOOK_EVENT_TYPES = [
   ...SENT_WEBHOOK_EVENTS,
   'session.pending',
-  'session.updated',
   'agent.created',
   'agent.updated',
   'agent.archived',
@@ -143,6 +143,8 @@ export function webhookTypesOf(event: { type: string; stop_reason?: unknown }): 
       return ['session.thread_terminated']
     case 'span.outcome_evaluation_end':
       return ['session.outcome_evaluation_ended']
+    case 'session.updated':
+      return ['session.updated']
     default:
       return []
   }
@@ -158,4 +160,5 @@ export const WEBHOOK_SOURCE_EVENTS: ReadonlySet<string> = new Set([
   'session.thread_status_idle',
   'session.thread_status_terminated',
   'span.outcome_evaluation_end',
+  'session.updated',
 ])

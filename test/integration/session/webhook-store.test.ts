@@ -41,10 +41,10 @@ describe('the webhooks outbox', () => {
     hooks.update(off.id, { state: 'disabled' })
     const sid = await session()
     await stores.log.append(sid, [{ type: 'session.status_running' }, { type: 'session.status_idle', stop_reason: { type: 'end_turn' } }] as never)
+    // (a and b were made in the same millisecond: their order is their ids')
     expect(rows().map((r) => [r.endpoint_id, r.event_type, r.resource_id])).toEqual([
       [a.id, 'session.created', sid],
-      [a.id, 'session.status_idled', sid],
-      [b.id, 'session.status_idled', sid],
+      ...[a.id, b.id].sort().map((id) => [id, 'session.status_idled', sid]),
     ])
     // one event, one id, one payload for every endpoint
     const [, x, y] = rows()
@@ -67,20 +67,22 @@ describe('the webhooks outbox', () => {
     expect(rows().map((r) => r.event_type)).toEqual(['session.status_run_started'])
   })
 
-  it("tells of a child thread's creation and idle with its thread id, and of a session's archive and deletion", async () => {
-    endpoint(['session.thread_created', 'session.thread_idled', 'session.archived', 'session.deleted'])
+  it("tells of a child thread's creation and idle with its thread id, and of a session's update, archive and deletion", async () => {
+    endpoint(['session.thread_created', 'session.thread_idled', 'session.updated', 'session.archived', 'session.deleted'])
     const sid = await session()
     const tid = 'sthr_child'
     await stores.log.append(sid, [
       { type: 'session.thread_created', session_thread_id: tid, agent_name: 'worker' },
       { type: 'session.thread_status_idle', session_thread_id: tid, agent_name: 'worker', stop_reason: { type: 'end_turn' }, stop_details: null },
     ] as never)
+    await stores.sessions.update(sid, { title: 'renamed' } as never)
     await stores.sessions.archive(sid)
     stores.sessions.delete(sid)
     const got = rows().map((r) => JSON.parse(r.payload) as { data: Record<string, unknown> })
     expect(got.map((g) => g.data)).toEqual([
       { type: 'session.thread_created', id: sid, session_thread_id: tid, organization_id: 'local', workspace_id: 'local' },
       { type: 'session.thread_idled', id: sid, session_thread_id: tid, organization_id: 'local', workspace_id: 'local' },
+      { type: 'session.updated', id: sid, organization_id: 'local', workspace_id: 'local' },
       { type: 'session.archived', id: sid, organization_id: 'local', workspace_id: 'local' },
       { type: 'session.deleted', id: sid, organization_id: 'local', workspace_id: 'local' },
     ])
@@ -149,6 +151,7 @@ describe('webhook types of a log event', () => {
     expect(webhookTypesOf({ type: 'session.status_terminated' })).toEqual(['session.status_terminated'])
     expect(webhookTypesOf({ type: 'session.thread_status_terminated' })).toEqual(['session.thread_terminated'])
     expect(webhookTypesOf({ type: 'span.outcome_evaluation_end' })).toEqual(['session.outcome_evaluation_ended'])
+    expect(webhookTypesOf({ type: 'session.updated' })).toEqual(['session.updated'])
     expect(webhookTypesOf({ type: 'agent.message' })).toEqual([])
     expect(webhookTypesOf({ type: 'session.thread_status_running' })).toEqual([])
   })

@@ -98,6 +98,12 @@ describe('webhooks through the official SDK', () => {
   let secret = ''
   let endpointId = ''
 
+  it('has a test here for every method the SDK has on organization webhooks and on webhooks', () => {
+    const methods = (o: object) => Object.getOwnPropertyNames(Object.getPrototypeOf(o)).filter((n) => n !== 'constructor').sort()
+    expect(methods(client.beta.organization.webhooks)).toEqual(['create', 'delete', 'list', 'regenerateSigningSecret', 'retrieve', 'update'])
+    expect(methods(client.beta.webhooks)).toEqual(['parseUnverified', 'unwrap'])
+  })
+
   it('creates an endpoint whose signing secret is shown once and kept in the keychain, then lists, retrieves and updates it', async () => {
     const created = await client.beta.organization.webhooks.create({
       url: receiver.url,
@@ -193,6 +199,78 @@ describe('webhooks through the official SDK', () => {
     const g = receiver.got.find((x) => x.body.includes(sid))!
     expect(client.beta.webhooks.unwrap(g.body, { headers: g.headers, key: signing_secret }).data.type).toBe('session.archived')
     expect(() => client.beta.webhooks.unwrap(g.body, { headers: g.headers, key: secret })).toThrow()
+  })
+
+  it("tells of agents, environments, memory stores, vaults, credentials, deployments and deployment runs", async () => {
+    const other = await client.beta.organization.webhooks.create({
+      url: receiver.url,
+      enabled_events: [
+        'agent.created', 'agent.updated', 'agent.archived',
+        'environment.created', 'environment.updated', 'environment.archived', 'environment.deleted',
+        'memory_store.created', 'memory_store.archived', 'memory_store.deleted',
+        'vault.created', 'vault_credential.created', 'vault_credential.archived', 'vault.archived', 'vault.deleted',
+        'deployment.created', 'deployment.paused', 'deployment.unpaused', 'deployment.archived', 'deployment_run.started', 'deployment_run.succeeded',
+      ] as never,
+    })
+    const key = other.signing_secret
+    const agent = await client.beta.agents.create({ name: 'watched', model: 'claude-sonnet-4-6' })
+    await client.beta.agents.update(agent.id, { version: 1, description: 'now described' })
+    const env = await client.beta.environments.create({ name: 'watched env' })
+    await client.beta.environments.update(env.id, { description: 'changed' })
+    const store = await client.beta.memoryStores.create({ name: 'watched store' })
+    await client.beta.memoryStores.archive(store.id)
+    await client.beta.memoryStores.delete(store.id)
+    const vault = await client.beta.vaults.create({ display_name: 'watched vault' })
+    const cred = await client.beta.vaults.credentials.create(vault.id, { auth: { type: 'static_bearer', token: 'not-a-real-token', mcp_server_url: 'https://mcp.example.com/sse' } })
+    await client.beta.vaults.archive(vault.id)
+    await client.beta.vaults.delete(vault.id)
+    const deployment = await client.beta.deployments.create({ name: 'watched', agent: agentId, environment_id: envId, initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'hello' }] }] })
+    await client.beta.deployments.pause(deployment.id)
+    await client.beta.deployments.unpause(deployment.id)
+    const run = await client.beta.deployments.run(deployment.id)
+    await client.beta.deployments.archive(deployment.id)
+    await client.beta.agents.archive(agent.id)
+    await client.beta.environments.archive(env.id)
+    await client.beta.environments.delete(env.id)
+    const want: [string, string, Record<string, string>?][] = [
+      ['agent.created', agent.id],
+      ['agent.updated', agent.id],
+      ['environment.created', env.id],
+      ['environment.updated', env.id],
+      ['memory_store.created', store.id],
+      ['memory_store.archived', store.id],
+      ['memory_store.deleted', store.id],
+      ['vault.created', vault.id],
+      ['vault_credential.created', cred.id, { vault_id: vault.id }],
+      ['vault.archived', vault.id],
+      ['vault_credential.archived', cred.id, { vault_id: vault.id }],
+      ['vault.deleted', vault.id],
+      ['deployment.created', deployment.id],
+      ['deployment.paused', deployment.id],
+      ['deployment.unpaused', deployment.id],
+      ['deployment_run.started', run.id],
+      ['deployment_run.succeeded', run.id],
+      ['deployment.archived', deployment.id],
+      ['agent.archived', agent.id],
+      ['environment.archived', env.id],
+      ['environment.deleted', env.id],
+    ]
+    const mine = () =>
+      receiver.got
+        .filter((g) => {
+          try {
+            client.beta.webhooks.unwrap(g.body, { headers: g.headers, key })
+            return true
+          } catch {
+            return false
+          }
+        })
+        .map((g) => (JSON.parse(g.body) as { data: Record<string, string> }).data)
+    await expect.poll(() => mine().length, { timeout: 10_000 }).toBe(want.length)
+    // (deliveries go out concurrently: compared as a set, each once)
+    const got = mine().map(({ type, id, organization_id: _o, workspace_id: _w, ...rest }) => JSON.stringify([type, id, ...(Object.keys(rest).length ? [rest] : [])]))
+    expect(got.sort()).toEqual(want.map((w) => JSON.stringify(w)).sort())
+    await client.beta.organization.webhooks.delete(other.id)
   })
 
   it('deletes an endpoint with its secret', async () => {

@@ -4,6 +4,7 @@ import type { agentCreateSchema, agentUpdateSchema, listQuerySchema } from '../.
 import { newId } from '../../shared/api/ids'
 import { conflict, invalid, notFound } from '../../shared/errors'
 import type { Db } from './database'
+import type { ResourceEvents } from './webhook-store'
 import { createdAtFilters, keysetList, type Page } from './pagination'
 import type { AdvisorTierTable } from '../../shared/api/advisor-tiers'
 import { checkToolNames, mergeMultiagent, pinSelf, resolveMultiagent, type MultiagentParams } from './agent-roster'
@@ -19,6 +20,8 @@ export interface AgentStoreOptions {
   advisorTiers?: () => AdvisorTierTable
   /** The skills an agent's `skills` are checked against at save (absent: a custom skill is refused). */
   skills?: SkillStore
+  /** Told of each creation, new version and archive inside its transaction (the webhooks' outbox). */
+  events?: ResourceEvents
 }
 
 /**
@@ -31,6 +34,7 @@ export class AgentStore {
   private readonly clock: () => Date
   private readonly advisorTiers?: () => AdvisorTierTable
   private readonly skills?: SkillStore
+  private readonly events: ResourceEvents
   constructor(
     private readonly db: Db,
     options: AgentStoreOptions = {},
@@ -38,6 +42,7 @@ export class AgentStore {
     this.clock = options.clock ?? (() => new Date())
     this.advisorTiers = options.advisorTiers
     this.skills = options.skills
+    this.events = options.events ?? (() => {})
   }
 
   /**
@@ -72,6 +77,7 @@ export class AgentStore {
         .prepare('INSERT INTO agents (id, version, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, NULL, ?)')
         .run(agent.id, 1, now, now, JSON.stringify(agent))
       this.db.prepare('INSERT INTO agent_versions (agent_id, version, data) VALUES (?, ?, ?)').run(agent.id, 1, JSON.stringify(agent))
+      this.events('agent.created', agent.id)
     })()
     return agent
   }
@@ -140,6 +146,7 @@ export class AgentStore {
       const updated: Agent = { ...candidate, multiagent: pinSelf(candidate.multiagent, id, version), version, updated_at: now }
       this.db.prepare('UPDATE agents SET version = ?, updated_at = ?, data = ? WHERE id = ?').run(updated.version, now, JSON.stringify(updated), id)
       this.db.prepare('INSERT INTO agent_versions (agent_id, version, data) VALUES (?, ?, ?)').run(id, updated.version, JSON.stringify(updated))
+      this.events('agent.updated', id)
       return updated
     })()
   }
@@ -149,7 +156,10 @@ export class AgentStore {
     if (current.archived_at) return current
     const now = this.clock().toISOString()
     const archived: Agent = { ...current, archived_at: now, updated_at: now }
-    this.db.prepare('UPDATE agents SET archived_at = ?, updated_at = ?, data = ? WHERE id = ?').run(now, now, JSON.stringify(archived), id)
+    this.db.transaction(() => {
+      this.db.prepare('UPDATE agents SET archived_at = ?, updated_at = ?, data = ? WHERE id = ?').run(now, now, JSON.stringify(archived), id)
+      this.events('agent.archived', id)
+    })()
     return archived
   }
 

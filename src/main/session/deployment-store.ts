@@ -5,6 +5,7 @@ import { CronCache, cronKey, deploymentJitterMs, type CronSpec } from '../../sha
 import { newId } from '../../shared/api/ids'
 import { CorralError, conflict, invalid, isCorralError, notFound } from '../../shared/errors'
 import type { Db } from './database'
+import type { ResourceEvents } from './webhook-store'
 import type { AgentStore } from './agent-store'
 import { mergeMetadata } from './agent-store'
 import type { EnvironmentStore } from './environment-store'
@@ -74,6 +75,8 @@ export interface ScheduledDeployment {
 }
 
 export interface DeploymentStoreOptions {
+  /** Told of each deployment's and run's change inside its transaction (the webhooks' outbox). */
+  events?: ResourceEvents
   agents: AgentStore
   environments: EnvironmentStore
   sessions: SessionStore
@@ -140,11 +143,14 @@ export class DeploymentStore {
   private readonly crons = new CronCache()
   private readonly upcomingCache = new Map<string, { from: number; runs: string[] }>()
 
+  private readonly events: ResourceEvents
+
   constructor(
     private readonly db: Db,
     private readonly o: DeploymentStoreOptions,
   ) {
     this.clock = o.clock ?? (() => new Date())
+    this.events = o.events ?? (() => {})
   }
 
   create(input: DeploymentCreateInput): Deployment {
@@ -170,9 +176,12 @@ export class DeploymentStore {
       updated_at: now,
       archived_at: null,
     }
-    this.db
-      .prepare('INSERT INTO deployments (id, created_at, updated_at, archived_at, agent_id, status, fired_through, last_run_at, data) VALUES (?, ?, ?, NULL, ?, ?, ?, NULL, ?)')
-      .run(d.id, now, now, agent.id, 'active', d.schedule ? now : null, JSON.stringify(d))
+    this.db.transaction(() => {
+      this.db
+        .prepare('INSERT INTO deployments (id, created_at, updated_at, archived_at, agent_id, status, fired_through, last_run_at, data) VALUES (?, ?, ?, NULL, ?, ?, ?, NULL, ?)')
+        .run(d.id, now, now, agent.id, 'active', d.schedule ? now : null, JSON.stringify(d))
+      this.events('deployment.created', d.id)
+    })()
     this.changes.notify({ kind: 'deployment', id: d.id })
     return this.retrieve(d.id)
   }
@@ -215,6 +224,7 @@ export class DeploymentStore {
       this.db
         .prepare('UPDATE deployments SET updated_at = ?, agent_id = ?, fired_through = ?, data = ? WHERE id = ?')
         .run(next.updated_at, next.agent.id, firedThrough, JSON.stringify(next), id)
+      this.events('deployment.updated', id)
     })()
     this.changes.notify({ kind: 'deployment', id })
     return this.retrieve(id)
@@ -242,7 +252,10 @@ export class DeploymentStore {
     if (row.archived_at) return this.view(row)
     const now = this.clock().toISOString()
     const d = { ...(JSON.parse(row.data) as StoredDeployment), archived_at: now, updated_at: now, paused_reason: null }
-    this.db.prepare("UPDATE deployments SET archived_at = ?, updated_at = ?, status = 'active', data = ? WHERE id = ?").run(now, now, JSON.stringify(d), id)
+    this.db.transaction(() => {
+      this.db.prepare("UPDATE deployments SET archived_at = ?, updated_at = ?, status = 'active', data = ? WHERE id = ?").run(now, now, JSON.stringify(d), id)
+      this.events('deployment.archived', id)
+    })()
     this.changes.notify({ kind: 'deployment', id })
     return this.retrieve(id)
   }
@@ -266,9 +279,12 @@ export class DeploymentStore {
     if (row.status === 'active') return this.view(row)
     const now = this.clock().toISOString()
     const d = { ...(JSON.parse(row.data) as StoredDeployment), paused_reason: null, updated_at: now }
-    this.db
-      .prepare("UPDATE deployments SET status = 'active', updated_at = ?, fired_through = CASE WHEN fired_through IS NULL THEN NULL ELSE ? END, data = ? WHERE id = ?")
-      .run(now, now, JSON.stringify(d), id)
+    this.db.transaction(() => {
+      this.db
+        .prepare("UPDATE deployments SET status = 'active', updated_at = ?, fired_through = CASE WHEN fired_through IS NULL THEN NULL ELSE ? END, data = ? WHERE id = ?")
+        .run(now, now, JSON.stringify(d), id)
+      this.events('deployment.unpaused', id)
+    })()
     this.changes.notify({ kind: 'deployment', id })
     return this.retrieve(id)
   }
@@ -393,7 +409,10 @@ export class DeploymentStore {
   private setPaused(row: DeploymentRow, reason: NonNullable<Deployment['paused_reason']>): void {
     const now = this.clock().toISOString()
     const d = { ...(JSON.parse(row.data) as StoredDeployment), paused_reason: reason, updated_at: now }
-    this.db.prepare("UPDATE deployments SET status = 'paused', updated_at = ?, data = ? WHERE id = ?").run(now, JSON.stringify(d), row.id)
+    this.db.transaction(() => {
+      this.db.prepare("UPDATE deployments SET status = 'paused', updated_at = ?, data = ? WHERE id = ?").run(now, JSON.stringify(d), row.id)
+      this.events('deployment.paused', row.id)
+    })()
     this.changes.notify({ kind: 'deployment', id: row.id })
   }
 
@@ -495,6 +514,7 @@ export class DeploymentStore {
       .prepare('INSERT OR IGNORE INTO deployment_runs (id, deployment_id, created_at, trigger_type, scheduled_at, session_id, error, data) VALUES (?, ?, ?, ?, ?, NULL, NULL, ?)')
       .run(id, row.id, now.toISOString(), trigger.type, scheduledAt, JSON.stringify(data))
     if (res.changes === 0) return null
+    this.events('deployment_run.started', id)
     return this.retrieveRun(id)
   }
 
@@ -518,7 +538,8 @@ export class DeploymentStore {
         sessionId: data.plan.session_id,
         deploymentId: row.deployment_id,
         inCommit: (session: Session) => {
-          this.db.prepare('UPDATE deployment_runs SET session_id = ? WHERE id = ? AND session_id IS NULL AND error IS NULL').run(session.id, row.id)
+          const r = this.db.prepare('UPDATE deployment_runs SET session_id = ? WHERE id = ? AND session_id IS NULL AND error IS NULL').run(session.id, row.id)
+          if (r.changes > 0) this.events('deployment_run.succeeded', row.id)
         },
       })
     } catch (err) {
@@ -535,14 +556,18 @@ export class DeploymentStore {
   }
 
   private settleRun(row: RunRow, sessionId: string): DeploymentRunView {
-    this.db.prepare('UPDATE deployment_runs SET session_id = ? WHERE id = ? AND session_id IS NULL AND error IS NULL').run(sessionId, row.id)
+    this.db.transaction(() => {
+      const r = this.db.prepare('UPDATE deployment_runs SET session_id = ? WHERE id = ? AND session_id IS NULL AND error IS NULL').run(sessionId, row.id)
+      if (r.changes > 0) this.events('deployment_run.succeeded', row.id)
+    })()
     return this.retrieveRun(row.id)
   }
 
   /** Records the run's error and, for the auto-pause errors, pauses its deployment with the reason (unless it is paused already or archived). */
   private failRun(row: RunRow, error: { type: DeploymentRunErrorType; message: string }): DeploymentRunView {
     this.db.transaction(() => {
-      this.db.prepare('UPDATE deployment_runs SET error = ? WHERE id = ? AND session_id IS NULL AND error IS NULL').run(JSON.stringify(error), row.id)
+      const r = this.db.prepare('UPDATE deployment_runs SET error = ? WHERE id = ? AND session_id IS NULL AND error IS NULL').run(JSON.stringify(error), row.id)
+      if (r.changes > 0) this.events('deployment_run.failed', row.id)
     })()
     if (AUTO_PAUSE_ERRORS.has(error.type)) {
       const d = this.db.prepare('SELECT * FROM deployments WHERE id = ?').get(row.deployment_id) as DeploymentRow | undefined

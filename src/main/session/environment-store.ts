@@ -5,6 +5,7 @@ import { newId } from '../../shared/api/ids'
 import { conflict, notFound } from '../../shared/errors'
 import type { Statement } from 'better-sqlite3'
 import type { Db } from './database'
+import type { ResourceEvents } from './webhook-store'
 import { mergeMetadata, type ListQuery } from './agent-store'
 import { createdAtFilters, keysetList, type Page } from './pagination'
 import { StoreChanges } from './store-changes'
@@ -40,6 +41,8 @@ export class EnvironmentStore {
   constructor(
     private readonly db: Db,
     private readonly clock: () => Date = () => new Date(),
+    /** Told of each creation, update, archive and deletion inside its transaction (the webhooks' outbox). */
+    private readonly events: ResourceEvents = () => {},
   ) {}
 
   create(input: EnvironmentCreateInput): Environment {
@@ -56,9 +59,12 @@ export class EnvironmentStore {
       updated_at: now,
       archived_at: null,
     }
-    this.db
-      .prepare('INSERT INTO environments (id, name, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, NULL, ?)')
-      .run(env.id, env.name, now, now, JSON.stringify(env))
+    this.db.transaction(() => {
+      this.db
+        .prepare('INSERT INTO environments (id, name, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, NULL, ?)')
+        .run(env.id, env.name, now, now, JSON.stringify(env))
+      this.events('environment.created', env.id)
+    })()
     return env
   }
 
@@ -94,6 +100,7 @@ export class EnvironmentStore {
         updated_at: this.clock().toISOString(),
       }
       this.db.prepare('UPDATE environments SET name = ?, updated_at = ?, data = ? WHERE id = ?').run(next.name, next.updated_at, JSON.stringify(next), id)
+      this.events('environment.updated', id)
       return next
     })()
     this.changes.notify({ kind: 'environment', id })
@@ -105,7 +112,10 @@ export class EnvironmentStore {
     if (cur.archived_at) return cur
     const now = this.clock().toISOString()
     const next = { ...cur, archived_at: now, updated_at: now }
-    this.db.prepare('UPDATE environments SET archived_at = ?, updated_at = ?, data = ? WHERE id = ?').run(now, now, JSON.stringify(next), id)
+    this.db.transaction(() => {
+      this.db.prepare('UPDATE environments SET archived_at = ?, updated_at = ?, data = ? WHERE id = ?').run(now, now, JSON.stringify(next), id)
+      this.events('environment.archived', id)
+    })()
     this.changes.notify({ kind: 'environment', id })
     return next
   }
@@ -115,7 +125,10 @@ export class EnvironmentStore {
     this.retrieve(id)
     const inUse = this.db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE environment_id = ? AND archived_at IS NULL AND status != 'terminated'").get(id) as { n: number }
     if (inUse.n > 0) throw conflict(`environment ${id} is used by ${inUse.n} active session(s); archive them first`)
-    this.db.prepare('DELETE FROM environments WHERE id = ?').run(id)
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM environments WHERE id = ?').run(id)
+      this.events('environment.deleted', id)
+    })()
     this.changes.notify({ kind: 'environment', id })
     return { id, type: 'environment_deleted' }
   }

@@ -14,6 +14,7 @@ import {
 import { newId } from '../../shared/api/ids'
 import { conflict, CorralError, invalid, notFound } from '../../shared/errors'
 import type { Db } from './database'
+import type { ResourceEvents } from './webhook-store'
 import { mergeMetadata } from './agent-store'
 import { createdAtFilters, keysetList, type Page } from './pagination'
 
@@ -62,6 +63,8 @@ export interface MemorySnapshotEntry {
 
 export interface MemoryStoreOptions {
   clock?: () => Date
+  /** Told of each store's creation, archive and deletion inside its transaction (the webhooks' outbox). */
+  events?: ResourceEvents
 }
 
 /** Who made a change: the actor recorded on its version. */
@@ -100,7 +103,10 @@ export class MemoryStore {
     options: MemoryStoreOptions = {},
   ) {
     this.clock = options.clock ?? (() => new Date())
+    this.events = options.events ?? (() => {})
   }
+
+  private readonly events: ResourceEvents
 
   // ---------- stores ----------
 
@@ -116,7 +122,10 @@ export class MemoryStore {
       updated_at: now,
       archived_at: null,
     }
-    this.db.prepare('INSERT INTO memory_stores (id, created_at, archived_at, data) VALUES (?, ?, NULL, ?)').run(store.id, now, JSON.stringify(store))
+    this.db.transaction(() => {
+      this.db.prepare('INSERT INTO memory_stores (id, created_at, archived_at, data) VALUES (?, ?, NULL, ?)').run(store.id, now, JSON.stringify(store))
+      this.events('memory_store.created', store.id)
+    })()
     return store
   }
 
@@ -152,6 +161,7 @@ export class MemoryStore {
       const now = this.clock().toISOString()
       const next = { ...cur, archived_at: now, updated_at: now }
       this.db.prepare('UPDATE memory_stores SET archived_at = ?, data = ? WHERE id = ?').run(now, JSON.stringify(next), id)
+      this.events('memory_store.archived', id)
       return next
     })()
   }
@@ -163,6 +173,7 @@ export class MemoryStore {
       this.db.prepare('DELETE FROM memory_versions WHERE store_id = ?').run(id)
       this.db.prepare('DELETE FROM memories WHERE store_id = ?').run(id)
       this.db.prepare('DELETE FROM memory_stores WHERE id = ?').run(id)
+      this.events('memory_store.deleted', id)
     })()
     return { id, type: 'memory_store_deleted' }
   }

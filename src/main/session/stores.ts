@@ -88,15 +88,17 @@ export interface Stores {
 export function openStores(db: Db, options: StoresOptions = {}): Stores {
   const clock = options.clock
   const log = new SqliteEventLog(db, { clock })
+  // every store tells it of its resources' changes inside their transactions (the webhooks' outbox)
+  const webhooks = new WebhookStore(db, { log, clock })
+  const events = webhooks.tell
   // its own blob folder: a file's collection checks only the files table for other holders
   const skills = options.skillsDir ? new SkillStore(db, { blobs: new BlobStore(options.skillsDir), clock }) : undefined
-  const agents = new AgentStore(db, { clock, advisorTiers: options.advisorTiers, skills })
-  const environments = new EnvironmentStore(db, clock)
-  const memory = new MemoryStore(db, { clock })
+  const agents = new AgentStore(db, { clock, advisorTiers: options.advisorTiers, skills, events })
+  const environments = new EnvironmentStore(db, clock, events)
+  const memory = new MemoryStore(db, { clock, events })
   const work = new WorkStore(db, { ...options.work, clock })
   const files = options.filesDir ? new FileStore(db, { blobs: new BlobStore(options.filesDir), clock }) : undefined
   // a `file` resource's file_id is checked against the file store (unless the caller brings its own check)
-  const webhooks = new WebhookStore(db, { log, clock })
   // a session's creation, archive and deletion enqueue their webhooks in their own transaction
   const inTransaction = (id: string, what: 'created' | 'archived' | 'deleted') => {
     webhooks.enqueueSession(id, what)
@@ -104,7 +106,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
   }
   const hooks = { ...(files ? { files } : {}), ...options.sessionHooks, inTransaction }
   const sessions = new SessionStore(db, { log, agents, environments, memory, work, skills, clock, hooks })
-  const vaults = new VaultStore(db, { secrets: options.secrets, clock })
+  const vaults = new VaultStore(db, { secrets: options.secrets, clock, events })
   return {
     db,
     log,
@@ -121,7 +123,7 @@ export function openStores(db: Db, options: StoresOptions = {}): Stores {
     files,
     skills,
     sessionResources: new SessionResourceStore(db, { sessions, files: hooks?.files, secrets: hooks?.resourceSecrets, clock, onChange: options.onResourceChange }),
-    deployments: new DeploymentStore(db, { agents, environments, sessions, vaults, memory, files: hooks?.files, clock: options.deploymentsClock ?? clock, afterRunRecorded: options.afterDeploymentRunRecorded }),
+    deployments: new DeploymentStore(db, { agents, environments, sessions, vaults, memory, files: hooks?.files, clock: options.deploymentsClock ?? clock, afterRunRecorded: options.afterDeploymentRunRecorded, events }),
     dreams: new DreamStore(db, { agents, environments, sessions, memory, files, log, clock }),
     webhooks,
     searchMessages: (params) => searchMessages(db, params),

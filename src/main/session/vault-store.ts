@@ -4,6 +4,7 @@ import type { credentialCreateSchema, credentialUpdateSchema, includeArchivedQue
 import { newId } from '../../shared/api/ids'
 import { CorralError, conflict, invalid, notFound } from '../../shared/errors'
 import type { Db } from './database'
+import type { ResourceEvents } from './webhook-store'
 import { mergeMetadata } from './agent-store'
 import { keysetList, type Page } from './pagination'
 import { StoreChanges } from './store-changes'
@@ -81,13 +82,16 @@ export class VaultStore {
 
   private readonly secrets: SecretSink
   private readonly clock: () => Date
+  private readonly events: ResourceEvents
 
   constructor(
     private readonly db: Db,
-    options: { secrets?: SecretSink; clock?: () => Date } = {},
+    /** events: told of each vault's and credential's creation, archive and deletion inside its transaction (the webhooks' outbox). */
+    options: { secrets?: SecretSink; clock?: () => Date; events?: ResourceEvents } = {},
   ) {
     this.secrets = options.secrets ?? new DiscardingSecretSink()
     this.clock = options.clock ?? (() => new Date())
+    this.events = options.events ?? (() => {})
   }
 
   // ---------- vaults ----------
@@ -103,7 +107,10 @@ export class VaultStore {
       updated_at: now,
       archived_at: null,
     }
-    this.db.prepare('INSERT INTO vaults (id, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, NULL, ?)').run(vault.id, now, now, JSON.stringify(vault))
+    this.db.transaction(() => {
+      this.db.prepare('INSERT INTO vaults (id, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, NULL, ?)').run(vault.id, now, now, JSON.stringify(vault))
+      this.events('vault.created', vault.id)
+    })()
     return vault
   }
 
@@ -141,6 +148,8 @@ export class VaultStore {
       const live = this.db.prepare('SELECT id, data FROM credentials WHERE vault_id = ? AND archived_at IS NULL').all(id) as Row[]
       const put = this.db.prepare('UPDATE credentials SET archived_at = ?, updated_at = ?, data = ? WHERE id = ?')
       for (const r of live) put.run(now, now, JSON.stringify({ ...(JSON.parse(r.data) as StoredCredential), archived_at: now, updated_at: now }), r.id)
+      this.events('vault.archived', id)
+      for (const r of live) this.events('vault_credential.archived', r.id, { vault_id: id })
       return next
     })()
     this.changes.notify({ kind: 'vault', id })
@@ -154,6 +163,8 @@ export class VaultStore {
       const creds = (this.db.prepare('SELECT id FROM credentials WHERE vault_id = ?').all(id) as Row[]).map((r) => r.id)
       this.db.prepare('DELETE FROM credentials WHERE vault_id = ?').run(id)
       this.db.prepare('DELETE FROM vaults WHERE id = ?').run(id)
+      for (const c of creds) this.events('vault_credential.deleted', c, { vault_id: id })
+      this.events('vault.deleted', id)
       return creds
     })()
     this.changes.notify({ kind: 'vault', id })
@@ -203,6 +214,7 @@ export class VaultStore {
         this.db
           .prepare('INSERT INTO credentials (id, vault_id, created_at, updated_at, archived_at, data) VALUES (?, ?, ?, ?, NULL, ?)')
           .run(id, vaultId, now, now, JSON.stringify(cred))
+        this.events('vault_credential.created', id, { vault_id: vaultId })
       })()
     } catch (err) {
       await this.forgetSecret(id)
@@ -296,14 +308,20 @@ export class VaultStore {
     if (cur.archived_at) return cur
     const now = this.clock().toISOString()
     const next: StoredCredential = { ...cur, archived_at: now, updated_at: now }
-    this.db.prepare('UPDATE credentials SET archived_at = ?, updated_at = ?, data = ? WHERE id = ?').run(now, now, JSON.stringify(next), id)
+    this.db.transaction(() => {
+      this.db.prepare('UPDATE credentials SET archived_at = ?, updated_at = ?, data = ? WHERE id = ?').run(now, now, JSON.stringify(next), id)
+      this.events('vault_credential.archived', id, { vault_id: vaultId })
+    })()
     this.changes.notify({ kind: 'credential', id })
     return next
   }
 
   async deleteCredential(vaultId: string, id: string): Promise<{ id: string; type: 'vault_credential_deleted' }> {
     this.retrieveCredential(vaultId, id)
-    this.db.prepare('DELETE FROM credentials WHERE id = ?').run(id)
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM credentials WHERE id = ?').run(id)
+      this.events('vault_credential.deleted', id, { vault_id: vaultId })
+    })()
     this.changes.notify({ kind: 'credential', id })
     await this.forgetSecret(id)
     return { id, type: 'vault_credential_deleted' }

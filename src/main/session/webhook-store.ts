@@ -66,6 +66,13 @@ interface OutboxRow {
   last_error: string | null
 }
 
+/**
+ * A resource change, told inside the transaction of its write (WebhookStore.tell): the webhooks'
+ * outbox commits with the change or not at all. `extra` goes into the payload's data (a
+ * credential's `vault_id`).
+ */
+export type ResourceEvents = (type: WebhookEventType, resourceId: string, extra?: { vault_id: string }) => void
+
 /** Deliveries kept per endpoint once delivered or given up (the newest; pending ones are all kept). */
 const KEPT_DELIVERIES = 500
 
@@ -198,8 +205,12 @@ export class WebhookStore {
 
   /** Inside a session's creation, archive or deletion (SessionStoreHooks.inTransaction). */
   enqueueSession(sessionId: string, what: 'created' | 'archived' | 'deleted'): void {
-    const type: WebhookEventType = what === 'created' ? 'session.created' : what === 'archived' ? 'session.archived' : 'session.deleted'
-    if (this.enqueue(type, sessionId, this.clock().toISOString())) queueMicrotask(() => this.wake())
+    this.tell(what === 'created' ? 'session.created' : what === 'archived' ? 'session.archived' : 'session.deleted', sessionId)
+  }
+
+  /** ResourceEvents: the stores call it inside their writes' transactions; the sender is woken once the write returned. */
+  readonly tell: ResourceEvents = (type, resourceId, extra) => {
+    if (this.enqueue(type, resourceId, this.clock().toISOString(), extra)) queueMicrotask(() => this.wake())
   }
 
   /** The log's batch projector: a session's events that stand for webhook types. */
@@ -208,12 +219,12 @@ export class WebhookStore {
       if (!WEBHOOK_SOURCE_EVENTS.has(event.type)) continue
       const e = event as unknown as { type: string; stop_reason?: unknown; session_thread_id?: unknown; processed_at: string }
       const thread = e.type.startsWith('session.thread_') && typeof e.session_thread_id === 'string' ? e.session_thread_id : undefined
-      for (const type of webhookTypesOf(e)) if (this.enqueue(type, sessionId, e.processed_at, thread)) this.enqueuedInLog = true
+      for (const type of webhookTypesOf(e)) if (this.enqueue(type, sessionId, e.processed_at, thread ? { session_thread_id: thread } : undefined)) this.enqueuedInLog = true
     }
   }
 
   /** One event for every enabled endpoint that lists its type; whether any did. */
-  private enqueue(type: WebhookEventType, resourceId: string, at: string, threadId?: string): boolean {
+  private enqueue(type: WebhookEventType, resourceId: string, at: string, extra?: Record<string, string>): boolean {
     this.anyEndpoint ??= this.db.prepare('SELECT 1 FROM webhook_endpoints LIMIT 1').pluck()
     if (this.anyEndpoint.get() === undefined) return false
     this.enqueueStmt ??= this.db.prepare(
@@ -227,7 +238,7 @@ export class WebhookStore {
       type: 'event',
       id: eventId,
       created_at: at,
-      data: { type, id: resourceId, organization_id: LOCAL_ORGANIZATION_ID, workspace_id: LOCAL_WORKSPACE_ID, ...(threadId ? { session_thread_id: threadId } : {}) } as WebhookPayload['data'],
+      data: { type, id: resourceId, organization_id: LOCAL_ORGANIZATION_ID, workspace_id: LOCAL_WORKSPACE_ID, ...extra } as WebhookPayload['data'],
     }
     const r = this.enqueueStmt.run({ eventId, type, resourceId, payload: JSON.stringify(payload), at, due: 0 })
     return r.changes > 0

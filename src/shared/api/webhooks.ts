@@ -34,16 +34,9 @@ export const SENT_WEBHOOK_EVENTS = [
   'session.thread_idled',
   'session.thread_terminated',
   'session.outcome_evaluation_ended',
-] as const satisfies readonly WebhookEventType[]
-
-/** Every type of the SDK's BetaWebhookEventData: an endpoint may list any (those Corral never sends just never arrive). */
-export const WEBHOOK_EVENT_TYPES = [
-  ...SENT_WEBHOOK_EVENTS,
-  'session.pending',
   'agent.created',
   'agent.updated',
   'agent.archived',
-  'agent.deleted',
   'environment.created',
   'environment.updated',
   'environment.archived',
@@ -57,16 +50,23 @@ export const WEBHOOK_EVENT_TYPES = [
   'vault_credential.created',
   'vault_credential.archived',
   'vault_credential.deleted',
-  'vault_credential.refresh_failed',
   'deployment.created',
   'deployment.updated',
   'deployment.archived',
-  'deployment.deleted',
   'deployment.paused',
   'deployment.unpaused',
   'deployment_run.started',
   'deployment_run.succeeded',
   'deployment_run.failed',
+] as const satisfies readonly WebhookEventType[]
+
+/** Every type of the SDK's BetaWebhookEventData: an endpoint may list any (those Corral never sends just never arrive). */
+export const WEBHOOK_EVENT_TYPES = [
+  ...SENT_WEBHOOK_EVENTS,
+  'session.pending',
+  'agent.deleted',
+  'deployment.deleted',
+  'vault_credential.refresh_failed',
   'external_key.failed',
   'external_key.recovered',
   'external_storage.failed',

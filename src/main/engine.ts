@@ -252,11 +252,14 @@ export class Engine {
     if (config.keychain) {
       // a refreshed access token's expiry goes on its credential (auth.expires_at)
       const onRefreshed = (credentialId: string, expiresAt: string | null) => vaults.recordTokenExpiry(credentialId, expiresAt)
+      // a refused refresh: the credential's owner must sign in again (webhook vault_credential.refresh_failed)
+      const onRefreshFailed = (credentialId: string) => vaults.recordRefreshFailed(credentialId)
       // one refresh per credential across the engines on this data directory (the desktop and a corral serve)
       const refreshLock = credentialRefreshLock(vaults)
       this.mcp = new McpToolRouter({
         keychain: config.keychain,
         onRefreshed,
+        onRefreshFailed,
         refreshLock,
         serversFor: (sessionId) => sessionMcpServers(vaults, sessions.retrieve(sessionId)),
         // an unreachable server or a refused credential is the session's error (never a token: the client scrubs)
@@ -274,7 +277,7 @@ export class Engine {
       this.services.validateMcpOAuth = (vaultId, credentialId) => {
         const credential = vaults.retrieveCredential(vaultId, credentialId)
         if (credential.archived_at) throw new CorralError('invalid_request_error', `credential ${credentialId} is archived: an archived credential is never used, so there is nothing to validate`)
-        return validateMcpOAuthCredential(credential, { keychain, onRefreshed, refreshLock, log: config.log })
+        return validateMcpOAuthCredential(credential, { keychain, onRefreshed, onRefreshFailed, refreshLock, log: config.log })
       }
     }
     this.router = engineToolRouter({ toolset: config.toolRouter ?? this.hands, mcp: this.mcp })

@@ -297,6 +297,22 @@ export class VaultStore {
     this.db.prepare('DELETE FROM credential_refresh_locks WHERE credential_id = ? AND owner = ?').run(credentialId, owner)
   }
 
+  /**
+   * The token endpoint refused the credential's refresh token: told once per version of the
+   * credential in this process (a later update, a new token, may fail again and is told again).
+   */
+  recordRefreshFailed(id: string): void {
+    const row = this.db.prepare('SELECT vault_id, updated_at FROM credentials WHERE id = ?').get(id) as { vault_id: string; updated_at: string } | undefined
+    if (!row) return
+    const version = `${id}@${row.updated_at}`
+    if (this.refreshFailures.has(version)) return
+    this.refreshFailures.add(version)
+    this.events('vault_credential.refresh_failed', id, { vault_id: row.vault_id })
+  }
+
+  /** Credential versions whose refused refresh was told (recordRefreshFailed). */
+  private readonly refreshFailures = new Set<string>()
+
   recordTokenExpiry(id: string, expiresAt: string | null): void {
     this.db
       .prepare("UPDATE credentials SET data = json_set(data, '$.auth.expires_at', ?) WHERE id = ? AND json_extract(data, '$.auth.type') = 'mcp_oauth'")

@@ -58,6 +58,7 @@ export const SENT_WEBHOOK_EVENTS = [
   'deployment_run.started',
   'deployment_run.succeeded',
   'deployment_run.failed',
+  'vault_credential.refresh_failed',
 ] as const satisfies readonly WebhookEventType[]
 
 /** Every type of the SDK's BetaWebhookEventData: an endpoint may list any (those Corral never sends just never arrive). */
@@ -66,7 +67,6 @@ export const WEBHOOK_EVENT_TYPES = [
   'session.pending',
   'agent.deleted',
   'deployment.deleted',
-  'vault_credential.refresh_failed',
   'external_key.failed',
   'external_key.recovered',
   'external_storage.failed',

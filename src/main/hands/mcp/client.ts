@@ -78,6 +78,8 @@ export interface McpClientOptions {
    * `auth.expires_at`.
    */
   onRefreshed?: (credentialId: string, expiresAt: string | null) => void
+  /** Told when the token endpoint refused an mcp_oauth credential's refresh (its owner must sign in again: a webhook). */
+  onRefreshFailed?: (credentialId: string) => void
   /**
    * One refresh per credential across the engines of a data directory (the desktop and a `corral
    * serve` on one keychain): held around each exchange of a refresh token. Without it, only this
@@ -313,7 +315,10 @@ async function exchangeRefreshToken(c: StoredCredential, options: McpClientOptio
   } catch {
     return { status: 'connect_error', http_response: null }
   }
-  if (!res.ok) return { status: 'failed', http_response: await capture(res, secrets) }
+  if (!res.ok) {
+    options.onRefreshFailed?.(c.id)
+    return { status: 'failed', http_response: await capture(res, secrets) }
+  }
   const body = (await res.json().catch(() => ({}))) as { access_token?: unknown; refresh_token?: unknown }
   if (typeof body.access_token !== 'string' || !body.access_token) return { status: 'failed', http_response: null }
   await k.set(keychainAccount.credential(c.id, 'access_token'), remember(body.access_token)!)

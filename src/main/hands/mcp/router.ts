@@ -14,6 +14,8 @@ export interface McpToolRouterOptions {
   retryDelayMs?: number
   /** See McpClientOptions.onRefreshed. */
   onRefreshed?: (credentialId: string, expiresAt: string | null) => void
+  /** See McpClientOptions.onRefreshFailed. */
+  onRefreshFailed?: (credentialId: string) => void
   /** See McpClientOptions.refreshLock. */
   refreshLock?: RefreshLock
   log?: (line: string) => void
@@ -156,6 +158,7 @@ export class McpToolRouter implements ToolRouter {
           timeoutMs: this.options.timeoutMs,
           retryDelayMs: this.options.retryDelayMs,
           onRefreshed: this.options.onRefreshed,
+          onRefreshFailed: this.options.onRefreshFailed,
           refreshLock: this.options.refreshLock,
           log: this.options.log,
           // The session hears `retrying` while its first connection to a server keeps failing;

@@ -41,6 +41,7 @@ import { changesRevertSchema } from '../../shared/api/workspace'
 import { deploymentCreateSchema, deploymentUpdateSchema } from '../../shared/api/deployment-schemas'
 import { memoryCreateSchema, memoryUpdateSchema } from '../../shared/api/memory-schemas'
 import { dreamCreateSchema } from '../../shared/api/dream-schemas'
+import { webhookCreateSchema, webhookUpdateSchema } from '../../shared/api/webhook-schemas'
 import { corralSkillUploadSchema, corralSkillVersionUploadSchema } from '../../shared/api/skill-schemas'
 import type { ApiServices } from './services'
 
@@ -66,6 +67,8 @@ const BODY_SCHEMAS: Partial<Record<OperationName, z.ZodType>> = {
   'vaults.update': vaultUpdateSchema,
   'credentials.create': credentialCreateSchema,
   'credentials.update': credentialUpdateSchema,
+  'webhooks.create': webhookCreateSchema,
+  'webhooks.update': webhookUpdateSchema,
 }
 
 const opSchema = z.enum(OPERATION_NAMES as [OperationName, ...OperationName[]])

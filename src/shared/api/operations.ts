@@ -97,6 +97,14 @@ export const OPERATIONS = {
   // The skill uploads as JSON (base64 files): the API's own are multipart, which IPC cannot carry.
   'skills.upload': { method: 'POST', path: '/v1/corral/skills' },
   'skills.versions.upload': { method: 'POST', path: '/v1/corral/skills/:id/versions' },
+  'webhooks.list': { method: 'GET', path: '/v1/organizations/webhooks' },
+  'webhooks.create': { method: 'POST', path: '/v1/organizations/webhooks' },
+  'webhooks.retrieve': { method: 'GET', path: '/v1/organizations/webhooks/:id' },
+  'webhooks.update': { method: 'POST', path: '/v1/organizations/webhooks/:id' },
+  'webhooks.delete': { method: 'DELETE', path: '/v1/organizations/webhooks/:id' },
+  'webhooks.regenerateSigningSecret': { method: 'POST', path: '/v1/organizations/webhooks/:id/regenerate_signing_secret' },
+  // Corral's own: an endpoint's recent deliveries (docs/webhooks.md)
+  'webhooks.deliveries': { method: 'GET', path: '/v1/corral/webhooks/:id/deliveries' },
   'sessionResources.add': { method: 'POST', path: '/v1/sessions/:id/resources' },
   'sessionResources.list': { method: 'GET', path: '/v1/sessions/:id/resources' },
 

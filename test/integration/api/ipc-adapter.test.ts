@@ -56,6 +56,18 @@ describe('the IPC adapter (the desktop renderer\'s transport)', () => {
     expect(await ipc.call('vaults.delete', { id }, undefined)).toMatchObject({ ok: true, data: { type: 'vault_deleted', id } })
   })
 
+  it("carries the Settings page's webhook operations, and this engine without a keychain says it sends no webhooks", async () => {
+    const bad = await ipc.call('webhooks.create', {}, { url: 'ftp://example.com', enabled_events: ['session.created'] })
+    expect(bad).toMatchObject({ ok: false, status: 400, error: { message: expect.stringMatching(/^invalid body: url: must be http or https/) } })
+    for (const [op, path, body] of [
+      ['webhooks.list', {}, undefined],
+      ['webhooks.create', {}, { url: 'http://127.0.0.1:9/hooks', enabled_events: ['session.created'] }],
+      ['webhooks.deliveries', { id: 'whep_1' }, undefined],
+    ] as const) {
+      expect(await ipc.call(op, path, body)).toMatchObject({ ok: false, status: 503, error: { message: expect.stringMatching(/sends no webhooks: it runs without a keychain/) } })
+    }
+  })
+
   it('answers an upload without bytes or name with a 400 naming the field, and keeps nothing', async () => {
     const before = ((await (await api.fetch('/v1/files')).json()) as { data: unknown[] }).data.length
     const res = await ipc.uploadFile({ name: 'x.txt', bytes: 'not bytes' })

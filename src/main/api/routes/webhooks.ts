@@ -8,11 +8,12 @@ import { noQuery, query, readJson } from './common'
 /**
  * Webhook endpoints (spec resources.md §12, docs/webhooks.md): the SDK's organization endpoints
  * (`client.beta.organization.webhooks`), with or without their beta header, and Corral's own list
- * of an endpoint's deliveries. Absent without a keychain (an endpoint's signing secret lives there).
+ * of an endpoint's deliveries. Without a keychain (an endpoint's signing secret lives there) every
+ * route answers 503 (`keychain_error`), saying so.
  */
 export function webhookRoutes(app: Hono, s: ApiServices): void {
   const hooks = (): WebhookServices => {
-    if (!s.webhooks) throw new CorralError('not_found_error', 'this engine sends no webhooks: it runs without a keychain, where their signing secrets are kept')
+    if (!s.webhooks) throw new CorralError('keychain_error', 'this Corral sends no webhooks: it runs without a keychain, where their signing secrets are kept (the Settings page says why there is none)')
     return s.webhooks
   }
   const base = '/v1/organizations/webhooks'

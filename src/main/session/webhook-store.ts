@@ -89,7 +89,8 @@ export class WebhookStore {
   private readonly clock: () => Date
   /** Enqueues one event for every enabled endpoint that lists its type (prepared at first use). */
   private enqueueStmt: Statement | undefined
-  private anyEndpoint: Statement | undefined
+  /** Whether any endpoint exists (prepared at first use; null: the schema has no webhooks yet). */
+  private anyEndpoint: Statement | null | undefined
   private readonly wakers = new Set<() => void>()
   /** Rows were enqueued in a transaction not yet told of (told once the log's group is on disk, or at once outside the log). */
   private enqueuedInLog = false
@@ -225,8 +226,12 @@ export class WebhookStore {
 
   /** One event for every enabled endpoint that lists its type; whether any did. */
   private enqueue(type: WebhookEventType, resourceId: string, at: string, extra?: Record<string, string>): boolean {
-    this.anyEndpoint ??= this.db.prepare('SELECT 1 FROM webhook_endpoints LIMIT 1').pluck()
-    if (this.anyEndpoint.get() === undefined) return false
+    if (this.anyEndpoint === undefined) {
+      // stores opened over a schema from before webhooks (as tests of upgrades do) have no endpoints
+      const exists = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'webhook_endpoints'").get() !== undefined
+      this.anyEndpoint = exists ? this.db.prepare('SELECT 1 FROM webhook_endpoints LIMIT 1').pluck() : null
+    }
+    if (this.anyEndpoint === null || this.anyEndpoint.get() === undefined) return false
     this.enqueueStmt ??= this.db.prepare(
       `INSERT OR IGNORE INTO webhook_outbox (endpoint_id, event_id, event_type, resource_id, payload, created_at, status, next_attempt_at_ms)
        SELECT e.id, @eventId, @type, @resourceId, @payload, @at, 'pending', @due FROM webhook_endpoints e

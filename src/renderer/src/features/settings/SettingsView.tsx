@@ -9,6 +9,7 @@ import { CodeBlock } from '../../ui/Code'
 import { useSetup, type ModelCheck, type SetupSettings } from '../setup/SetupProvider'
 import { builtInTiers, formatAdvisorTiers, parseAdvisorTiers } from './advisor-tiers'
 import { formatDreamLimit, parseDreamLimit } from './dream-limit'
+import { WebhooksSection } from './WebhooksSection'
 import { DEFAULT_DREAM_TIME_LIMIT_MINUTES } from '../../../../shared/api/dreams'
 import { budgetOfCents, parseUsd, usdText } from '../budgets/budget'
 
@@ -234,6 +235,8 @@ export function SettingsView({ theme, setTheme }: { theme: ThemeChoice; setTheme
         <DefaultBudgetSection settings={settings.data} disabled={noSettingsApi || settings.loading} onSaved={settings.reload} />
 
         <DreamLimitSection settings={settings.data} disabled={noSettingsApi || settings.loading} onSaved={settings.reload} />
+
+        <WebhooksSection />
 
         <section className="card-section" aria-labelledby="s-doctor">
           <h2 id="s-doctor">

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest'
+import { DEFAULT_WEBHOOK_EVENTS, parseWebhookUrl, webhookEventGroups, webhookEventLabel, webhookEventsSummary } from '../../../src/renderer/src/features/settings/webhook-form'
+import { SENT_WEBHOOK_EVENTS } from '../../../src/shared/api/webhooks'
+
+describe("the Webhooks section's form", () => {
+  it('takes an absolute http or https URL, trimmed, and names what is wrong with anything else', () => {
+    expect(parseWebhookUrl('  http://127.0.0.1:8787/hooks ')).toEqual({ url: 'http://127.0.0.1:8787/hooks' })
+    expect(parseWebhookUrl('https://hooks.example.com/corral?x=1')).toEqual({ url: 'https://hooks.example.com/corral?x=1' })
+    expect(parseWebhookUrl('')).toEqual({ error: expect.stringMatching(/Type the URL/) })
+    expect(parseWebhookUrl('127.0.0.1:8787/hooks')).toEqual({ error: expect.stringMatching(/not a whole URL: start it with http/) })
+    expect(parseWebhookUrl('localhost/hooks')).toEqual({ error: expect.stringMatching(/not a whole URL/) })
+    expect(parseWebhookUrl('ftp://example.com/x')).toEqual({ error: 'Webhooks go over http or https, not ftp.' })
+    expect(parseWebhookUrl('http://me:secret@127.0.0.1/x')).toEqual({ error: expect.stringMatching(/user name and password out of the URL/) })
+    expect(parseWebhookUrl(`http://example.com/${'a'.repeat(2050)}`)).toEqual({ error: expect.stringMatching(/longer than 2048/) })
+  })
+
+  it('offers every type Corral sends once, in groups, each with a label, and a default that says when an agent stops or needs you', () => {
+    const offered = webhookEventGroups().flatMap((g) => g.types)
+    expect([...offered].sort()).toEqual([...SENT_WEBHOOK_EVENTS].sort())
+    expect(new Set(offered).size).toBe(offered.length)
+    for (const g of webhookEventGroups()) expect(g.types.length).toBeGreaterThan(0)
+    for (const t of SENT_WEBHOOK_EVENTS) expect(webhookEventLabel(t)).not.toBe(t)
+    expect(DEFAULT_WEBHOOK_EVENTS.every((t) => (SENT_WEBHOOK_EVENTS as readonly string[]).includes(t))).toBe(true)
+    expect(webhookEventLabel('external_key.failed')).toBe('external_key.failed')
+  })
+
+  it("sums an endpoint's types up in a line", () => {
+    expect(webhookEventsSummary(['session.status_idled'])).toBe('session: goes idle')
+    expect(webhookEventsSummary(['session.status_idled', 'session.requires_action', 'session.status_terminated', 'agent.created', 'vault.created'])).toBe(
+      'session: goes idle, session: needs you (a confirmation or a tool result), session: ends for good and 2 more',
+    )
+  })
+})

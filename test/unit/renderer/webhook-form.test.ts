@@ -10,6 +10,20 @@ describe("the Webhooks section's form", () => {
     expect(parseWebhookUrl('127.0.0.1:8787/hooks')).toEqual({ error: expect.stringMatching(/not a whole URL: start it with http/) })
     expect(parseWebhookUrl('localhost/hooks')).toEqual({ error: expect.stringMatching(/not a whole URL/) })
     expect(parseWebhookUrl('ftp://example.com/x')).toEqual({ error: 'Webhooks go over http or https, not ftp.' })
+    expect(parseWebhookUrl('[::1]:8787/hooks')).toEqual({ error: expect.stringMatching(/not a whole URL: start it with http/) })
+  })
+
+  it('names a missing scheme as such when the host reads like one (localhost:8787 parses with "localhost" as its scheme)', () => {
+    expect(parseWebhookUrl('localhost:8787/hooks')).toEqual({ error: 'localhost:8787/hooks is not a whole URL: start it with http:// or https://.' })
+    expect(parseWebhookUrl('hooks.example.com:443/corral')).toEqual({ error: expect.stringMatching(/not a whole URL: start it with http/) })
+    expect(parseWebhookUrl('mailto:me@example.com')).toEqual({ error: expect.stringMatching(/not a whole URL: start it with http/) })
+    expect(parseWebhookUrl('http://localhost:8787/hooks')).toEqual({ url: 'http://localhost:8787/hooks' })
+  })
+
+  it('says what is wrong after the scheme instead of asking for one the URL has', () => {
+    expect(parseWebhookUrl('http://my host/hooks')).toEqual({ error: 'http://my host/hooks is not a URL: after http:// comes a host name without spaces, e.g. 127.0.0.1:8787 or hooks.example.com.' })
+    expect(parseWebhookUrl('https://')).toEqual({ error: expect.stringMatching(/^https:\/\/ is not a URL: after https:\/\/ comes a host name/) })
+    expect(parseWebhookUrl(`nothing-like-a-url-${'x'.repeat(80)}`)).toEqual({ error: expect.stringMatching(/^nothing-like-a-url-x+… is not a whole URL/) })
     expect(parseWebhookUrl('http://me:secret@127.0.0.1/x')).toEqual({ error: expect.stringMatching(/user name and password out of the URL/) })
     expect(parseWebhookUrl(`http://example.com/${'a'.repeat(2050)}`)).toEqual({ error: expect.stringMatching(/longer than 2048/) })
   })

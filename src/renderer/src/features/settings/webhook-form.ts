@@ -9,12 +9,20 @@ import { SENT_WEBHOOK_EVENTS, type WebhookEventType } from '../../../../shared/a
 export function parseWebhookUrl(text: string): { url: string } | { error: string } {
   const t = text.trim()
   if (!t) return { error: 'Type the URL your program listens on, e.g. http://127.0.0.1:8787/hooks.' }
+  const shown = t.length > 60 ? `${t.slice(0, 60)}…` : t
+  const withScheme = /^https?:\/\//i.test(t)
   let u: URL
   try {
     u = new URL(t)
   } catch {
-    return { error: `${t.slice(0, 60)} is not a whole URL: start it with http:// or https://.` }
+    return {
+      error: withScheme
+        ? `${shown} is not a URL: after ${t.slice(0, t.indexOf('//') + 2)} comes a host name without spaces, e.g. 127.0.0.1:8787 or hooks.example.com.`
+        : `${shown} is not a whole URL: start it with http:// or https://.`,
+    }
   }
+  // "localhost:8787/hooks" parses, with "localhost" as its scheme: it is a URL without one
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(t) && u.protocol !== 'http:' && u.protocol !== 'https:') return { error: `${shown} is not a whole URL: start it with http:// or https://.` }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return { error: `Webhooks go over http or https, not ${u.protocol.replace(/:$/, '')}.` }
   if (u.username || u.password) return { error: 'Leave the user name and password out of the URL: your program checks the signature instead.' }
   if (t.length > 2048) return { error: 'The URL is longer than 2048 characters.' }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_WEBHOOK_EVENTS, parseWebhookUrl, webhookEventGroups, webhookEventLabel, webhookEventsSummary } from '../../../src/renderer/src/features/settings/webhook-form'
+import { DEFAULT_WEBHOOK_EVENTS, parseWebhookUrl, retryText, webhookEventGroups, webhookEventLabel, webhookEventsSummary } from '../../../src/renderer/src/features/settings/webhook-form'
 import { SENT_WEBHOOK_EVENTS } from '../../../src/shared/api/webhooks'
 
 describe("the Webhooks section's form", () => {
@@ -43,5 +43,14 @@ describe("the Webhooks section's form", () => {
     expect(webhookEventsSummary(['session.status_idled', 'session.requires_action', 'session.status_terminated', 'agent.created', 'vault.created'])).toBe(
       'session: goes idle, session: needs you (a confirmation or a tool result), session: ends for good and 2 more',
     )
+  })
+
+  it("says when a pending delivery is tried again, ahead of now, and that it is due once that time has passed", () => {
+    const now = Date.parse('2026-12-08T10:00:00Z')
+    expect(retryText('2026-12-08T10:00:40Z', now)).toBe('retry in 40s')
+    expect(retryText('2026-12-08T10:05:00Z', now)).toBe('retry in 5m')
+    expect(retryText('2026-12-08T12:00:00Z', now)).toBe('retry in 2h')
+    expect(retryText('2026-12-08T09:59:59Z', now)).toBe('retry due')
+    expect(retryText('not a time', now)).toBe('')
   })
 })

@@ -5,7 +5,7 @@ import { CodeBlock } from '../../ui/Code'
 import { useQuery } from '../../ui/hooks'
 import { relativeTime } from '../../ui/format'
 import { MAX_WEBHOOK_ENDPOINTS, type NewWebhookEndpoint, type WebhookDelivery, type WebhookEndpoint, type WebhookEventType } from '../../../../shared/api/webhooks'
-import { DEFAULT_WEBHOOK_EVENTS, parseWebhookUrl, webhookEventGroups, webhookEventLabel, webhookEventsSummary } from './webhook-form'
+import { DEFAULT_WEBHOOK_EVENTS, parseWebhookUrl, retryText, webhookEventGroups, webhookEventLabel, webhookEventsSummary } from './webhook-form'
 
 const VERIFY_SNIPPET = "const event = client.beta.webhooks.unwrap(rawBody, { headers, key: process.env.CORRAL_WEBHOOK_SECRET })"
 
@@ -291,9 +291,21 @@ function Deliveries({ endpointId }: { endpointId: string }) {
                   <span className={`pill ${d.status === 'delivered' ? 'pill-good' : d.status === 'failed' ? 'pill-bad' : 'pill-running'}`}>{d.status}</span>{' '}
                   {d.attempts > 1 || d.status !== 'delivered' ? `${d.attempts} attempt${d.attempts === 1 ? '' : 's'}` : ''}
                   {d.last_error && d.status !== 'delivered' && <div className="key-problem">{d.last_error}</div>}
-                  {d.status === 'pending' && d.next_attempt_at && <div className="muted">next {relativeTime(d.next_attempt_at)}</div>}
                 </td>
-                <td>{relativeTime(d.delivered_at ?? d.created_at)}</td>
+                <td>
+                  <time dateTime={d.created_at} title={new Date(d.created_at).toLocaleString()}>
+                    {relativeTime(d.created_at)}
+                  </time>
+                  {d.delivered_at && (
+                    <div className="muted">
+                      delivered{' '}
+                      <time dateTime={d.delivered_at} title={new Date(d.delivered_at).toLocaleString()}>
+                        {relativeTime(d.delivered_at)}
+                      </time>
+                    </div>
+                  )}
+                  {d.status === 'pending' && d.next_attempt_at && <div className="muted">{retryText(d.next_attempt_at)}</div>}
+                </td>
               </tr>
             ))}
           </tbody>

@@ -105,3 +105,18 @@ export function webhookEventsSummary(types: readonly string[], shown = 3): strin
   const labels = types.map((t) => `${t.split('.')[0].replace('_', ' ')}: ${webhookEventLabel(t)}`)
   return labels.length <= shown ? labels.join(', ') : `${labels.slice(0, shown).join(', ')} and ${labels.length - shown} more`
 }
+
+/**
+ * When a pending delivery is tried next, for its row: "retry in 40s", "retry in 5m", "retry in 2h",
+ * or "retry due" once that time has come (the delivery loop takes it on its next pass).
+ * (relativeTime reads only the past: a time ahead of now would say "just now".)
+ */
+export function retryText(nextAttemptAt: string, now = Date.now()): string {
+  const s = Math.round((Date.parse(nextAttemptAt) - now) / 1000)
+  if (Number.isNaN(s)) return ''
+  if (s <= 0) return 'retry due'
+  if (s < 60) return `retry in ${s}s`
+  const m = Math.round(s / 60)
+  if (m < 60) return `retry in ${m}m`
+  return `retry in ${Math.round(m / 60)}h`
+}

@@ -9,13 +9,15 @@ import Anthropic from '@anthropic-ai/sdk'
 import { startServe, type ServeProcess } from './support/serve'
 import { shot } from './support/screenshots'
 import { keychainProbe, requirement } from '../support/requirements'
+import { MAX_WEBHOOK_ENDPOINTS } from '../../src/shared/api/webhooks'
 
 /**
  * Settings → Webhooks (docs/webhooks.md), as a person uses it: an endpoint added for their own
  * program (a receiver on loopback here), its secret shown once, a session made, the signed
  * delivery verified with the official SDK and listed in the section; a bad URL named under its
- * field with the form kept; the endpoint turned off, its events changed, deleted. The signing
- * secret lives in the keychain, so the spec needs one.
+ * field with the form kept; the endpoint turned off, its secret regenerated (the next delivery
+ * verifies with the new one only), its events changed, deleted; the API's own refusal shown under
+ * the form with the form kept. The signing secret lives in the keychain, so the spec needs one.
  */
 
 const TOKEN = 'e2e_webhooks_token_0123456789abc'
@@ -27,6 +29,7 @@ test.describe.serial('Settings: webhooks', () => {
   let serve: ServeProcess
   let receiver: Server
   let receiverUrl = ''
+  let firstSecret = ''
   const got: { headers: Record<string, string>; body: string }[] = []
   const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) => serve.api<T>(method, path, body)
 
@@ -51,7 +54,7 @@ test.describe.serial('Settings: webhooks', () => {
 
   test.afterAll(async () => {
     // deleting the endpoints takes their secrets out of the keychain
-    if (serve) for (const e of (await api<{ data: { id: string }[] }>('GET', '/v1/organizations/webhooks').catch(() => ({ data: [] }))).data) await api('DELETE', `/v1/organizations/webhooks/${e.id}`).catch(() => {})
+    if (serve) for (const e of (await api<{ data: { id: string }[] }>('GET', '/v1/organizations/webhooks?limit=100').catch(() => ({ data: [] }))).data) await api('DELETE', `/v1/organizations/webhooks/${e.id}`).catch(() => {})
     await serve?.stop()
     receiver?.closeAllConnections()
     await new Promise<void>((r) => (receiver ? receiver.close(() => r()) : r()))
@@ -86,6 +89,7 @@ test.describe.serial('Settings: webhooks', () => {
     await expect(once).toContainText('shown once')
     const secret = (await once.locator('pre').first().innerText()).trim()
     expect(secret).toMatch(/^whsec_/)
+    firstSecret = secret
     const row = section.getByTestId('webhook-endpoint')
     await expect(row).toContainText(receiverUrl)
     await expect(row).toContainText('my notifier')
@@ -118,7 +122,7 @@ test.describe.serial('Settings: webhooks', () => {
     await shot(page, info, 'settings-webhooks-deliveries')
   })
 
-  test('turns the endpoint off and on, changes its events, and deletes it after a confirmation', async ({ page }) => {
+  test('turns the endpoint off and on, regenerates its secret, changes its events, and deletes it after a confirmation', async ({ page }) => {
     await page.goto(`${serve.url}/?token=${TOKEN}#/settings`)
     const section = page.getByRole('region', { name: 'Webhooks' })
     const row = section.getByTestId('webhook-endpoint')
@@ -127,6 +131,26 @@ test.describe.serial('Settings: webhooks', () => {
     expect((await api<{ data: { state: string }[] }>('GET', '/v1/organizations/webhooks')).data[0].state).toBe('disabled')
     await row.getByRole('button', { name: 'Turn on' }).click()
     await expect(row.getByRole('button', { name: 'Turn off' })).toBeVisible()
+    await expect(row).toContainText('On')
+
+    // a new secret, shown once after a confirmation: the next delivery is signed with it, not the old one
+    page.once('dialog', (d) => void d.accept())
+    await row.getByRole('button', { name: 'New secret' }).click()
+    const once = section.getByTestId('webhook-secret')
+    await expect(once).toContainText('shown once')
+    const secret = (await once.locator('pre').first().innerText()).trim()
+    expect(secret).toMatch(/^whsec_/)
+    expect(secret).not.toBe(firstSecret)
+    const before = got.length
+    const agent = await api<{ id: string }>('POST', '/v1/agents', { name: 'rehooked', model: 'claude-sonnet-4-6' })
+    const env = await api<{ id: string }>('POST', '/v1/environments', { name: 'rehooked' })
+    const session = await api<{ id: string }>('POST', '/v1/sessions', { agent: agent.id, environment_id: env.id })
+    const sdk = new Anthropic({ apiKey: 'unused' })
+    await expect.poll(() => got.length, { timeout: 10_000 }).toBeGreaterThan(before)
+    const delivery = got.slice(before).find((g) => JSON.parse(g.body).data?.id === session.id)
+    expect(delivery).toBeDefined()
+    expect(sdk.beta.webhooks.unwrap(delivery!.body, { headers: delivery!.headers, key: secret }).data).toMatchObject({ type: 'session.created', id: session.id })
+    expect(() => sdk.beta.webhooks.unwrap(delivery!.body, { headers: delivery!.headers, key: firstSecret })).toThrow()
 
     await row.getByRole('button', { name: 'Events…' }).click()
     const events = row.getByRole('form', { name: /Events of/ })
@@ -140,9 +164,36 @@ test.describe.serial('Settings: webhooks', () => {
     await expect(row).toContainText('deployment run: a run failed')
     expect((await api<{ data: { enabled_events: string[] }[] }>('GET', '/v1/organizations/webhooks')).data[0].enabled_events).toEqual(['deployment_run.failed'])
 
+    // the secret still on screen goes with its endpoint
+    await expect(once).toHaveCount(1)
     page.once('dialog', (d) => void d.accept())
     await row.getByRole('button', { name: 'Delete' }).click()
     await expect(section.getByText('No endpoint yet.')).toBeVisible()
+    await expect(once).toHaveCount(0)
     expect((await api<{ data: unknown[] }>('GET', '/v1/organizations/webhooks')).data).toEqual([])
+  })
+
+  test("shows the API's refusal under the form and keeps what was typed; at the limit, adding is off", async ({ page }) => {
+    await page.goto(`${serve.url}/?token=${TOKEN}#/settings`)
+    const section = page.getByRole('region', { name: 'Webhooks' })
+    await section.getByRole('button', { name: 'Add an endpoint' }).click()
+    const form = section.getByRole('form', { name: 'New webhook endpoint' })
+    await form.getByLabel('URL').fill(receiverUrl)
+    await form.getByLabel('Name (optional)').fill('one too many')
+    await form.getByRole('checkbox', { name: /session\.created$/ }).check()
+    // meanwhile another program fills the endpoints up to the limit, so the engine refuses this one
+    for (let i = 0; i < MAX_WEBHOOK_ENDPOINTS; i++) await api('POST', '/v1/organizations/webhooks', { url: `${receiverUrl}/${i}`, enabled_events: ['deployment_run.failed'] })
+    await form.getByRole('button', { name: 'Add endpoint' }).click()
+    await expect(form.getByRole('alert')).toContainText(`at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints`)
+    await expect(form.getByLabel('URL')).toHaveValue(receiverUrl)
+    await expect(form.getByLabel('Name (optional)')).toHaveValue('one too many')
+    await expect(form.getByRole('checkbox', { name: /session\.created$/ })).toBeChecked()
+    await expect(form.getByRole('button', { name: 'Add endpoint' })).toBeEnabled()
+    expect((await api<{ data: { name: string | null }[] }>('GET', '/v1/organizations/webhooks?limit=100')).data.map((e) => e.name)).not.toContain('one too many')
+
+    await page.reload()
+    await expect(section.getByTestId('webhook-endpoint')).toHaveCount(MAX_WEBHOOK_ENDPOINTS)
+    await expect(section.getByRole('button', { name: 'Add an endpoint' })).toBeDisabled()
+    await expect(section.getByText(`${MAX_WEBHOOK_ENDPOINTS} endpoints at most: delete one to add another.`)).toBeVisible()
   })
 })

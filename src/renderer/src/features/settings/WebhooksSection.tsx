@@ -52,7 +52,13 @@ export function WebhooksSection() {
           {list.length === 0 && !endpoints.loading && !endpoints.error && <p className="muted">No endpoint yet.</p>}
           <ul className="webhook-list" aria-label="Webhook endpoints">
             {list.map((e) => (
-              <EndpointRow key={e.id} endpoint={e} onChanged={endpoints.reload} onSecret={(s) => setSecret({ endpoint: e.id, url: e.url, secret: s })} />
+              <EndpointRow
+                key={e.id}
+                endpoint={e}
+                onChanged={endpoints.reload}
+                onSecret={(s) => setSecret({ endpoint: e.id, url: e.url, secret: s })}
+                onDeleted={() => setSecret((shown) => (shown?.endpoint === e.id ? undefined : shown))}
+              />
             ))}
           </ul>
           {adding ? (
@@ -135,8 +141,20 @@ function EndpointForm({ onCreated, onCancel }: { onCreated: (e: NewWebhookEndpoi
       }}
     >
       <fieldset disabled={busy}>
-        <Field id="wh-url" label="URL" hint={urlProblem ? <span className="key-problem">{urlProblem}</span> : 'Where your program listens, e.g. http://127.0.0.1:8787/hooks (loopback is fine).'}>
-          <input id="wh-url" value={url} placeholder="http://127.0.0.1:8787/hooks" aria-invalid={urlProblem ? true : undefined} onChange={(e) => setUrl(e.target.value)} onBlur={() => setTouched(url.trim() !== '')} />
+        <Field
+          id="wh-url"
+          label="URL"
+          hint={urlProblem ? <span id="wh-url-hint" className="key-problem">{urlProblem}</span> : <span id="wh-url-hint">Where your program listens, e.g. http://127.0.0.1:8787/hooks (loopback is fine).</span>}
+        >
+          <input
+            id="wh-url"
+            value={url}
+            placeholder="http://127.0.0.1:8787/hooks"
+            aria-invalid={urlProblem ? true : undefined}
+            aria-describedby="wh-url-hint"
+            onChange={(e) => setUrl(e.target.value)}
+            onBlur={() => setTouched(url.trim() !== '')}
+          />
         </Field>
         <Field id="wh-name" label="Name (optional)">
           <input id="wh-name" value={name} maxLength={255} placeholder="my notifier" onChange={(e) => setName(e.target.value)} />
@@ -159,7 +177,7 @@ function EndpointForm({ onCreated, onCancel }: { onCreated: (e: NewWebhookEndpoi
 }
 
 /** One endpoint: its state, events, actions, and (opened) its events' editor and its deliveries. */
-function EndpointRow({ endpoint: e, onChanged, onSecret }: { endpoint: WebhookEndpoint; onChanged: () => void; onSecret: (secret: string) => void }) {
+function EndpointRow({ endpoint: e, onChanged, onSecret, onDeleted }: { endpoint: WebhookEndpoint; onChanged: () => void; onSecret: (secret: string) => void; onDeleted: () => void }) {
   const client = useClient()
   const [busy, setBusy] = useState<string>()
   const [err, setErr] = useState<unknown>()
@@ -215,7 +233,10 @@ function EndpointRow({ endpoint: e, onChanged, onSecret }: { endpoint: WebhookEn
           disabled={busy !== undefined}
           onClick={() => {
             if (!window.confirm(`Delete the endpoint ${label}? Its secret and its deliveries go with it.`)) return
-            void act('delete', () => client.request('webhooks.delete', { id: e.id }))
+            void act('delete', async () => {
+              await client.request('webhooks.delete', { id: e.id })
+              onDeleted()
+            })
           }}
         >
           {busy === 'delete' ? 'Deleting…' : 'Delete'}

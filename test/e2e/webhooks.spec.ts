@@ -17,7 +17,8 @@ import { MAX_WEBHOOK_ENDPOINTS } from '../../src/shared/api/webhooks'
  * delivery verified with the official SDK and listed in the section; a bad URL named under its
  * field with the form kept; the endpoint turned off, its secret regenerated (the next delivery
  * verifies with the new one only), its events changed, deleted; the API's own refusal shown under
- * the form with the form kept. The signing secret lives in the keychain, so the spec needs one.
+ * the form with the form kept. The signing secret lives in the keychain, so the spec needs one;
+ * without one, the section says why no endpoint can be added.
  */
 
 const TOKEN = 'e2e_webhooks_token_0123456789abc'
@@ -195,5 +196,34 @@ test.describe.serial('Settings: webhooks', () => {
     await expect(section.getByTestId('webhook-endpoint')).toHaveCount(MAX_WEBHOOK_ENDPOINTS)
     await expect(section.getByRole('button', { name: 'Add an endpoint' })).toBeDisabled()
     await expect(section.getByText(`${MAX_WEBHOOK_ENDPOINTS} endpoints at most: delete one to add another.`)).toBeVisible()
+  })
+})
+
+test.describe.serial('Settings: webhooks without a keychain', () => {
+  let dataDir: string
+  let serve: ServeProcess
+
+  test.beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-webhooks-nokc-'))
+    // startServe's default: no session bus, so no keychain answers
+    serve = await startServe({ dataDir, token: TOKEN })
+  })
+
+  test.afterAll(async () => {
+    await serve?.stop()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  test('says why no endpoint can be added instead of offering a form the engine would refuse', async ({ page }, info) => {
+    await page.goto(`${serve.url}/?token=${TOKEN}#/settings`)
+    const section = page.getByRole('region', { name: 'Webhooks' })
+    await expect(section.getByRole('status')).toContainText('Endpoints cannot be added here: no OS keychain is available')
+    await expect(section.getByText('No endpoint yet.')).toBeVisible()
+    await expect(section.getByRole('button', { name: 'Add an endpoint' })).toBeDisabled()
+    await expect(section.getByRole('alert')).toHaveCount(0)
+    await section.scrollIntoViewIfNeeded()
+    await shot(page, info, 'settings-webhooks-no-keychain')
+    // what the engine would answer: the secret has nowhere to go
+    await expect(serve.api('POST', '/v1/organizations/webhooks', { url: 'http://127.0.0.1:9/hooks', enabled_events: ['session.created'] })).rejects.toThrow(/keychain/)
   })
 })

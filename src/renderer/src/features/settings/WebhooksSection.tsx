@@ -4,6 +4,7 @@ import { Button, ErrorNote, Field, Spinner } from '../../ui/components'
 import { CodeBlock } from '../../ui/Code'
 import { useQuery } from '../../ui/hooks'
 import { relativeTime } from '../../ui/format'
+import { useSetup } from '../setup/SetupProvider'
 import { MAX_WEBHOOK_ENDPOINTS, type NewWebhookEndpoint, type WebhookDelivery, type WebhookEndpoint, type WebhookEventType } from '../../../../shared/api/webhooks'
 import { DEFAULT_WEBHOOK_EVENTS, parseWebhookUrl, retryText, webhookEventGroups, webhookEventLabel, webhookEventsSummary } from './webhook-form'
 
@@ -20,7 +21,11 @@ export function WebhooksSection() {
   const [secret, setSecret] = useState<{ endpoint: string; url: string; secret: string }>()
   const [adding, setAdding] = useState(false)
   const list = endpoints.data?.data ?? []
+  // an engine built without a keychain has no webhook routes (503); one whose keychain does not
+  // answer lists its endpoints but can keep no new secret, so adding one is off and says why
   const unavailable = endpoints.error && (endpoints.error as { status?: number }).status === 503
+  const keychain = useSetup().settings?.keychain
+  const noKeychain = keychain?.available === false
   return (
     <section className="card-section webhooks-section" aria-labelledby="s-webhooks">
       <h2 id="s-webhooks">Webhooks</h2>
@@ -36,6 +41,11 @@ export function WebhooksSection() {
       ) : (
         <>
           <ErrorNote error={endpoints.error} />
+          {noKeychain && (
+            <div className="note note-warn" role="status">
+              <strong>Endpoints cannot be added here: no OS keychain is available, and Corral keeps each endpoint&apos;s signing secret there.</strong> {keychain.problem}
+            </div>
+          )}
           {secret && (
             <div className="note key-once" role="status" data-testid="webhook-secret">
               <p>
@@ -71,7 +81,7 @@ export function WebhooksSection() {
               }}
             />
           ) : (
-            <Button icon="plus" onClick={() => setAdding(true)} disabled={list.length >= MAX_WEBHOOK_ENDPOINTS || !endpoints.data}>
+            <Button icon="plus" onClick={() => setAdding(true)} disabled={list.length >= MAX_WEBHOOK_ENDPOINTS || !endpoints.data || noKeychain}>
               Add an endpoint
             </Button>
           )}

@@ -1,47 +1,19 @@
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import Anthropic from '@anthropic-ai/sdk'
 import { startApiServer, type TestApiServer } from '../support/api-server'
+import { WebhookReceiver } from '../support/webhook-receiver'
 import { ScriptedModelServer, say, toolCall, userTexts, type RecordedRequest } from '../support/model-server'
 import { MemoryKeychain } from '../../src/main/vault/memory-keychain'
-import { webhookSecretAccount } from '../../src/main/orchestrator/webhooks'
+import { keychainAccount } from '../../src/main/vault/keychain'
 
 // Webhooks through the official SDK (docs/webhooks.md): endpoints made with
 // client.beta.organization.webhooks, deliveries verified with client.beta.webhooks.unwrap against a
 // receiver on loopback, as a user's own webhook handler would. The scripted model plays the agent.
 
-/** A webhook receiver: records what it verified; `answer` decides each response's status. */
-class Receiver {
-  readonly got: { headers: Record<string, string>; body: string }[] = []
-  answer: (n: number) => number = () => 204
-  private server!: Server
-  url = ''
-  async start(): Promise<this> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = []
-      req.on('data', (c: Buffer) => chunks.push(c))
-      req.on('end', () => {
-        const headers: Record<string, string> = {}
-        for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v
-        this.got.push({ headers, body: Buffer.concat(chunks).toString('utf8') })
-        res.writeHead(this.answer(this.got.length)).end(this.answer(this.got.length) >= 400 ? 'receiver is down' : '')
-      })
-    })
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r))
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks`
-    return this
-  }
-  close(): Promise<void> {
-    this.server.closeAllConnections()
-    return new Promise((r) => this.server.close(() => r()))
-  }
-}
-
 let t: TestApiServer
 let client: Anthropic
 let model: ScriptedModelServer
-let receiver: Receiver
+let receiver: WebhookReceiver
 let agentId: string
 let envId: string
 const keychain = new MemoryKeychain()
@@ -55,7 +27,7 @@ function respond(req: RecordedRequest) {
 
 beforeAll(async () => {
   model = await ScriptedModelServer.start(respond)
-  receiver = await new Receiver().start()
+  receiver = await new WebhookReceiver().start()
   t = await startApiServer({
     keychain,
     env: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test-key' },
@@ -116,7 +88,7 @@ describe('webhooks through the official SDK', () => {
     expect(created.signing_secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/)
     secret = created.signing_secret
     endpointId = created.id
-    expect(await keychain.get(webhookSecretAccount(endpointId))).toBe(secret)
+    expect(await keychain.get(keychainAccount.webhookSecret(endpointId))).toBe(secret)
     const again = await client.beta.organization.webhooks.retrieve(endpointId)
     expect(again).not.toHaveProperty('signing_secret')
     expect(JSON.stringify(await t.fetch(`/v1/organizations/webhooks`).then((r) => r.json()))).not.toContain(secret)
@@ -275,7 +247,7 @@ describe('webhooks through the official SDK', () => {
 
   it('deletes an endpoint with its secret', async () => {
     expect(await client.beta.organization.webhooks.delete(endpointId)).toEqual({ id: endpointId, type: 'webhook_endpoint_deleted' })
-    expect(await keychain.get(webhookSecretAccount(endpointId))).toBeUndefined()
+    expect(await keychain.get(keychainAccount.webhookSecret(endpointId))).toBeUndefined()
     expect((await client.beta.organization.webhooks.list()).data).toEqual([])
     expect(await errorOf(client.beta.organization.webhooks.retrieve(endpointId))).toMatchObject({ status: 404 })
   })

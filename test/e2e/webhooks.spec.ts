@@ -1,14 +1,13 @@
 import { expect, test } from '@playwright/test'
 import AxeBuilder from '@axe-core/playwright'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 import { startServe, type ServeProcess } from './support/serve'
 import { shot } from './support/screenshots'
 import { keychainProbe, requirement } from '../support/requirements'
+import { WebhookReceiver } from '../support/webhook-receiver'
 import { MAX_WEBHOOK_ENDPOINTS } from '../../src/shared/api/webhooks'
 
 /**
@@ -28,24 +27,15 @@ test.describe.serial('Settings: webhooks', () => {
   test.skip(!keychain.ok, keychain.reason ?? '')
   let dataDir: string
   let serve: ServeProcess
-  let receiver: Server
+  const receiver = new WebhookReceiver()
+  const got = receiver.got
   let receiverUrl = ''
   let firstSecret = ''
-  const got: { headers: Record<string, string>; body: string }[] = []
   const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) => serve.api<T>(method, path, body)
 
   test.beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-webhooks-'))
-    receiver = createServer((req, res) => {
-      let body = ''
-      req.on('data', (c: Buffer) => (body += c.toString('utf8')))
-      req.on('end', () => {
-        got.push({ headers: req.headers as Record<string, string>, body })
-        res.writeHead(204).end()
-      })
-    })
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r))
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`
+    receiverUrl = (await receiver.start()).url
     serve = await startServe({
       dataDir,
       token: TOKEN,
@@ -57,8 +47,7 @@ test.describe.serial('Settings: webhooks', () => {
     // deleting the endpoints takes their secrets out of the keychain
     if (serve) for (const e of (await api<{ data: { id: string }[] }>('GET', '/v1/organizations/webhooks?limit=100').catch(() => ({ data: [] }))).data) await api('DELETE', `/v1/organizations/webhooks/${e.id}`).catch(() => {})
     await serve?.stop()
-    receiver?.closeAllConnections()
-    await new Promise<void>((r) => (receiver ? receiver.close(() => r()) : r()))
+    await receiver.close()
     rmSync(dataDir, { recursive: true, force: true })
   })
 

@@ -115,7 +115,7 @@ export function toCompatibleRequest(request: ModelRequest): ModelRequest {
   return out
 }
 
-/** The JSON of tool arrays already sent (requestJson), by the array. */
+/** The JSON of tool arrays already sent (streamedRequestJson), by the array. */
 const toolsJson = new WeakMap<object, string>()
 
 /**
@@ -211,8 +211,8 @@ export class AnthropicModelClient implements ModelClient {
       return this.client.messages.create({ ...body, stream: true }, options)
     }
     // the body as JSON text, which the SDK sends as it is when it is given its content type
-    const json = { 'content-type': 'application/json' }
-    return this.client.post('/v1/messages', { body: streamedRequestJson(body), ...options, headers: { ...options.headers, ...json }, stream: true }) as unknown as Promise<AsyncIterable<RawMessageStreamEvent>>
+    const headers = { ...options.headers, 'content-type': 'application/json' }
+    return this.client.post('/v1/messages', { body: streamedRequestJson(body), ...options, headers, stream: true }) as unknown as Promise<AsyncIterable<RawMessageStreamEvent>>
   }
 
   /** Models whose first request went through the SDK's own checks, in this process. */

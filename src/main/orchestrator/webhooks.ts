@@ -2,10 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { Webhook } from 'standardwebhooks'
 import { WEBHOOK_RETRY_DELAYS_MS, WEBHOOK_TIMEOUT_MS, type NewWebhookEndpoint, type WebhookDelivery, type WebhookEndpoint } from '../../shared/api/webhooks'
 import type { ClaimedDelivery, WebhookEndpointCreateInput, WebhookEndpointUpdateInput, WebhookListParams, WebhookStore } from '../session/webhook-store'
-import type { Keychain } from '../vault/keychain'
+import { keychainAccount, type Keychain } from '../vault/keychain'
 
-/** Where an endpoint's signing secret is kept. */
-export const webhookSecretAccount = (endpointId: string): string => `webhook/${endpointId}/signing_secret`
 
 export interface WebhookServiceOptions {
   store: WebhookStore
@@ -89,7 +87,7 @@ export class WebhookService {
   async delete(id: string): Promise<{ id: string; type: 'webhook_endpoint_deleted' }> {
     const out = this.o.store.delete(id)
     this.secrets.delete(id)
-    await this.o.keychain.delete(webhookSecretAccount(id))
+    await this.o.keychain.delete(keychainAccount.webhookSecret(id))
     return out
   }
 
@@ -104,7 +102,7 @@ export class WebhookService {
 
   private async newSecret(id: string): Promise<string> {
     const secret = `whsec_${randomBytes(24).toString('base64')}`
-    await this.o.keychain.set(webhookSecretAccount(id), secret)
+    await this.o.keychain.set(keychainAccount.webhookSecret(id), secret)
     this.secrets.set(id, new Webhook(secret))
     return secret
   }
@@ -112,7 +110,7 @@ export class WebhookService {
   private async signer(endpointId: string): Promise<Webhook> {
     let s = this.secrets.get(endpointId)
     if (s) return s
-    const secret = await this.o.keychain.get(webhookSecretAccount(endpointId))
+    const secret = await this.o.keychain.get(keychainAccount.webhookSecret(endpointId))
     if (!secret) throw new Error('its signing secret is not in the keychain (regenerate it)')
     s = new Webhook(secret)
     this.secrets.set(endpointId, s)

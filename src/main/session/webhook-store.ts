@@ -81,7 +81,8 @@ const KEPT_DELIVERIES = 500
  * row holds everything but its signing secret (the keychain's: orchestrator/webhooks.ts). The
  * outbox gets one row per event and enabled endpoint that lists its type, written inside the
  * transaction of what it tells of: a session's log events (a batch projector of the log), a
- * session's creation, archive and deletion (SessionStoreHooks.inTransaction). So an event that
+ * session's creation, archive and deletion (SessionStoreHooks.inTransaction), the other stores'
+ * resource changes (`tell`, their ResourceEvents). So an event that
  * committed is delivered after any crash, and one that rolled back never is. The sender claims
  * due rows, posts them and records each attempt here.
  */

@@ -27,6 +27,8 @@ export const keychainAccount = {
   egressCaKey: 'egress-ca-private-key',
   credential: (credentialId: string, field: string) => `credential/${credentialId}/${field}`,
   sessionResource: (sessionId: string, resourceId: string, field: string) => `session/${sessionId}/resource/${resourceId}/${field}`,
+  /** A webhook endpoint's signing secret (orchestrator/webhooks.ts). */
+  webhookSecret: (endpointId: string) => `webhook/${endpointId}/signing_secret`,
 } as const
 
 const ACCOUNT_RE = /^[A-Za-z0-9][A-Za-z0-9_./:-]{0,199}$/

@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
+import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,17 +7,17 @@ import { afterEach, describe, expect, it } from 'vitest'
 import Anthropic from '@anthropic-ai/sdk'
 import { Engine } from '../../../src/main/engine'
 import { MemoryKeychain } from '../../../src/main/vault/memory-keychain'
+import { WebhookReceiver } from '../../support/webhook-receiver'
 
 // Webhook deliveries outlive the engine (orchestrator/webhooks.ts, docs/webhooks.md): an event whose
 // delivery failed while one engine ran is delivered by the next engine on the same data directory,
 // once, signed with the secret the keychain keeps.
 
 let dir: string | undefined
-let server: Server | undefined
+let receiver: WebhookReceiver | undefined
 afterEach(async () => {
-  server?.closeAllConnections()
-  await new Promise<void>((r) => (server ? server.close(() => r()) : r()))
-  server = undefined
+  await receiver?.close()
+  receiver = undefined
   if (dir) rmSync(dir, { recursive: true, force: true })
 })
 
@@ -53,16 +53,10 @@ describe('webhook deliveries across a restart', () => {
     await a.engine.close()
 
     // the receiver is up; the next engine starts after the retry came due
-    const got: { headers: Record<string, string>; body: string }[] = []
-    server = createServer((req, res) => {
-      let body = ''
-      req.on('data', (c: Buffer) => (body += c.toString('utf8')))
-      req.on('end', () => {
-        got.push({ headers: req.headers as Record<string, string>, body })
-        res.writeHead(200).end()
-      })
-    })
-    await new Promise<void>((r) => server!.listen(port, '127.0.0.1', r))
+    receiver = new WebhookReceiver()
+    receiver.answer = () => 200
+    await receiver.start(port)
+    const got = receiver.got
     const b = await open(120_000)
     try {
       await expect.poll(() => got.length, { timeout: 5_000 }).toBe(1)

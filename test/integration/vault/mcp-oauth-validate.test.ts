@@ -10,6 +10,7 @@ import { Engine } from '../../../src/main/engine'
 import { KeyringKeychain } from '../../../src/main/vault/keyring-keychain'
 import { keychainAccount } from '../../../src/main/vault/keychain'
 import { ACCESS_NEW, ACCESS_OLD, CLIENT_SECRET, REFRESH, mcpTestServer } from '../../support/mcp-server'
+import { WebhookReceiver } from '../../support/webhook-receiver'
 
 const keychain = requirement('keychain', keychainProbe)
 
@@ -78,21 +79,15 @@ describe.skipIf(!keychain.ok)('credentials.mcpOAuthValidate (the SDK, the keycha
 
   it('says invalid when the refresh is refused, the probe and the token endpoint captured without a secret, and a webhook tells of the refused refresh once', async () => {
     // a webhook receiver for vault_credential.refresh_failed (docs/webhooks.md)
-    const bodies: string[] = []
-    const receiver = http.createServer((req, res) => {
-      let b = ''
-      req.on('data', (chunk: Buffer) => (b += chunk.toString('utf8')))
-      req.on('end', () => (bodies.push(b), res.writeHead(204).end()))
-    })
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r))
-    const hook = await client.beta.organization.webhooks.create({ url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`, enabled_events: ['vault_credential.refresh_failed'] as never })
+    const receiver = await new WebhookReceiver().start()
+    const hook = await client.beta.organization.webhooks.create({ url: receiver.url, enabled_events: ['vault_credential.refresh_failed'] as never })
     const c = await oauth(`${srv.url}/mcp`, ACCESS_OLD, 'canary-refused-refresh-17')
     const v = await client.beta.vaults.credentials.mcpOAuthValidate(c.id, { vault_id: c.vaultId })
     await client.beta.vaults.credentials.mcpOAuthValidate(c.id, { vault_id: c.vaultId })
-    await expect.poll(() => bodies.length, { timeout: 5_000 }).toBe(1)
-    expect((JSON.parse(bodies[0]) as { data: unknown }).data).toEqual({ type: 'vault_credential.refresh_failed', id: c.id, vault_id: c.vaultId, organization_id: 'local', workspace_id: 'local' })
+    await expect.poll(() => receiver.got.length, { timeout: 5_000 }).toBe(1)
+    expect(receiver.bodies()[0].data).toEqual({ type: 'vault_credential.refresh_failed', id: c.id, vault_id: c.vaultId, organization_id: 'local', workspace_id: 'local' })
     await client.beta.organization.webhooks.delete(hook.id)
-    receiver.close()
+    await receiver.close()
     expect(v).toMatchObject({
       status: 'invalid',
       mcp_probe: { method: 'initialize', http_response: { status_code: 401, content_type: 'application/json', body: '{"error":"unauthorized"}', body_truncated: false } },

@@ -207,6 +207,10 @@ function EndpointRow({ endpoint: e, onChanged, onSecret, onDeleted }: { endpoint
       setBusy(undefined)
     }
   }
+  /** `act`, once the person said yes to `question`. */
+  const confirmed = (question: string, what: string, run: () => Promise<unknown>) => {
+    if (window.confirm(question)) void act(what, run)
+  }
   const label = e.name || e.url
   return (
     <li className={`webhook-row${on ? '' : ' off'}`} data-testid="webhook-endpoint">
@@ -230,10 +234,11 @@ function EndpointRow({ endpoint: e, onChanged, onSecret, onDeleted }: { endpoint
           small
           variant="ghost"
           disabled={busy !== undefined}
-          onClick={() => {
-            if (!window.confirm(`Make a new signing secret for ${label}? Deliveries are signed with it from now on; your program needs the new one.`)) return
-            void act('secret', async () => onSecret((await client.request<{ signing_secret: string }>('webhooks.regenerateSigningSecret', { id: e.id })).signing_secret))
-          }}
+          onClick={() =>
+            confirmed(`Make a new signing secret for ${label}? Deliveries are signed with it from now on; your program needs the new one.`, 'secret', async () =>
+              onSecret((await client.request<{ signing_secret: string }>('webhooks.regenerateSigningSecret', { id: e.id })).signing_secret),
+            )
+          }
         >
           {busy === 'secret' ? 'Regenerating…' : 'New secret'}
         </Button>
@@ -241,13 +246,12 @@ function EndpointRow({ endpoint: e, onChanged, onSecret, onDeleted }: { endpoint
           small
           variant="ghost"
           disabled={busy !== undefined}
-          onClick={() => {
-            if (!window.confirm(`Delete the endpoint ${label}? Its secret and its deliveries go with it.`)) return
-            void act('delete', async () => {
+          onClick={() =>
+            confirmed(`Delete the endpoint ${label}? Its secret and its deliveries go with it.`, 'delete', async () => {
               await client.request('webhooks.delete', { id: e.id })
               onDeleted()
             })
-          }}
+          }
         >
           {busy === 'delete' ? 'Deleting…' : 'Delete'}
         </Button>
